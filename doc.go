@@ -1,0 +1,47 @@
+// Package sliceclass is an SDK for writing class controllers for Liqo
+// ResourceSlices.
+//
+// A Liqo consumer asks a provider for resources by creating a ResourceSlice.
+// Liqo's own controller authenticates every slice, but decides resources only
+// for slices of class "" and "default". A slice with spec.class "gold" waits
+// for a class controller for "gold": that is what this SDK builds, around a
+// small policy the operator writes.
+//
+// # Getting started
+//
+// Write a [handler.Handler] that decides one slice: set the Resources condition
+// to Accepted or Denied with [conditions.Accept] or [conditions.Deny] and fill
+// status.resources. Register it for a class in your controller-runtime manager
+// with [resourceslice.AddToManager]:
+//
+//	h := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+//		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+//		conditions.Accept(rs, "Granted", "all requested resources granted")
+//		return ctrl.Result{}, nil
+//	})
+//	if err := resourceslice.AddToManager(mgr, "gold", h); err != nil {
+//		return err
+//	}
+//
+// # How the packages fit
+//
+//   - handler: the Handler interface a policy implements, and its Func adapter.
+//     It holds no controller machinery.
+//   - conditions: nil-safe helpers that read and set the Resources and
+//     Authentication conditions of a slice.
+//   - resourceslice: AddToManager, its options and the Reconciler. It fetches
+//     and filters slices, applies Liqo's tenant rule and authentication gate,
+//     calls the handler, validates its decision, writes only the status fields
+//     a class controller owns with one optimistic-lock patch, records events
+//     and exports metrics.
+//   - testing: a harness to unit-test a Handler by running the real Reconciler
+//     on controller-runtime's fake client, and slice builders.
+//   - testing/envtest: starts a real kube-apiserver and etcd with the Liqo CRDs
+//     installed, for integration tests.
+//
+// # Testing a policy
+//
+// Use [github.com/sliceclass/sliceclass/testing.Run] with a slice built by
+// [github.com/sliceclass/sliceclass/testing.NewSlice]; assert on the returned
+// decision, resources, events and number of API writes.
+package sliceclass

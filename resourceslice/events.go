@@ -1,0 +1,86 @@
+package resourceslice
+
+import (
+	"fmt"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/sliceclass/sliceclass/conditions"
+)
+
+// Event reasons the SDK records on a slice. Decision events carry the reason
+// the handler set on the Resources condition instead.
+const (
+	// ReasonHandlerFailed: the handler returned an error; it is retried
+	// with backoff unless the error is terminal.
+	ReasonHandlerFailed = "HandlerFailed"
+	// ReasonHandlerPanicked: the handler panicked; the panic became an error.
+	ReasonHandlerPanicked = "HandlerPanicked"
+	// ReasonNoDecision: the handler returned without setting the Resources
+	// condition to Accepted or Denied; not retried.
+	ReasonNoDecision = "NoDecision"
+	// ReasonInvalidResources: the handler offered a negative quantity; not
+	// retried.
+	ReasonInvalidResources = "InvalidResources"
+	// ReasonChangesDiscarded: the handler changed fields a class controller
+	// does not own; the changes were dropped and the decision saved.
+	ReasonChangesDiscarded = "ChangesDiscarded"
+	// ReasonStatusRejected: the API server refused the status patch as
+	// invalid; not retried.
+	ReasonStatusRejected = "StatusRejected"
+
+	// ReasonTenantDrained is the Resources condition reason when the SDK
+	// denies a slice because its Tenant is Drained.
+	ReasonTenantDrained = "TenantDrained"
+	// ReasonTenantCordoned is the Resources condition reason when the SDK
+	// denies an undecided slice because its Tenant is Cordoned.
+	ReasonTenantCordoned = "TenantCordoned"
+)
+
+// Event actions (the events API's "action" field).
+const (
+	actionDecide   = "Decide"
+	actionValidate = "Validate"
+	actionHandle   = "Handle"
+	actionWrite    = "WriteStatus"
+)
+
+// maxNote keeps event notes under the events API's 1 kB limit.
+const maxNote = 1000
+
+type discardRecorder struct{}
+
+func (discardRecorder) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
+
+var _ events.EventRecorder = discardRecorder{}
+
+func (r *Reconciler) warn(rs *authv1beta1.ResourceSlice, reason, action, format string, args ...any) {
+	r.recorder.Eventf(rs, nil, corev1.EventTypeWarning, reason, action, "%s", truncate(fmt.Sprintf(format, args...)))
+}
+
+// decisionEvent records a Normal event for Accepted and a Warning for Denied,
+// with the handler's reason and message.
+func (r *Reconciler) decisionEvent(rs *authv1beta1.ResourceSlice, c *authv1beta1.ResourceSliceCondition) {
+	eventType, reason := corev1.EventTypeNormal, c.Reason
+	if c.Status == conditions.Denied {
+		eventType = corev1.EventTypeWarning
+	}
+	if reason == "" {
+		reason = string(c.Status)
+	}
+	note := c.Message
+	if note == "" {
+		note = fmt.Sprintf("resources %s by class %q", c.Status, r.class)
+	}
+	r.recorder.Eventf(rs, nil, eventType, reason, actionDecide, "%s", truncate(note))
+}
+
+func truncate(s string) string {
+	if len(s) <= maxNote {
+		return s
+	}
+	return s[:maxNote-3] + "..."
+}

@@ -1,0 +1,78 @@
+package resourceslice
+
+import (
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/sliceclass/sliceclass/conditions"
+)
+
+// SlicePredicate passes the slice events a controller for class must see:
+//
+//   - the slice matches sel and is of class, on the old OR the new object, so
+//     a slice moving between classes is seen by both controllers;
+//   - on update, only relevant changes: generation (spec), labels, deletion,
+//     finalizers, or the Authentication condition. Status writes to the
+//     fields a class controller owns do not pass, so the controller's own
+//     writes do not trigger it again.
+//
+// Deletions do not pass: there is nothing to decide for a slice that is gone.
+func SlicePredicate(class string, sel labels.Selector) predicate.Predicate {
+	matches := func(o client.Object) bool {
+		rs, ok := o.(*authv1beta1.ResourceSlice)
+		if !ok || rs == nil {
+			return false
+		}
+		return ClassOf(rs) == class && sel.Matches(labels.Set(rs.GetLabels()))
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return matches(e.Object) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return matches(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !matches(e.ObjectOld) && !matches(e.ObjectNew) {
+				return false
+			}
+			return relevantChange(e.ObjectOld, e.ObjectNew)
+		},
+	}
+}
+
+func relevantChange(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(*authv1beta1.ResourceSlice)
+	n, ok2 := newObj.(*authv1beta1.ResourceSlice)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if o.Generation != n.Generation ||
+		ClassOf(o) != ClassOf(n) ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) {
+		return true
+	}
+	oa, na := conditions.Get(o, conditions.Authentication), conditions.Get(n, conditions.Authentication)
+	return !conditions.Equal(oa, na)
+}
+
+// TenantPredicate passes Tenant events that can change the tenant rule's
+// verdict: creation, deletion, and updates of the tenant condition, the
+// cluster ID or the labels.
+func TenantPredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*authv1beta1.Tenant)
+			n, ok2 := e.ObjectNew.(*authv1beta1.Tenant)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return o.Spec.TenantCondition != n.Spec.TenantCondition ||
+				o.Spec.ClusterID != n.Spec.ClusterID ||
+				!equality.Semantic.DeepEqual(o.Labels, n.Labels)
+		},
+	}
+}

@@ -1,0 +1,219 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	liqoModule = "github.com/liqotech/liqo"
+	crdSubdir  = "deployments/liqo/charts/liqo-crds/crds"
+	// RequireEnv, when set to a non-empty value, turns a missing control
+	// plane into a test failure instead of a skip (CI sets it).
+	RequireEnv = "SLICECLASS_REQUIRE_ENVTEST"
+	// CRDDirEnv overrides where the Liqo CRD YAML is read from.
+	CRDDirEnv = "SLICECLASS_LIQO_CRDS"
+)
+
+// CRDFiles are the Liqo CRDs installed: the authentication group, which holds
+// ResourceSlice and Tenant.
+var crdFiles = []string{
+	"authentication.liqo.io_resourceslices.yaml",
+	"authentication.liqo.io_tenants.yaml",
+	"authentication.liqo.io_identities.yaml",
+	"authentication.liqo.io_renews.yaml",
+}
+
+// ControlPlane is a running kube-apiserver and etcd with the Liqo CRDs.
+type ControlPlane struct {
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is a direct (uncached) client with Liqo's types in its Scheme.
+	Client client.Client
+	// Scheme holds client-go's and Liqo's authentication types.
+	Scheme *runtime.Scheme
+	// Env is the underlying envtest environment.
+	Env *envtest.Environment
+}
+
+// ErrNoAssets is returned (wrapped) when no kube-apiserver and etcd binaries
+// can be found.
+var ErrNoAssets = errors.New("no envtest binaries: run `make envtest` in the sliceclass repo, or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd (e.g. from setup-envtest)")
+
+// Start starts a control plane for a test and stops it when the test ends.
+// When no binaries are found it skips the test, or fails it when the
+// SLICECLASS_REQUIRE_ENVTEST environment variable is set.
+func Start(t testing.TB) *ControlPlane {
+	t.Helper()
+	cp, err := New()
+	if err != nil {
+		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
+			t.Skipf("controlplane: %v", err)
+		}
+		t.Fatalf("controlplane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("controlplane: stopping: %v", err)
+		}
+	})
+	return cp
+}
+
+// New starts a control plane; the caller must Stop it.
+func New() (*ControlPlane, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	crdDir, err := CRDDir()
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, f := range crdFiles {
+		paths = append(paths, filepath.Join(crdDir, f))
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true},
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, Env: env}, nil
+}
+
+// Stop stops the API server and etcd.
+func (cp *ControlPlane) Stop() error {
+	return cp.Env.Stop()
+}
+
+// CreateNamespace creates a namespace (an existing one is fine).
+func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := cp.Client.Create(ctx, ns); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return fmt.Errorf("creating namespace %q: %w", name, err)
+	}
+	return nil
+}
+
+// AssetsDir finds the directory holding kube-apiserver and etcd:
+// KUBEBUILDER_ASSETS if set, else bin/envtest/<version>/ in the nearest
+// enclosing directory that has one (where `make envtest` builds them).
+func AssetsDir() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		if hasAssets(d) {
+			return d, nil
+		}
+		return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s lacks kube-apiserver or etcd: %w", d, ErrNoAssets)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		matches, _ := filepath.Glob(filepath.Join(dir, "bin", "envtest", "k8s-*"))
+		for i := len(matches) - 1; i >= 0; i-- {
+			if hasAssets(matches[i]) {
+				return matches[i], nil
+			}
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			break
+		}
+	}
+	return "", ErrNoAssets
+}
+
+func hasAssets(d string) bool {
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if fi, err := os.Stat(filepath.Join(d, b)); err != nil || fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// CRDDir finds Liqo's CRD directory: SLICECLASS_LIQO_CRDS if set, else the
+// Liqo module's directory as `go list -m` reports it, else the module cache
+// path of the Liqo version this binary was built with.
+func CRDDir() (string, error) {
+	if d := os.Getenv(CRDDirEnv); d != "" {
+		return d, nil
+	}
+	var tried []string
+	if out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", liqoModule).Output(); err == nil {
+		if dir := strings.TrimSpace(string(out)); dir != "" {
+			d := filepath.Join(dir, crdSubdir)
+			if isDir(d) {
+				return d, nil
+			}
+			tried = append(tried, d)
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path != liqoModule {
+				continue
+			}
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			cache := os.Getenv("GOMODCACHE")
+			if cache == "" {
+				if out, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {
+					cache = strings.TrimSpace(string(out))
+				}
+			}
+			d := filepath.Join(cache, m.Path+"@"+m.Version, crdSubdir)
+			if isDir(d) {
+				return d, nil
+			}
+			tried = append(tried, d)
+		}
+	}
+	return "", fmt.Errorf("cannot find Liqo's CRDs (tried %v): run `go mod download %s` or set %s", tried, liqoModule, CRDDirEnv)
+}
+
+func isDir(d string) bool {
+	fi, err := os.Stat(d)
+	return err == nil && fi.IsDir()
+}

@@ -1,0 +1,15 @@
+// Package slicetest is the harness for unit-testing a class controller's
+// Handler: slice and Tenant builders, and a run of the real
+// resourceslice.Reconciler on controller-runtime's fake client (with the
+// status subresource) that reports the decision, the resources, the events
+// and every API write, with fault injection on status writes.
+//
+// Import it with its name:
+//
+//	import slicetest "github.com/sliceclass/sliceclass/testing"
+//
+// The fake client does not validate schemas, bump resourceVersions like an
+// API server, or race a second writer: behaviours that depend on the server
+// belong in integration tests on a real control plane (package
+// github.com/sliceclass/sliceclass/testing/controlplane).
+package slicetest

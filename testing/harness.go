@@ -1,0 +1,290 @@
+package slicetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// Event is an event the reconciler recorded.
+type Event struct {
+	Type   string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason string
+	Action string
+	Note   string
+	Object types.NamespacedName
+}
+
+// Write is one mutating API call the reconciler made.
+type Write struct {
+	Verb        string // "create", "update", "patch", "delete"
+	Subresource string // "status" for status writes, "" for the object
+	Object      types.NamespacedName
+	Patch       string // the patch body, for patches
+}
+
+// Result is what one reconcile did.
+type Result struct {
+	// Slice is the slice as stored after the reconcile (nil if it is gone).
+	Slice *authv1beta1.ResourceSlice
+	// Decision is the Resources condition's status ("" when undecided), with
+	// its Reason and Message.
+	Decision authv1beta1.ResourceSliceConditionStatus
+	Reason   string
+	Message  string
+	// Resources is the stored status.resources.
+	Resources corev1.ResourceList
+	// Events recorded during this reconcile.
+	Events []Event
+	// Writes made during this reconcile; a decided, unchanged slice has none.
+	Writes []Write
+	// Result and Err are what Reconcile returned.
+	Result ctrl.Result
+	Err    error
+}
+
+// Terminal reports whether Err is a terminal error (not retried).
+func (r Result) Terminal() bool {
+	return r.Err != nil && isTerminal(r.Err)
+}
+
+// Option configures a Harness.
+type Option func(*Harness)
+
+// WithObjects seeds the fake API with objects (slices, Tenants, ...).
+func WithObjects(objs ...client.Object) Option {
+	return func(h *Harness) { h.seed = append(h.seed, objs...) }
+}
+
+// WithReconcilerOptions passes options to resourceslice.NewReconciler.
+func WithReconcilerOptions(opts ...resourceslice.Option) Option {
+	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
+}
+
+// WithStatusWriteErrors makes the next status writes fail with errs, one
+// each, in order; a nil entry lets that write through. Use Conflict() for a
+// concurrent writer, or any API error.
+func WithStatusWriteErrors(errs ...error) Option {
+	return func(h *Harness) { h.statusErrs = append(h.statusErrs, errs...) }
+}
+
+// Conflict returns the error the API server answers when a write carries a
+// stale resourceVersion.
+func Conflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: authv1beta1.GroupVersion.Group, Resource: authv1beta1.ResourceSliceResource},
+		"slice", fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// Harness runs the real resourceslice.Reconciler for one class on
+// controller-runtime's fake client and records what it did. It is safe for
+// use by one test goroutine.
+type Harness struct {
+	// Client is the fake client the reconciler reads and writes through; use
+	// it to change the world between reconciles (e.g. drain a Tenant).
+	Client client.Client
+	// Reconciler is the real reconciler under test.
+	Reconciler *resourceslice.Reconciler
+
+	t          testing.TB
+	seed       []client.Object
+	ropts      []resourceslice.Option
+	statusErrs []error
+
+	mu     sync.Mutex
+	events []Event
+	writes []Write
+}
+
+// New builds a Harness serving class with h. It fails the test on a setup
+// error (e.g. a reserved class).
+func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness {
+	t.Helper()
+	hs := &Harness{t: t}
+	for _, o := range opts {
+		o(hs)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatalf("slicetest: building scheme: %v", err)
+	}
+	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatalf("slicetest: building scheme: %v", err)
+	}
+	base := fake.NewClientBuilder().
+		WithScheme(scheme).
+		WithStatusSubresource(&authv1beta1.ResourceSlice{}, &authv1beta1.Tenant{}).
+		WithObjects(hs.seed...).
+		WithInterceptorFuncs(hs.interceptors()).
+		Build()
+	hs.Client = base
+
+	ropts := append([]resourceslice.Option{
+		resourceslice.WithEventRecorder(recorder{hs}),
+		// A private registry per harness: parallel tests do not share counters.
+		resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()),
+	}, hs.ropts...)
+	r, err := resourceslice.NewReconciler(base, class, h, ropts...)
+	if err != nil {
+		t.Fatalf("slicetest: %v", err)
+	}
+	hs.Reconciler = r
+	return hs
+}
+
+// Run is the one-call path: it builds a Harness serving class with h, seeded
+// with slice and objs, and reconciles slice once.
+func Run(t testing.TB, class string, h handler.Handler, slice *authv1beta1.ResourceSlice, objs ...client.Object) Result {
+	t.Helper()
+	hs := New(t, class, h, WithObjects(append([]client.Object{slice}, objs...)...))
+	return hs.Reconcile(slice)
+}
+
+// Reconcile runs the reconciler once for slice (only its namespace and name
+// are used) and returns what it did.
+func (h *Harness) Reconcile(slice *authv1beta1.ResourceSlice) Result {
+	h.t.Helper()
+	key := types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name}
+	h.mu.Lock()
+	e0, w0 := len(h.events), len(h.writes)
+	h.mu.Unlock()
+
+	res, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+
+	out := Result{Result: res, Err: err}
+	h.mu.Lock()
+	out.Events = append(out.Events, h.events[e0:]...)
+	out.Writes = append(out.Writes, h.writes[w0:]...)
+	h.mu.Unlock()
+
+	var stored authv1beta1.ResourceSlice
+	switch gerr := h.Client.Get(context.Background(), key, &stored); {
+	case gerr == nil:
+		out.Slice = &stored
+		if c := conditions.Get(&stored, conditions.Resources); c != nil {
+			out.Decision, out.Reason, out.Message = c.Status, c.Reason, c.Message
+		}
+		out.Resources = stored.Status.Resources
+	case !apierrors.IsNotFound(gerr):
+		h.t.Fatalf("slicetest: reading back %s: %v", key, gerr)
+	}
+	return out
+}
+
+// AssertIdempotent reconciles slice again and fails the test if that wrote
+// anything or changed the decision: a decided slice must cost no API call.
+func (h *Harness) AssertIdempotent(slice *authv1beta1.ResourceSlice) {
+	h.t.Helper()
+	first := h.Reconcile(slice)
+	second := h.Reconcile(slice)
+	if len(second.Writes) != 0 {
+		h.t.Errorf("slicetest: reconciling %s/%s again wrote %d times, want 0: %+v", slice.Namespace, slice.Name, len(second.Writes), second.Writes)
+	}
+	if first.Decision != second.Decision || first.Reason != second.Reason {
+		h.t.Errorf("slicetest: reconciling %s/%s again changed the decision from %s/%s to %s/%s",
+			slice.Namespace, slice.Name, first.Decision, first.Reason, second.Decision, second.Reason)
+	}
+}
+
+// Events returns every event recorded so far.
+func (h *Harness) Events() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Event(nil), h.events...)
+}
+
+// Writes returns every API write made so far.
+func (h *Harness) Writes() []Write {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Write(nil), h.writes...)
+}
+
+func (h *Harness) record(w Write) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.writes = append(h.writes, w)
+}
+
+func (h *Harness) nextStatusErr() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.statusErrs) == 0 {
+		return nil
+	}
+	err := h.statusErrs[0]
+	h.statusErrs = h.statusErrs[1:]
+	return err
+}
+
+func (h *Harness) interceptors() interceptor.Funcs {
+	key := client.ObjectKeyFromObject
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			h.record(Write{Verb: "create", Object: key(obj)})
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			h.record(Write{Verb: "update", Object: key(obj)})
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			data, _ := p.Data(obj)
+			h.record(Write{Verb: "patch", Object: key(obj), Patch: string(data)})
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			h.record(Write{Verb: "delete", Object: key(obj)})
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			h.record(Write{Verb: "update", Subresource: sub, Object: key(obj)})
+			if err := h.nextStatusErr(); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			data, _ := p.Data(obj)
+			h.record(Write{Verb: "patch", Subresource: sub, Object: key(obj), Patch: string(data)})
+			if err := h.nextStatusErr(); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	}
+}
+
+// recorder captures events into the harness.
+type recorder struct{ h *Harness }
+
+var _ events.EventRecorder = recorder{}
+
+func (r recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
+	e := Event{Type: eventtype, Reason: reason, Action: action, Note: fmt.Sprintf(note, args...)}
+	if o, ok := regarding.(client.Object); ok {
+		e.Object = client.ObjectKeyFromObject(o)
+	}
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	r.h.events = append(r.h.events, e)
+}
