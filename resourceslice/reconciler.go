@@ -156,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	settleTransitionTime(&current, desired)
 
 	if !ownedEqual(&current, desired) {
-		res, err, done := r.write(ctx, req, &current, desired)
+		res, done, err := r.write(ctx, req, &current, desired)
 		if done {
 			return res, err
 		}
@@ -171,8 +171,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 
 // write patches desired's owned fields with one optimistic-lock merge patch
 // against current and records the decision transition. done reports that
-// Reconcile must return (res, err) as they are.
-func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice) (res ctrl.Result, err error, done bool) {
+// Reconcile must return res and err as they are.
+func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice) (res ctrl.Result, done bool, err error) {
 	logger := log.FromContext(ctx)
 	before := conditions.Get(current, conditions.Resources).DeepCopy()
 	// The patch is computed from current to desired: a JSON merge patch of the
@@ -184,15 +184,15 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	case apierrors.IsConflict(err):
 		delay := r.conflicts.When(req)
 		logger.V(1).Info("status write conflicted with another writer, retrying", "after", delay)
-		return ctrl.Result{RequeueAfter: delay}, nil, true
+		return ctrl.Result{RequeueAfter: delay}, true, nil
 	case apierrors.IsNotFound(err):
 		r.conflicts.Forget(req)
-		return ctrl.Result{}, nil, true
+		return ctrl.Result{}, true, nil
 	case apierrors.IsInvalid(err):
 		r.warn(current, ReasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.class, err)
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("ResourceSlice %s, class %q: status rejected: %w", req.NamespacedName, r.class, err)), true
+		return ctrl.Result{}, true, reconcile.TerminalError(fmt.Errorf("ResourceSlice %s, class %q: status rejected: %w", req.NamespacedName, r.class, err))
 	default:
-		return ctrl.Result{}, fmt.Errorf("patching status of ResourceSlice %s for class %q: %w", req.NamespacedName, r.class, err), true
+		return ctrl.Result{}, true, fmt.Errorf("patching status of ResourceSlice %s for class %q: %w", req.NamespacedName, r.class, err)
 	}
 
 	after := conditions.Get(desired, conditions.Resources)
@@ -205,7 +205,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 		r.decisionEvent(desired, after)
 		logger.Info("decided", "decision", after.Status, "reason", after.Reason)
 	}
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // handle calls the handler on rs (a copy of current), turning a panic into an error, and records

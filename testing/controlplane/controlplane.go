@@ -26,20 +26,23 @@ import (
 const (
 	liqoModule = "github.com/liqotech/liqo"
 	crdSubdir  = "deployments/liqo/charts/liqo-crds/crds"
-	// RequireEnv, when set to a non-empty value, turns a missing control
-	// plane into a test failure instead of a skip (CI sets it).
+	// RequireEnv names the environment variable that, when non-empty, turns
+	// a missing control plane into a test failure instead of a skip (CI sets it).
 	RequireEnv = "SLICECLASS_REQUIRE_ENVTEST"
-	// CRDDirEnv overrides where the Liqo CRD YAML is read from.
+	// CRDDirEnv names the environment variable that overrides where the Liqo
+	// CRD YAML is read from.
 	CRDDirEnv = "SLICECLASS_LIQO_CRDS"
 )
 
-// CRDFiles are the Liqo CRDs installed: the authentication group, which holds
-// ResourceSlice and Tenant.
-var crdFiles = []string{
-	"authentication.liqo.io_resourceslices.yaml",
-	"authentication.liqo.io_tenants.yaml",
-	"authentication.liqo.io_identities.yaml",
-	"authentication.liqo.io_renews.yaml",
+// crdFiles lists the Liqo CRDs installed: the authentication group, which
+// holds ResourceSlice and Tenant.
+func crdFiles() []string {
+	return []string{
+		"authentication.liqo.io_resourceslices.yaml",
+		"authentication.liqo.io_tenants.yaml",
+		"authentication.liqo.io_identities.yaml",
+		"authentication.liqo.io_renews.yaml",
+	}
 }
 
 // ControlPlane is a running kube-apiserver and etcd with the Liqo CRDs.
@@ -89,7 +92,7 @@ func New() (*ControlPlane, error) {
 		return nil, err
 	}
 	var paths []string
-	for _, f := range crdFiles {
+	for _, f := range crdFiles() {
 		paths = append(paths, filepath.Join(crdDir, f))
 	}
 	scheme := runtime.NewScheme()
