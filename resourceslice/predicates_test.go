@@ -1,0 +1,121 @@
+package resourceslice_test
+
+import (
+	"testing"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+func TestSlicePredicate(t *testing.T) {
+	p := resourceslice.SlicePredicate(gold, resourceslice.ReplicatedSelector())
+	base := goldSlice("a")
+	mut := func(f func(*authv1beta1.ResourceSlice)) *authv1beta1.ResourceSlice {
+		c := base.DeepCopy()
+		f(c)
+		return c
+	}
+	cases := map[string]struct {
+		reason   string
+		old, new *authv1beta1.ResourceSlice
+		want     bool
+	}{
+		"OwnStatusWrite": {
+			reason: "Our own status write must not re-trigger the controller.",
+			old:    base, new: mut(func(rs *authv1beta1.ResourceSlice) {
+				conditions.Accept(rs, "Granted", "")
+				rs.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+				rs.ResourceVersion = "2"
+			}),
+		},
+		"AuthParamsOnly": {
+			reason: "A certificate renewal alone changes nothing to decide.",
+			old:    base, new: mut(func(rs *authv1beta1.ResourceSlice) { rs.Status.AuthParams.SignedCRT = []byte("new") }),
+		},
+		"AuthenticationChanged": {
+			reason: "The authentication gate opens on an Authentication change.",
+			old:    mut(func(rs *authv1beta1.ResourceSlice) { rs.Status.Conditions = nil }), new: base, want: true,
+		},
+		"Generation": {
+			reason: "A spec change (new generation) is relevant.",
+			old:    base, new: mut(func(rs *authv1beta1.ResourceSlice) { rs.Generation++ }), want: true,
+		},
+		"Labels": {
+			reason: "A label change is relevant.",
+			old:    base, new: mut(func(rs *authv1beta1.ResourceSlice) { rs.Labels["x"] = "y" }), want: true,
+		},
+		"Deletion": {
+			reason: "Deletion starting is relevant.",
+			old:    base, new: mut(func(rs *authv1beta1.ResourceSlice) { now := metav1.Now(); rs.DeletionTimestamp = &now }), want: true,
+		},
+		"MovedAway": {
+			reason: "A slice leaving the class is seen by the old class (old object matches).",
+			old:    base, new: mut(func(rs *authv1beta1.ResourceSlice) { rs.Spec.Class = "silver"; rs.Generation++ }), want: true,
+		},
+		"MovedIn": {
+			reason: "A slice entering the class is seen (new object matches).",
+			old:    mut(func(rs *authv1beta1.ResourceSlice) { rs.Spec.Class = "silver" }), new: mut(func(rs *authv1beta1.ResourceSlice) { rs.Generation++ }), want: true,
+		},
+		"NeverOurs": {
+			reason: "Other classes' slices are filtered.",
+			old:    mut(func(rs *authv1beta1.ResourceSlice) { rs.Spec.Class = "silver" }),
+			new:    mut(func(rs *authv1beta1.ResourceSlice) { rs.Spec.Class = "silver"; rs.Generation++ }),
+		},
+		"NotReplicated": {
+			reason: "The default selector serves replicated slices only.",
+			old:    slicetest.NewSlice("a", slicetest.WithClass(gold), slicetest.NotReplicated()),
+			new: func() *authv1beta1.ResourceSlice {
+				rs := slicetest.NewSlice("a", slicetest.WithClass(gold), slicetest.NotReplicated())
+				rs.Generation++
+				return rs
+			}(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+				t.Errorf("%s\nUpdate: want %v, got %v", tc.reason, tc.want, got)
+			}
+		})
+	}
+
+	if !p.Create(event.CreateEvent{Object: base}) {
+		t.Error("creating a slice of the class must pass")
+	}
+	if p.Create(event.CreateEvent{Object: slicetest.NewSlice("b", slicetest.WithClass("silver"))}) {
+		t.Error("creating a slice of another class must not pass")
+	}
+	if p.Delete(event.DeleteEvent{Object: base}) {
+		t.Error("a deleted slice has nothing to decide")
+	}
+	if p.Create(event.CreateEvent{Object: slicetest.NewTenant("c", authv1beta1.TenantConditionActive)}) {
+		t.Error("objects that are not slices must not pass")
+	}
+	all := resourceslice.SlicePredicate(gold, labels.Everything())
+	if !all.Create(event.CreateEvent{Object: slicetest.NewSlice("a", slicetest.WithClass(gold), slicetest.NotReplicated())}) {
+		t.Error("labels.Everything() must serve local slices too")
+	}
+}
+
+func TestTenantPredicate(t *testing.T) {
+	p := resourceslice.TenantPredicate()
+	a := slicetest.NewTenant("c", authv1beta1.TenantConditionActive)
+	d := a.DeepCopy()
+	d.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+	if !p.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: d}) {
+		t.Error("a tenant condition change must pass")
+	}
+	same := a.DeepCopy()
+	same.Spec.PublicKey = []byte("k")
+	if p.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: same}) {
+		t.Error("changes that cannot move the verdict must not pass")
+	}
+}
