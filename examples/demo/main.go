@@ -1,0 +1,293 @@
+// Command demo shows the SDK at work with no cluster: it starts an embedded
+// kube-apiserver and etcd with Liqo's CRDs, runs a manager serving two
+// classes with different policies, plays a consumer (creating slices) and
+// Liqo (authenticating them, draining a tenant), and prints the decisions.
+//
+//	make demo        # builds the control-plane binaries on first use
+//	go run ./examples/demo   # with KUBEBUILDER_ASSETS set
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	"github.com/sliceclass/sliceclass/examples/pool"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+const (
+	alice   = "alice"
+	bob     = "bob"
+	timeout = 60 * time.Second
+)
+
+func ns(consumer string) string { return "liqo-tenant-" + consumer }
+
+// expectation is what the demo waits for on one slice.
+type expectation struct {
+	slice    *authv1beta1.ResourceSlice
+	decision authv1beta1.ResourceSliceConditionStatus // "" = must stay undecided
+	note     string
+}
+
+func main() {
+	if err := run(os.Stderr, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(progress, out io.Writer) error {
+	ctrl.SetLogger(logr.Discard())
+	say := func(format string, args ...any) { fmt.Fprintf(progress, "demo: "+format+"\n", args...) }
+
+	say("starting an embedded control plane (kube-apiserver + etcd) with Liqo's CRDs...")
+	start := time.Now()
+	cp, err := controlplane.New()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("stopping the control plane")
+		_ = cp.Stop()
+	}()
+	say("control plane up in %s", time.Since(start).Round(100*time.Millisecond))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
+	defer cancel()
+	c := cp.Client
+	for _, consumer := range []string{alice, bob} {
+		if err := cp.CreateNamespace(ctx, ns(consumer)); err != nil {
+			return err
+		}
+	}
+	// Liqo keeps a Tenant per consumer; bob's has been drained by an operator.
+	for consumer, cond := range map[string]authv1beta1.TenantCondition{alice: authv1beta1.TenantConditionActive, bob: authv1beta1.TenantConditionDrained} {
+		t := slicetest.NewTenant(consumer, cond)
+		t.Namespace = ns(consumer)
+		if err := c.Create(ctx, t); err != nil {
+			return fmt.Errorf("creating tenant %s: %w", consumer, err)
+		}
+	}
+
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Scheme:                 cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	caps, _ := cappedresources.ParseCaps("cpu=4,memory=8Gi")
+	capped, err := cappedresources.New(caps)
+	if err != nil {
+		return err
+	}
+	shared, err := pool.New(mgr.GetClient(), "shared", corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := resourceslice.AddToManager(mgr, "gold", capped, resourceslice.WithMaxConcurrentReconciles(2)); err != nil {
+		return err
+	}
+	if err := resourceslice.AddToManager(mgr, "shared", shared); err != nil {
+		return err
+	}
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("manager cache did not sync")
+	}
+	say("manager serving classes gold (capped at cpu=4, memory=8Gi) and shared (a pool of cpu=8, memory=16Gi)")
+
+	slice := func(consumer, name, class string, req map[corev1.ResourceName]string, opts ...slicetest.SliceOption) *authv1beta1.ResourceSlice {
+		o := []slicetest.SliceOption{slicetest.WithConsumer(consumer), slicetest.WithNamespace(ns(consumer)), slicetest.WithClass(class)}
+		for r, q := range req {
+			o = append(o, slicetest.WithRequest(r, q))
+		}
+		return slicetest.NewSlice(name, append(o, opts...)...)
+	}
+	exps := []expectation{
+		{slice: slice(alice, "gold-small", "gold", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: conditions.Accepted},
+		{slice: slice(alice, "gold-large", "gold", map[corev1.ResourceName]string{"cpu": "16", "memory": "32Gi", "pods": "110"}), decision: conditions.Accepted},
+		{slice: slice(alice, "gold-empty", "gold", nil), decision: conditions.Denied},
+		{slice: slice(bob, "gold-drained", "gold", map[corev1.ResourceName]string{"cpu": "2"}), decision: conditions.Denied},
+		{slice: slice(alice, "bronze-1", "bronze", map[corev1.ResourceName]string{"cpu": "1"}), note: "waiting (no controller for class)"},
+	}
+	late := expectation{slice: slice(alice, "gold-late", "gold", map[corev1.ResourceName]string{"cpu": "1"}, slicetest.Unauthenticated()), decision: conditions.Accepted}
+	pooled := []expectation{
+		{slice: slice(alice, "shared-1", "shared", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: conditions.Accepted},
+		{slice: slice(alice, "shared-2", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"}), decision: conditions.Accepted},
+		{slice: slice(alice, "shared-3", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "2Gi"}), decision: conditions.Denied},
+	}
+
+	say("consumer creates %d slices (Liqo has authenticated all but gold-late)", len(exps)+len(pooled)+1)
+	for _, e := range append(exps, late) {
+		if err := create(ctx, c, e.slice); err != nil {
+			return err
+		}
+	}
+	// Pool slices arrive one after the other, as a consumer asking for more.
+	for _, e := range pooled {
+		if err := create(ctx, c, e.slice); err != nil {
+			return err
+		}
+		if _, err := waitDecided(ctx, c, e.slice); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Second)
+	say("Liqo authenticates gold-late")
+	if err := authenticate(ctx, c, late.slice); err != nil {
+		return err
+	}
+
+	all := append(append(exps, pooled...), late)
+	var failures []string
+	rows := make([]row, 0, len(all))
+	for _, e := range all {
+		var got *authv1beta1.ResourceSlice
+		if e.decision == "" {
+			time.Sleep(500 * time.Millisecond)
+			got = &authv1beta1.ResourceSlice{}
+			if err := c.Get(ctx, key(e.slice), got); err != nil {
+				return err
+			}
+		} else if got, err = waitDecided(ctx, c, e.slice); err != nil {
+			return err
+		}
+		r := toRow(got, e.note)
+		if r.decision != string(orDash(e.decision)) {
+			failures = append(failures, fmt.Sprintf("%s: want %s, got %s", got.Name, orDash(e.decision), r.decision))
+		}
+		rows = append(rows, r)
+	}
+	printTable(out, rows)
+
+	cancel()
+	if err := <-mgrDone; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("unexpected decisions: %s", strings.Join(failures, "; "))
+	}
+	return nil
+}
+
+func key(rs *authv1beta1.ResourceSlice) types.NamespacedName {
+	return types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
+}
+
+// create creates the slice, then writes the status Liqo would have set
+// (a create ignores status on a resource with a status subresource).
+func create(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) error {
+	status := rs.Status
+	if err := c.Create(ctx, rs); err != nil {
+		return fmt.Errorf("creating slice %s: %w", rs.Name, err)
+	}
+	if len(status.Conditions) == 0 {
+		return nil
+	}
+	rs.Status = status
+	if err := c.Status().Update(ctx, rs); err != nil {
+		return fmt.Errorf("authenticating slice %s: %w", rs.Name, err)
+	}
+	return nil
+}
+
+func authenticate(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) error {
+	var cur authv1beta1.ResourceSlice
+	if err := c.Get(ctx, key(rs), &cur); err != nil {
+		return err
+	}
+	authed := slicetest.NewSlice(rs.Name)
+	cur.Status.AuthParams = authed.Status.AuthParams
+	conditions.Set(&cur, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ResourceSlice authentication accepted")
+	return c.Status().Update(ctx, &cur)
+}
+
+func waitDecided(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, error) {
+	var got authv1beta1.ResourceSlice
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key(rs), &got); err != nil {
+			return false, err
+		}
+		return conditions.IsDecided(&got), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slice %s got no decision: %w", rs.Name, err)
+	}
+	return &got, nil
+}
+
+type row struct {
+	slice, class, requested, granted, decision, reason string
+}
+
+func orDash[T ~string](s T) T {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func toRow(rs *authv1beta1.ResourceSlice, note string) row {
+	r := row{slice: rs.Namespace + "/" + rs.Name, class: string(rs.Spec.Class),
+		requested: list(rs.Spec.Resources), granted: list(rs.Status.Resources), decision: "-", reason: note}
+	if c := conditions.Get(rs, conditions.Resources); c != nil {
+		r.decision, r.reason = string(c.Status), c.Reason
+	}
+	if r.reason == "" {
+		r.reason = "-"
+	}
+	return r
+}
+
+func list(rl corev1.ResourceList) string {
+	if len(rl) == 0 {
+		return "-"
+	}
+	var parts []string
+	for name, q := range rl {
+		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func printTable(out io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLICE\tCLASS\tREQUESTED\tGRANTED\tDECISION\tREASON")
+	counts := map[string]int{}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.slice, r.class, r.requested, r.granted, r.decision, r.reason)
+		counts[r.decision]++
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(out, "\n%d slices: %d Accepted, %d Denied, %d undecided\n",
+		len(rows), counts[string(conditions.Accepted)], counts[string(conditions.Denied)], counts["-"])
+}
