@@ -37,27 +37,27 @@ func TestSet(t *testing.T) {
 		wantMoved   bool
 	}{
 		"AddNew": {
-			reason: "A missing condition is added with a fresh time.",
-			rs:     &authv1beta1.ResourceSlice{},
-			set:    func(rs *authv1beta1.ResourceSlice) bool { return conditions.Accept(rs, "Granted", "") },
+			reason:      "A missing condition is added with a fresh time.",
+			rs:          &authv1beta1.ResourceSlice{},
+			set:         func(rs *authv1beta1.ResourceSlice) bool { return conditions.Accept(rs, "Granted", "") },
 			wantChanged: true, wantStatus: conditions.Accepted, wantMoved: true,
 		},
 		"SameEverything": {
-			reason: "Setting exactly what is there changes nothing.",
-			rs:     withResources(conditions.Accepted, "Granted"),
-			set:    func(rs *authv1beta1.ResourceSlice) bool { return conditions.Accept(rs, "Granted", "") },
+			reason:     "Setting exactly what is there changes nothing.",
+			rs:         withResources(conditions.Accepted, "Granted"),
+			set:        func(rs *authv1beta1.ResourceSlice) bool { return conditions.Accept(rs, "Granted", "") },
 			wantStatus: conditions.Accepted,
 		},
 		"SameStatusNewReason": {
-			reason: "A new reason with the same status keeps LastTransitionTime.",
-			rs:     withResources(conditions.Accepted, "Granted"),
-			set:    func(rs *authv1beta1.ResourceSlice) bool { return conditions.Accept(rs, "Capped", "cpu capped") },
+			reason:      "A new reason with the same status keeps LastTransitionTime.",
+			rs:          withResources(conditions.Accepted, "Granted"),
+			set:         func(rs *authv1beta1.ResourceSlice) bool { return conditions.Accept(rs, "Capped", "cpu capped") },
 			wantChanged: true, wantStatus: conditions.Accepted,
 		},
 		"Flip": {
-			reason: "A status change moves LastTransitionTime.",
-			rs:     withResources(conditions.Accepted, "Granted"),
-			set:    func(rs *authv1beta1.ResourceSlice) bool { return conditions.Deny(rs, "Full", "") },
+			reason:      "A status change moves LastTransitionTime.",
+			rs:          withResources(conditions.Accepted, "Granted"),
+			set:         func(rs *authv1beta1.ResourceSlice) bool { return conditions.Deny(rs, "Full", "") },
 			wantChanged: true, wantStatus: conditions.Denied, wantMoved: true,
 		},
 	}

@@ -29,32 +29,32 @@ func TestPolicy(t *testing.T) {
 		want         map[corev1.ResourceName]string
 	}{
 		"UnderCaps": {
-			reason: "Requests within the caps are granted as asked.",
-			req:    []slicetest.SliceOption{slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("memory", "1Gi")},
+			reason:       "Requests within the caps are granted as asked.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("memory", "1Gi")},
 			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonGranted,
 			want: map[corev1.ResourceName]string{"cpu": "2", "memory": "1Gi"},
 		},
 		"OverCaps": {
-			reason: "Requests above a cap get the cap.",
-			req:    []slicetest.SliceOption{slicetest.WithRequest("cpu", "16"), slicetest.WithRequest("memory", "1Gi")},
+			reason:       "Requests above a cap get the cap.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "16"), slicetest.WithRequest("memory", "1Gi")},
 			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
 			want: map[corev1.ResourceName]string{"cpu": "4", "memory": "1Gi"},
 		},
 		"Uncapped": {
-			reason: "A resource without a cap is granted as requested.",
-			req:    []slicetest.SliceOption{slicetest.WithRequest("pods", "500")},
+			reason:       "A resource without a cap is granted as requested.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("pods", "500")},
 			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonGranted,
 			want: map[corev1.ResourceName]string{"pods": "500"},
 		},
 		"Absurd": {
-			reason: "Absurd quantities are capped, not trusted.",
-			req:    []slicetest.SliceOption{slicetest.WithRequest("cpu", "1e15"), slicetest.WithRequest("memory", "9e18")},
+			reason:       "Absurd quantities are capped, not trusted.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "1e15"), slicetest.WithRequest("memory", "9e18")},
 			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
 			want: map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"},
 		},
 		"Nothing": {
-			reason: "A slice requesting nothing gets a clear denial.",
-			req:    []slicetest.SliceOption{slicetest.WithRequests(corev1.ResourceList{})},
+			reason:       "A slice requesting nothing gets a clear denial.",
+			req:          []slicetest.SliceOption{slicetest.WithRequests(corev1.ResourceList{})},
 			wantDecision: conditions.Denied, wantReason: cappedresources.ReasonNoResources,
 		},
 	}

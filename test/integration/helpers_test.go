@@ -247,4 +247,3 @@ func (c *calls) get(name string) int {
 	defer c.mu.Unlock()
 	return c.n[name]
 }
-
