@@ -239,9 +239,7 @@ func TestHandlerFailures(t *testing.T) {
 		"Panic": {
 			reason: "A panic becomes an error, not a crash.",
 			f: func(context.Context, *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-				var m map[string]int
-				m["x"]++
-				return ctrl.Result{}, nil
+				panic("policy bug")
 			},
 			wantEvent: resourceslice.ReasonHandlerPanicked,
 		},

@@ -61,7 +61,7 @@ func main() {
 
 func run(progress, out io.Writer) error {
 	ctrl.SetLogger(logr.Discard())
-	say := func(format string, args ...any) { fmt.Fprintf(progress, "demo: "+format+"\n", args...) }
+	say := func(format string, args ...any) { _, _ = fmt.Fprintf(progress, "demo: "+format+"\n", args...) }
 
 	say("starting an embedded control plane (kube-apiserver + etcd) with Liqo's CRDs...")
 	start := time.Now()
@@ -281,13 +281,13 @@ func list(rl corev1.ResourceList) string {
 
 func printTable(out io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLICE\tCLASS\tREQUESTED\tGRANTED\tDECISION\tREASON")
+	_, _ = fmt.Fprintln(tw, "SLICE\tCLASS\tREQUESTED\tGRANTED\tDECISION\tREASON")
 	counts := map[string]int{}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.slice, r.class, r.requested, r.granted, r.decision, r.reason)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.slice, r.class, r.requested, r.granted, r.decision, r.reason)
 		counts[r.decision]++
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(out, "\n%d slices: %d Accepted, %d Denied, %d undecided\n",
+	_, _ = fmt.Fprintf(out, "\n%d slices: %d Accepted, %d Denied, %d undecided\n",
 		len(rows), counts[string(conditions.Accepted)], counts[string(conditions.Denied)], counts["-"])
 }
