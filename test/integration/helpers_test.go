@@ -73,13 +73,19 @@ func namespace(t *testing.T, name string) string {
 // and returns a function that stops it (also called when the test ends).
 func startManager(t *testing.T, register func(mgr manager.Manager) error) (stop func()) {
 	t.Helper()
-	mgr, err := manager.New(cp.Config, manager.Options{
+	return startManagerWith(t, manager.Options{
 		Scheme:                 cp.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Logger:                 log.Log.WithName(t.Name()),
-	})
+	}, register)
+}
+
+// startManagerWith is startManager with the caller's manager options.
+func startManagerWith(t *testing.T, opts manager.Options, register func(mgr manager.Manager) error) (stop func()) {
+	t.Helper()
+	mgr, err := manager.New(cp.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

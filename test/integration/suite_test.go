@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,12 +93,17 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 	for i := range n {
 		create(t, sliceIn(ns, fmt.Sprintf("s-%03d", i), "conc"))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// The writer stops between writes, never by cancelling a request in
+	// flight: a cancelled request's outcome is unknown, so it could not be
+	// recorded as Liqo's last write.
+	ctx := context.Background()
+	var stopWriter atomic.Bool
+	var rounds atomic.Int32
 
 	type written struct {
 		msg string
 		crt string
+		rv  string
 	}
 	var mu sync.Mutex
 	last := map[string]written{}
@@ -105,8 +111,8 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for round := 0; ctx.Err() == nil; round++ {
-			for i := 0; i < n && ctx.Err() == nil; i++ {
+		for round := 0; !stopWriter.Load(); round++ {
+			for i := 0; i < n && !stopWriter.Load(); i++ {
 				name := fmt.Sprintf("s-%03d", i)
 				w := written{msg: fmt.Sprintf("authenticated, round %d", round), crt: fmt.Sprintf("crt-%d", round)}
 				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -116,16 +122,21 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 					}
 					conditions.Set(&rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", w.msg)
 					rs.Status.AuthParams.SignedCRT = []byte(w.crt)
-					return cp.Client.Status().Update(ctx, &rs)
+					if err := cp.Client.Status().Update(ctx, &rs); err != nil {
+						return err
+					}
+					w.rv = rs.ResourceVersion
+					return nil
 				})
 				if err == nil {
 					mu.Lock()
 					last[name] = w
 					mu.Unlock()
-				} else if ctx.Err() == nil {
+				} else {
 					t.Errorf("Liqo writer: %v", err)
 				}
 			}
+			rounds.Add(1)
 		}
 	}()
 
@@ -137,8 +148,12 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 		names[i] = fmt.Sprintf("s-%03d", i)
 	}
 	eventually(t, 120*time.Second, "all slices decided", decided(ns, names...))
-	cancel()
+	eventually(t, 120*time.Second, "the Liqo writer to finish a full round", func() bool { return rounds.Load() >= 1 })
+	stopWriter.Store(true)
 	wg.Wait()
+	if len(last) != n {
+		t.Fatalf("the Liqo writer wrote %d slices, want all %d", len(last), n)
+	}
 
 	var list authv1beta1.ResourceSliceList
 	if err := cp.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
@@ -152,7 +167,7 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 			t.Errorf("%s lost our decision: %+v", rs.Name, rs.Status.Conditions)
 		}
 		if w.msg != "" && (a == nil || a.Message != w.msg || string(rs.Status.AuthParams.SignedCRT) != w.crt) {
-			t.Errorf("%s lost Liqo's last write: want %q/%q, got %+v / %q", rs.Name, w.msg, w.crt, a, rs.Status.AuthParams.SignedCRT)
+			t.Errorf("%s lost Liqo's last write: want %q/%q (rv %s), got %+v / %q (rv %s, managed %+v)", rs.Name, w.msg, w.crt, w.rv, a, rs.Status.AuthParams.SignedCRT, rs.ResourceVersion, rs.ManagedFields)
 		}
 	}
 }

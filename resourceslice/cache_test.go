@@ -1,0 +1,63 @@
+package resourceslice_test
+
+import (
+	"testing"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+func TestTrimSlice(t *testing.T) {
+	rs := goldSlice("a")
+	rs.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
+	out, err := resourceslice.TrimSlice(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*authv1beta1.ResourceSlice)
+	if got.ManagedFields != nil || got.Spec.CSR != nil || got.Status.AuthParams != nil {
+		t.Errorf("managedFields, csr and authParams must be dropped: %+v", got)
+	}
+	if got.Spec.Resources.Cpu().Value() != 2 || resourceslice.ClassOf(got) != gold || resourceslice.ConsumerID(got) != slicetest.DefaultConsumer ||
+		!conditions.IsAuthenticated(got) || got.Labels[resourceslice.LabelReplicated] != "true" {
+		t.Errorf("what a handler reads must be kept: %+v", got)
+	}
+	tenant := slicetest.NewTenant("c", authv1beta1.TenantConditionActive)
+	tenant.Spec.PublicKey = []byte("k")
+	if out, _ := resourceslice.TrimSlice(tenant); string(out.(*authv1beta1.Tenant).Spec.PublicKey) != "k" {
+		t.Error("other objects must pass through unchanged")
+	}
+}
+
+func TestTrimCacheKeepsExistingSettings(t *testing.T) {
+	sel := labels.SelectorFromSet(labels.Set{"x": "y"})
+	called := false
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&authv1beta1.ResourceSlice{}: {Label: sel, Transform: func(o any) (any, error) { called = true; return o, nil }},
+	}}
+	resourceslice.TrimCache(&opts)
+	if len(opts.ByObject) != 1 {
+		t.Fatalf("want one ByObject entry, got %d", len(opts.ByObject))
+	}
+	for _, v := range opts.ByObject {
+		if v.Label.String() != sel.String() {
+			t.Errorf("label selector lost: %v", v.Label)
+		}
+		out, _ := v.Transform(goldSlice("a"))
+		if !called || out.(*authv1beta1.ResourceSlice).Spec.CSR != nil {
+			t.Error("the existing transform must run, then the trim")
+		}
+	}
+	var empty cache.Options
+	resourceslice.TrimCache(&empty)
+	if len(empty.ByObject) != 1 {
+		t.Errorf("TrimCache on empty options: want one entry, got %d", len(empty.ByObject))
+	}
+}
