@@ -39,4 +39,3 @@ func TestTrimmedCacheKeepsServerFields(t *testing.T) {
 		t.Error("the server's managedFields must be untouched")
 	}
 }
-

@@ -1,0 +1,629 @@
+// Command bench measures a sliceclass class controller on a real control
+// plane (kube-apiserver + etcd from envtest) and prints one table.
+//
+//	make bench                       # defaults: -n 2000 -k 4 -workers 4
+//	go run ./bench -n 500 -markdown out.md
+//
+// Every throughput figure is a ratio against a baseline measured in the same
+// run: W goroutines each making the same decision with one optimistic status
+// patch through a plain client, the API server's limit for this work here.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+type flags struct {
+	n, k, workers, latencyN int
+	rate                    float64
+	memN                    string
+	markdown                string
+	// child mode: measure the memory of a manager caching the "mem"
+	// namespace's first N slices, then exit.
+	memChild int
+	trim     bool
+	cfgFile  string
+}
+
+func main() {
+	var f flags
+	flag.IntVar(&f.n, "n", 2000, "slices in the backlog and the baseline")
+	flag.IntVar(&f.k, "k", 4, "served classes")
+	flag.IntVar(&f.workers, "workers", 4, "total concurrency, for our controllers (split over the classes) and the baseline")
+	flag.Float64Var(&f.rate, "rate", 50, "steady-state slice creations per second")
+	flag.IntVar(&f.latencyN, "latency-n", 300, "slices created in the steady-state phase")
+	flag.StringVar(&f.memN, "mem-n", "2000,10000", "cached slice counts for the memory phase")
+	flag.StringVar(&f.markdown, "markdown", "", "also write the table as markdown to this file")
+	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
+	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
+	flag.StringVar(&f.cfgFile, "config", "", "internal: child's API server config")
+	flag.Parse()
+	ctrl.SetLogger(logr.Discard())
+
+	var err error
+	if f.memChild >= 0 {
+		err = memChild(f)
+	} else {
+		err = run(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
+
+type row struct{ metric, value, target, ok string }
+
+func run(f flags) error {
+	if f.n < 1 || f.k < 1 || f.workers < f.k {
+		return fmt.Errorf("need n ≥ 1, k ≥ 1 and workers ≥ k (got n=%d k=%d workers=%d)", f.n, f.k, f.workers)
+	}
+	start := time.Now()
+	say("starting the control plane...")
+	cp, err := controlplane.New()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cp.Stop() }()
+	ctx := context.Background()
+	var rows []row
+	add := func(metric, value, target, ok string) { rows = append(rows, row{metric, value, target, ok}) }
+
+	perClass := f.workers / f.k
+	concurrency := perClass * f.k
+	add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", numCPU()), "", "")
+	add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, concurrency, perClass), "", "")
+
+	// a) backlog.
+	say("creating the backlog: %d slices over %d classes...", f.n, f.k)
+	if err := cp.CreateNamespace(ctx, "bench-ours"); err != nil {
+		return err
+	}
+	if err := createMany(ctx, cp.Client, "bench-ours", f.n, func(i int) string { return fmt.Sprintf("class-%d", i%f.k) }, false); err != nil {
+		return err
+	}
+	patchesBefore, err := statusPatches(ctx, cp.Config)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	mgr, err := newManager(cp, nil)
+	if err != nil {
+		return err
+	}
+	for c := range f.k {
+		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("class-%d", c), acceptAll(),
+			resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(reg)); err != nil {
+			return err
+		}
+	}
+	mctx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	mgrDone := make(chan error, 1)
+	t0 := time.Now()
+	go func() { mgrDone <- mgr.Start(mctx) }()
+	if !mgr.GetCache().WaitForCacheSync(mctx) {
+		return errors.New("manager cache did not sync")
+	}
+	synced := time.Since(t0)
+	if err := waitCounter(reg, f.n, 10*time.Minute); err != nil {
+		return err
+	}
+	ours := time.Since(t0)
+	oursRate := float64(f.n) / ours.Seconds()
+	say("backlog decided in %s (%.0f decisions/s)", ours.Round(time.Millisecond), oursRate)
+	time.Sleep(time.Second)
+	patchesAfter, err := statusPatches(ctx, cp.Config)
+	if err != nil {
+		return err
+	}
+	perDecision := float64(patchesAfter-patchesBefore) / float64(f.n)
+	say("idle window: 5s...")
+	time.Sleep(5 * time.Second)
+	patchesIdle, err := statusPatches(ctx, cp.Config)
+	if err != nil {
+		return err
+	}
+	idle := patchesIdle - patchesAfter
+
+	// a') the same backlog with decision events discarded, to show what the
+	// events cost the API server.
+	say("backlog again with decision events discarded...")
+	if err := cp.CreateNamespace(ctx, "bench-quiet"); err != nil {
+		return err
+	}
+	if err := createMany(ctx, cp.Client, "bench-quiet", f.n, func(i int) string { return fmt.Sprintf("quiet-%d", i%f.k) }, false); err != nil {
+		return err
+	}
+	quietReg := prometheus.NewRegistry()
+	quietMgr, err := newManager(cp, nil)
+	if err != nil {
+		return err
+	}
+	for c := range f.k {
+		if err := resourceslice.AddToManager(quietMgr, fmt.Sprintf("quiet-%d", c), acceptAll(),
+			resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(quietReg),
+			resourceslice.WithEventRecorder(discardEvents{})); err != nil {
+			return err
+		}
+	}
+	qctx, stopQuiet := context.WithCancel(ctx)
+	quietDone := make(chan error, 1)
+	tq := time.Now()
+	go func() { quietDone <- quietMgr.Start(qctx) }()
+	if err := waitCounter(quietReg, f.n, 10*time.Minute); err != nil {
+		stopQuiet()
+		return err
+	}
+	quietRate := float64(f.n) / time.Since(tq).Seconds()
+	stopQuiet()
+	if err := <-quietDone; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+
+	// b) baseline at the same concurrency (and at 1 for context).
+	baseline := func(ns string, w int) (float64, error) {
+		if err := cp.CreateNamespace(ctx, ns); err != nil {
+			return 0, err
+		}
+		if err := createMany(ctx, cp.Client, ns, f.n, func(int) string { return "baseline" }, false); err != nil {
+			return 0, err
+		}
+		var list authv1beta1.ResourceSliceList
+		if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		t := time.Now()
+		if err := parallel(w, len(list.Items), func(i int) error {
+			cur := &list.Items[i]
+			desired := cur.DeepCopy()
+			desired.Status.Resources = desired.Spec.Resources.DeepCopy()
+			conditions.Accept(desired, "Granted", "granted as requested")
+			return cp.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+		}); err != nil {
+			return 0, err
+		}
+		return float64(len(list.Items)) / time.Since(t).Seconds(), nil
+	}
+	say("baseline: plain client, %d writers...", concurrency)
+	baseRate, err := baseline("bench-base", concurrency)
+	if err != nil {
+		return err
+	}
+	say("baseline: plain client, 1 writer...")
+	base1, err := baseline("bench-base-1", 1)
+	if err != nil {
+		return err
+	}
+	ratio := oursRate / baseRate
+	add("backlog: time to decide N (from manager start)", ours.Round(time.Millisecond).String(), "", "")
+	add("  of which cache start and sync", synced.Round(time.Millisecond).String(), "", "")
+	add(fmt.Sprintf("decisions/s, ours (%d workers)", concurrency), fmt.Sprintf("%.0f", oursRate), "", "")
+	add(fmt.Sprintf("decisions/s, ours, events discarded (%d workers)", concurrency), fmt.Sprintf("%.0f", quietRate), "", "")
+	add(fmt.Sprintf("decisions/s, plain client (%d writers)", concurrency), fmt.Sprintf("%.0f", baseRate), "", "")
+	add("decisions/s, plain client (1 writer)", fmt.Sprintf("%.0f", base1), "", "")
+	add("ours / plain client, same concurrency", fmt.Sprintf("%.2f", ratio), "≥ 0.90", okStr(ratio >= 0.9))
+	add("ours with events discarded / plain client", fmt.Sprintf("%.2f", quietRate/baseRate), "", "")
+	add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
+	add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
+
+	// c) steady-state latency.
+	say("steady state: %d slices at %.0f/s...", f.latencyN, f.rate)
+	p50, p99, err := latency(ctx, cp, f)
+	if err != nil {
+		return err
+	}
+	add(fmt.Sprintf("create→decision p50 (%.0f slices/s)", f.rate), p50.Round(time.Millisecond).String(), "", "")
+	add(fmt.Sprintf("create→decision p99 (%.0f slices/s)", f.rate), p99.Round(time.Millisecond).String(), "", "")
+	stopMgr()
+	if err := <-mgrDone; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+
+	// e) memory, each configuration in a fresh child process.
+	counts, err := parseCounts(f.memN)
+	if err != nil {
+		return err
+	}
+	largest := 0
+	for _, c := range counts {
+		largest = maxInt(largest, c)
+	}
+	say("memory: creating %d realistic slices...", largest)
+	if err := cp.CreateNamespace(ctx, "mem"); err != nil {
+		return err
+	}
+	if err := createMany(ctx, cp.Client, "mem", largest, func(int) string { return "mem" }, true); err != nil {
+		return err
+	}
+	cfgFile, err := writeConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(cfgFile) }()
+	empty := map[bool]memResult{}
+	for _, trim := range []bool{false, true} {
+		if empty[trim], err = child(cfgFile, 0, trim); err != nil {
+			return err
+		}
+	}
+	perSlice := map[int]map[bool]float64{}
+	for _, c := range counts {
+		perSlice[c] = map[bool]float64{}
+		for _, trim := range []bool{false, true} {
+			say("memory: %d cached slices, trim=%v...", c, trim)
+			m, err := child(cfgFile, c, trim)
+			if err != nil {
+				return err
+			}
+			per := (float64(m.HeapInuse) - float64(empty[trim].HeapInuse)) / float64(m.Slices)
+			perSlice[c][trim] = per
+			label := "untrimmed"
+			if trim {
+				label = "trimmed"
+			}
+			add(fmt.Sprintf("heap / RSS, %d slices cached, %s", c, label), fmt.Sprintf("%s / %s", mib(m.HeapInuse), mib(m.RSS)), "", "")
+			add(fmt.Sprintf("bytes per cached slice, %d, %s", c, label), fmt.Sprintf("%.0f", per), "", "")
+		}
+		cut := 1 - perSlice[c][true]/perSlice[c][false]
+		target, ok := "", ""
+		if c == largest {
+			target, ok = "≥ 30%", okStr(cut >= 0.3)
+		}
+		add(fmt.Sprintf("trimming cuts bytes/slice at %d by", c), fmt.Sprintf("%.0f%%", cut*100), target, ok)
+	}
+	add("bench wall time", time.Since(start).Round(time.Second).String(), "< 10m", okStr(time.Since(start) < 10*time.Minute))
+
+	printTable(os.Stdout, rows)
+	if f.markdown != "" {
+		return writeMarkdown(f.markdown, rows)
+	}
+	return nil
+}
+
+// discardEvents drops events, to measure what recording them costs.
+type discardEvents struct{}
+
+func (discardEvents) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
+
+func acceptAll() handler.Handler {
+	return handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, "Granted", "granted as requested")
+		return ctrl.Result{}, nil
+	})
+}
+
+func newManager(cp *controlplane.ControlPlane, configure func(*manager.Options)) (manager.Manager, error) {
+	opts := manager.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
+	if configure != nil {
+		configure(&opts)
+	}
+	return manager.New(cp.Config, opts)
+}
+
+// realisticSlice is an authenticated, replicated slice with a ~1 KiB CSR, as
+// Liqo leaves it.
+func realisticSlice(ns, name, class string, decided bool) *authv1beta1.ResourceSlice {
+	rs := slicetest.NewSlice(name, slicetest.WithNamespace(ns), slicetest.WithClass(class),
+		slicetest.WithRequest(corev1.ResourceCPU, "4"), slicetest.WithRequest(corev1.ResourceMemory, "8Gi"), slicetest.WithRequest(corev1.ResourcePods, "110"))
+	csr := make([]byte, 1024)
+	_, _ = rand.Read(csr)
+	rs.Spec.CSR = csr
+	crt := make([]byte, 1200)
+	_, _ = rand.Read(crt)
+	rs.Status.AuthParams.SignedCRT = crt
+	rs.Status.AuthParams.CA = crt[:800]
+	if decided {
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, "Granted", "granted as requested")
+	}
+	return rs
+}
+
+// createMany creates n slices (create, then a status PUT as Liqo would) with
+// 8 parallel writers.
+func createMany(ctx context.Context, c client.Client, ns string, n int, class func(int) string, decided bool) error {
+	return parallel(8, n, func(i int) error {
+		rs := realisticSlice(ns, fmt.Sprintf("s-%05d", i), class(i), decided)
+		rs.Labels[bucketLabel] = strconv.Itoa(i / bucketSize)
+		status := rs.Status
+		if err := c.Create(ctx, rs); err != nil {
+			return err
+		}
+		rs.Status = status
+		return c.Status().Update(ctx, rs)
+	})
+}
+
+// parallel runs f(0..n-1) on w goroutines and returns the first error.
+func parallel(w, n int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// waitCounter waits until the decisions counter in reg reaches n.
+func waitCounter(reg *prometheus.Registry, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if decisions(reg) >= n {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("only %d of %d slices decided after %s", decisions(reg), n, timeout)
+}
+
+func decisions(reg *prometheus.Registry) int {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != resourceslice.MetricDecisions {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += counterValue(m)
+		}
+	}
+	return int(total)
+}
+
+func counterValue(m *dto.Metric) float64 {
+	if m.GetCounter() == nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+// statusPatches reads the API server's own count of PATCH requests on
+// resourceslices/status.
+func statusPatches(ctx context.Context, cfg *rest.Config) (int, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="resourceslices"`) ||
+			!strings.Contains(line, `subresource="status"`) || !strings.Contains(line, `verb="PATCH"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, err
+		}
+		total += int(v)
+	}
+	return total, nil
+}
+
+// latency creates slices at f.rate while the manager runs (they land in
+// class-0) and measures create→decision from a watch.
+func latency(ctx context.Context, cp *controlplane.ControlPlane, f flags) (p50, p99 time.Duration, err error) {
+	const ns = "bench-latency"
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return 0, 0, err
+	}
+	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return 0, 0, err
+	}
+	w, err := wc.Watch(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(ns))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	var lat []time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]bool{}
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Modified {
+				continue
+			}
+			rs, ok := ev.Object.(*authv1beta1.ResourceSlice)
+			if !ok || seen[rs.Name] || !conditions.IsDecided(rs) {
+				continue
+			}
+			now := time.Now()
+			seen[rs.Name] = true
+			mu.Lock()
+			lat = append(lat, now.Sub(created[rs.Name]))
+			n := len(lat)
+			mu.Unlock()
+			if n == f.latencyN {
+				return
+			}
+		}
+	}()
+	interval := time.Duration(float64(time.Second) / f.rate)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for i := range f.latencyN {
+		<-tick.C
+		rs := realisticSlice(ns, fmt.Sprintf("l-%05d", i), "class-0", false)
+		status := rs.Status
+		if err := cp.Client.Create(ctx, rs); err != nil {
+			return 0, 0, err
+		}
+		rs.Status = status
+		if err := cp.Client.Status().Update(ctx, rs); err != nil {
+			return 0, 0, err
+		}
+		// The slice becomes decidable once Liqo authenticated it: now.
+		mu.Lock()
+		created[rs.Name] = time.Now()
+		mu.Unlock()
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		return 0, 0, errors.New("steady state: not every slice was decided within 2 minutes")
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], lat[(len(lat)*99)/100-1+boolInt(len(lat) < 100)], nil
+}
+
+type memResult struct {
+	HeapInuse uint64 `json:"heapInuse"`
+	RSS       uint64 `json:"rss"`
+	Slices    int    `json:"slices"`
+}
+
+type savedConfig struct {
+	Host                      string
+	CAData, CertData, KeyData []byte
+}
+
+func writeConfig(cfg *rest.Config) (string, error) {
+	f, err := os.CreateTemp("", "sliceclass-bench-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	return f.Name(), json.NewEncoder(f).Encode(savedConfig{Host: cfg.Host, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData})
+}
+
+// child re-runs this binary to measure one memory configuration in a fresh
+// process.
+func child(cfgFile string, n int, trim bool) (memResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return memResult{}, err
+	}
+	cmd := exec.Command(self, "-mem-child", strconv.Itoa(n), "-trim="+strconv.FormatBool(trim), "-config", cfgFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return memResult{}, fmt.Errorf("memory child (n=%d trim=%v): %w", n, trim, err)
+	}
+	var m memResult
+	if err := json.Unmarshal(out, &m); err != nil {
+		return memResult{}, fmt.Errorf("memory child output %q: %w", out, err)
+	}
+	return m, nil
+}
+
+func printTable(out io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "METRIC\tVALUE\tTARGET\tOK")
+	for _, r := range rows {
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.metric, r.value, r.target, r.ok)
+	}
+	_ = tw.Flush()
+}
+
+func writeMarkdown(path string, rows []row) error {
+	var b strings.Builder
+	b.WriteString("| metric | value | target | ok |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.metric, r.value, r.target, r.ok)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func okStr(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-mem-n: %q is not a positive count", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func numCPU() int { return goruntime.NumCPU() }

@@ -1,0 +1,102 @@
+package resourceslice_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// benchSetup returns a reconciler over a fake client holding rs, and a
+// counter of the API writes it makes.
+func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice) (*resourceslice.Reconciler, client.Client, *atomic.Int64) {
+	b.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = authv1beta1.AddToScheme(scheme)
+	var writes atomic.Int64
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&authv1beta1.ResourceSlice{}).WithObjects(rs).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				writes.Add(1)
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+		}).Build()
+	r, err := resourceslice.NewReconciler(c, gold, acceptAll("Granted"), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, c, &writes
+}
+
+// BenchmarkReconcileDecided is the steady state: a decided slice comes back
+// (resync, restart, a relevant change that does not move the decision). It
+// must cost no API call.
+func BenchmarkReconcileDecided(b *testing.B) {
+	rs := goldSlice("a")
+	r, _, writes := benchSetup(b, rs)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
+	if _, err := r.Reconcile(context.Background(), req); err != nil || writes.Load() != 1 {
+		b.Fatalf("first decision: err %v, writes %d", err, writes.Load())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if w := writes.Load(); w != 1 {
+		b.Fatalf("reconciling a decided slice wrote %d times, want none", w-1)
+	}
+}
+
+// BenchmarkReconcileFirstDecision is one first decision, including the status
+// patch on the fake client.
+func BenchmarkReconcileFirstDecision(b *testing.B) {
+	rs := goldSlice("a")
+	r, c, writes := benchSetup(b, rs)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		var cur authv1beta1.ResourceSlice
+		if err := c.Get(ctx, req.NamespacedName, &cur); err != nil {
+			b.Fatal(err)
+		}
+		undecided := cur.DeepCopy()
+		undecided.Status.Conditions = undecided.Status.Conditions[:1]
+		undecided.Status.Resources = nil
+		if err := c.Status().Update(ctx, undecided); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if writes.Load() != int64(b.N) {
+		b.Fatalf("want one status patch per decision: %d patches for %d decisions", writes.Load(), b.N)
+	}
+	var got authv1beta1.ResourceSlice
+	_ = c.Get(ctx, req.NamespacedName, &got)
+	if !conditions.IsAccepted(&got) {
+		b.Fatal("not decided")
+	}
+}
