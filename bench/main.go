@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	goruntime "runtime"
 	"sort"
 	"strconv"
@@ -54,6 +55,7 @@ type flags struct {
 	rate                    float64
 	memN                    string
 	markdown                string
+	cpuProfile              string
 	// child mode: measure the memory of a manager caching the "mem"
 	// namespace's first N slices, then exit.
 	memChild int
@@ -70,6 +72,7 @@ func main() {
 	flag.IntVar(&f.latencyN, "latency-n", 300, "slices created in the steady-state phase")
 	flag.StringVar(&f.memN, "mem-n", "2000,10000", "cached slice counts for the memory phase")
 	flag.StringVar(&f.markdown, "markdown", "", "also write the table as markdown to this file")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first backlog phase")
 	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
 	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
 	flag.StringVar(&f.cfgFile, "config", "", "internal: child's API server config")
@@ -138,6 +141,15 @@ func run(f flags) error {
 	mctx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
 	mgrDone := make(chan error, 1)
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	go func() { mgrDone <- mgr.Start(mctx) }()
 	if !mgr.GetCache().WaitForCacheSync(mctx) {
@@ -148,6 +160,9 @@ func run(f flags) error {
 		return err
 	}
 	ours := time.Since(t0)
+	if f.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	oursRate := float64(f.n) / ours.Seconds()
 	say("backlog decided in %s (%.0f decisions/s)", ours.Round(time.Millisecond), oursRate)
 	time.Sleep(time.Second)

@@ -1,6 +1,7 @@
 package resourceslice_test
 
 import (
+	"bytes"
 	"context"
 	"sync/atomic"
 	"testing"
@@ -41,11 +42,22 @@ func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice) (*resourceslice.Rec
 	return r, c, &writes
 }
 
+// realisticSlice carries what Liqo puts on a slice: a ~1 KiB CSR, a signed
+// certificate and CA. (The fake client does not return managedFields, which
+// a real API server adds.)
+func realisticSlice() *authv1beta1.ResourceSlice {
+	rs := goldSlice("a")
+	rs.Spec.CSR = bytes.Repeat([]byte("C"), 1024)
+	rs.Status.AuthParams.SignedCRT = bytes.Repeat([]byte("S"), 1200)
+	rs.Status.AuthParams.CA = bytes.Repeat([]byte("A"), 800)
+	return rs
+}
+
 // BenchmarkReconcileDecided is the steady state: a decided slice comes back
 // (resync, restart, a relevant change that does not move the decision). It
 // must cost no API call.
 func BenchmarkReconcileDecided(b *testing.B) {
-	rs := goldSlice("a")
+	rs := realisticSlice()
 	r, _, writes := benchSetup(b, rs)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
 	if _, err := r.Reconcile(context.Background(), req); err != nil || writes.Load() != 1 {
@@ -67,7 +79,7 @@ func BenchmarkReconcileDecided(b *testing.B) {
 // BenchmarkReconcileFirstDecision is one first decision, including the status
 // patch on the fake client.
 func BenchmarkReconcileFirstDecision(b *testing.B) {
-	rs := goldSlice("a")
+	rs := realisticSlice()
 	r, c, writes := benchSetup(b, rs)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
 	ctx := context.Background()
