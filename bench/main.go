@@ -19,8 +19,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -55,6 +56,7 @@ type flags struct {
 	rate                    float64
 	memN                    string
 	markdown                string
+	rounds                  int
 	cpuProfile              string
 	// child mode: measure the memory of a manager caching the "mem"
 	// namespace's first N slices, then exit.
@@ -72,6 +74,7 @@ func main() {
 	flag.IntVar(&f.latencyN, "latency-n", 300, "slices created in the steady-state phase")
 	flag.StringVar(&f.memN, "mem-n", "2000,10000", "cached slice counts for the memory phase")
 	flag.StringVar(&f.markdown, "markdown", "", "also write the table as markdown to this file")
+	flag.IntVar(&f.rounds, "rounds", 3, "throughput rounds; medians are reported")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first backlog phase")
 	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
 	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
@@ -96,8 +99,8 @@ func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"
 type row struct{ metric, value, target, ok string }
 
 func run(f flags) error {
-	if f.n < 1 || f.k < 1 || f.workers < f.k {
-		return fmt.Errorf("need n ≥ 1, k ≥ 1 and workers ≥ k (got n=%d k=%d workers=%d)", f.n, f.k, f.workers)
+	if f.n < 1 || f.k < 1 || f.workers < f.k || f.rounds < 1 {
+		return fmt.Errorf("need n ≥ 1, k ≥ 1, workers ≥ k and rounds ≥ 1 (got n=%d k=%d workers=%d rounds=%d)", f.n, f.k, f.workers, f.rounds)
 	}
 	start := time.Now()
 	say("starting the control plane...")
@@ -115,150 +118,79 @@ func run(f flags) error {
 	add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", numCPU()), "", "")
 	add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, concurrency, perClass), "", "")
 
-	// a) backlog.
-	say("creating the backlog: %d slices over %d classes...", f.n, f.k)
-	if err := cp.CreateNamespace(ctx, "bench-ours"); err != nil {
-		return err
+	// a) and b): throughput rounds, ours and the baselines interleaved so that
+	// the growing etcd and the machine's drift hit every variant alike.
+	var oursR, quietR, baseR, watchR, base1R []float64
+	var ours, synced time.Duration
+	var perDecision float64
+	var idle int
+	for round := range f.rounds {
+		say("round %d/%d: backlog of %d slices over %d classes, our controllers...", round+1, f.rounds, f.n, f.k)
+		res, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("r%d", round), true, round == 0 && f.cpuProfile != "")
+		if err != nil {
+			return err
+		}
+		oursR = append(oursR, res.rate)
+		if round == 0 {
+			ours, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
+		}
+		say("round %d/%d: ours %.0f/s; the same with events discarded...", round+1, f.rounds, res.rate)
+		q, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("q%d", round), false, false)
+		if err != nil {
+			return err
+		}
+		quietR = append(quietR, q.rate)
+		say("round %d/%d: plain client, %d writers...", round+1, f.rounds, concurrency)
+		r, err := baseline(ctx, cp, f.n, fmt.Sprintf("base-%d", round), concurrency, false)
+		if err != nil {
+			return err
+		}
+		baseR = append(baseR, r)
+		say("round %d/%d: plain client with an informer watching...", round+1, f.rounds)
+		if r, err = baseline(ctx, cp, f.n, fmt.Sprintf("watch-%d", round), concurrency, true); err != nil {
+			return err
+		}
+		watchR = append(watchR, r)
+		if round == 0 {
+			say("plain client, 1 writer (once, for context)...")
+			if r, err = baseline(ctx, cp, f.n, "single-writer", 1, false); err != nil {
+				return err
+			}
+			base1R = append(base1R, r)
+		}
 	}
-	if err := createMany(ctx, cp.Client, "bench-ours", f.n, func(i int) string { return fmt.Sprintf("class-%d", i%f.k) }, false); err != nil {
-		return err
-	}
-	patchesBefore, err := statusPatches(ctx, cp.Config)
-	if err != nil {
-		return err
-	}
+	oursRate, quietRate, baseRate, baseWatch := median(oursR), median(quietR), median(baseR), median(watchR)
+	ratio := oursRate / baseRate
+	add("throughput rounds (medians below)", strconv.Itoa(f.rounds), "", "")
+	add("backlog: time to decide N (round 1, from manager start)", ours.Round(time.Millisecond).String(), "", "")
+	add("  of which cache start and sync", synced.Round(time.Millisecond).String(), "", "")
+	add(fmt.Sprintf("decisions/s, ours (%d workers)", concurrency), fmt.Sprintf("%.0f %s", oursRate, spread(oursR)), "", "")
+	add(fmt.Sprintf("decisions/s, ours, events discarded (%d workers)", concurrency), fmt.Sprintf("%.0f %s", quietRate, spread(quietR)), "", "")
+	add(fmt.Sprintf("decisions/s, plain client (%d writers)", concurrency), fmt.Sprintf("%.0f %s", baseRate, spread(baseR)), "", "")
+	add(fmt.Sprintf("decisions/s, plain client + informer (%d writers)", concurrency), fmt.Sprintf("%.0f %s", baseWatch, spread(watchR)), "", "")
+	add("decisions/s, plain client (1 writer)", fmt.Sprintf("%.0f", median(base1R)), "", "")
+	add("ours / plain client, same concurrency", fmt.Sprintf("%.2f", ratio), "≥ 0.90", okStr(ratio >= 0.9))
+	add("ours, events discarded / plain client", fmt.Sprintf("%.2f", quietRate/baseRate), "", "")
+	add("ours, events discarded / plain client + informer", fmt.Sprintf("%.2f", quietRate/baseWatch), "", "")
+	add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
+	add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
+
+	// The steady-state phase needs a running manager serving class-0.
 	reg := prometheus.NewRegistry()
 	mgr, err := newManager(cp, nil)
 	if err != nil {
 		return err
 	}
-	for c := range f.k {
-		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("class-%d", c), acceptAll(),
-			resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(reg)); err != nil {
-			return err
-		}
+	if err := resourceslice.AddToManager(mgr, "class-0", acceptAll(), resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(reg)); err != nil {
+		return err
 	}
 	mctx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
 	mgrDone := make(chan error, 1)
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-	}
-	t0 := time.Now()
 	go func() { mgrDone <- mgr.Start(mctx) }()
 	if !mgr.GetCache().WaitForCacheSync(mctx) {
 		return errors.New("manager cache did not sync")
 	}
-	synced := time.Since(t0)
-	if err := waitCounter(reg, f.n, 10*time.Minute); err != nil {
-		return err
-	}
-	ours := time.Since(t0)
-	if f.cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	oursRate := float64(f.n) / ours.Seconds()
-	say("backlog decided in %s (%.0f decisions/s)", ours.Round(time.Millisecond), oursRate)
-	time.Sleep(time.Second)
-	patchesAfter, err := statusPatches(ctx, cp.Config)
-	if err != nil {
-		return err
-	}
-	perDecision := float64(patchesAfter-patchesBefore) / float64(f.n)
-	say("idle window: 5s...")
-	time.Sleep(5 * time.Second)
-	patchesIdle, err := statusPatches(ctx, cp.Config)
-	if err != nil {
-		return err
-	}
-	idle := patchesIdle - patchesAfter
-
-	// a') the same backlog with decision events discarded, to show what the
-	// events cost the API server.
-	say("backlog again with decision events discarded...")
-	if err := cp.CreateNamespace(ctx, "bench-quiet"); err != nil {
-		return err
-	}
-	if err := createMany(ctx, cp.Client, "bench-quiet", f.n, func(i int) string { return fmt.Sprintf("quiet-%d", i%f.k) }, false); err != nil {
-		return err
-	}
-	quietReg := prometheus.NewRegistry()
-	quietMgr, err := newManager(cp, nil)
-	if err != nil {
-		return err
-	}
-	for c := range f.k {
-		if err := resourceslice.AddToManager(quietMgr, fmt.Sprintf("quiet-%d", c), acceptAll(),
-			resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(quietReg),
-			resourceslice.WithEventRecorder(discardEvents{})); err != nil {
-			return err
-		}
-	}
-	qctx, stopQuiet := context.WithCancel(ctx)
-	quietDone := make(chan error, 1)
-	tq := time.Now()
-	go func() { quietDone <- quietMgr.Start(qctx) }()
-	if err := waitCounter(quietReg, f.n, 10*time.Minute); err != nil {
-		stopQuiet()
-		return err
-	}
-	quietRate := float64(f.n) / time.Since(tq).Seconds()
-	stopQuiet()
-	if err := <-quietDone; err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-
-	// b) baseline at the same concurrency (and at 1 for context).
-	baseline := func(ns string, w int) (float64, error) {
-		if err := cp.CreateNamespace(ctx, ns); err != nil {
-			return 0, err
-		}
-		if err := createMany(ctx, cp.Client, ns, f.n, func(int) string { return "baseline" }, false); err != nil {
-			return 0, err
-		}
-		var list authv1beta1.ResourceSliceList
-		if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return 0, err
-		}
-		t := time.Now()
-		if err := parallel(w, len(list.Items), func(i int) error {
-			cur := &list.Items[i]
-			desired := cur.DeepCopy()
-			desired.Status.Resources = desired.Spec.Resources.DeepCopy()
-			conditions.Accept(desired, "Granted", "granted as requested")
-			return cp.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
-		}); err != nil {
-			return 0, err
-		}
-		return float64(len(list.Items)) / time.Since(t).Seconds(), nil
-	}
-	say("baseline: plain client, %d writers...", concurrency)
-	baseRate, err := baseline("bench-base", concurrency)
-	if err != nil {
-		return err
-	}
-	say("baseline: plain client, 1 writer...")
-	base1, err := baseline("bench-base-1", 1)
-	if err != nil {
-		return err
-	}
-	ratio := oursRate / baseRate
-	add("backlog: time to decide N (from manager start)", ours.Round(time.Millisecond).String(), "", "")
-	add("  of which cache start and sync", synced.Round(time.Millisecond).String(), "", "")
-	add(fmt.Sprintf("decisions/s, ours (%d workers)", concurrency), fmt.Sprintf("%.0f", oursRate), "", "")
-	add(fmt.Sprintf("decisions/s, ours, events discarded (%d workers)", concurrency), fmt.Sprintf("%.0f", quietRate), "", "")
-	add(fmt.Sprintf("decisions/s, plain client (%d writers)", concurrency), fmt.Sprintf("%.0f", baseRate), "", "")
-	add("decisions/s, plain client (1 writer)", fmt.Sprintf("%.0f", base1), "", "")
-	add("ours / plain client, same concurrency", fmt.Sprintf("%.2f", ratio), "≥ 0.90", okStr(ratio >= 0.9))
-	add("ours with events discarded / plain client", fmt.Sprintf("%.2f", quietRate/baseRate), "", "")
-	add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
-	add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
 
 	// c) steady-state latency.
 	say("steady state: %d slices at %.0f/s...", f.latencyN, f.rate)
@@ -332,6 +264,150 @@ func run(f flags) error {
 		return writeMarkdown(f.markdown, rows)
 	}
 	return nil
+}
+
+type oursResult struct {
+	rate, perDecision float64
+	took, synced      time.Duration
+	idle              int
+}
+
+// oursRun creates a backlog of n slices over k classes named prefix-<i>,
+// then starts a manager serving them and times the decisions. With measure
+// it also counts the status writes per decision and over an idle window.
+func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perClass int, prefix string, events, profile bool) (oursResult, error) {
+	var res oursResult
+	ns := "ours-" + prefix
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return res, err
+	}
+	if err := createMany(ctx, cp.Client, ns, f.n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i%f.k) }, false); err != nil {
+		return res, err
+	}
+	before, err := statusPatches(ctx, cp.Config)
+	if err != nil {
+		return res, err
+	}
+	reg := prometheus.NewRegistry()
+	mgr, err := newManager(cp, nil)
+	if err != nil {
+		return res, err
+	}
+	for c := range f.k {
+		opts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(reg)}
+		if !events {
+			opts = append(opts, resourceslice.WithEventRecorder(discardEvents{}))
+		}
+		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("%s-%d", prefix, c), acceptAll(), opts...); err != nil {
+			return res, err
+		}
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	defer func() {
+		stop()
+		<-done
+	}()
+	if profile {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return res, err
+		}
+		defer func() { _ = pf.Close() }()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return res, err
+		}
+	}
+	t0 := time.Now()
+	go func() { done <- mgr.Start(mctx) }()
+	if !mgr.GetCache().WaitForCacheSync(mctx) {
+		return res, errors.New("manager cache did not sync")
+	}
+	res.synced = time.Since(t0)
+	if err := waitCounter(reg, f.n, 10*time.Minute); err != nil {
+		return res, err
+	}
+	res.took = time.Since(t0)
+	if profile {
+		pprof.StopCPUProfile()
+	}
+	res.rate = float64(f.n) / res.took.Seconds()
+	time.Sleep(time.Second)
+	after, err := statusPatches(ctx, cp.Config)
+	if err != nil {
+		return res, err
+	}
+	res.perDecision = float64(after-before) / float64(f.n)
+	if !events {
+		return res, nil
+	}
+	time.Sleep(5 * time.Second)
+	idle, err := statusPatches(ctx, cp.Config)
+	if err != nil {
+		return res, err
+	}
+	res.idle = idle - after
+	return res, nil
+}
+
+// baseline makes the same n decisions with w goroutines, each one
+// optimistic status patch through a plain client and nothing else; with
+// withInformer a cache also watches the slices, as any controller has.
+func baseline(ctx context.Context, cp *controlplane.ControlPlane, n int, ns string, w int, withInformer bool) (float64, error) {
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return 0, err
+	}
+	if err := createMany(ctx, cp.Client, ns, n, func(int) string { return "baseline" }, false); err != nil {
+		return 0, err
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	if withInformer {
+		c, err := cache.New(cp.Config, cache.Options{Scheme: cp.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+		if err != nil {
+			return 0, err
+		}
+		if _, err := c.GetInformer(ctx, &authv1beta1.ResourceSlice{}); err != nil {
+			return 0, err
+		}
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = c.Start(cctx) }()
+		if !c.WaitForCacheSync(cctx) {
+			return 0, errors.New("baseline informer did not sync")
+		}
+	}
+	t := time.Now()
+	if err := parallel(w, len(list.Items), func(i int) error {
+		cur := &list.Items[i]
+		desired := cur.DeepCopy()
+		desired.Status.Resources = desired.Spec.Resources.DeepCopy()
+		conditions.Accept(desired, "Granted", "granted as requested")
+		return cp.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+	}); err != nil {
+		return 0, err
+	}
+	return float64(len(list.Items)) / time.Since(t).Seconds(), nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func spread(xs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return fmt.Sprintf("(%.0f–%.0f)", s[0], s[len(s)-1])
 }
 
 // discardEvents drops events, to measure what recording them costs.
