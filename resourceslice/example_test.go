@@ -1,0 +1,58 @@
+package resourceslice_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// Two classes with two policies in one manager: each is its own controller,
+// "resourceslice-gold" and "resourceslice-silver".
+func ExampleAddToManager() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	gold := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, "Granted", "gold gets what it asks for")
+		return ctrl.Result{}, nil
+	})
+	silver := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		conditions.Deny(rs, "SoldOut", "no silver capacity left")
+		return ctrl.Result{}, nil
+	})
+	if err := resourceslice.AddToManager(mgr, "gold", gold, resourceslice.WithMaxConcurrentReconciles(4)); err != nil {
+		panic(err)
+	}
+	if err := resourceslice.AddToManager(mgr, "silver", silver, resourceslice.WithResyncPeriod(10*time.Minute)); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}
+
+// AddToManager refuses Liqo's own classes with an error naming the class.
+func ExampleValidateClass() {
+	fmt.Println(resourceslice.ValidateClass("gold"))
+	fmt.Println(resourceslice.ValidateClass("default"))
+	// Output:
+	// <nil>
+	// class "default" is reserved: Liqo's own controller serves it
+}
+
+// ClassOf is how the SDK reads a slice's class; ControllerName names the
+// controller serving it.
+func ExampleClassOf() {
+	rs := &authv1beta1.ResourceSlice{Spec: authv1beta1.ResourceSliceSpec{Class: "gold"}}
+	fmt.Println(resourceslice.ClassOf(rs), resourceslice.ControllerName(resourceslice.ClassOf(rs)))
+	// Output: gold resourceslice-gold
+}
