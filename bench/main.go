@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -57,6 +58,7 @@ type flags struct {
 	memN                    string
 	markdown                string
 	rounds                  int
+	diag                    bool
 	cpuProfile              string
 	// child mode: measure the memory of a manager caching the "mem"
 	// namespace's first N slices, then exit.
@@ -75,6 +77,7 @@ func main() {
 	flag.StringVar(&f.memN, "mem-n", "2000,10000", "cached slice counts for the memory phase")
 	flag.StringVar(&f.markdown, "markdown", "", "also write the table as markdown to this file")
 	flag.IntVar(&f.rounds, "rounds", 3, "throughput rounds; medians are reported")
+	flag.BoolVar(&f.diag, "diag", false, "print controller-runtime's reconcile and queue timings for each run of ours")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first backlog phase")
 	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
 	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
@@ -306,7 +309,9 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 	done := make(chan error, 1)
 	defer func() {
 		stop()
-		<-done
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			say("manager %s stopped with %v", prefix, err)
+		}
 	}()
 	if profile {
 		pf, err := os.Create(f.cpuProfile)
@@ -332,6 +337,9 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 		pprof.StopCPUProfile()
 	}
 	res.rate = float64(f.n) / res.took.Seconds()
+	if f.diag {
+		diagnose(prefix)
+	}
 	time.Sleep(time.Second)
 	after, err := statusPatches(ctx, cp.Config)
 	if err != nil {
@@ -718,3 +726,36 @@ func parseCounts(s string) ([]int, error) {
 }
 
 func numCPU() int { return goruntime.NumCPU() }
+
+// diagnose prints controller-runtime's own reconcile and REST client
+// figures for the controllers of prefix (flag -diag).
+func diagnose(prefix string) {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "controller_runtime_reconcile_time_seconds", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if (l.GetName() == "controller" || l.GetName() == "name") && strings.HasPrefix(l.GetValue(), "resourceslice-"+prefix) {
+						h := m.GetHistogram()
+						say("diag %s %s: n=%d mean=%.2fms", mf.GetName(), l.GetValue(), h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+					}
+				}
+			}
+		case "rest_client_request_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				h := m.GetHistogram()
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+				if strings.Contains(strings.Join(labels, ","), "PATCH") || strings.Contains(strings.Join(labels, ","), "POST") {
+					say("diag rest %v: n=%d mean=%.2fms", labels, h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+				}
+			}
+		}
+	}
+}
