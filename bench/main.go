@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,7 @@ type flags struct {
 	markdown                string
 	rounds                  int
 	diag                    bool
+	noPriorityQueue         bool
 	cpuProfile              string
 	// child mode: measure the memory of a manager caching the "mem"
 	// namespace's first N slices, then exit.
@@ -77,6 +79,7 @@ func main() {
 	flag.StringVar(&f.memN, "mem-n", "2000,10000", "cached slice counts for the memory phase")
 	flag.StringVar(&f.markdown, "markdown", "", "also write the table as markdown to this file")
 	flag.IntVar(&f.rounds, "rounds", 3, "throughput rounds; medians are reported")
+	flag.BoolVar(&f.noPriorityQueue, "no-priority-queue", false, "run our controllers on client-go's plain workqueue instead of controller-runtime's priority queue")
 	flag.BoolVar(&f.diag, "diag", false, "print controller-runtime's reconcile and queue timings for each run of ours")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first backlog phase")
 	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
@@ -292,7 +295,11 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 		return res, err
 	}
 	reg := prometheus.NewRegistry()
-	mgr, err := newManager(cp, nil)
+	mgr, err := newManager(cp, func(o *manager.Options) {
+		if f.noPriorityQueue {
+			o.Controller.UsePriorityQueue = ptr.To(false)
+		}
+	})
 	if err != nil {
 		return res, err
 	}
