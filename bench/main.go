@@ -36,7 +36,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -290,7 +289,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 	if err := createMany(ctx, cp.Client, ns, f.n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i%f.k) }, false); err != nil {
 		return res, err
 	}
-	before, err := statusPatches(ctx, cp.Config)
+	before, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -348,7 +347,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 		diagnose(prefix)
 	}
 	time.Sleep(time.Second)
-	after, err := statusPatches(ctx, cp.Config)
+	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -357,7 +356,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 		return res, nil
 	}
 	time.Sleep(5 * time.Second)
-	idle, err := statusPatches(ctx, cp.Config)
+	idle, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -540,33 +539,6 @@ func counterValue(m *dto.Metric) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
-}
-
-// statusPatches reads the API server's own count of PATCH requests on
-// resourceslices/status.
-func statusPatches(ctx context.Context, cfg *rest.Config) (int, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return 0, err
-	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="resourceslices"`) ||
-			!strings.Contains(line, `subresource="status"`) || !strings.Contains(line, `verb="PATCH"`) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			return 0, err
-		}
-		total += int(v)
-	}
-	return total, nil
 }
 
 // latency creates slices at f.rate while the manager runs (they land in

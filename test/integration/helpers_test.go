@@ -1,14 +1,11 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +15,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -173,33 +169,11 @@ func decided(ns string, names ...string) func() bool {
 // resourceslices/status.
 func statusPatches(t *testing.T) int {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(cp.Config)
+	n, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("scraping the API server's metrics: %v", err)
-	}
-	total := 0
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") ||
-			!strings.Contains(line, `resource="resourceslices"`) ||
-			!strings.Contains(line, `subresource="status"`) ||
-			!strings.Contains(line, `verb="PATCH"`) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			t.Fatalf("parsing %q: %v", line, err)
-		}
-		total += int(v)
-	}
-	return total
+	return n
 }
 
 // eventsFor lists the events regarding the named slice.
