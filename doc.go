@@ -36,8 +36,8 @@
 //     and exports metrics.
 //   - testing: a harness to unit-test a Handler by running the real Reconciler
 //     on controller-runtime's fake client, and slice builders.
-//   - testing/envtest: starts a real kube-apiserver and etcd with the Liqo CRDs
-//     installed, for integration tests.
+//   - testing/controlplane: starts a real kube-apiserver and etcd with the
+//     Liqo CRDs installed, for integration tests.
 //
 // # Testing a policy
 //

@@ -50,7 +50,8 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 		return fmt.Errorf("class %q: invalid options: %w", class, err)
 	}
 	if cfg.recorder == nil {
-		opts = append(opts, WithEventRecorder(mgr.GetEventRecorder(name)))
+		// A copy: never write into the caller's variadic slice.
+		opts = append(append([]Option(nil), opts...), WithEventRecorder(mgr.GetEventRecorder(name)))
 	}
 
 	scheme := mgr.GetScheme()
