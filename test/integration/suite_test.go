@@ -11,6 +11,7 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,6 +159,15 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 	var list authv1beta1.ResourceSliceList
 	if err := cp.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
+	}
+	var evs eventsv1.EventList
+	if err := cp.Client.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Type == corev1.EventTypeWarning {
+			t.Errorf("conflicts with Liqo must requeue quietly, got a Warning event on %s: %s %s", e.Regarding.Name, e.Reason, e.Note)
+		}
 	}
 	for i := range list.Items {
 		rs := &list.Items[i]
