@@ -177,8 +177,8 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	before := conditions.Get(current, conditions.Resources).DeepCopy()
 	// The patch is computed from current to desired: a JSON merge patch of the
 	// owned fields that changed, plus metadata.resourceVersion. Fields the
-	// Go types do not know are in neither object, so never in the patch.
-	err = r.client.Status().Patch(ctx, desired, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{}))
+	// Go types do not know are never in it.
+	err = r.client.Status().Patch(ctx, desired, ownedPatch{from: current})
 	switch {
 	case err == nil:
 	case apierrors.IsConflict(err):

@@ -2,10 +2,16 @@ package resourceslice
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
 )
@@ -141,3 +147,93 @@ func otherConditions(rs *authv1beta1.ResourceSlice) []authv1beta1.ResourceSliceC
 	}
 	return out
 }
+
+// ownedPatch is the status write of a class controller: a JSON merge patch
+// from the object it was built with to the object it is applied with,
+// carrying only the owned status fields that differ and
+// metadata.resourceVersion, so the API server refuses it (409) if anyone
+// wrote the slice since it was read.
+//
+// It yields what client.MergeFromWithOptimisticLock would for two objects
+// that differ only in owned fields, without serialising and diffing the
+// whole slice (CSR and certificates included): only the changed fields are
+// encoded. A list is replaced whole, as merge patches do (so the conditions
+// list goes out entire and the resourceVersion protects Liqo's condition in
+// it); a map is patched key by key, with null for a removed key; a field
+// emptied becomes null.
+type ownedPatch struct{ from *authv1beta1.ResourceSlice }
+
+var _ client.Patch = ownedPatch{}
+
+// Type implements client.Patch.
+func (ownedPatch) Type() types.PatchType { return types.MergePatchType }
+
+// Data implements client.Patch.
+func (p ownedPatch) Data(obj client.Object) ([]byte, error) {
+	to, ok := obj.(*authv1beta1.ResourceSlice)
+	if !ok {
+		return nil, fmt.Errorf("status patch of a ResourceSlice applied to %T", obj)
+	}
+	if p.from == nil || p.from.ResourceVersion == "" {
+		return nil, errors.New("status patch needs the resourceVersion of the slice it was computed from")
+	}
+	a, b := &p.from.Status, &to.Status
+	status := map[string]any{}
+	if !equality.Semantic.DeepEqual(a.Conditions, b.Conditions) {
+		status["conditions"] = listOrNull(len(b.Conditions), b.Conditions)
+	}
+	if !equality.Semantic.DeepEqual(a.Resources, b.Resources) {
+		status["resources"] = mapPatch(a.Resources, b.Resources, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
+	}
+	if !equality.Semantic.DeepEqual(a.StorageClasses, b.StorageClasses) {
+		status["storageClasses"] = listOrNull(len(b.StorageClasses), b.StorageClasses)
+	}
+	if !equality.Semantic.DeepEqual(a.IngressClasses, b.IngressClasses) {
+		status["ingressClasses"] = listOrNull(len(b.IngressClasses), b.IngressClasses)
+	}
+	if !equality.Semantic.DeepEqual(a.LoadBalancerClasses, b.LoadBalancerClasses) {
+		status["loadBalancerClasses"] = listOrNull(len(b.LoadBalancerClasses), b.LoadBalancerClasses)
+	}
+	if !equality.Semantic.DeepEqual(a.NodeLabels, b.NodeLabels) {
+		status["nodeLabels"] = mapPatch(a.NodeLabels, b.NodeLabels, stringsEqual)
+	}
+	if !equality.Semantic.DeepEqual(a.NodeSelector, b.NodeSelector) {
+		status["nodeSelector"] = mapPatch(a.NodeSelector, b.NodeSelector, stringsEqual)
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": p.from.ResourceVersion},
+		"status":   status,
+	})
+}
+
+// listOrNull is a merge patch's value for a list field: the list, or null
+// (remove the field) when it is empty.
+func listOrNull(n int, list any) any {
+	if n == 0 {
+		return nil
+	}
+	return list
+}
+
+// mapPatch is a merge patch's value turning map from into map to: null when
+// to is empty, else to's changed and added keys plus null for each removed
+// key.
+func mapPatch[M ~map[K]V, K comparable, V any](from, to M, equal func(V, V) bool) any {
+	if len(to) == 0 {
+		return nil
+	}
+	out := make(map[K]any, len(to))
+	for k, v := range to {
+		if old, ok := from[k]; !ok || !equal(old, v) {
+			out[k] = v
+		}
+	}
+	for k := range from {
+		if _, ok := to[k]; !ok {
+			out[k] = nil
+		}
+	}
+	return out
+}
+
+func stringsEqual(a, b string) bool { return a == b }

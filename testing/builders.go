@@ -100,6 +100,17 @@ func WithConsumer(id string) SliceOption {
 	}
 }
 
+// WithLabel sets a label on the slice, e.g. one a custom selector
+// (resourceslice.WithSelector) or the policy reads.
+func WithLabel(key, value string) SliceOption {
+	return func(rs *authv1beta1.ResourceSlice) {
+		if rs.Labels == nil {
+			rs.Labels = map[string]string{}
+		}
+		rs.Labels[key] = value
+	}
+}
+
 // Unauthenticated removes the Authentication condition and authParams, as on
 // a slice Liqo has not processed yet.
 func Unauthenticated() SliceOption {
