@@ -37,7 +37,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -126,9 +128,14 @@ func run(f flags) error {
 
 	// a) and b): throughput rounds, ours and the baselines interleaved so that
 	// the growing etcd and the machine's drift hit every variant alike.
-	var oursR, quietR, baseR, watchR, base1R []float64
-	var oursCPU, quietCPU, watchCPU []float64 // µs of this process's CPU per decision
-	var ours, synced time.Duration
+	// Each series holds, per round, decisions/s and this process's CPU per
+	// decision (µs).
+	type series struct{ rate, cpu []float64 }
+	var ours, quiet, plain, informer, same, single series
+	record := func(s *series, rate float64, cpu time.Duration) {
+		s.rate, s.cpu = append(s.rate, rate), append(s.cpu, micros(cpu))
+	}
+	var took, synced time.Duration
 	var perDecision float64
 	var idle int
 	for round := range f.rounds {
@@ -137,53 +144,66 @@ func run(f flags) error {
 		if err != nil {
 			return err
 		}
-		oursR, oursCPU = append(oursR, res.rate), append(oursCPU, micros(res.cpu))
+		record(&ours, res.rate, res.cpu)
 		if round == 0 {
-			ours, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
+			took, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
 		}
 		say("round %d/%d: ours %.0f/s; the same with events discarded...", round+1, f.rounds, res.rate)
 		q, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("q%d", round), false, false)
 		if err != nil {
 			return err
 		}
-		quietR, quietCPU = append(quietR, q.rate), append(quietCPU, micros(q.cpu))
-		say("round %d/%d: plain client, %d writers...", round+1, f.rounds, concurrency)
-		r, _, err := baseline(ctx, cp, f.n, fmt.Sprintf("base-%d", round), concurrency, false)
-		if err != nil {
-			return err
-		}
-		baseR = append(baseR, r)
-		say("round %d/%d: plain client with an informer watching...", round+1, f.rounds)
-		r, wcpu, err := baseline(ctx, cp, f.n, fmt.Sprintf("watch-%d", round), concurrency, true)
-		if err != nil {
-			return err
-		}
-		watchR, watchCPU = append(watchR, r), append(watchCPU, micros(wcpu))
-		if round == 0 {
-			say("plain client, 1 writer (once, for context)...")
-			if r, _, err = baseline(ctx, cp, f.n, "single-writer", 1, false); err != nil {
+		record(&quiet, q.rate, q.cpu)
+		for _, b := range []struct {
+			name string
+			s    *series
+			v    variant
+		}{
+			{"plain", &plain, variant{}},
+			{"informer", &informer, variant{informer: true}},
+			{"same-work", &same, variant{informer: true, events: true}},
+		} {
+			say("round %d/%d: plain client (%s), %d writers...", round+1, f.rounds, b.name, concurrency)
+			r, cpu, err := baseline(ctx, cp, f.n, fmt.Sprintf("%s-%d", b.name, round), concurrency, b.v)
+			if err != nil {
 				return err
 			}
-			base1R = append(base1R, r)
+			record(b.s, r, cpu)
+		}
+		if round == 0 {
+			say("plain client, 1 writer (once, for context)...")
+			r, cpu, err := baseline(ctx, cp, f.n, "single-writer", 1, variant{})
+			if err != nil {
+				return err
+			}
+			record(&single, r, cpu)
 		}
 	}
-	oursRate, quietRate, baseRate, baseWatch := median(oursR), median(quietR), median(baseR), median(watchR)
-	ratio := oursRate / baseRate
+	ratio := median(ours.rate) / median(plain.rate)
 	add("throughput rounds (medians below)", strconv.Itoa(f.rounds), "", "")
-	add("backlog: time to decide N (round 1, from manager start)", ours.Round(time.Millisecond).String(), "", "")
+	add("backlog: time to decide N (round 1, from manager start)", took.Round(time.Millisecond).String(), "", "")
 	add("  of which cache start and sync", synced.Round(time.Millisecond).String(), "", "")
-	add(fmt.Sprintf("decisions/s, ours (%d workers, from cache sync)", concurrency), fmt.Sprintf("%.0f %s", oursRate, spread(oursR)), "", "")
-	add(fmt.Sprintf("decisions/s, ours, events discarded (%d workers)", concurrency), fmt.Sprintf("%.0f %s", quietRate, spread(quietR)), "", "")
-	add(fmt.Sprintf("decisions/s, plain client (%d writers)", concurrency), fmt.Sprintf("%.0f %s", baseRate, spread(baseR)), "", "")
-	add(fmt.Sprintf("decisions/s, plain client + informer (%d writers)", concurrency), fmt.Sprintf("%.0f %s", baseWatch, spread(watchR)), "", "")
-	add("decisions/s, plain client (1 writer)", fmt.Sprintf("%.0f", median(base1R)), "", "")
+	rates := []struct {
+		label string
+		s     series
+	}{
+		{fmt.Sprintf("ours (%d workers, from cache sync)", concurrency), ours},
+		{"ours, events discarded", quiet},
+		{fmt.Sprintf("plain client (%d writers)", concurrency), plain},
+		{"plain client + informer", informer},
+		{"plain client + informer + events", same},
+		{"plain client (1 writer)", single},
+	}
+	for _, r := range rates {
+		add("decisions/s, "+r.label, fmt.Sprintf("%.0f %s", median(r.s.rate), spread(r.s.rate)), "", "")
+	}
 	add("ours / plain client, same concurrency", fmt.Sprintf("%.2f", ratio), "≥ 0.90", okStr(ratio >= 0.9))
-	add("ours, events discarded / plain client", fmt.Sprintf("%.2f", quietRate/baseRate), "", "")
-	add("ours, events discarded / plain client + informer", fmt.Sprintf("%.2f", quietRate/baseWatch), "", "")
-	add("client CPU per decision, ours (µs)", fmt.Sprintf("%.0f %s", median(oursCPU), spread(oursCPU)), "", "")
-	add("client CPU per decision, ours, events discarded (µs)", fmt.Sprintf("%.0f %s", median(quietCPU), spread(quietCPU)), "", "")
-	add("client CPU per decision, plain client + informer (µs)", fmt.Sprintf("%.0f %s", median(watchCPU), spread(watchCPU)), "", "")
-	add("client CPU, ours / plain client + informer", fmt.Sprintf("%.2f", median(oursCPU)/median(watchCPU)), "", "")
+	add("ours / plain client + informer + events", fmt.Sprintf("%.2f", median(ours.rate)/median(same.rate)), "", "")
+	add("ours, events discarded / plain client + informer", fmt.Sprintf("%.2f", median(quiet.rate)/median(informer.rate)), "", "")
+	for _, r := range rates[:5] {
+		add("client CPU per decision (µs), "+r.label, fmt.Sprintf("%.0f %s", median(r.s.cpu), spread(r.s.cpu)), "", "")
+	}
+	add("client CPU, ours / plain client + informer + events", fmt.Sprintf("%.2f", median(ours.cpu)/median(same.cpu)), "", "")
 	add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
 	add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
 
@@ -380,11 +400,20 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 	return res, nil
 }
 
+// variant says what a baseline does besides its one patch per decision.
+type variant struct {
+	// informer: a cache also watches the slices, as any controller's does.
+	informer bool
+	// events: one event per decision through client-go's events broadcaster,
+	// as a class controller records on each decision.
+	events bool
+}
+
 // baseline makes the same n decisions with w goroutines, each one
-// optimistic status patch through a plain client and nothing else; with
-// withInformer a cache also watches the slices, as any controller has.
-// It returns the decisions per second and this process's CPU per decision.
-func baseline(ctx context.Context, cp *controlplane.ControlPlane, n int, ns string, w int, withInformer bool) (float64, time.Duration, error) {
+// optimistic status patch through a plain client and, by default, nothing
+// else. It returns the decisions per second and this process's CPU per
+// decision.
+func baseline(ctx context.Context, cp *controlplane.ControlPlane, n int, ns string, w int, v variant) (float64, time.Duration, error) {
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		return 0, 0, err
 	}
@@ -395,7 +424,7 @@ func baseline(ctx context.Context, cp *controlplane.ControlPlane, n int, ns stri
 	if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return 0, 0, err
 	}
-	if withInformer {
+	if v.informer {
 		c, err := cache.New(cp.Config, cache.Options{Scheme: cp.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 		if err != nil {
 			return 0, 0, err
@@ -410,19 +439,38 @@ func baseline(ctx context.Context, cp *controlplane.ControlPlane, n int, ns stri
 			return 0, 0, errors.New("baseline informer did not sync")
 		}
 	}
+	var rec events.EventRecorder = discardEvents{}
+	if v.events {
+		cs, err := kubernetes.NewForConfig(cp.Config)
+		if err != nil {
+			return 0, 0, err
+		}
+		b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+		bctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if err := b.StartRecordingToSinkWithContext(bctx); err != nil {
+			return 0, 0, err
+		}
+		defer b.Shutdown()
+		rec = b.NewRecorder(cp.Scheme, "bench-baseline")
+	}
 	t, cpu0 := time.Now(), cpuTime()
 	if err := parallel(w, len(list.Items), func(i int) error {
 		cur := &list.Items[i]
 		desired := cur.DeepCopy()
 		desired.Status.Resources = desired.Spec.Resources.DeepCopy()
 		conditions.Accept(desired, "Granted", "granted as requested")
-		return cp.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+		if err := cp.Client.Status().Patch(ctx, desired, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		rec.Eventf(desired, nil, corev1.EventTypeNormal, "Granted", "Decide", "granted as requested")
+		return nil
 	}); err != nil {
 		return 0, 0, err
 	}
 	took := time.Since(t)
-	if withInformer {
-		// Let the informer take in the last watch events it is owed.
+	if v.informer || v.events {
+		// Let the informer and the event broadcaster take in the last watch events it is owed.
 		time.Sleep(500 * time.Millisecond)
 	}
 	return float64(len(list.Items)) / took.Seconds(), (cpuTime() - cpu0) / time.Duration(len(list.Items)), nil
