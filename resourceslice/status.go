@@ -180,19 +180,19 @@ func (p ownedPatch) Data(obj client.Object) ([]byte, error) {
 	a, b := &p.from.Status, &to.Status
 	status := map[string]any{}
 	if !equality.Semantic.DeepEqual(a.Conditions, b.Conditions) {
-		status["conditions"] = listOrNull(len(b.Conditions), b.Conditions)
+		status["conditions"] = listOrNull(b.Conditions)
 	}
 	if !equality.Semantic.DeepEqual(a.Resources, b.Resources) {
 		status["resources"] = mapPatch(a.Resources, b.Resources, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
 	}
 	if !equality.Semantic.DeepEqual(a.StorageClasses, b.StorageClasses) {
-		status["storageClasses"] = listOrNull(len(b.StorageClasses), b.StorageClasses)
+		status["storageClasses"] = listOrNull(b.StorageClasses)
 	}
 	if !equality.Semantic.DeepEqual(a.IngressClasses, b.IngressClasses) {
-		status["ingressClasses"] = listOrNull(len(b.IngressClasses), b.IngressClasses)
+		status["ingressClasses"] = listOrNull(b.IngressClasses)
 	}
 	if !equality.Semantic.DeepEqual(a.LoadBalancerClasses, b.LoadBalancerClasses) {
-		status["loadBalancerClasses"] = listOrNull(len(b.LoadBalancerClasses), b.LoadBalancerClasses)
+		status["loadBalancerClasses"] = listOrNull(b.LoadBalancerClasses)
 	}
 	if !equality.Semantic.DeepEqual(a.NodeLabels, b.NodeLabels) {
 		status["nodeLabels"] = mapPatch(a.NodeLabels, b.NodeLabels, stringsEqual)
@@ -208,8 +208,8 @@ func (p ownedPatch) Data(obj client.Object) ([]byte, error) {
 
 // listOrNull is a merge patch's value for a list field: the list, or null
 // (remove the field) when it is empty.
-func listOrNull(n int, list any) any {
-	if n == 0 {
+func listOrNull[T any](list []T) any {
+	if len(list) == 0 {
 		return nil
 	}
 	return list
