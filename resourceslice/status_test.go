@@ -3,10 +3,10 @@ package resourceslice_test
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,10 +71,8 @@ func TestStatusPatchFollowsEveryOffer(t *testing.T) {
 			t.Fatalf("step %d (%s): %v", i, o.reason, res.Err)
 		}
 		got := res.Slice
-		if !equalResources(got.Status.Resources, o.resources) || !cmp.Equal(got.Status.StorageClasses, o.storage, cmp.Comparer(emptyEqual[liqov1beta1.StorageType])) ||
-			!cmp.Equal(got.Status.NodeLabels, o.labels, cmp.Comparer(mapEmptyEqual)) {
-			t.Errorf("step %d (%s): stored resources %v storage %v labels %v, want %v %v %v", i, o.reason,
-				got.Status.Resources, got.Status.StorageClasses, got.Status.NodeLabels, o.resources, o.storage, o.labels)
+		if diff := cmp.Diff(o, offer{resources: got.Status.Resources, storage: got.Status.StorageClasses, labels: got.Status.NodeLabels}, offerFields...); diff != "" {
+			t.Errorf("step %d (%s): stored offer (-want +got):\n%s", i, o.reason, diff)
 		}
 		if o.accept != conditions.IsAccepted(got) || !conditions.IsAuthenticated(got) || got.Status.AuthParams == nil || string(got.Status.AuthParams.SignedCRT) != string(s.Status.AuthParams.SignedCRT) {
 			t.Errorf("step %d (%s): conditions %+v authParams %+v", i, o.reason, got.Status.Conditions, got.Status.AuthParams)
@@ -102,40 +100,17 @@ func TestStatusPatchFollowsEveryOffer(t *testing.T) {
 		for k := range body.Status {
 			keys = append(keys, k)
 		}
-		if diff := cmp.Diff(o.wantKeys, keys, cmp.Transformer("sort", sortedCopy)); diff != "" {
+		if diff := cmp.Diff(o.wantKeys, keys, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 			t.Errorf("step %d (%s): patched status keys (-want +got):\n%s\npatch: %s", i, o.reason, diff, res.Writes[0].Patch)
 		}
 	}
 }
 
-func equalResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func emptyEqual[T any](a, b []T) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	return cmp.Equal(a, b)
-}
-
-func mapEmptyEqual(a, b map[string]string) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	return cmp.Equal(a, b)
-}
-
-func sortedCopy(in []string) []string {
-	out := append([]string(nil), in...)
-	sort.Strings(out)
-	return out
+// offerFields compares only an offer's resources (by value), storage classes
+// and labels, nil and empty alike.
+var offerFields = []cmp.Option{
+	cmp.AllowUnexported(offer{}),
+	cmpopts.IgnoreFields(offer{}, "reason", "accept", "wantKeys"),
+	cmpopts.EquateEmpty(),
+	cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	liqov1beta1 "github.com/liqotech/liqo/apis/core/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -95,14 +97,9 @@ func TestShrinkingOfferOnTheServer(t *testing.T) {
 			return c != nil && c.Reason == "Offer"+step
 		})
 		got, want := get(t, ns, "s").Status, offers[step]
-		if len(got.Resources) != len(want.Resources) || len(got.NodeLabels) != len(want.NodeLabels) || len(got.StorageClasses) != len(want.StorageClasses) {
-			t.Errorf("offer %s: stored resources %v labels %v storage %v, want %v %v %v", step,
-				got.Resources, got.NodeLabels, got.StorageClasses, want.Resources, want.NodeLabels, want.StorageClasses)
-		}
-		for k, v := range want.Resources {
-			if g := got.Resources[k]; g.Cmp(v) != 0 {
-				t.Errorf("offer %s: %s = %s, want %s", step, k, g.String(), v.String())
-			}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(authv1beta1.ResourceSliceStatus{}, "Conditions", "AuthParams"),
+			cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+			t.Errorf("offer %s: stored offer (-want +got):\n%s", step, diff)
 		}
 		if got.AuthParams == nil || string(got.AuthParams.SignedCRT) != "crt" || !conditions.IsAuthenticated(&authv1beta1.ResourceSlice{Status: got}) {
 			t.Errorf("offer %s: Liqo's fields lost: %+v", step, got)
