@@ -62,18 +62,26 @@ func (r *Reconciler) warn(rs *authv1beta1.ResourceSlice, reason, action, format 
 }
 
 // decisionEvent records a Normal event for Accepted and a Warning for Denied,
-// with the handler's reason and message.
+// with the decision's reason and message, as WithDecisionEvents allows.
 func (r *Reconciler) decisionEvent(rs *authv1beta1.ResourceSlice, c *authv1beta1.ResourceSliceCondition) {
 	eventType, reason := corev1.EventTypeNormal, c.Reason
 	if c.Status == conditions.Denied {
 		eventType = corev1.EventTypeWarning
+	}
+	switch r.cfg.events {
+	case DecisionEventsNone:
+		return
+	case DecisionEventsDenied:
+		if eventType != corev1.EventTypeWarning {
+			return
+		}
 	}
 	if reason == "" {
 		reason = string(c.Status)
 	}
 	note := c.Message
 	if note == "" {
-		note = fmt.Sprintf("resources %s by class %q", c.Status, r.class)
+		note = fmt.Sprintf("resources %s by class %q", c.Status, r.scope.class)
 	}
 	r.recorder.Eventf(rs, nil, eventType, reason, actionDecide, "%s", truncate(note))
 }

@@ -1,14 +1,14 @@
 package resourceslice
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"sync"
 
+	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -17,10 +17,9 @@ import (
 	"github.com/sliceclass/sliceclass/handler"
 )
 
-// consumerIndexPrefix prefixes the cache field index AddToManager registers
-// per class: this class's slices keyed by consumer cluster ID. Registering
-// the same class twice in one manager collides on it.
-const consumerIndexPrefix = "sliceclass.io/consumer-of-class."
+// ErrClassRegistered is returned (wrapped) when a class is registered twice
+// in one manager.
+var ErrClassRegistered = errors.New("class already registered in this manager")
 
 // AddToManager registers a controller named "resourceslice-<class>" in mgr
 // that decides the class's ResourceSlices with h. Call it once per class,
@@ -28,8 +27,10 @@ const consumerIndexPrefix = "sliceclass.io/consumer-of-class."
 //
 // It returns an error naming the class for an empty or "default" class
 // (Liqo's own), a class that is not a valid label value, a nil handler, a
-// class already registered in this manager, or a bad option. It adds Liqo's
-// authentication types to the manager's scheme only if they are missing.
+// class already registered in this manager (errors.Is ErrClassRegistered),
+// or a bad option. It adds Liqo's authentication types to the manager's
+// scheme only if they are missing. It makes no API call: a manager whose API
+// server is unreachable fails at Start, not here.
 //
 // The manager's client must read ResourceSlices (and Tenants, unless
 // WithoutTenantRule) and patch resourceslices/status; its cache must see the
@@ -44,14 +45,13 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 	if h == nil {
 		return fmt.Errorf("class %q: nil handler", class)
 	}
-	name := ControllerName(class)
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return fmt.Errorf("class %q: invalid options: %w", class, err)
 	}
+	name := ControllerName(class)
 	if cfg.recorder == nil {
-		// A copy: never write into the caller's variadic slice.
-		opts = append(append([]Option(nil), opts...), WithEventRecorder(mgr.GetEventRecorder(name)))
+		cfg.recorder = mgr.GetEventRecorder(name)
 	}
 
 	scheme := mgr.GetScheme()
@@ -62,47 +62,87 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 		}
 	}
 
-	r, err := NewReconciler(mgr.GetClient(), class, h, opts...)
-	if err != nil {
+	if err := classes.claim(mgr, class); err != nil {
 		return err
 	}
-
-	index := consumerIndexPrefix + class
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &authv1beta1.ResourceSlice{}, index,
-		func(o client.Object) []string {
-			rs, ok := o.(*authv1beta1.ResourceSlice)
-			if !ok || ClassOf(rs) != class {
-				return nil
-			}
-			if id := ConsumerID(rs); id != "" {
-				return []string{id}
-			}
-			return nil
-		}); err != nil {
-		if strings.Contains(err.Error(), "conflict") {
-			return fmt.Errorf("class %q is already registered in this manager", class)
-		}
-		return fmt.Errorf("class %q: indexing ResourceSlices: %w", class, err)
+	r, err := newReconciler(mgr.GetClient(), class, h, cfg)
+	if err != nil {
+		classes.unclaim(mgr, class)
+		return err
 	}
-	r.consumerIndex = index
 
 	copts := controller.Options{
 		MaxConcurrentReconciles: cfg.maxConcurrent,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
 	}
-	if cfg.logger != nil {
-		copts.Logger = *cfg.logger
-	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(name).
-		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(SlicePredicate(class, cfg.selector))).
+		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(r.scope.predicate())).
 		WithOptions(copts)
+	if cfg.logger != nil {
+		b = b.WithLogConstructor(requestLogger(cfg.logger.WithValues("controller", name)))
+	}
 	if cfg.tenantRule {
 		b = b.Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
 			builder.WithPredicates(TenantPredicate()))
 	}
+	if r.ledger != nil {
+		b = b.WatchesRawSource(r.BudgetSource())
+	}
 	if err := b.Complete(r); err != nil {
+		classes.unclaim(mgr, class)
 		return fmt.Errorf("class %q: building controller %q: %w", class, name, err)
 	}
 	return nil
+}
+
+// requestLogger builds controller-runtime's per-request logger from base:
+// the same keys its default logger adds (namespace, name), so WithLogger
+// changes where lines go, not what they say.
+func requestLogger(base logr.Logger) func(*reconcile.Request) logr.Logger {
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return base
+		}
+		return base.WithValues("ResourceSlice", req.NamespacedName.String(), "namespace", req.Namespace, "name", req.Name)
+	}
+}
+
+// classRegistry remembers which classes each manager serves, so that a
+// class registered twice is refused at registration, with no API call.
+// controller-runtime keeps its controller-name registry the same way (per
+// process); ours is per manager, so tests and programs may run several
+// managers serving the same class.
+type classRegistry struct {
+	mu     sync.Mutex
+	byMgr  map[manager.Manager]map[string]bool
+	inited bool
+}
+
+// classes is the one registry of the process. It only grows when a manager
+// registers a class; managers are few and live as long as the process.
+var classes classRegistry
+
+func (c *classRegistry) claim(mgr manager.Manager, class string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.inited {
+		c.byMgr, c.inited = map[manager.Manager]map[string]bool{}, true
+	}
+	set := c.byMgr[mgr]
+	if set == nil {
+		set = map[string]bool{}
+		c.byMgr[mgr] = set
+	}
+	if set[class] {
+		return fmt.Errorf("class %q: %w", class, ErrClassRegistered)
+	}
+	set[class] = true
+	return nil
+}
+
+func (c *classRegistry) unclaim(mgr manager.Manager, class string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byMgr[mgr], class)
 }

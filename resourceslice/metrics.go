@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sliceclass/sliceclass/budget"
 )
 
 // Metric names. controller-runtime already exports reconcile counts, errors
@@ -14,6 +17,14 @@ const (
 	MetricDecisions       = "sliceclass_decisions_total"
 	MetricHandlerDuration = "sliceclass_handler_duration_seconds"
 	MetricHandlerErrors   = "sliceclass_handler_errors_total"
+	// MetricBudgetTotal is a budget's capacity, by budget and resource.
+	MetricBudgetTotal = "sliceclass_budget_total"
+	// MetricBudgetUsed is what a budget's admitted slices hold (writes in
+	// flight included), by budget and resource.
+	MetricBudgetUsed = "sliceclass_budget_used"
+	// MetricBudgetExhausted counts decisions written Denied with reason
+	// BudgetExhausted, by class.
+	MetricBudgetExhausted = "sliceclass_budget_exhausted_total"
 )
 
 // Outcome and error-kind label values.
@@ -27,6 +38,8 @@ const (
 )
 
 type metrics struct {
+	reg       prometheus.Registerer
+	exhausted *prometheus.CounterVec
 	decisions *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
@@ -49,8 +62,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Handler calls that failed, by class and kind (error, panic, contract).",
 	}, []string{"class", "kind"})
 
+	exhausted := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricBudgetExhausted,
+		Help: "Decisions written Denied for lack of budget (reason BudgetExhausted), by class.",
+	}, []string{"class"})
+
 	var err error
-	m := &metrics{}
+	m := &metrics{reg: reg}
+	m.exhausted, err = register(reg, exhausted)
+	if err != nil {
+		return nil, err
+	}
 	m.decisions, err = register(reg, decisions)
 	if err != nil {
 		return nil, err
@@ -78,4 +100,35 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 		return zero, fmt.Errorf("registering sliceclass metrics: %w", err)
 	}
 	return c, nil
+}
+
+// registerBudget exports b's total and usage, read at scrape time. Classes
+// sharing b share one collector.
+func (m *metrics) registerBudget(b *budget.Budget) error {
+	_, err := register(m.reg, &budgetCollector{
+		b:     b,
+		total: prometheus.NewDesc(MetricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+		used:  prometheus.NewDesc(MetricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+	})
+	return err
+}
+
+type budgetCollector struct {
+	b           *budget.Budget
+	total, used *prometheus.Desc
+}
+
+func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.total
+	ch <- c.used
+}
+
+func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(d *prometheus.Desc, rl corev1.ResourceList) {
+		for name, q := range rl {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, q.AsApproximateFloat64(), string(name))
+		}
+	}
+	emit(c.total, c.b.Total())
+	emit(c.used, c.b.Used())
 }

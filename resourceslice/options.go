@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/sliceclass/sliceclass/budget"
 )
 
 // Label keys Liqo's CRD replicator sets on the provider's copy of a slice.
@@ -25,9 +27,10 @@ const (
 
 // Defaults for the options.
 const (
+	// DefaultMaxConcurrentReconciles is the number of workers per class.
 	DefaultMaxConcurrentReconciles = 1
-	DefaultBackoffBase             = 50 * time.Millisecond
-	DefaultBackoffMax              = 5 * time.Minute
+	defaultBackoffBase             = 50 * time.Millisecond
+	defaultBackoffMax              = 5 * time.Minute
 )
 
 // Option configures a class controller. Options are validated eagerly by
@@ -45,6 +48,8 @@ type config struct {
 	recorder      events.EventRecorder
 	logger        *logr.Logger
 	registerer    prometheus.Registerer
+	events        DecisionEvents
+	budget        *budget.Budget
 
 	errs []error
 }
@@ -52,12 +57,13 @@ type config struct {
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
 		maxConcurrent: DefaultMaxConcurrentReconciles,
-		backoffBase:   DefaultBackoffBase,
-		backoffMax:    DefaultBackoffMax,
+		backoffBase:   defaultBackoffBase,
+		backoffMax:    defaultBackoffMax,
 		selector:      ReplicatedSelector(),
 		authGate:      true,
 		tenantRule:    true,
 		registerer:    ctrlmetrics.Registry,
+		events:        DecisionEventsAll,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -71,6 +77,11 @@ func newConfig(opts []Option) (*config, error) {
 	}
 	if c.backoffBase <= 0 || c.backoffMax < c.backoffBase {
 		c.errs = append(c.errs, fmt.Errorf("retry backoff needs 0 < base <= max, got base %s max %s", c.backoffBase, c.backoffMax))
+	}
+	switch c.events {
+	case DecisionEventsAll, DecisionEventsDenied, DecisionEventsNone:
+	default:
+		c.errs = append(c.errs, fmt.Errorf("unknown decision events mode %d", c.events))
 	}
 	if c.resync < 0 {
 		c.errs = append(c.errs, fmt.Errorf("resync period must not be negative, got %s", c.resync))
@@ -145,8 +156,11 @@ func WithEventRecorder(r events.EventRecorder) Option {
 	}
 }
 
-// WithLogger overrides the controller's base logger (by default the
-// manager's). The reconciler logs through the logger found in the context.
+// WithLogger sends every log line of the class's controller to l instead of
+// the manager's logger: controller-runtime's own lines (start, errors
+// returned by Reconcile) and the reconciler's, which read the logger from
+// the context. Each line carries the controller name and the slice's
+// namespace and name.
 func WithLogger(l logr.Logger) Option {
 	return func(c *config) { c.logger = &l }
 }
@@ -161,5 +175,45 @@ func WithMetricsRegisterer(r prometheus.Registerer) Option {
 			return
 		}
 		c.registerer = r
+	}
+}
+
+// DecisionEvents says which decision transitions get an event.
+type DecisionEvents int
+
+// Decision event modes for WithDecisionEvents.
+const (
+	// DecisionEventsAll records an event on every decision transition: a
+	// Normal event for Accepted, a Warning for Denied (the default).
+	DecisionEventsAll DecisionEvents = iota
+	// DecisionEventsDenied records only denials (Warning events).
+	DecisionEventsDenied
+	// DecisionEventsNone records no decision event; the Resources condition
+	// and the sliceclass_decisions_total metric still say what was decided.
+	// Warnings about faults (HandlerFailed, ChangesDiscarded, ...) are
+	// recorded whatever the mode.
+	DecisionEventsNone
+)
+
+// WithDecisionEvents chooses which decision transitions are recorded as
+// events. An event costs one API write; at high decision rates,
+// DecisionEventsDenied or DecisionEventsNone save it.
+func WithDecisionEvents(mode DecisionEvents) Option {
+	return func(c *config) { c.events = mode }
+}
+
+// WithBudget makes the class draw from b: an offer the handler accepts is
+// admitted only if it fits what b has free, atomically across workers and
+// across every class sharing b in this manager, and is written Denied with
+// reason budget.ReasonExhausted otherwise. See package budget for what is
+// released when, and the order waiting slices are re-admitted in. A budget
+// lives in one manager: two managers must not share one.
+func WithBudget(b *budget.Budget) Option {
+	return func(c *config) {
+		if b == nil {
+			c.errs = append(c.errs, errors.New("nil budget"))
+			return
+		}
+		c.budget = b
 	}
 }

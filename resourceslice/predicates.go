@@ -11,27 +11,49 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 )
 
+// scope is the one rule that says whether a class controller serves a
+// slice. The slice predicate, the Tenant mapping, Reconcile and the budget's
+// rebuild all ask it, so they can never disagree.
+type scope struct {
+	class    string
+	selector labels.Selector
+}
+
+// selects reports whether rs is of the class (its effective class, see
+// ClassOf) and matches the selector, whatever its lifecycle.
+func (s scope) selects(rs *authv1beta1.ResourceSlice) bool {
+	return rs != nil && ClassOf(rs) == s.class && s.selector.Matches(labels.Set(rs.GetLabels()))
+}
+
+// serves reports whether the controller decides rs now: selected and not
+// being deleted.
+func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
+	return s.selects(rs) && rs.DeletionTimestamp.IsZero()
+}
+
 // SlicePredicate passes the slice events a controller for class must see:
 //
 //   - the slice matches sel and is of class, on the old OR the new object, so
-//     a slice moving between classes is seen by both controllers;
+//     a slice moving between classes (or out of the selector) is seen by
+//     both controllers;
 //   - on update, only relevant changes: generation (spec), labels, deletion,
 //     finalizers, or the Authentication condition. Status writes to the
 //     fields a class controller owns do not pass, so the controller's own
-//     writes do not trigger it again.
-//
-// Deletions do not pass: there is nothing to decide for a slice that is gone.
+//     writes do not trigger it again;
+//   - deletions of a matching slice, so what it held (budget, release hook)
+//     is given back.
 func SlicePredicate(class string, sel labels.Selector) predicate.Predicate {
+	return scope{class: class, selector: sel}.predicate()
+}
+
+func (s scope) predicate() predicate.Predicate {
 	matches := func(o client.Object) bool {
 		rs, ok := o.(*authv1beta1.ResourceSlice)
-		if !ok || rs == nil {
-			return false
-		}
-		return ClassOf(rs) == class && sel.Matches(labels.Set(rs.GetLabels()))
+		return ok && s.selects(rs)
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return matches(e.Object) },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return matches(e.Object) },
 		GenericFunc: func(e event.GenericEvent) bool { return matches(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if !matches(e.ObjectOld) && !matches(e.ObjectNew) {

@@ -93,8 +93,11 @@ func TestSlicePredicate(t *testing.T) {
 	if p.Create(event.CreateEvent{Object: slicetest.NewSlice("b", slicetest.WithClass("silver"))}) {
 		t.Error("creating a slice of another class must not pass")
 	}
-	if p.Delete(event.DeleteEvent{Object: base}) {
-		t.Error("a deleted slice has nothing to decide")
+	if !p.Delete(event.DeleteEvent{Object: base}) {
+		t.Error("deleting a slice of the class must pass: what it held is given back")
+	}
+	if p.Delete(event.DeleteEvent{Object: slicetest.NewSlice("b", slicetest.WithClass("silver"))}) {
+		t.Error("deleting a slice of another class must not pass")
 	}
 	if p.Create(event.CreateEvent{Object: slicetest.NewTenant("c", authv1beta1.TenantConditionActive)}) {
 		t.Error("objects that are not slices must not pass")

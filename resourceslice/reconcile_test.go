@@ -384,8 +384,8 @@ func TestTransitionTimeKeptWhenStatusUnchanged(t *testing.T) {
 	if got := conditions.Get(res.Slice, conditions.Resources).LastTransitionTime; !got.Equal(&past) {
 		t.Errorf("LastTransitionTime moved from %s to %s though the status stayed Accepted", past, got)
 	}
-	if len(res.Events) != 0 {
-		t.Errorf("no decision transition, want no event, got %v", res.Events)
+	if diff := cmp.Diff([]string{"Normal/New"}, reasons(res.Events)); diff != "" {
+		t.Errorf("a new reason is a transition: want one event (-want +got):\n%s", diff)
 	}
 }
 

@@ -7,36 +7,48 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
+
+// cacheLagRetry is how long a budgeted slice waits when the cache has not
+// yet seen the controller's own last write to it.
+const cacheLagRetry = 100 * time.Millisecond
 
 // Reconciler decides the ResourceSlices of one class with a Handler. Build it
 // with NewReconciler when wiring your own controller; AddToManager is the
 // one-line path that builds and registers it.
 type Reconciler struct {
-	client   client.Client
-	class    string
-	handler  handler.Handler
-	cfg      *config
-	recorder events.EventRecorder
-	metrics  *metrics
+	client     client.Client
+	scope      scope
+	handler    handler.Handler
+	cfg        *config
+	recorder   events.EventRecorder
+	metrics    *metrics
+	fieldOwner client.FieldOwner
 	// conflicts spaces out quiet retries after a write conflict.
 	conflicts workqueue.TypedRateLimiter[reconcile.Request]
-	// consumerIndex names the cache field index of this class's slices by
-	// consumer ID, when AddToManager registered one.
-	consumerIndex string
+	// ledger is the budget's admission ledger; nil without WithBudget.
+	ledger *ledger.Ledger
+	// queue receives slices the budget wakes; set when the controller starts.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -46,7 +58,23 @@ var _ reconcile.Reconciler = &Reconciler{}
 // manager, pass mgr.GetClient() so reads come from the cache. It returns an
 // error naming the class for a reserved or invalid class, a nil handler or
 // client, or a bad option.
+//
+// When wiring your own controller, watch slices with SlicePredicate, Tenants
+// with TenantPredicate and SlicesForTenant, and, with WithBudget, add
+// BudgetSource with WatchesRawSource.
 func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Option) (*Reconciler, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		if verr := ValidateClass(class); verr != nil {
+			return nil, verr
+		}
+		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
+	}
+	return newReconciler(c, class, h, cfg)
+}
+
+// newReconciler builds the Reconciler from a configuration built once.
+func newReconciler(c client.Client, class string, h handler.Handler, cfg *config) (*Reconciler, error) {
 	if err := ValidateClass(class); err != nil {
 		return nil, err
 	}
@@ -56,10 +84,6 @@ func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Opt
 	if c == nil {
 		return nil, fmt.Errorf("class %q: nil client", class)
 	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
-	}
 	m, err := newMetrics(cfg.registerer)
 	if err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
@@ -68,144 +92,298 @@ func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Opt
 	if cfg.recorder != nil {
 		rec = cfg.recorder
 	}
-	return &Reconciler{
-		client:    c,
-		class:     class,
-		handler:   h,
-		cfg:       cfg,
-		recorder:  rec,
-		metrics:   m,
-		conflicts: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
-	}, nil
+	r := &Reconciler{
+		client:     c,
+		scope:      scope{class: class, selector: cfg.selector},
+		handler:    h,
+		cfg:        cfg,
+		recorder:   rec,
+		metrics:    m,
+		fieldOwner: client.FieldOwner(FieldManager(class)),
+		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
+	}
+	if cfg.budget != nil {
+		if err := m.registerBudget(cfg.budget); err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		r.ledger = cfg.budget.Ledger(ledger.Access{})
+		if err := r.ledger.Attach(class, ledger.Class{Wake: r.wake, Seed: r.held}); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
-// Class returns the class the Reconciler serves.
-func (r *Reconciler) Class() string { return r.class }
+// FieldManager is the field manager of every status patch the controller for
+// class makes: "sliceclass-<class>", so managedFields say which class
+// controller decided a slice.
+func FieldManager(class string) string { return "sliceclass-" + class }
 
-// Reconcile decides one slice. See the package documentation for the steps.
-// It returns an error only when the slice must be retried with backoff, or a
-// terminal error when retrying cannot help (the handler broke its contract,
-// the API server rejected the status as invalid).
+// Reconcile decides one slice, in three steps: fetch and guards, decide
+// (tenant rule or handler, then the budget), save. It returns an error only
+// when the slice must be retried with backoff, or a terminal error when
+// retrying cannot help (the handler broke its contract, the API server
+// rejected the status as invalid).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("class", r.class, "resourceSlice", req.NamespacedName)
-	ctx = log.IntoContext(ctx, logger)
+	// 1. Fetch and guards: a slice gone, being deleted or no longer ours
+	// gives back what it held; one not yet authenticated waits.
+	current, err := r.fetch(ctx, req)
+	if err != nil {
+		return ctrl.Result{}, r.errorf(req, "getting the slice: %w", err)
+	}
+	if current == nil || !r.scope.serves(current) {
+		r.release(req)
+		return ctrl.Result{}, nil
+	}
+	if r.cfg.authGate && !conditions.IsAuthenticated(current) {
+		log.FromContext(ctx).V(1).Info("waiting for Liqo to accept the slice's authentication")
+		return ctrl.Result{}, nil
+	}
+	if r.ledger != nil {
+		if err := r.ledger.EnsureSeeded(); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
+		if r.ledger.Lagging(r.holder(req), current.ResourceVersion) {
+			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+		}
+	}
 
-	var current authv1beta1.ResourceSlice
-	if err := r.client.Get(ctx, req.NamespacedName, &current); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.conflicts.Forget(req)
+	// 2. Decide: the tenant rule or the handler, validated; then the budget
+	// admits the offer or turns it into a BudgetExhausted denial.
+	d, err := r.decide(ctx, current)
+	if err != nil {
+		return ctrl.Result{}, r.errorf(req, "%w", err)
+	}
+	if r.ledger != nil {
+		r.admit(req, current, d.desired)
+	}
+
+	// 3. Save: only owned fields, only when they changed, one patch.
+	settleTransitionTime(current, d.desired)
+	if ownedEqual(current, d.desired) {
+		r.commit(req, "")
+	} else {
+		switch outcome, err := r.write(ctx, req, current, d.desired); {
+		case err != nil:
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		case outcome == writeConflicted:
+			return ctrl.Result{RequeueAfter: r.conflicts.When(req)}, nil
+		case outcome == writeGone:
 			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("getting ResourceSlice %s for class %q: %w", req.NamespacedName, r.class, err)
-	}
-	if got := ClassOf(&current); got != r.class {
-		logger.V(1).Info("slice is not of this class, leaving it alone", "sliceClass", got)
-		return ctrl.Result{}, nil
-	}
-	if !current.DeletionTimestamp.IsZero() {
-		logger.V(1).Info("slice is being deleted, not deciding")
-		return ctrl.Result{}, nil
-	}
-	if r.cfg.authGate && !conditions.IsAuthenticated(&current) {
-		logger.V(1).Info("waiting for Liqo to accept the slice's authentication")
-		return ctrl.Result{}, nil
-	}
-
-	desired := current.DeepCopy()
-	var result ctrl.Result
-	callHandler := true
-	if r.cfg.tenantRule {
-		tc, err := r.tenantCondition(ctx, &current)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("ResourceSlice %s, class %q: %w", req.NamespacedName, r.class, err)
-		}
-		switch tc {
-		case authv1beta1.TenantConditionDrained:
-			conditions.Deny(desired, ReasonTenantDrained, "the consumer's Tenant is drained")
-			callHandler = false
-		case authv1beta1.TenantConditionCordoned:
-			if !conditions.IsDecided(&current) {
-				conditions.Deny(desired, ReasonTenantCordoned, "the consumer's Tenant is cordoned: no new resources")
-			}
-			callHandler = false
-		}
-	}
-
-	if callHandler {
-		out := current.DeepCopy()
-		res, err := r.handle(ctx, &current, out)
-		if err != nil {
-			return res, fmt.Errorf("ResourceSlice %s, class %q: %w", req.NamespacedName, r.class, err)
-		}
-		if err := validate(out); err != nil {
-			r.metrics.errors.WithLabelValues(r.class, errKindContract).Inc()
-			reason := ReasonNoDecision
-			if errors.Is(err, errNegative) {
-				reason = ReasonInvalidResources
-			}
-			r.warn(&current, reason, actionValidate, "class %q handler broke its contract: %v", r.class, err)
-			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("ResourceSlice %s, class %q: handler broke its contract: %w", req.NamespacedName, r.class, err))
-		}
-		if changed := foreignChanges(&current, out); len(changed) > 0 {
-			r.warn(&current, ReasonChangesDiscarded, actionValidate,
-				"class %q handler changed fields a class controller does not own; discarded: %s", r.class, strings.Join(changed, ", "))
-		}
-		copyOwned(desired, out)
-		result = res
-	}
-	settleTransitionTime(&current, desired)
-
-	if !ownedEqual(&current, desired) {
-		res, done, err := r.write(ctx, req, &current, desired)
-		if done {
-			return res, err
 		}
 	}
 	r.conflicts.Forget(req)
-
-	if d := r.cfg.resync; d > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > d) {
-		result.RequeueAfter = d
-	}
-	return result, nil
+	return r.withResync(d.result), nil
 }
 
+// decision is what the decide step settled on.
+type decision struct {
+	desired *authv1beta1.ResourceSlice
+	result  ctrl.Result
+}
+
+// fetch reads the slice from the cache; nil when it is gone.
+func (r *Reconciler) fetch(ctx context.Context, req reconcile.Request) (*authv1beta1.ResourceSlice, error) {
+	var rs authv1beta1.ResourceSlice
+	if err := r.client.Get(ctx, req.NamespacedName, &rs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &rs, nil
+}
+
+// decide applies the tenant rule and, unless it settled the slice, calls the
+// handler and keeps the owned fields of its output.
+func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSlice) (decision, error) {
+	desired := current.DeepCopy()
+	if r.cfg.tenantRule {
+		settled, err := r.applyTenantRule(ctx, current, desired)
+		if err != nil || settled {
+			return decision{desired: desired}, err
+		}
+	}
+	out := current.DeepCopy()
+	res, err := r.handle(ctx, current, out)
+	if err != nil {
+		return decision{}, err
+	}
+	if err := validate(out); err != nil {
+		r.metrics.errors.WithLabelValues(r.scope.class, errKindContract).Inc()
+		reason := ReasonNoDecision
+		if errors.Is(err, errNegative) {
+			reason = ReasonInvalidResources
+		}
+		r.warn(current, reason, actionValidate, "class %q handler broke its contract: %v", r.scope.class, err)
+		return decision{}, reconcile.TerminalError(fmt.Errorf("handler broke its contract: %w", err))
+	}
+	if changed := foreignChanges(current, out); len(changed) > 0 {
+		r.warn(current, ReasonChangesDiscarded, actionValidate,
+			"class %q handler changed fields a class controller does not own; discarded: %s", r.scope.class, strings.Join(changed, ", "))
+	}
+	copyOwned(desired, out)
+	return decision{desired: desired, result: res}, nil
+}
+
+// applyTenantRule denies desired as Liqo would for a Drained tenant, or a
+// Cordoned one when the slice is undecided; settled reports that the
+// handler must not be called.
+func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (settled bool, err error) {
+	tc, err := r.tenantCondition(ctx, current)
+	if err != nil {
+		return false, err
+	}
+	switch tc {
+	case authv1beta1.TenantConditionDrained:
+		conditions.Deny(desired, ReasonTenantDrained, "the consumer's Tenant is drained")
+		return true, nil
+	case authv1beta1.TenantConditionCordoned:
+		if !conditions.IsDecided(current) {
+			conditions.Deny(desired, ReasonTenantCordoned, "the consumer's Tenant is cordoned: no new resources")
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// admit asks the budget to reserve an acceptance; one that does not fit
+// becomes a BudgetExhausted denial.
+func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
+	accepted := conditions.IsAccepted(desired)
+	ok, msg := r.ledger.Admit(r.holder(req), current.CreationTimestamp.Time, desired.Status.Resources, accepted)
+	if !ok {
+		desired.Status.Resources = nil
+		conditions.Deny(desired, budget.ReasonExhausted, msg)
+	}
+}
+
+type writeOutcome int
+
+const (
+	written writeOutcome = iota
+	writeConflicted
+	writeGone
+)
+
 // write patches desired's owned fields with one optimistic-lock merge patch
-// against current and records the decision transition. done reports that
-// Reconcile must return res and err as they are.
-func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice) (res ctrl.Result, done bool, err error) {
-	logger := log.FromContext(ctx)
-	before := conditions.Get(current, conditions.Resources).DeepCopy()
-	// The patch is computed from current to desired: a JSON merge patch of the
-	// owned fields that changed, plus metadata.resourceVersion. Fields the
-	// Go types do not know are never in it.
-	err = r.client.Status().Patch(ctx, desired, ownedPatch{from: current})
+// against current and records the decision transition.
+func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice) (writeOutcome, error) {
+	// The patch is computed from current to desired: a JSON merge patch of
+	// the owned fields that changed, plus metadata.resourceVersion. Fields
+	// the Go types do not know are never in it.
+	err := r.client.Status().Patch(ctx, desired, ownedPatch{from: current}, r.fieldOwner)
 	switch {
 	case err == nil:
+		r.commit(req, current.ResourceVersion)
+		r.recordTransition(ctx, current, desired)
+		return written, nil
 	case apierrors.IsConflict(err):
-		delay := r.conflicts.When(req)
-		logger.V(1).Info("status write conflicted with another writer, retrying", "after", delay)
-		return ctrl.Result{RequeueAfter: delay}, true, nil
+		r.rollback(req)
+		log.FromContext(ctx).V(1).Info("status write conflicted with another writer, retrying")
+		return writeConflicted, nil
 	case apierrors.IsNotFound(err):
-		r.conflicts.Forget(req)
-		return ctrl.Result{}, true, nil
+		r.release(req)
+		return writeGone, nil
 	case apierrors.IsInvalid(err):
-		r.warn(current, ReasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.class, err)
-		return ctrl.Result{}, true, reconcile.TerminalError(fmt.Errorf("ResourceSlice %s, class %q: status rejected: %w", req.NamespacedName, r.class, err))
+		r.rollback(req)
+		r.warn(current, ReasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.scope.class, err)
+		return written, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
 	default:
-		return ctrl.Result{}, true, fmt.Errorf("patching status of ResourceSlice %s for class %q: %w", req.NamespacedName, r.class, err)
+		// The outcome is unknown (the server may have applied it): a
+		// budget keeps the reservation until the next decision settles it.
+		return written, fmt.Errorf("patching status: %w", err)
 	}
+}
 
-	after := conditions.Get(desired, conditions.Resources)
-	if after != nil && (before == nil || before.Status != after.Status) {
-		outcome := outcomeAccepted
-		if after.Status == conditions.Denied {
-			outcome = outcomeDenied
-		}
-		r.metrics.decisions.WithLabelValues(r.class, outcome).Inc()
-		r.decisionEvent(desired, after)
-		logger.Info("decided", "decision", after.Status, "reason", after.Reason)
+// recordTransition counts, logs and (per WithDecisionEvents) records an
+// event when the decision's status or reason changed.
+func (r *Reconciler) recordTransition(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
+	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
+		return
 	}
-	return ctrl.Result{}, false, nil
+	outcome := outcomeAccepted
+	if after.Status == conditions.Denied {
+		outcome = outcomeDenied
+	}
+	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()
+	if after.Reason == budget.ReasonExhausted {
+		r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
+	}
+	r.decisionEvent(desired, after)
+	log.FromContext(ctx).Info("decided", "decision", after.Status, "reason", after.Reason)
+}
+
+func (r *Reconciler) withResync(res ctrl.Result) ctrl.Result {
+	if d := r.cfg.resync; d > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > d) {
+		res.RequeueAfter = d
+	}
+	return res
+}
+
+func (r *Reconciler) errorf(req reconcile.Request, format string, args ...any) error {
+	return fmt.Errorf("ResourceSlice %s, class %q: %w", req.NamespacedName, r.scope.class, fmt.Errorf(format, args...))
+}
+
+// The budget's bookkeeping around a write; all no-ops without a budget.
+
+func (r *Reconciler) holder(req reconcile.Request) ledger.Holder {
+	return ledger.Holder{Class: r.scope.class, Key: req.NamespacedName}
+}
+
+func (r *Reconciler) commit(req reconcile.Request, from string) {
+	if r.ledger != nil {
+		r.ledger.Commit(r.holder(req), from)
+	}
+}
+
+func (r *Reconciler) rollback(req reconcile.Request) {
+	if r.ledger != nil {
+		r.ledger.Rollback(r.holder(req))
+	}
+}
+
+func (r *Reconciler) release(req reconcile.Request) {
+	r.conflicts.Forget(req)
+	if r.ledger != nil {
+		r.ledger.Release(r.holder(req))
+	}
+}
+
+// held lists what the class's Accepted slices hold, from the cache: the
+// budget's rebuild after a restart or a failover.
+func (r *Reconciler) held() (map[types.NamespacedName]corev1.ResourceList, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(context.Background(), &list); err != nil {
+		return nil, err
+	}
+	out := map[types.NamespacedName]corev1.ResourceList{}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if r.scope.serves(rs) && conditions.IsAccepted(rs) {
+			out[client.ObjectKeyFromObject(rs)] = rs.Status.Resources.DeepCopy()
+		}
+	}
+	return out, nil
+}
+
+// wake enqueues a slice the budget re-admits; before the controller starts
+// there is nothing waiting to wake.
+func (r *Reconciler) wake(key types.NamespacedName) {
+	if q := r.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
+// BudgetSource is the source through which a budget re-admits waiting
+// slices when capacity frees. AddToManager adds it; add it with
+// WatchesRawSource when wiring your own controller with WithBudget.
+func (r *Reconciler) BudgetSource() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.queue.Store(&q)
+		return nil
+	})
 }
 
 // handle calls the handler on rs (a copy of current), turning a panic into an error, and records
@@ -213,18 +391,18 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 func (r *Reconciler) handle(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (res ctrl.Result, err error) {
 	start := time.Now()
 	defer func() {
-		r.metrics.duration.WithLabelValues(r.class).Observe(time.Since(start).Seconds())
+		r.metrics.duration.WithLabelValues(r.scope.class).Observe(time.Since(start).Seconds())
 		if p := recover(); p != nil {
-			r.metrics.errors.WithLabelValues(r.class, errKindPanic).Inc()
+			r.metrics.errors.WithLabelValues(r.scope.class, errKindPanic).Inc()
 			log.FromContext(ctx).V(1).Info("handler panicked", "panic", p, "stack", string(debug.Stack()))
-			r.warn(current, ReasonHandlerPanicked, actionHandle, "class %q handler panicked: %v", r.class, p)
+			r.warn(current, ReasonHandlerPanicked, actionHandle, "class %q handler panicked: %v", r.scope.class, p)
 			res, err = ctrl.Result{}, fmt.Errorf("handler panicked: %v", p)
 		}
 	}()
 	res, err = r.handler.Handle(ctx, rs)
 	if err != nil {
-		r.metrics.errors.WithLabelValues(r.class, errKindError).Inc()
-		r.warn(current, ReasonHandlerFailed, actionHandle, "class %q handler failed: %v", r.class, err)
+		r.metrics.errors.WithLabelValues(r.scope.class, errKindError).Inc()
+		r.warn(current, ReasonHandlerFailed, actionHandle, "class %q handler failed: %v", r.scope.class, err)
 		return ctrl.Result{}, fmt.Errorf("handler: %w", err)
 	}
 	return res, nil

@@ -69,9 +69,12 @@ func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.Resour
 	return worst, nil
 }
 
-// SlicesForTenant maps a Tenant to the requests for the slices of this class
-// in the Tenant's namespace that belong to its consumer. AddToManager wires
-// it to the Tenant watch; use it when wiring your own controller.
+// SlicesForTenant maps a Tenant to the requests for the slices this
+// controller serves in the Tenant's namespace that belong to its consumer.
+// AddToManager wires it to the Tenant watch; use it when wiring your own
+// controller. It lists the namespace from the reader the Reconciler was
+// built with (the cache, with a manager): a Tenant's namespace holds its
+// consumer's slices only, so no extra index is kept.
 func (r *Reconciler) SlicesForTenant(ctx context.Context, obj client.Object) []reconcile.Request {
 	t, ok := obj.(*authv1beta1.Tenant)
 	if !ok {
@@ -82,19 +85,15 @@ func (r *Reconciler) SlicesForTenant(ctx context.Context, obj client.Object) []r
 		return nil
 	}
 	var slices authv1beta1.ResourceSliceList
-	opts := []client.ListOption{client.InNamespace(t.Namespace)}
-	if r.consumerIndex != "" {
-		opts = append(opts, client.MatchingFields{r.consumerIndex: id})
-	}
-	if err := r.client.List(ctx, &slices, opts...); err != nil {
+	if err := r.client.List(ctx, &slices, client.InNamespace(t.Namespace)); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list ResourceSlices for Tenant; its slices are re-evaluated on their next change",
-			"tenant", client.ObjectKeyFromObject(t), "class", r.class)
+			"tenant", client.ObjectKeyFromObject(t), "class", r.scope.class)
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range slices.Items {
 		rs := &slices.Items[i]
-		if ClassOf(rs) != r.class || ConsumerID(rs) != id {
+		if !r.scope.serves(rs) || ConsumerID(rs) != id {
 			continue
 		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
