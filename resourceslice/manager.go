@@ -65,6 +65,12 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 	if err := classes.claim(mgr, class); err != nil {
 		return err
 	}
+	views, err := classes.statusClasses(mgr)
+	if err != nil {
+		classes.unclaim(mgr, class)
+		return fmt.Errorf("class %q: %w", class, err)
+	}
+	cfg.statusClasses = views
 	r, err := newReconciler(mgr.GetClient(), class, h, cfg)
 	if err != nil {
 		classes.unclaim(mgr, class)
@@ -86,6 +92,7 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 		b = b.Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
 			builder.WithPredicates(TenantPredicate()))
 	}
+	b = b.WatchesRawSource(views.source(r.scope))
 	if r.ledger != nil {
 		b = b.WatchesRawSource(r.BudgetSource())
 	}
@@ -116,6 +123,7 @@ func requestLogger(base logr.Logger) func(*reconcile.Request) logr.Logger {
 type classRegistry struct {
 	mu     sync.Mutex
 	byMgr  map[manager.Manager]map[string]bool
+	views  map[manager.Manager]*statusClasses
 	inited bool
 }
 
@@ -126,9 +134,7 @@ var classes classRegistry
 func (c *classRegistry) claim(mgr manager.Manager, class string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.inited {
-		c.byMgr, c.inited = map[manager.Manager]map[string]bool{}, true
-	}
+	c.init()
 	set := c.byMgr[mgr]
 	if set == nil {
 		set = map[string]bool{}
@@ -145,4 +151,26 @@ func (c *classRegistry) unclaim(mgr manager.Manager, class string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byMgr[mgr], class)
+}
+
+func (c *classRegistry) init() {
+	if !c.inited {
+		c.byMgr, c.views, c.inited = map[manager.Manager]map[string]bool{}, map[manager.Manager]*statusClasses{}, true
+	}
+}
+
+// statusClasses returns the manager's status.class view, built on first use.
+func (c *classRegistry) statusClasses(mgr manager.Manager) (*statusClasses, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	if v := c.views[mgr]; v != nil {
+		return v, nil
+	}
+	v, err := newStatusClasses(mgr)
+	if err != nil {
+		return nil, err
+	}
+	c.views[mgr] = v
+	return v, nil
 }

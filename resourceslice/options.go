@@ -50,6 +50,8 @@ type config struct {
 	registerer    prometheus.Registerer
 	events        DecisionEvents
 	budget        *budget.Budget
+	// statusClasses is set by AddToManager: the manager's status.class view.
+	statusClasses *statusClasses
 
 	errs []error
 }

@@ -4,6 +4,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -17,12 +18,25 @@ import (
 type scope struct {
 	class    string
 	selector labels.Selector
+	// status reads status.class, which the pinned Liqo types drop; nil
+	// outside a manager (NewReconciler), where ClassOf alone decides.
+	status *statusClasses
 }
 
-// selects reports whether rs is of the class (its effective class, see
-// ClassOf) and matches the selector, whatever its lifecycle.
+// classOf is the slice's effective class: status.class when the slice has
+// no spec.class and the server set one, else ClassOf.
+func (s scope) classOf(rs *authv1beta1.ResourceSlice) string {
+	c := ClassOf(rs)
+	if c == "" && s.status != nil {
+		c = s.status.lookup(types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
+	}
+	return c
+}
+
+// selects reports whether rs is of the class (its effective class) and
+// matches the selector, whatever its lifecycle.
 func (s scope) selects(rs *authv1beta1.ResourceSlice) bool {
-	return rs != nil && ClassOf(rs) == s.class && s.selector.Matches(labels.Set(rs.GetLabels()))
+	return rs != nil && s.classOf(rs) == s.class && s.selector.Matches(labels.Set(rs.GetLabels()))
 }
 
 // serves reports whether the controller decides rs now: selected and not
@@ -59,19 +73,19 @@ func (s scope) predicate() predicate.Predicate {
 			if !matches(e.ObjectOld) && !matches(e.ObjectNew) {
 				return false
 			}
-			return relevantChange(e.ObjectOld, e.ObjectNew)
+			return s.relevantChange(e.ObjectOld, e.ObjectNew)
 		},
 	}
 }
 
-func relevantChange(oldObj, newObj client.Object) bool {
+func (s scope) relevantChange(oldObj, newObj client.Object) bool {
 	o, ok1 := oldObj.(*authv1beta1.ResourceSlice)
 	n, ok2 := newObj.(*authv1beta1.ResourceSlice)
 	if !ok1 || !ok2 {
 		return true
 	}
 	if o.Generation != n.Generation ||
-		ClassOf(o) != ClassOf(n) ||
+		s.classOf(o) != s.classOf(n) ||
 		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
 		!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) {

@@ -94,7 +94,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	}
 	r := &Reconciler{
 		client:     c,
-		scope:      scope{class: class, selector: cfg.selector},
+		scope:      scope{class: class, selector: cfg.selector, status: cfg.statusClasses},
 		handler:    h,
 		cfg:        cfg,
 		recorder:   rec,

@@ -1,0 +1,244 @@
+package resourceslice
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Effective class on the pinned Liqo types.
+//
+// Liqo after v1.2.0 adds status.class (set once by the provider when
+// spec.class is empty and a default class is configured) and class
+// controllers must serve a slice by status.class when it is set. The pinned
+// v1.2.0 Go types have no such field, so the typed cache drops it. The SDK
+// therefore keeps, per manager, a second and small cache of "class views":
+// each slice decoded into just its name, labels, spec.class and
+// status.class. It is started only when the API server's ResourceSlice
+// schema has status.class (read from OpenAPI v3 discovery, which every
+// authenticated client may read); against today's CRD, which prunes the
+// field, it costs nothing.
+
+// classView is the part of a ResourceSlice the effective class needs.
+type classView struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              classField `json:"spec,omitempty"`
+	Status            classField `json:"status,omitempty"`
+}
+
+type classField struct {
+	Class string `json:"class,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (v *classView) DeepCopyObject() runtime.Object {
+	out := *v
+	v.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+// classViewList is the list type of classView.
+type classViewList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []classView `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (l *classViewList) DeepCopyObject() runtime.Object {
+	out := *l
+	out.Items = make([]classView, len(l.Items))
+	for i := range l.Items {
+		out.Items[i] = *l.Items[i].DeepCopyObject().(*classView)
+	}
+	return &out
+}
+
+// trimView keeps only what the effective class and the selector need.
+func trimView(obj any) (any, error) {
+	v, ok := obj.(*classView)
+	if !ok {
+		return obj, nil
+	}
+	return &classView{
+		ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, Labels: v.Labels,
+			ResourceVersion: v.ResourceVersion, DeletionTimestamp: v.DeletionTimestamp},
+		Spec:   v.Spec,
+		Status: v.Status,
+	}, nil
+}
+
+// statusClasses answers "what is this slice's status.class" for one
+// manager, from its class-view cache.
+type statusClasses struct {
+	cache   cache.Cache
+	cfg     discoveryConfig
+	once    sync.Once
+	enabled atomic.Bool
+}
+
+type discoveryConfig interface {
+	supportsStatusClass() (bool, error)
+}
+
+// lookup returns the slice's status.class, "" when unknown.
+func (s *statusClasses) lookup(key types.NamespacedName) string {
+	if s == nil || !s.enabled.Load() {
+		return ""
+	}
+	var v classView
+	if err := s.cache.Get(context.Background(), key, &v); err != nil {
+		return ""
+	}
+	return v.Status.Class
+}
+
+// detect decides, once, whether the server can hold status.class at all.
+func (s *statusClasses) detect(ctx context.Context) bool {
+	s.once.Do(func() {
+		ok, err := s.cfg.supportsStatusClass()
+		if err != nil {
+			// Unsure: pay for the watch rather than miss a slice.
+			log.FromContext(ctx).Info("cannot read the ResourceSlice schema; watching status.class anyway", "error", err.Error())
+			ok = true
+		}
+		s.enabled.Store(ok)
+	})
+	return s.enabled.Load()
+}
+
+// source enqueues, for the class of sc, slices whose status.class is the
+// class; it starts watching only if the server's schema has status.class.
+func (s *statusClasses) source(sc scope) source.Source {
+	kind := source.Kind(s.cache, &classView{}, crhandler.TypedEnqueueRequestsFromMapFunc(
+		func(_ context.Context, v *classView) []reconcile.Request {
+			if v.Spec.Class != "" || v.Status.Class != sc.class || !sc.selector.Matches(labels.Set(v.Labels)) {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}}}
+		}))
+	return &gatedSource{s: s, inner: kind}
+}
+
+// gatedSource starts inner only when the server supports status.class.
+type gatedSource struct {
+	s       *statusClasses
+	inner   source.SyncingSource
+	started bool
+}
+
+func (g *gatedSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	if !g.s.detect(ctx) {
+		return nil
+	}
+	g.started = true
+	return g.inner.Start(ctx, q)
+}
+
+func (g *gatedSource) WaitForSync(ctx context.Context) error {
+	if !g.started {
+		return nil
+	}
+	return g.inner.WaitForSync(ctx)
+}
+
+func (g *gatedSource) String() string { return "status.class of ResourceSlices" }
+
+// newStatusClasses builds the class-view cache for mgr and adds it to the
+// manager (it starts with the manager's caches; empty until a class needs
+// it).
+func newStatusClasses(mgr manager.Manager) (*statusClasses, error) {
+	scheme := runtime.NewScheme()
+	gv := authv1beta1.GroupVersion
+	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind), &classView{})
+	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind+"List"), &classViewList{})
+	metav1.AddToGroupVersion(scheme, gv)
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:           scheme,
+		Mapper:           mgr.GetRESTMapper(),
+		HTTPClient:       mgr.GetHTTPClient(),
+		DefaultTransform: trimView,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the status.class cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the status.class cache to the manager: %w", err)
+	}
+	return &statusClasses{cache: c, cfg: openAPIDiscovery{mgr: mgr}}, nil
+}
+
+// openAPIDiscovery reads the ResourceSlice schema the server publishes.
+type openAPIDiscovery struct{ mgr manager.Manager }
+
+func (d openAPIDiscovery) supportsStatusClass() (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(d.mgr.GetConfig(), d.mgr.GetHTTPClient())
+	if err != nil {
+		return false, err
+	}
+	paths, err := dc.OpenAPIV3().Paths()
+	if err != nil {
+		return false, err
+	}
+	gv := authv1beta1.GroupVersion
+	p, ok := paths["apis/"+gv.Group+"/"+gv.Version]
+	if !ok {
+		return false, fmt.Errorf("no OpenAPI v3 document for %s", gv)
+	}
+	doc, err := p.Schema("application/json")
+	if err != nil {
+		return false, err
+	}
+	return schemaHasStatusClass(doc)
+}
+
+// schemaHasStatusClass reports whether an OpenAPI v3 document's
+// ResourceSlice schema declares status.class.
+func schemaHasStatusClass(doc []byte) (bool, error) {
+	type schema struct {
+		Properties map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"properties"`
+		GVK []struct {
+			Group string `json:"group"`
+			Kind  string `json:"kind"`
+		} `json:"x-kubernetes-group-version-kind"`
+	}
+	var d struct {
+		Components struct {
+			Schemas map[string]schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return false, fmt.Errorf("decoding the OpenAPI document: %w", err)
+	}
+	for _, s := range d.Components.Schemas {
+		for _, g := range s.GVK {
+			if g.Group == authv1beta1.GroupVersion.Group && g.Kind == authv1beta1.ResourceSliceKind {
+				_, ok := s.Properties["status"].Properties["class"]
+				return ok, nil
+			}
+		}
+	}
+	return false, fmt.Errorf("no %s schema in the OpenAPI document", authv1beta1.ResourceSliceKind)
+}
+
+var _ client.Object = &classView{}

@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// Effective class (issue 11, Liqo PR #3348): on a server whose ResourceSlice
+// CRD has status.class, a slice with spec.class "" and status.class
+// "eff-gold" is decided by the eff-gold controller and by no other, even
+// though the pinned Go types drop status.class; and status.class survives
+// the controller's write.
+func TestEffectiveClassFromStatus(t *testing.T) {
+	ns := namespace(t, "effective-class")
+	extendCRDWithStatusClass(t)
+
+	rs := sliceIn(ns, "resolved", "")
+	create(t, rs)
+	setStatusClass(t, client.ObjectKeyFromObject(rs), "eff-gold")
+	rv := get(t, ns, "resolved").ResourceVersion
+
+	startManager(t, func(mgr manager.Manager) error {
+		if err := resourceslice.AddToManager(mgr, "eff-silver", accept("SilverPolicy", nil)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "eff-gold", accept("GoldPolicy", nil))
+	})
+	eventually(t, 30*time.Second, "the slice decided", decided(ns, "resolved"))
+	got := get(t, ns, "resolved")
+	assert.Equal(t, "GoldPolicy", conditions.Get(got, conditions.Resources).Reason, "decided by the wrong class")
+	assert.NotEqual(t, rv, got.ResourceVersion)
+	assert.Equal(t, "eff-gold", statusClass(t, client.ObjectKeyFromObject(rs)), "status.class lost in our write")
+	consistently(t, time.Second, "no second writer", func() bool {
+		return conditions.Get(get(t, ns, "resolved"), conditions.Resources).Reason == "GoldPolicy"
+	})
+	var mf []string
+	for _, m := range got.ManagedFields {
+		if m.Subresource == "status" {
+			mf = append(mf, m.Manager)
+		}
+	}
+	assert.Contains(t, mf, resourceslice.FieldManager("eff-gold"), "the status patch names its class controller")
+	assert.NotContains(t, mf, resourceslice.FieldManager("eff-silver"))
+}
+
+// extendCRDWithStatusClass adds status.class to the ResourceSlice CRD, as a
+// Liqo release newer than our pinned types does, and waits until the API
+// server both keeps the field and publishes it in OpenAPI v3.
+func extendCRDWithStatusClass(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var crd apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Name: "resourceslices.authentication.liqo.io"}, &crd))
+	changed := false
+	for i := range crd.Spec.Versions {
+		status := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"]
+		if _, ok := status.Properties["class"]; ok {
+			continue
+		}
+		status.Properties["class"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = status
+		changed = true
+	}
+	if changed {
+		require.NoError(t, cp.Client.Update(ctx, &crd))
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	require.NoError(t, err)
+	eventually(t, 60*time.Second, "OpenAPI v3 publishes status.class", func() bool {
+		paths, err := dc.OpenAPIV3().Paths()
+		if err != nil {
+			return false
+		}
+		p, ok := paths["apis/authentication.liqo.io/v1beta1"]
+		if !ok {
+			return false
+		}
+		doc, err := p.Schema("application/json")
+		if err != nil {
+			return false
+		}
+		var d struct {
+			Components struct {
+				Schemas map[string]struct {
+					Properties struct {
+						Status struct {
+							Properties map[string]json.RawMessage `json:"properties"`
+						} `json:"status"`
+					} `json:"properties"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		if json.Unmarshal(doc, &d) != nil {
+			return false
+		}
+		for name, s := range d.Components.Schemas {
+			if _, ok := s.Properties.Status.Properties["class"]; ok && len(name) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func setStatusClass(t *testing.T, key types.NamespacedName, class string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "status.class kept by the server", func() bool {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind))
+		if err := cp.Client.Get(context.Background(), key, u); err != nil {
+			return false
+		}
+		_ = unstructured.SetNestedField(u.Object, class, "status", "class")
+		if err := cp.Client.Status().Update(context.Background(), u); err != nil {
+			return false
+		}
+		return statusClass(t, key) == class
+	})
+}
+
+func statusClass(t *testing.T, key types.NamespacedName) string {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind))
+	require.NoError(t, cp.Client.Get(context.Background(), key, u))
+	v, _, _ := unstructured.NestedString(u.Object, "status", "class")
+	return v
+}

@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// Defect (issue 11): a Tenant event enqueued a slice the selector excluded,
+// and Reconcile, which did not check the selector, wrote Denied on it. The
+// "serves" rule now lives in one place for the predicate, the Tenant mapping
+// and Reconcile.
+func TestTenantEventHonoursSelector(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "serves-tenant")
+	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
+	tenant.Namespace = ns
+	require.NoError(t, cp.Client.Create(ctx, tenant))
+	startManager(t, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "serves", accept("Granted", nil))
+	})
+
+	create(t, sliceIn(ns, "local", "serves", slicetest.NotReplicated()))
+	create(t, sliceIn(ns, "replicated", "serves"))
+	eventually(t, 30*time.Second, "the replicated slice accepted", decided(ns, "replicated"))
+	localRV := get(t, ns, "local").ResourceVersion
+
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(tenant), tenant); err != nil {
+			return err
+		}
+		tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+		return cp.Client.Update(ctx, tenant)
+	}))
+	// The replicated slice being denied proves the Tenant event was handled.
+	eventually(t, 30*time.Second, "the replicated slice denied after the drain", func() bool {
+		c := conditions.Get(get(t, ns, "replicated"), conditions.Resources)
+		return c != nil && c.Reason == resourceslice.ReasonTenantDrained
+	})
+	consistently(t, 2*time.Second, "the slice outside the selector stays unwritten", func() bool {
+		return get(t, ns, "local").ResourceVersion == localRV
+	})
+	assert.Nil(t, conditions.Get(get(t, ns, "local"), conditions.Resources), "the SDK decided a slice its selector excludes")
+}
+
+// consistently checks cond every 50ms for d and fails the test the first
+// time it does not hold: a bounded wait for "nothing happens".
+func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !cond() {
+			t.Fatalf("not %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
