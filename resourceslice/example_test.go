@@ -6,8 +6,13 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -55,4 +60,39 @@ func ExampleClassOf() {
 	rs := &authv1beta1.ResourceSlice{Spec: authv1beta1.ResourceSliceSpec{Class: "gold"}}
 	fmt.Println(resourceslice.ClassOf(rs), resourceslice.ControllerName(resourceslice.ClassOf(rs)))
 	// Output: gold resourceslice-gold
+}
+
+// Wiring the Reconciler into your own controller, e.g. to add watches of
+// your own: the predicates and the Tenant mapping are the ones AddToManager
+// uses, and a budget's re-admissions arrive through BudgetSource.
+func ExampleNewReconciler() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	gold, err := budget.New("gold", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
+	if err != nil {
+		panic(err)
+	}
+	policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, "Granted", "")
+		return ctrl.Result{}, nil
+	})
+	r, err := resourceslice.NewReconciler(mgr.GetClient(), "gold", policy,
+		resourceslice.WithBudget(gold),
+		resourceslice.WithEventRecorder(mgr.GetEventRecorder(resourceslice.ControllerName("gold"))))
+	if err != nil {
+		panic(err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(resourceslice.ControllerName("gold")).
+		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(resourceslice.SlicePredicate("gold", resourceslice.ReplicatedSelector()))).
+		Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
+			builder.WithPredicates(resourceslice.TenantPredicate())).
+		WatchesRawSource(r.BudgetSource()).
+		Complete(r)
+	if err != nil {
+		panic(err)
+	}
 }

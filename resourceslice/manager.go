@@ -98,6 +98,9 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 	}
 	if err := b.Complete(r); err != nil {
 		classes.unclaim(mgr, class)
+		if r.ledger != nil {
+			r.ledger.Detach(class)
+		}
 		return fmt.Errorf("class %q: building controller %q: %w", class, name, err)
 	}
 	return nil

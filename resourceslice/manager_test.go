@@ -1,0 +1,86 @@
+package resourceslice_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+var grant = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	conditions.Accept(rs, "Granted", "")
+	return ctrl.Result{}, nil
+})
+
+// unreachableManager is a manager whose API server does not exist.
+func unreachableManager(t *testing.T) manager.Manager {
+	t.Helper()
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
+		Scheme:                 runtime.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	return mgr
+}
+
+// Registration makes no API call (issue 11): wiring is unit-testable and the
+// duplicate-class rule holds with no API server at all.
+func TestAddToManagerNeedsNoAPIServer(t *testing.T) {
+	mgr := unreachableManager(t)
+	b, err := budget.New("shared", nil)
+	require.NoError(t, err)
+
+	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(b)))
+	require.NoError(t, resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithBudget(b)), "two classes may share a budget")
+
+	err = resourceslice.AddToManager(mgr, "gold", grant)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, resourceslice.ErrClassRegistered), "got %v", err)
+	assert.Contains(t, err.Error(), `"gold"`)
+
+	// Another manager may serve the same class (a restart, a second replica).
+	assert.NoError(t, resourceslice.AddToManager(unreachableManager(t), "gold", grant))
+}
+
+func TestAddToManagerRejectsBadSetup(t *testing.T) {
+	mgr := unreachableManager(t)
+	cases := map[string]struct {
+		class string
+		h     handler.Handler
+		opts  []resourceslice.Option
+		want  string
+	}{
+		"reserved class":   {class: "default", h: grant, want: "reserved"},
+		"nil handler":      {class: "a", want: "nil handler"},
+		"nil budget":       {class: "b", h: grant, opts: []resourceslice.Option{resourceslice.WithBudget(nil)}, want: "nil budget"},
+		"bad events mode":  {class: "c", h: grant, opts: []resourceslice.Option{resourceslice.WithDecisionEvents(42)}, want: "decision events"},
+		"negative workers": {class: "d", h: grant, opts: []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(0)}, want: "at least 1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := resourceslice.AddToManager(mgr, tc.class, tc.h, tc.opts...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// A failed registration does not claim the class.
+	assert.NoError(t, resourceslice.AddToManager(mgr, "b", grant))
+}
