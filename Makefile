@@ -6,9 +6,10 @@ GO ?= go
 
 all: test
 
-## envtest: build kube-apiserver and etcd from source into bin/envtest (only when missing).
+## envtest: build kube-apiserver and etcd from source into bin/envtest (only when missing) and
+## print the line to export: eval "$(make -s envtest)" sets KUBEBUILDER_ASSETS in your shell.
 envtest:
-	@hack/envtest.sh >/dev/null
+	@assets="$$(hack/envtest.sh)" && echo "export KUBEBUILDER_ASSETS=$$assets"
 
 ## demo: the SDK at work on an embedded control plane (no cluster needed).
 demo:
@@ -22,6 +23,11 @@ test: vet fmt lint
 ## unit: tests that need no control plane.
 unit:
 	$(GO) test -race -count=1 -short ./...
+
+## integration: the integration suite alone (./test/...) on a real API server, with -race.
+integration:
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
+		$(GO) test -race -count=1 -timeout 30m ./test/...
 
 vet:
 	$(GO) vet ./...

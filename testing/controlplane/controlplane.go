@@ -15,6 +15,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,6 +33,13 @@ const (
 	// CRDDirEnv names the environment variable that overrides where the Liqo
 	// CRD YAML is read from.
 	CRDDirEnv = "SLICECLASS_LIQO_CRDS"
+	// AssetsDirEnv names the environment variable that moves the per-user
+	// cache install-envtest builds into and AssetsDir searches last
+	// (default: sliceclass/envtest in os.UserCacheDir).
+	AssetsDirEnv = "SLICECLASS_ENVTEST_DIR"
+
+	// installCommand builds the binaries into the per-user cache.
+	installCommand = "github.com/sliceclass/sliceclass/testing/controlplane/install-envtest"
 )
 
 // crdFiles lists the Liqo CRDs installed: the authentication group, which
@@ -53,13 +61,14 @@ type ControlPlane struct {
 	Client client.Client
 	// Scheme holds client-go's and Liqo's authentication types.
 	Scheme *runtime.Scheme
-	// Env is the underlying envtest environment.
-	Env *envtest.Environment
+
+	env *envtest.Environment
 }
 
 // ErrNoAssets is returned (wrapped) when no kube-apiserver and etcd binaries
-// can be found.
-var ErrNoAssets = errors.New("no envtest binaries: run `make envtest` in the sliceclass repo, or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd (e.g. from setup-envtest)")
+// can be found. Its message names the command that builds them.
+var ErrNoAssets = errors.New("no envtest binaries (kube-apiserver, etcd): run `go run " + installCommand +
+	"` from your module (`make envtest` in the sliceclass repo), or set KUBEBUILDER_ASSETS to a directory holding both (e.g. from setup-envtest)")
 
 // Start starts a control plane for a test and stops it when the test ends.
 // When no binaries are found it skips the test, or fails it when the
@@ -87,13 +96,13 @@ func New() (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	crdDir, err := CRDDir()
+	crds, err := crdDir()
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
 	for _, f := range crdFiles() {
-		paths = append(paths, filepath.Join(crdDir, f))
+		paths = append(paths, filepath.Join(crds, f))
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -121,26 +130,33 @@ func New() (*ControlPlane, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("building client: %w", err)
 	}
-	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, Env: env}, nil
+	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, env: env}, nil
 }
 
 // Stop stops the API server and etcd.
 func (cp *ControlPlane) Stop() error {
-	return cp.Env.Stop()
+	return cp.env.Stop()
 }
 
 // CreateNamespace creates a namespace (an existing one is fine).
 func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := cp.Client.Create(ctx, ns); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if err := cp.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %q: %w", name, err)
 	}
 	return nil
 }
 
-// AssetsDir finds the directory holding kube-apiserver and etcd:
-// KUBEBUILDER_ASSETS if set, else bin/envtest/<version>/ in the nearest
-// enclosing directory that has one (where `make envtest` builds them).
+// AssetsDir finds the directory holding kube-apiserver and etcd, searching in
+// order:
+//
+//  1. KUBEBUILDER_ASSETS, if set (an error if it lacks either binary);
+//  2. bin/envtest/k8s-*/ in the nearest enclosing directory that has one
+//     (where `make envtest` builds them in the sliceclass repo);
+//  3. k8s-*/ in the per-user cache that install-envtest builds into:
+//     $SLICECLASS_ENVTEST_DIR, else sliceclass/envtest in os.UserCacheDir.
+//
+// It returns ErrNoAssets when none holds both binaries.
 func AssetsDir() (string, error) {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		if hasAssets(d) {
@@ -153,17 +169,43 @@ func AssetsDir() (string, error) {
 		return "", err
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		matches, _ := filepath.Glob(filepath.Join(dir, "bin", "envtest", "k8s-*"))
-		for i := len(matches) - 1; i >= 0; i-- {
-			if hasAssets(matches[i]) {
-				return matches[i], nil
-			}
+		if d, ok := newestAssets(filepath.Join(dir, "bin", "envtest")); ok {
+			return d, nil
 		}
 		if parent := filepath.Dir(dir); parent == dir {
 			break
 		}
 	}
+	if root, err := userCacheRoot(); err == nil {
+		if d, ok := newestAssets(root); ok {
+			return d, nil
+		}
+	}
 	return "", ErrNoAssets
+}
+
+// userCacheRoot is where install-envtest puts its k8s-*/ directories.
+func userCacheRoot() (string, error) {
+	if d := os.Getenv(AssetsDirEnv); d != "" {
+		return d, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "sliceclass", "envtest"), nil
+}
+
+// newestAssets returns the last k8s-*/ directory under root, in name order,
+// that holds both binaries.
+func newestAssets(root string) (string, bool) {
+	matches, _ := filepath.Glob(filepath.Join(root, "k8s-*"))
+	for i := len(matches) - 1; i >= 0; i-- {
+		if hasAssets(matches[i]) {
+			return matches[i], true
+		}
+	}
+	return "", false
 }
 
 func hasAssets(d string) bool {
@@ -175,10 +217,10 @@ func hasAssets(d string) bool {
 	return true
 }
 
-// CRDDir finds Liqo's CRD directory: SLICECLASS_LIQO_CRDS if set, else the
+// crdDir finds Liqo's CRD directory: SLICECLASS_LIQO_CRDS if set, else the
 // Liqo module's directory as `go list -m` reports it, else the module cache
 // path of the Liqo version this binary was built with.
-func CRDDir() (string, error) {
+func crdDir() (string, error) {
 	if d := os.Getenv(CRDDirEnv); d != "" {
 		return d, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -16,35 +18,24 @@ func TestStartInstallsLiqoCRDsAndCountsRequests(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx := context.Background()
 	var tenants authv1beta1.TenantList
-	if err := cp.Client.List(ctx, &tenants); err != nil {
-		t.Fatalf("listing Tenants on a fresh control plane: %v", err)
-	}
-	if err := cp.CreateNamespace(ctx, slicetest.DefaultNamespace); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cp.Client.List(ctx, &tenants), "listing Tenants on a fresh control plane")
+	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
+	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace), "an existing namespace is fine")
 	rs := slicetest.NewSlice("s")
-	if err := cp.Client.Create(ctx, rs); err != nil {
-		t.Fatalf("creating a ResourceSlice: %v", err)
-	}
+	require.NoError(t, cp.Client.Create(ctx, rs), "creating a ResourceSlice")
 	before, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+
 	orig := rs.DeepCopy()
 	conditions.Accept(rs, "Granted", "")
 	for range 2 {
-		if err := cp.Client.Status().Patch(ctx, rs, client.MergeFrom(orig)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, cp.Client.Status().Patch(ctx, rs, client.MergeFrom(orig)))
 	}
+
 	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-before != 2 {
-		t.Errorf("RequestCount: want 2 more status PATCHes, got %d", after-before)
-	}
-	if n, _ := cp.RequestCount(ctx, "PATCH", "tenants", "status"); n != 0 {
-		t.Errorf("RequestCount must filter by resource: got %d tenant status PATCHes", n)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 2, after-before, "RequestCount: status PATCHes on resourceslices")
+	n, err := cp.RequestCount(ctx, "PATCH", "tenants", "status")
+	require.NoError(t, err)
+	assert.Zero(t, n, "RequestCount must filter by resource")
 }
