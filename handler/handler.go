@@ -4,6 +4,7 @@ import (
 	"context"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -57,4 +58,27 @@ var _ Handler = Func(nil)
 // Handle calls f(ctx, rs).
 func (f Func) Handle(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 	return f(ctx, rs)
+}
+
+// Releaser is implemented by a handler that reserves something outside the
+// cluster for an Accepted slice (a node pool, a cloud quota, a billing
+// record) and must give it back. The SDK calls Release after a slice of the
+// class that was Accepted is deleted, becomes Denied (by the handler, the
+// tenant rule or a budget), or leaves the class: once per exit, not on every
+// reconcile. An error is retried with the class's backoff, so Release must
+// be idempotent. No finalizer is involved: a slice is never kept from
+// deletion, so Release runs after the slice is gone (at least once while the
+// controller runs; through Inventory for exits that happened while it was
+// down).
+type Releaser interface {
+	Release(ctx context.Context, key types.NamespacedName) error
+}
+
+// Inventory is implemented, with Releaser, by a handler that can list what
+// it holds. The SDK calls Holding once the cache has synced and then at the
+// resync period, and releases every key whose slice is gone or no longer
+// Accepted in the class: that covers slices deleted while the controller was
+// down.
+type Inventory interface {
+	Holding(ctx context.Context) ([]types.NamespacedName, error)
 }

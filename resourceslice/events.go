@@ -32,6 +32,11 @@ const (
 	// invalid; not retried.
 	ReasonStatusRejected = "StatusRejected"
 
+	// ReasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
+	// not retried until it changes, the resync period passes, or a
+	// WithWatch pass runs.
+	ReasonGaveUp = "GaveUp"
+
 	// ReasonTenantDrained is the Resources condition reason when the SDK
 	// denies a slice because its Tenant is Drained.
 	ReasonTenantDrained = "TenantDrained"
@@ -46,6 +51,7 @@ const (
 	actionValidate = "Validate"
 	actionHandle   = "Handle"
 	actionWrite    = "WriteStatus"
+	actionDryRun   = "DryRun"
 )
 
 // maxNote keeps event notes under the events API's 1 kB limit.

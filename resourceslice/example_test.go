@@ -64,7 +64,7 @@ func ExampleClassOf() {
 
 // Wiring the Reconciler into your own controller, e.g. to add watches of
 // your own: the predicates and the Tenant mapping are the ones AddToManager
-// uses, and a budget's re-admissions arrive through BudgetSource.
+// uses, and a budget's re-admissions arrive through Source.
 func ExampleNewReconciler() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
@@ -90,7 +90,7 @@ func ExampleNewReconciler() {
 		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(resourceslice.SlicePredicate("gold", resourceslice.ReplicatedSelector()))).
 		Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
 			builder.WithPredicates(resourceslice.TenantPredicate())).
-		WatchesRawSource(r.BudgetSource()).
+		WatchesRawSource(r.Source()).
 		Complete(r)
 	if err != nil {
 		panic(err)

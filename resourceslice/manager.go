@@ -92,9 +92,9 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 		b = b.Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
 			builder.WithPredicates(TenantPredicate()))
 	}
-	b = b.WatchesRawSource(views.source(r.scope))
-	if r.ledger != nil {
-		b = b.WatchesRawSource(r.BudgetSource())
+	b = b.WatchesRawSource(views.source(r.scope)).WatchesRawSource(r.Source())
+	for _, w := range cfg.watches {
+		b = b.Watches(w.obj, r.watchHandler(), builder.WithPredicates(w.preds...))
 	}
 	if err := b.Complete(r); err != nil {
 		classes.unclaim(mgr, class)
@@ -102,6 +102,11 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 			r.ledger.Detach(class)
 		}
 		return fmt.Errorf("class %q: building controller %q: %w", class, name, err)
+	}
+	if _, ok := h.(handler.Inventory); ok {
+		if err := mgr.Add(inventoryRunnable{r: r, synced: mgr.GetCache().WaitForCacheSync}); err != nil {
+			return fmt.Errorf("class %q: adding the inventory sweep: %w", class, err)
+		}
 	}
 	return nil
 }

@@ -22,6 +22,10 @@ const (
 	// MetricBudgetUsed is what a budget's admitted slices hold (writes in
 	// flight included), by budget and resource.
 	MetricBudgetUsed = "sliceclass_budget_used"
+	// MetricGaveUp counts slices WithMaxRetries stopped retrying, by class.
+	MetricGaveUp = "sliceclass_handler_gave_up_total"
+	// MetricWatchPasses counts WithWatch passes over a class's slices.
+	MetricWatchPasses = "sliceclass_watch_passes_total"
 	// MetricBudgetExhausted counts decisions written Denied with reason
 	// BudgetExhausted, by class.
 	MetricBudgetExhausted = "sliceclass_budget_exhausted_total"
@@ -35,11 +39,18 @@ const (
 	errKindError    = "error"
 	errKindPanic    = "panic"
 	errKindContract = "contract"
+	errKindTimeout  = "timeout"
+	errKindRelease  = "release"
+
+	outcomeDryRunAccepted = "dryrun-accepted"
+	outcomeDryRunDenied   = "dryrun-denied"
 )
 
 type metrics struct {
 	reg       prometheus.Registerer
 	exhausted *prometheus.CounterVec
+	gaveUp    *prometheus.CounterVec
+	passes    *prometheus.CounterVec
 	decisions *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
@@ -50,7 +61,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricDecisions,
-		Help: "Decision transitions written to ResourceSlices, by class and outcome (accepted, denied).",
+		Help: "Decision transitions written to ResourceSlices, by class and outcome (accepted, denied; dryrun-accepted, dryrun-denied with WithDryRun).",
 	}, []string{"class", "outcome"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    MetricHandlerDuration,
@@ -59,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"class"})
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricHandlerErrors,
-		Help: "Handler calls that failed, by class and kind (error, panic, contract).",
+		Help: "Handler calls that failed, by class and kind (error, panic, timeout, contract, release).",
 	}, []string{"class", "kind"})
 
 	exhausted := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -70,6 +81,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	var err error
 	m := &metrics{reg: reg}
 	m.exhausted, err = register(reg, exhausted)
+	if err != nil {
+		return nil, err
+	}
+	m.gaveUp, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricGaveUp,
+		Help: "Slices the controller stopped retrying after WithMaxRetries consecutive handler failures, by class.",
+	}, []string{"class"}))
+	if err != nil {
+		return nil, err
+	}
+	m.passes, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricWatchPasses,
+		Help: "Passes over a class's slices triggered by WithWatch inputs, by class.",
+	}, []string{"class"}))
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/budget"
 )
@@ -50,6 +52,10 @@ type config struct {
 	registerer    prometheus.Registerer
 	events        DecisionEvents
 	budget        *budget.Budget
+	maxRetries    int
+	timeout       time.Duration
+	dryRun        bool
+	watches       []watchSpec
 	// statusClasses is set by AddToManager: the manager's status.class view.
 	statusClasses *statusClasses
 
@@ -84,6 +90,12 @@ func newConfig(opts []Option) (*config, error) {
 	case DecisionEventsAll, DecisionEventsDenied, DecisionEventsNone:
 	default:
 		c.errs = append(c.errs, fmt.Errorf("unknown decision events mode %d", c.events))
+	}
+	if c.maxRetries < 0 {
+		c.errs = append(c.errs, fmt.Errorf("max retries must not be negative, got %d", c.maxRetries))
+	}
+	if c.timeout < 0 {
+		c.errs = append(c.errs, fmt.Errorf("handler timeout must not be negative, got %s", c.timeout))
 	}
 	if c.resync < 0 {
 		c.errs = append(c.errs, fmt.Errorf("resync period must not be negative, got %s", c.resync))
@@ -217,5 +229,58 @@ func WithBudget(b *budget.Budget) Option {
 			return
 		}
 		c.budget = b
+	}
+}
+
+// WithMaxRetries bounds a failing handler: a slice whose handler returns an
+// error (or panics, or times out) n times in a row is not retried after the
+// n-th failure; a Warning event with reason ReasonGaveUp says so and
+// sliceclass_handler_gave_up_total counts it. The slice is tried again on its
+// next relevant change, at the resync period (WithResyncPeriod), or on a
+// WithWatch pass. Zero (the default) retries without limit.
+func WithMaxRetries(n int) Option {
+	return func(c *config) { c.maxRetries = n }
+}
+
+// WithHandlerTimeout gives each Handle call a context with this deadline. A
+// handler that overruns counts as a failure (a HandlerFailed Warning event
+// saying it timed out, retried with backoff), and whatever it returns late
+// is discarded, never written. A handler that ignores its context keeps its
+// goroutine until it returns. Zero (the default) sets no deadline.
+func WithHandlerTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = d }
+}
+
+// WithDryRun decides the class's slices without ever writing them: each
+// decision is made by the handler, validated, logged, counted in
+// sliceclass_decisions_total under the outcomes "dryrun-accepted" and
+// "dryrun-denied", and each would-be transition is a Normal event with
+// action "DryRun". No status write is made, no release hook is called, and a
+// budget is consulted but not charged. A dry-run manager may serve a class
+// side by side with the live one (another process) to try a new policy.
+func WithDryRun() Option {
+	return func(c *config) { c.dryRun = true }
+}
+
+// watchSpec is one WithWatch input.
+type watchSpec struct {
+	obj   client.Object
+	preds []predicate.Predicate
+}
+
+// WithWatch re-evaluates every slice of the class when an object of obj's
+// type changes (and passes preds): a ConfigMap holding caps, the Nodes whose
+// capacity a policy shares. Bursts are coalesced into one pass (100 Node
+// updates within a second cause one pass, not 100), and, as always, only
+// slices whose decision or offer changes are written. The manager's cache
+// must be able to list and watch obj's type (RBAC and cache options). It
+// takes effect with AddToManager.
+func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
+	return func(c *config) {
+		if obj == nil {
+			c.errs = append(c.errs, errors.New("nil object to watch"))
+			return
+		}
+		c.watches = append(c.watches, watchSpec{obj: obj, preds: preds})
 	}
 }

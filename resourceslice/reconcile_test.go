@@ -460,7 +460,7 @@ func TestDecisionMetrics(t *testing.T) {
 	hs.Reconcile(b)
 	hs.Reconcile(a) // no transition: not counted again
 	want := `
-# HELP sliceclass_decisions_total Decision transitions written to ResourceSlices, by class and outcome (accepted, denied).
+# HELP sliceclass_decisions_total Decision transitions written to ResourceSlices, by class and outcome (accepted, denied; dryrun-accepted, dryrun-denied with WithDryRun).
 # TYPE sliceclass_decisions_total counter
 sliceclass_decisions_total{class="gold",outcome="accepted"} 1
 sliceclass_decisions_total{class="gold",outcome="denied"} 1

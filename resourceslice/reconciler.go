@@ -47,8 +47,11 @@ type Reconciler struct {
 	conflicts workqueue.TypedRateLimiter[reconcile.Request]
 	// ledger is the budget's admission ledger; nil without WithBudget.
 	ledger *ledger.Ledger
-	// queue receives slices the budget wakes; set when the controller starts.
+	// queue receives slices the SDK enqueues itself (budget re-admissions,
+	// WithWatch passes, inventory sweeps); set when the controller starts.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+	// life remembers release holdings, give-ups and passes.
+	life *lifecycle
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -60,8 +63,9 @@ var _ reconcile.Reconciler = &Reconciler{}
 // client, or a bad option.
 //
 // When wiring your own controller, watch slices with SlicePredicate, Tenants
-// with TenantPredicate and SlicesForTenant, and, with WithBudget, add
-// BudgetSource with WatchesRawSource.
+// with TenantPredicate and SlicesForTenant, and add Source with
+// WatchesRawSource (budget re-admissions and inventory sweeps arrive
+// through it). WithWatch takes effect only with AddToManager.
 func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Option) (*Reconciler, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -101,6 +105,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		metrics:    m,
 		fieldOwner: client.FieldOwner(FieldManager(class)),
 		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
+		life:       newLifecycle(),
 	}
 	if cfg.budget != nil {
 		if err := m.registerBudget(cfg.budget); err != nil {
@@ -126,13 +131,17 @@ func FieldManager(class string) string { return "sliceclass-" + class }
 // rejected the status as invalid).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	// 1. Fetch and guards: a slice gone, being deleted or no longer ours
-	// gives back what it held; one not yet authenticated waits.
+	// gives back what it held; one not yet authenticated waits; one whose
+	// handler kept failing waits for a change.
 	current, err := r.fetch(ctx, req)
 	if err != nil {
 		return ctrl.Result{}, r.errorf(req, "getting the slice: %w", err)
 	}
 	if current == nil || !r.scope.serves(current) {
 		r.release(req)
+		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
 		return ctrl.Result{}, nil
 	}
 	if r.cfg.authGate && !conditions.IsAuthenticated(current) {
@@ -147,30 +156,56 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
 	}
+	if r.releaser() != nil {
+		if err := r.seedHolding(); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
+	}
+	if r.skipGivenUp(req.NamespacedName, current.ResourceVersion) {
+		return ctrl.Result{}, nil
+	}
 
 	// 2. Decide: the tenant rule or the handler, validated; then the budget
 	// admits the offer or turns it into a BudgetExhausted denial.
 	d, err := r.decide(ctx, current)
 	if err != nil {
+		if isHandlerFailure(err) && r.noteFailure(req.NamespacedName, current.ResourceVersion) {
+			r.metrics.gaveUp.WithLabelValues(r.scope.class).Inc()
+			r.warn(current, ReasonGaveUp, actionHandle, "class %q gave up after %d consecutive handler failures; the slice is tried again on its next change: %v",
+				r.scope.class, r.cfg.maxRetries, err)
+			return r.withResync(ctrl.Result{}), nil
+		}
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
+	r.noteSuccess(req.NamespacedName)
 	if r.ledger != nil {
 		r.admit(req, current, d.desired)
 	}
 
-	// 3. Save: only owned fields, only when they changed, one patch.
+	// 3. Save: only owned fields, only when they changed, one patch; then
+	// the release hook if the slice left Accepted.
 	settleTransitionTime(current, d.desired)
-	if ownedEqual(current, d.desired) {
+	switch {
+	case r.cfg.dryRun:
+		r.dryRun(ctx, current, d.desired)
+		return r.withResync(d.result), nil
+	case ownedEqual(current, d.desired):
 		r.commit(req, "")
-	} else {
+	default:
 		switch outcome, err := r.write(ctx, req, current, d.desired); {
 		case err != nil:
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		case outcome == writeConflicted:
 			return ctrl.Result{RequeueAfter: r.conflicts.When(req)}, nil
 		case outcome == writeGone:
+			if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
+				return ctrl.Result{}, r.errorf(req, "%w", err)
+			}
 			return ctrl.Result{}, nil
 		}
+	}
+	if err := r.settleHolding(ctx, req.NamespacedName, accepted(d.desired)); err != nil {
+		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.conflicts.Forget(req)
 	return r.withResync(d.result), nil
@@ -250,8 +285,11 @@ func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *auth
 // admit asks the budget to reserve an acceptance; one that does not fit
 // becomes a BudgetExhausted denial.
 func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
-	accepted := conditions.IsAccepted(desired)
-	ok, msg := r.ledger.Admit(r.holder(req), current.CreationTimestamp.Time, desired.Status.Resources, accepted)
+	admit := r.ledger.Admit
+	if r.cfg.dryRun {
+		admit = r.ledger.Check // consulted, not charged
+	}
+	ok, msg := admit(r.holder(req), current.CreationTimestamp.Time, desired.Status.Resources, conditions.IsAccepted(desired))
 	if !ok {
 		desired.Status.Resources = nil
 		conditions.Deny(desired, budget.ReasonExhausted, msg)
@@ -370,42 +408,102 @@ func (r *Reconciler) held() (map[types.NamespacedName]corev1.ResourceList, error
 
 // wake enqueues a slice the budget re-admits; before the controller starts
 // there is nothing waiting to wake.
-func (r *Reconciler) wake(key types.NamespacedName) {
-	if q := r.queue.Load(); q != nil {
-		(*q).Add(reconcile.Request{NamespacedName: key})
-	}
-}
+func (r *Reconciler) wake(key types.NamespacedName) { r.enqueue(key) }
 
-// BudgetSource is the source through which a budget re-admits waiting
-// slices when capacity frees. AddToManager adds it; add it with
-// WatchesRawSource when wiring your own controller with WithBudget.
-func (r *Reconciler) BudgetSource() source.Source {
+// Source is the source through which the Reconciler enqueues slices
+// itself: a budget's re-admissions when capacity frees, WithWatch passes,
+// inventory sweeps. AddToManager adds it; add it with WatchesRawSource when
+// wiring your own controller.
+func (r *Reconciler) Source() source.Source {
 	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		r.queue.Store(&q)
 		return nil
 	})
 }
 
-// handle calls the handler on rs (a copy of current), turning a panic into an error, and records
-// the handler's duration and failures.
-func (r *Reconciler) handle(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (res ctrl.Result, err error) {
+// handle calls the handler on rs (a copy of current), turning a panic or
+// an overrun of WithHandlerTimeout into an error, and records the handler's
+// duration and failures. Its errors are handler failures (isHandlerFailure).
+func (r *Reconciler) handle(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 	start := time.Now()
+	defer func() { r.metrics.duration.WithLabelValues(r.scope.class).Observe(time.Since(start).Seconds()) }()
+	if r.cfg.timeout <= 0 {
+		return r.callHandler(ctx, current, rs)
+	}
+	hctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
+	defer cancel()
+	// The handler works on its own copy: a late return must not touch rs.
+	own := rs.DeepCopy()
+	type ret struct {
+		res ctrl.Result
+		err error
+	}
+	done := make(chan ret, 1)
+	go func() {
+		res, err := r.callHandler(hctx, current, own)
+		done <- ret{res, err}
+	}()
+	select {
+	case x := <-done:
+		if x.err == nil {
+			own.DeepCopyInto(rs)
+		}
+		return x.res, x.err
+	case <-hctx.Done():
+		r.metrics.errors.WithLabelValues(r.scope.class, errKindTimeout).Inc()
+		r.warn(current, ReasonHandlerFailed, actionHandle, "class %q handler timed out after %s; its late answer is discarded", r.scope.class, r.cfg.timeout)
+		return ctrl.Result{}, handlerFailure{fmt.Errorf("handler timed out after %s", r.cfg.timeout)}
+	}
+}
+
+func (r *Reconciler) callHandler(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (res ctrl.Result, err error) {
 	defer func() {
-		r.metrics.duration.WithLabelValues(r.scope.class).Observe(time.Since(start).Seconds())
 		if p := recover(); p != nil {
 			r.metrics.errors.WithLabelValues(r.scope.class, errKindPanic).Inc()
 			log.FromContext(ctx).V(1).Info("handler panicked", "panic", p, "stack", string(debug.Stack()))
 			r.warn(current, ReasonHandlerPanicked, actionHandle, "class %q handler panicked: %v", r.scope.class, p)
-			res, err = ctrl.Result{}, fmt.Errorf("handler panicked: %v", p)
+			res, err = ctrl.Result{}, handlerFailure{fmt.Errorf("handler panicked: %v", p)}
 		}
 	}()
 	res, err = r.handler.Handle(ctx, rs)
 	if err != nil {
 		r.metrics.errors.WithLabelValues(r.scope.class, errKindError).Inc()
 		r.warn(current, ReasonHandlerFailed, actionHandle, "class %q handler failed: %v", r.scope.class, err)
-		return ctrl.Result{}, fmt.Errorf("handler: %w", err)
+		return ctrl.Result{}, handlerFailure{fmt.Errorf("handler: %w", err)}
 	}
 	return res, nil
+}
+
+// handlerFailure marks an error as the handler's (counted by
+// WithMaxRetries), keeping it terminal if the handler made it so.
+type handlerFailure struct{ error }
+
+func (h handlerFailure) Unwrap() error { return h.error }
+
+func isHandlerFailure(err error) bool {
+	var h handlerFailure
+	return errors.As(err, &h)
+}
+
+// dryRun reports what would be written: a Normal DryRun event and a
+// dry-run outcome for a would-be transition; nothing is written.
+func (r *Reconciler) dryRun(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+	if ownedEqual(current, desired) {
+		return
+	}
+	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
+	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
+		log.FromContext(ctx).V(1).Info("dry run: the offer would change", "reason", after.Reason)
+		return
+	}
+	outcome := outcomeDryRunAccepted
+	if after.Status == conditions.Denied {
+		outcome = outcomeDryRunDenied
+	}
+	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()
+	r.recorder.Eventf(current, nil, corev1.EventTypeNormal, after.Reason, actionDryRun, "%s",
+		truncate(fmt.Sprintf("dry run: class %q would set Resources %s (%s): %s", r.scope.class, after.Status, after.Reason, after.Message)))
+	log.FromContext(ctx).Info("dry run: would decide", "decision", after.Status, "reason", after.Reason)
 }
 
 var errNegative = errors.New("negative quantity")

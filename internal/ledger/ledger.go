@@ -224,21 +224,7 @@ func (l *Ledger) Admit(h Holder, created time.Time, offer corev1.ResourceList, a
 		l.mu.Unlock()
 		return true, ""
 	}
-	used := l.usedLocked()
-	// What h holds now does not count against it.
-	mine := maxList(x.committed, x.pending, x.inFlight)
-	free := l.freeExcluding(used, mine)
-	ahead := 0
-	for _, w := range l.orderedWaiters() {
-		if w.Holder == h || !older(w, h, created) {
-			continue
-		}
-		if fits(w.offer, free, nil) {
-			subtract(free, w.offer)
-			ahead++
-		}
-	}
-	short := shortfall(offer, free, mine)
+	short, ahead := l.fitLocked(h, x, created, offer)
 	if len(short) == 0 {
 		delete(l.waiting, h)
 		x.pending, x.inFlight = limited(offer, l.total), true
@@ -255,11 +241,55 @@ func (l *Ledger) Admit(h Holder, created time.Time, offer corev1.ResourceList, a
 	if wake != nil {
 		wake()
 	}
+	return false, l.message(short, ahead)
+}
+
+// Check answers what Admit would, without reserving anything or joining the
+// waiters: a dry run consults the budget but does not charge it.
+func (l *Ledger) Check(h Holder, created time.Time, offer corev1.ResourceList, accepted bool) (bool, string) {
+	if !accepted {
+		return true, ""
+	}
+	l.mu.Lock()
+	x := l.holds[h]
+	if x == nil {
+		x = &holding{}
+	}
+	short, ahead := l.fitLocked(h, x, created, offer)
+	l.mu.Unlock()
+	if len(short) == 0 {
+		return true, ""
+	}
+	return false, l.message(short, ahead)
+}
+
+// fitLocked lists what keeps offer from fitting for h: what is free once h's
+// own holding is given back, minus what older waiting slices that fit are
+// owed (best-effort FIFO). ahead counts those older slices.
+func (l *Ledger) fitLocked(h Holder, x *holding, created time.Time, offer corev1.ResourceList) ([]string, int) {
+	used := l.usedLocked()
+	// What h holds now does not count against it.
+	mine := maxList(x.committed, x.pending, x.inFlight)
+	free := l.freeExcluding(used, mine)
+	ahead := 0
+	for _, w := range l.orderedWaiters() {
+		if w.Holder == h || !older(w, h, created) {
+			continue
+		}
+		if fits(w.offer, free, nil) {
+			subtract(free, w.offer)
+			ahead++
+		}
+	}
+	return shortfall(offer, free, mine), ahead
+}
+
+func (l *Ledger) message(short []string, ahead int) string {
 	msg := "budget " + l.name + ": " + strings.Join(short, "; ")
 	if ahead > 0 {
 		msg += fmt.Sprintf(" (free capacity is held for %d older waiting slice(s))", ahead)
 	}
-	return false, msg
+	return msg
 }
 
 // Commit records that the write Admit prepared for h succeeded (or that
