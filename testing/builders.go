@@ -44,17 +44,8 @@ func NewSlice(name string, opts ...SliceOption) *authv1beta1.ResourceSlice {
 			Resources:         corev1.ResourceList{},
 			CSR:               []byte("csr"),
 		},
-		Status: authv1beta1.ResourceSliceStatus{
-			AuthParams: &authv1beta1.AuthParams{CA: []byte("ca"), SignedCRT: []byte("crt"), APIServer: "https://provider:6443"},
-			Conditions: []authv1beta1.ResourceSliceCondition{{
-				Type:               conditions.Authentication,
-				Status:             conditions.Accepted,
-				Reason:             "ResourceSliceAuthenticationAccepted",
-				Message:            "ResourceSlice authentication accepted",
-				LastTransitionTime: conditions.Now(),
-			}},
-		},
 	}
+	authenticate(rs)
 	for _, o := range opts {
 		o(rs)
 	}

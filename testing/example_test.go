@@ -4,13 +4,21 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
 // policy grants up to 8 CPUs and denies the rest.
@@ -27,9 +35,10 @@ var policy = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice)
 func TestPolicy(t *testing.T) {
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
 	res := slicetest.Run(t, "gold", policy, slice)
-	if res.Err != nil || res.Decision != conditions.Denied || res.Reason != "TooLarge" || len(res.Writes) != 1 {
-		t.Errorf("got %s/%s with %d writes (err %v)", res.Decision, res.Reason, len(res.Writes), res.Err)
-	}
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, "TooLarge", res.Reason)
+	assert.Len(t, res.Writes, 1)
 }
 
 // Run reconciles one slice with the real reconciler on a fake API and says
@@ -59,4 +68,82 @@ func ExampleNew() {
 	// true <nil> true
 	// Accepted 1
 	// Accepted 0
+}
+
+// startManager stands for your test's setup: a manager on the control
+// plane serving class gold with policy, stopped when the test ends.
+func startManager(t *testing.T, cp *controlplane.ControlPlane) {
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Scheme:                 cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	require.NoError(t, resourceslice.AddToManager(mgr, "gold", policy))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = mgr.Start(ctx) }()
+}
+
+// On a real API server (envtest), CreateAsLiqo leaves a slice as Liqo does
+// on the provider, and WaitForDecision waits for the class controller's
+// answer. Examples that need envtest binaries have no checked output.
+func ExampleCreateAsLiqo() {
+	t := &testing.T{} // in a test, your *testing.T
+	cp := controlplane.Start(t)
+	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
+	startManager(t, cp)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slice))
+
+	got, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(slice))
+	require.NoError(t, err)
+	fmt.Println(conditions.Get(got, conditions.Resources).Reason) // TooLarge
+}
+
+// A test that expects no decision bounds its wait with the context: a slice
+// of a class nobody serves is still undecided when the context ends.
+func ExampleWaitForDecision() {
+	t := &testing.T{} // in a test, your *testing.T
+	cp := controlplane.Start(t)
+	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
+	startManager(t, cp) // serves gold only
+
+	slice := slicetest.NewSlice("s2", slicetest.WithClass("bronze"), slicetest.WithRequest("cpu", "2"))
+	require.NoError(t, slicetest.CreateAsLiqo(context.Background(), cp.Client, slice))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	got, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(slice))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	fmt.Println(conditions.IsDecided(got)) // false: got is the slice as last read
+}
+
+// A slice Liqo has not authenticated yet gets no decision; Authenticate
+// plays Liqo's acceptance, and the class controller then decides.
+func ExampleAuthenticate() {
+	t := &testing.T{} // in a test, your *testing.T
+	cp := controlplane.Start(t)
+	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
+	startManager(t, cp)
+
+	ctx := context.Background()
+	slice := slicetest.NewSlice("s3", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "2"), slicetest.Unauthenticated())
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slice))
+	key := client.ObjectKeyFromObject(slice)
+
+	early, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := slicetest.WaitForDecision(early, cp.Client, key)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "decided before Liqo authenticated it")
+
+	require.NoError(t, slicetest.Authenticate(ctx, cp.Client, key))
+	late, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := slicetest.WaitForDecision(late, cp.Client, key)
+	require.NoError(t, err)
+	fmt.Println(conditions.IsAccepted(got)) // true
 }

@@ -35,12 +35,17 @@ type Event struct {
 	Object types.NamespacedName
 }
 
-// Write is one mutating API call the reconciler made.
+// Write is one mutating API call the reconciler made, and its outcome.
 type Write struct {
 	Verb        string // "create", "update", "patch", "delete"
 	Subresource string // "status" for status writes, "" for the object
 	Object      types.NamespacedName
 	Patch       string // the patch body, for patches
+	// Err is what the API answered: nil when it accepted the write, else the
+	// error, such as one injected with WithStatusWriteErrors (a Conflict()
+	// is a write that was attempted and refused). Count accepted writes with
+	// Err == nil; count attempts with len.
+	Err error
 }
 
 // Result is what one reconcile did.
@@ -56,7 +61,8 @@ type Result struct {
 	Resources corev1.ResourceList
 	// Events recorded during this reconcile.
 	Events []Event
-	// Writes made during this reconcile; a decided, unchanged slice has none.
+	// Writes attempted during this reconcile, in order, each with its
+	// outcome (Write.Err); a decided, unchanged slice has none.
 	Writes []Write
 	// Result and Err are what Reconcile returned.
 	Result ctrl.Result
@@ -100,7 +106,9 @@ func Conflict() error {
 // use by one test goroutine.
 type Harness struct {
 	// Client is the fake client the reconciler reads and writes through; use
-	// it to change the world between reconciles (e.g. drain a Tenant).
+	// it to change the world between reconciles (e.g. drain a Tenant). The
+	// test's own writes through it are in no Result, but a status write
+	// still takes the next error queued by WithStatusWriteErrors.
 	Client client.Client
 	// Reconciler is the real reconciler under test.
 	Reconciler *resourceslice.Reconciler
@@ -205,24 +213,13 @@ func (h *Harness) AssertIdempotent(slice *authv1beta1.ResourceSlice) {
 	}
 }
 
-// Events returns every event recorded so far.
-func (h *Harness) Events() []Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]Event(nil), h.events...)
-}
-
-// Writes returns every API write made so far.
-func (h *Harness) Writes() []Write {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]Write(nil), h.writes...)
-}
-
-func (h *Harness) record(w Write) {
+// record saves w with its outcome err and returns err.
+func (h *Harness) record(w Write, err error) error {
+	w.Err = err
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.writes = append(h.writes, w)
+	return err
 }
 
 func (h *Harness) nextStatusErr() error {
@@ -240,36 +237,36 @@ func (h *Harness) interceptors() interceptor.Funcs {
 	key := client.ObjectKeyFromObject
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			h.record(Write{Verb: "create", Object: key(obj)})
-			return c.Create(ctx, obj, opts...)
+			w := Write{Verb: "create", Object: key(obj)}
+			return h.record(w, c.Create(ctx, obj, opts...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			h.record(Write{Verb: "update", Object: key(obj)})
-			return c.Update(ctx, obj, opts...)
+			w := Write{Verb: "update", Object: key(obj)}
+			return h.record(w, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			data, _ := p.Data(obj)
-			h.record(Write{Verb: "patch", Object: key(obj), Patch: string(data)})
-			return c.Patch(ctx, obj, p, opts...)
+			w := Write{Verb: "patch", Object: key(obj), Patch: string(data)}
+			return h.record(w, c.Patch(ctx, obj, p, opts...))
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			h.record(Write{Verb: "delete", Object: key(obj)})
-			return c.Delete(ctx, obj, opts...)
+			w := Write{Verb: "delete", Object: key(obj)}
+			return h.record(w, c.Delete(ctx, obj, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			h.record(Write{Verb: "update", Subresource: sub, Object: key(obj)})
+			w := Write{Verb: "update", Subresource: sub, Object: key(obj)}
 			if err := h.nextStatusErr(); err != nil {
-				return err
+				return h.record(w, err)
 			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return h.record(w, c.SubResource(sub).Update(ctx, obj, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			data, _ := p.Data(obj)
-			h.record(Write{Verb: "patch", Subresource: sub, Object: key(obj), Patch: string(data)})
+			w := Write{Verb: "patch", Subresource: sub, Object: key(obj), Patch: string(data)}
 			if err := h.nextStatusErr(); err != nil {
-				return err
+				return h.record(w, err)
 			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			return h.record(w, c.SubResource(sub).Patch(ctx, obj, p, opts...))
 		},
 	}
 }

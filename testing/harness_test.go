@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -30,6 +33,12 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
 
+// grant accepts every slice.
+var grant = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	conditions.Accept(rs, "Granted", "")
+	return ctrl.Result{}, nil
+})
+
 func TestAssertIdempotentCatchesAFlipFlop(t *testing.T) {
 	n := 0
 	flip := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
@@ -45,52 +54,67 @@ func TestAssertIdempotentCatchesAFlipFlop(t *testing.T) {
 	rec := &recordingTB{TB: t}
 	h := slicetest.New(rec, "gold", flip, slicetest.WithObjects(slice))
 	h.AssertIdempotent(slice)
-	if len(rec.errors) != 2 {
-		t.Errorf("a handler that changes its answer must fail both checks (writes and decision), got %q", rec.errors)
-	}
+	assert.Len(t, rec.errors, 2, "a handler that changes its answer must fail both checks (writes and decision)")
 
-	steady := slicetest.New(rec, "gold", handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-		conditions.Accept(rs, "Same", "")
-		return ctrl.Result{}, nil
-	}), slicetest.WithObjects(slice))
+	steady := slicetest.New(rec, "gold", grant, slicetest.WithObjects(slice))
 	rec.errors = nil
 	steady.AssertIdempotent(slice)
-	if len(rec.errors) != 0 {
-		t.Errorf("a steady handler must pass, got %q", rec.errors)
-	}
+	assert.Empty(t, rec.errors, "a steady handler must pass")
 }
 
 func TestStatusWriteErrorsAreConsumedInOrder(t *testing.T) {
 	boom := errors.New("boom")
 	slice := slicetest.NewSlice("s", slicetest.WithClass("gold"))
-	accept := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-		conditions.Accept(rs, "Granted", "")
-		return ctrl.Result{}, nil
-	})
-	h := slicetest.New(t, "gold", accept, slicetest.WithObjects(slice), slicetest.WithStatusWriteErrors(boom, nil))
-	if res := h.Reconcile(slice); !errors.Is(res.Err, boom) || res.Decision != "" {
-		t.Errorf("first write must fail with the injected error: %v, decision %q", res.Err, res.Decision)
-	}
-	if res := h.Reconcile(slice); res.Err != nil || res.Decision != conditions.Accepted {
-		t.Errorf("a nil entry lets the write through: %v, decision %q", res.Err, res.Decision)
-	}
-	if got := len(h.Writes()); got != 2 {
-		t.Errorf("both attempts are recorded as writes: got %d", got)
-	}
-	if got := len(h.Events()); got != 1 {
-		t.Errorf("one decision event: got %d", got)
-	}
+	h := slicetest.New(t, "gold", grant, slicetest.WithObjects(slice), slicetest.WithStatusWriteErrors(boom, nil))
+
+	first := h.Reconcile(slice)
+	assert.ErrorIs(t, first.Err, boom, "the first write fails with the injected error")
+	assert.Empty(t, first.Decision)
+	require.Len(t, first.Writes, 1, "the failed attempt is recorded")
+	assert.ErrorIs(t, first.Writes[0].Err, boom, "the recorded write says it failed")
+	assert.Empty(t, first.Events, "no decision, no event")
+
+	second := h.Reconcile(slice)
+	assert.NoError(t, second.Err, "a nil entry lets the write through")
+	assert.Equal(t, conditions.Accepted, second.Decision)
+	require.Len(t, second.Writes, 1)
+	assert.NoError(t, second.Writes[0].Err, "the API accepted the write")
+	assert.Len(t, second.Events, 1, "one decision event")
+}
+
+// A conflict is a write attempted and refused: Result.Writes counts it, and
+// its Err tells it from an accepted write.
+func TestWriteErrTellsAConflictFromAnAcceptedWrite(t *testing.T) {
+	slice := slicetest.NewSlice("s", slicetest.WithClass("gold"))
+	h := slicetest.New(t, "gold", grant, slicetest.WithObjects(slice), slicetest.WithStatusWriteErrors(slicetest.Conflict()))
+
+	refused := h.Reconcile(slice)
+	require.NoError(t, refused.Err, "a conflict is requeued quietly, not returned")
+	require.Len(t, refused.Writes, 1)
+	w := refused.Writes[0]
+	assert.True(t, apierrors.IsConflict(w.Err), "want a conflict, got %v", w.Err)
+	assert.Equal(t, "patch", w.Verb)
+	assert.Equal(t, "status", w.Subresource)
+	assert.NotEmpty(t, w.Patch, "a refused patch still shows its body")
+
+	accepted := h.Reconcile(slice)
+	require.Len(t, accepted.Writes, 1)
+	assert.NoError(t, accepted.Writes[0].Err)
+	assert.Equal(t, conditions.Accepted, accepted.Decision)
 }
 
 func TestBuilders(t *testing.T) {
 	s := slicetest.NewSlice("s", slicetest.WithClass("gold"), slicetest.WithConsumer("bob"), slicetest.WithRequest("cpu", "2"),
 		slicetest.Decided(conditions.Denied, "Full"))
-	if s.Labels["liqo.io/originID"] != "bob" || string(*s.Spec.ConsumerClusterID) != "bob" || !conditions.IsAuthenticated(s) ||
-		!conditions.IsDenied(s) || s.Spec.Resources.Cpu().Value() != 2 {
-		t.Errorf("builder options not applied: %+v", s)
-	}
+	assert.Equal(t, "bob", s.Labels["liqo.io/originID"])
+	require.NotNil(t, s.Spec.ConsumerClusterID)
+	assert.Equal(t, "bob", string(*s.Spec.ConsumerClusterID))
+	assert.True(t, conditions.IsAuthenticated(s), "authenticated by default")
+	assert.True(t, conditions.IsDenied(s), "Decided applied")
+	assert.Equal(t, int64(2), s.Spec.Resources.Cpu().Value())
+
 	u := slicetest.NewSlice("u", slicetest.Unauthenticated(), slicetest.NotReplicated())
-	if conditions.IsAuthenticated(u) || u.Status.AuthParams != nil || len(u.Labels) != 0 {
-		t.Errorf("Unauthenticated/NotReplicated not applied: %+v", u)
-	}
+	assert.False(t, conditions.IsAuthenticated(u))
+	assert.Nil(t, u.Status.AuthParams)
+	assert.Empty(t, u.Labels)
 }
