@@ -2,20 +2,19 @@ package integration
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,71 +22,47 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
-// cp is the control plane shared by the suite; each test works in its own
-// namespace with its own class names, so tests do not see each other.
-var cp *controlplane.ControlPlane
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	var err error
-	cp, err = controlplane.New()
-	if err != nil {
-		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "integration: skipped:", err)
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "integration:", err)
-		os.Exit(1)
-	}
-	if err := eventsv1.AddToScheme(cp.Scheme); err != nil {
-		fmt.Fprintln(os.Stderr, "integration:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "integration: stopping control plane:", err)
-	}
-	os.Exit(code)
-}
+// pollInterval is how often eventually checks.
+const pollInterval = 50 * time.Millisecond
 
 // namespace creates a namespace for the test.
 func namespace(t *testing.T, name string) string {
 	t.Helper()
-	if err := cp.CreateNamespace(context.Background(), name); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cp.CreateNamespace(context.Background(), name))
 	return name
+}
+
+// managerOptions are the suite's manager options: no metrics or probe
+// listeners, and controllers named after their class may repeat across
+// tests.
+func managerOptions(t *testing.T) manager.Options {
+	return manager.Options{
+		Scheme:                 cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 log.Log.WithName(t.Name()),
+	}
 }
 
 // startManager builds a manager, lets register add controllers, starts it,
 // and returns a function that stops it (also called when the test ends).
 func startManager(t *testing.T, register func(mgr manager.Manager) error) (stop func()) {
 	t.Helper()
-	return startManagerWith(t, manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 log.Log.WithName(t.Name()),
-	}, register)
+	return startManagerWith(t, managerOptions(t), register)
 }
 
 // startManagerWith is startManager with the caller's manager options.
 func startManagerWith(t *testing.T, opts manager.Options, register func(mgr manager.Manager) error) (stop func()) {
 	t.Helper()
 	mgr, err := manager.New(cp.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := register(mgr); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, register(mgr))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -108,51 +83,74 @@ func startManagerWith(t *testing.T, opts manager.Options, register func(mgr mana
 		}
 	}
 	t.Cleanup(stop)
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("manager cache did not sync")
-	}
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "manager cache did not sync")
 	return stop
 }
 
-// create creates the slice and then writes its status with a PUT, as Liqo's
-// replicator would (a create ignores status when there is a status
-// subresource). PUT, not PATCH, so the API server's PATCH counter counts only
-// the controller.
-func create(t *testing.T, rs *authv1beta1.ResourceSlice) {
-	t.Helper()
-	ctx := context.Background()
-	status := rs.Status
-	if err := cp.Client.Create(ctx, rs); err != nil {
-		t.Fatalf("creating %s/%s: %v", rs.Namespace, rs.Name, err)
-	}
-	if len(status.Conditions) == 0 && status.AuthParams == nil {
-		return
-	}
-	rs.Status = status
-	if err := cp.Client.Status().Update(ctx, rs); err != nil {
-		t.Fatalf("setting status of %s/%s: %v", rs.Namespace, rs.Name, err)
+// accept returns a handler that grants what is asked with reason, counting
+// calls in c (may be nil).
+func accept(reason string, c *calls) handler.Func {
+	return func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		if c != nil {
+			c.inc(rs.Name)
+		}
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, reason, "granted by "+reason)
+		return ctrl.Result{}, nil
 	}
 }
 
+// sliceIn builds a slice of class in namespace ns requesting one CPU, as
+// Liqo leaves it once authenticated; opts change it.
+func sliceIn(ns, name, class string, opts ...slicetest.SliceOption) *authv1beta1.ResourceSlice {
+	base := []slicetest.SliceOption{slicetest.WithNamespace(ns), slicetest.WithClass(class), slicetest.WithRequest(corev1.ResourceCPU, "1")}
+	return slicetest.NewSlice(name, append(base, opts...)...)
+}
+
+// fastBackoff makes retries quick enough for a test to see several.
+func fastBackoff() resourceslice.Option {
+	return resourceslice.WithRetryBackoff(10*time.Millisecond, 200*time.Millisecond)
+}
+
+// create creates the slice as Liqo would (slicetest.CreateAsLiqo): the
+// object, then its status with a PUT, so that the API server's PATCH counter
+// counts only the controller.
+func create(t *testing.T, rs *authv1beta1.ResourceSlice) {
+	t.Helper()
+	require.NoError(t, slicetest.CreateAsLiqo(context.Background(), cp.Client, rs))
+}
+
+// get reads the slice from the API server.
 func get(t *testing.T, ns, name string) *authv1beta1.ResourceSlice {
 	t.Helper()
 	var rs authv1beta1.ResourceSlice
-	if err := cp.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
-		t.Fatalf("getting %s/%s: %v", ns, name, err)
-	}
+	require.NoError(t, cp.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &rs))
 	return &rs
 }
 
-// eventually polls cond every 50ms until it holds or timeout passes.
+// waitForDecision waits up to timeout for the slice's decision
+// (slicetest.WaitForDecision) and returns the decided slice.
+func waitForDecision(t *testing.T, timeout time.Duration, ns, name string) *authv1beta1.ResourceSlice {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rs, err := slicetest.WaitForDecision(ctx, cp.Client, types.NamespacedName{Namespace: ns, Name: name})
+	require.NoError(t, err)
+	return rs
+}
+
+// eventually checks cond every pollInterval until it holds, and fails the
+// test if it still does not after timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }
 
+// decided reports whether every named slice has a decision.
 func decided(ns string, names ...string) func() bool {
 	return func() bool {
 		for _, n := range names {
@@ -170,9 +168,7 @@ func decided(ns string, names ...string) func() bool {
 func statusPatches(t *testing.T) int {
 	t.Helper()
 	n, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -180,9 +176,7 @@ func statusPatches(t *testing.T) int {
 func eventsFor(t *testing.T, ns, name string) []eventsv1.Event {
 	t.Helper()
 	var list eventsv1.EventList
-	if err := cp.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cp.Client.List(context.Background(), &list, client.InNamespace(ns)))
 	var out []eventsv1.Event
 	for _, e := range list.Items {
 		if e.Regarding.Name == name {
@@ -192,6 +186,7 @@ func eventsFor(t *testing.T, ns, name string) []eventsv1.Event {
 	return out
 }
 
+// hasEvent reports whether the named slice has an event with reason.
 func hasEvent(t *testing.T, ns, name, reason string) func() bool {
 	return func() bool {
 		for _, e := range eventsFor(t, ns, name) {

@@ -1,10 +1,11 @@
 package integration
 
 import (
-	"strings"
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -18,28 +19,19 @@ import (
 // AddToManager's setup errors, on a real manager.
 func TestAddToManagerSetup(t *testing.T) {
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	mgr, err := manager.New(cp.Config, manager.Options{
 		Scheme:                 scheme, // no Liqo types: AddToManager adds them
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h := accept("Granted", nil)
-	if err := resourceslice.AddToManager(mgr, "setup-gold", h); err != nil {
-		t.Fatalf("first class: %v", err)
-	}
-	if !scheme.Recognizes(authv1beta1.GroupVersion.WithKind("ResourceSlice")) || !scheme.Recognizes(authv1beta1.GroupVersion.WithKind("Tenant")) {
-		t.Error("Liqo's types must be added to a scheme that lacks them")
-	}
-	if err := resourceslice.AddToManager(mgr, "setup-silver", h); err != nil {
-		t.Errorf("a second class in the same manager: %v", err)
-	}
+	require.NoError(t, resourceslice.AddToManager(mgr, "setup-gold", h), "first class")
+	assert.True(t, scheme.Recognizes(authv1beta1.GroupVersion.WithKind("ResourceSlice")), "Liqo's types must be added to a scheme that lacks them")
+	assert.True(t, scheme.Recognizes(authv1beta1.GroupVersion.WithKind("Tenant")), "Liqo's types must be added to a scheme that lacks them")
+	assert.NoError(t, resourceslice.AddToManager(mgr, "setup-silver", h), "a second class in the same manager")
 	cases := map[string]struct {
 		class string
 		h     any
@@ -59,9 +51,9 @@ func TestAddToManagerSetup(t *testing.T) {
 			} else {
 				err = resourceslice.AddToManager(mgr, tc.class, h)
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `"`+tc.class+`"`) {
-				t.Errorf("want an error saying %q and naming class %q, got %v", tc.want, tc.class, err)
-			}
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+			assert.ErrorContains(t, err, `"`+tc.class+`"`, "the error names the class")
 		})
 	}
 }

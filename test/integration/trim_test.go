@@ -4,10 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -17,25 +15,18 @@ import (
 // controller erase those fields on the server.
 func TestTrimmedCacheKeepsServerFields(t *testing.T) {
 	ns := namespace(t, "trim")
-	rs := sliceIn(ns, "t", "trim")
-	create(t, rs)
+	create(t, sliceIn(ns, "t", "trim"))
 
-	opts := manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	}
+	opts := managerOptions(t)
 	resourceslice.TrimCache(&opts.Cache)
 	startManagerWith(t, opts, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "trim", accept("Granted", nil))
 	})
-	eventually(t, 30*time.Second, "decision", decided(ns, "t"))
-	got := get(t, ns, "t")
-	if !conditions.IsAccepted(got) || string(got.Spec.CSR) != "csr" || got.Status.AuthParams == nil || string(got.Status.AuthParams.SignedCRT) != "crt" {
-		t.Errorf("trimmed fields were erased on the server: csr %q authParams %+v", got.Spec.CSR, got.Status.AuthParams)
+	got := waitForDecision(t, 30*time.Second, ns, "t")
+	assert.True(t, conditions.IsAccepted(got))
+	assert.Equal(t, "csr", string(got.Spec.CSR), "the trimmed csr was erased on the server")
+	if assert.NotNil(t, got.Status.AuthParams, "the trimmed authParams were erased on the server") {
+		assert.Equal(t, "crt", string(got.Status.AuthParams.SignedCRT))
 	}
-	if len(got.ManagedFields) == 0 {
-		t.Error("the server's managedFields must be untouched")
-	}
+	assert.NotEmpty(t, got.ManagedFields, "the server's managedFields must be untouched")
 }

@@ -1,0 +1,80 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// Two served classes, an unserved class, "" and "default": each served class
+// decides its own slices; the others are never written.
+func TestClassesAreIsolated(t *testing.T) {
+	ns := namespace(t, "isolation")
+	startManager(t, func(mgr manager.Manager) error {
+		if err := resourceslice.AddToManager(mgr, "iso-gold", accept("GoldPolicy", nil)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "iso-silver", accept("SilverPolicy", nil))
+	})
+	for _, rs := range []*authv1beta1.ResourceSlice{
+		sliceIn(ns, "g", "iso-gold"), sliceIn(ns, "s", "iso-silver"), sliceIn(ns, "b", "iso-bronze"),
+		sliceIn(ns, "none", ""), sliceIn(ns, "def", "default"),
+	} {
+		create(t, rs)
+	}
+	before := map[string]string{}
+	for _, n := range []string{"b", "none", "def"} {
+		before[n] = get(t, ns, n).ResourceVersion
+	}
+	gold := waitForDecision(t, 30*time.Second, ns, "g")
+	silver := waitForDecision(t, 30*time.Second, ns, "s")
+	assert.Equal(t, "GoldPolicy", conditions.Get(gold, conditions.Resources).Reason, "gold slice decided by the wrong class")
+	assert.Equal(t, "SilverPolicy", conditions.Get(silver, conditions.Resources).Reason, "silver slice decided by the wrong class")
+
+	consistently(t, time.Second, "slices of unserved classes stay unwritten", func() bool {
+		for n, rv := range before {
+			if got := get(t, ns, n); got.ResourceVersion != rv || conditions.Get(got, conditions.Resources) != nil {
+				t.Logf("slice %s of an unserved class was written: rv %s→%s, conditions %+v", n, rv, got.ResourceVersion, got.Status.Conditions)
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A slice moved from class A to B: B decides, A never touches it again.
+func TestClassMove(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "move")
+	var ca, cb calls
+	startManager(t, func(mgr manager.Manager) error {
+		if err := resourceslice.AddToManager(mgr, "move-a", accept("PolicyA", &ca)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "move-b", accept("PolicyB", &cb))
+	})
+	create(t, sliceIn(ns, "m", "move-a"))
+	waitForDecision(t, 30*time.Second, ns, "m")
+	callsByA := ca.get("m")
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rs := get(t, ns, "m")
+		rs.Spec.Class = "move-b"
+		return cp.Client.Update(ctx, rs)
+	}))
+	eventually(t, 30*time.Second, "decided by B", func() bool {
+		c := conditions.Get(get(t, ns, "m"), conditions.Resources)
+		return c != nil && c.Reason == "PolicyB"
+	})
+	consistently(t, time.Second, "class A leaves the moved slice alone", func() bool {
+		return ca.get("m") == callsByA
+	})
+}

@@ -1,0 +1,52 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// Restart: a new manager finds every slice decided and writes nothing.
+func TestRestart(t *testing.T) {
+	const n = 20
+	ns := namespace(t, "restart")
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("r-%02d", i)
+		names = append(names, name)
+		create(t, sliceIn(ns, name, "restart"))
+	}
+	stop := startManager(t, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "restart", accept("Granted", nil))
+	})
+	eventually(t, 30*time.Second, "all decided", decided(ns, names...))
+	stop()
+
+	type snap struct{ rv, ltt string }
+	before := map[string]snap{}
+	for _, name := range names {
+		rs := get(t, ns, name)
+		before[name] = snap{rs.ResourceVersion, conditions.Get(rs, conditions.Resources).LastTransitionTime.String()}
+	}
+	patches := statusPatches(t)
+
+	var c calls
+	startManager(t, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "restart", accept("Granted", &c))
+	})
+	eventually(t, 30*time.Second, "the new manager re-evaluated every slice", func() bool { return c.total.Load() >= n })
+	consistently(t, time.Second, "the restarted manager writes no status", func() bool {
+		return statusPatches(t) == patches
+	})
+	for _, name := range names {
+		rs := get(t, ns, name)
+		got := snap{rs.ResourceVersion, conditions.Get(rs, conditions.Resources).LastTransitionTime.String()}
+		assert.Equal(t, before[name], got, "%s changed on restart", name)
+	}
+}
