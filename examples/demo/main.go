@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -147,37 +146,44 @@ func run(progress, out io.Writer) error {
 
 	say("consumer creates %d slices (Liqo has authenticated all but gold-late)", len(exps)+len(pooled)+1)
 	for _, e := range append(exps, late) {
-		if err := create(ctx, c, e.slice); err != nil {
+		if err := slicetest.CreateAsLiqo(ctx, c, e.slice); err != nil {
 			return err
 		}
 	}
 	// Pool slices arrive one after the other, as a consumer asking for more.
 	for _, e := range pooled {
-		if err := create(ctx, c, e.slice); err != nil {
+		if err := slicetest.CreateAsLiqo(ctx, c, e.slice); err != nil {
 			return err
 		}
 		if _, err := waitDecided(ctx, c, e.slice); err != nil {
 			return err
 		}
 	}
-	time.Sleep(time.Second)
+
+	var failures []string
+	say("gold-late waits for Liqo's authentication")
+	early, err := waitUndecided(ctx, c, late.slice, time.Second)
+	if err != nil {
+		return err
+	}
+	if conditions.IsDecided(early) {
+		failures = append(failures, "gold-late: decided before Liqo authenticated it")
+	}
 	say("Liqo authenticates gold-late")
-	if err := authenticate(ctx, c, late.slice); err != nil {
+	if err := slicetest.Authenticate(ctx, c, key(late.slice)); err != nil {
 		return err
 	}
 
 	all := append(append(exps, pooled...), late)
-	var failures []string
 	rows := make([]row, 0, len(all))
 	for _, e := range all {
 		var got *authv1beta1.ResourceSlice
 		if e.decision == "" {
-			time.Sleep(500 * time.Millisecond)
-			got = &authv1beta1.ResourceSlice{}
-			if err := c.Get(ctx, key(e.slice), got); err != nil {
-				return err
-			}
-		} else if got, err = waitDecided(ctx, c, e.slice); err != nil {
+			got, err = waitUndecided(ctx, c, e.slice, 500*time.Millisecond)
+		} else {
+			got, err = waitDecided(ctx, c, e.slice)
+		}
+		if err != nil {
 			return err
 		}
 		r := toRow(got, e.note)
@@ -202,46 +208,24 @@ func key(rs *authv1beta1.ResourceSlice) types.NamespacedName {
 	return types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
 }
 
-// create creates the slice, then writes the status Liqo would have set
-// (a create ignores status on a resource with a status subresource).
-func create(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) error {
-	status := rs.Status
-	if err := c.Create(ctx, rs); err != nil {
-		return fmt.Errorf("creating slice %s: %w", rs.Name, err)
-	}
-	if len(status.Conditions) == 0 {
-		return nil
-	}
-	rs.Status = status
-	if err := c.Status().Update(ctx, rs); err != nil {
-		return fmt.Errorf("authenticating slice %s: %w", rs.Name, err)
-	}
-	return nil
+// waitDecided waits for the slice's decision, for at most timeout.
+func waitDecided(ctx context.Context, c client.Reader, rs *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return slicetest.WaitForDecision(ctx, c, key(rs))
 }
 
-func authenticate(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) error {
-	var cur authv1beta1.ResourceSlice
-	if err := c.Get(ctx, key(rs), &cur); err != nil {
-		return err
+// waitUndecided gives a slice that must wait (no controller serves its class,
+// or Liqo has not authenticated it) d to be decided anyway, and returns it as
+// last read: the caller checks it is still undecided.
+func waitUndecided(ctx context.Context, c client.Reader, rs *authv1beta1.ResourceSlice, d time.Duration) (*authv1beta1.ResourceSlice, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	got, err := slicetest.WaitForDecision(ctx, c, key(rs))
+	if err != nil && (!errors.Is(err, context.DeadlineExceeded) || got == nil) {
+		return nil, err
 	}
-	authed := slicetest.NewSlice(rs.Name)
-	cur.Status.AuthParams = authed.Status.AuthParams
-	conditions.Set(&cur, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ResourceSlice authentication accepted")
-	return c.Status().Update(ctx, &cur)
-}
-
-func waitDecided(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, error) {
-	var got authv1beta1.ResourceSlice
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, key(rs), &got); err != nil {
-			return false, err
-		}
-		return conditions.IsDecided(&got), nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("slice %s got no decision: %w", rs.Name, err)
-	}
-	return &got, nil
+	return got, nil
 }
 
 type row struct {

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"io"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -17,12 +19,8 @@ func TestDemo(t *testing.T) {
 		controlplane.Start(t) // skips or fails with the standard message
 	}
 	var out bytes.Buffer
-	if err := run(io.Discard, &out); err != nil {
-		t.Fatalf("demo: %v\n%s", err, out.String())
-	}
+	require.NoError(t, run(io.Discard, &out), out.String())
 	for _, want := range []string{"ResourcesCapped", "TenantDrained", "PoolExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out.String())
-		}
+		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
 }
