@@ -5,19 +5,24 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sliceclass/sliceclass/conditions"
 )
 
 func TestNilSafe(t *testing.T) {
-	if conditions.Get(nil, conditions.Resources) != nil || conditions.Accept(nil, "r", "m") || conditions.Deny(nil, "r", "m") ||
-		conditions.IsAccepted(nil) || conditions.IsDenied(nil) || conditions.IsAuthenticated(nil) || conditions.IsDecided(nil) {
-		t.Error("helpers must treat a nil slice as having no conditions and change nothing")
-	}
-	if !conditions.Equal(nil, nil) || conditions.Equal(nil, &authv1beta1.ResourceSliceCondition{}) {
-		t.Error("Equal: two nils are equal, nil and non-nil are not")
-	}
+	// A nil slice has no conditions, and setting one changes nothing.
+	assert.Nil(t, conditions.Get(nil, conditions.Resources))
+	assert.False(t, conditions.Accept(nil, "r", "m"))
+	assert.False(t, conditions.Deny(nil, "r", "m"))
+	assert.False(t, conditions.IsAccepted(nil))
+	assert.False(t, conditions.IsDenied(nil))
+	assert.False(t, conditions.IsAuthenticated(nil))
+	assert.False(t, conditions.IsDecided(nil))
+	assert.True(t, conditions.Equal(nil, nil), "two nils are equal")
+	assert.False(t, conditions.Equal(nil, &authv1beta1.ResourceSliceCondition{}), "nil and non-nil are not")
 }
 
 func TestSet(t *testing.T) {
@@ -64,21 +69,15 @@ func TestSet(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			changed := tc.set(tc.rs)
-			if changed != tc.wantChanged {
-				t.Errorf("%s\nchanged: want %v, got %v", tc.reason, tc.wantChanged, changed)
-			}
+			assert.Equal(t, tc.wantChanged, changed, "%s\nchanged", tc.reason)
 			c := conditions.Get(tc.rs, conditions.Resources)
-			if c == nil || c.Status != tc.wantStatus {
-				t.Fatalf("%s\nResources condition: want status %q, got %+v", tc.reason, tc.wantStatus, c)
-			}
-			if moved := !c.LastTransitionTime.Equal(&past); moved != tc.wantMoved {
-				t.Errorf("%s\nLastTransitionTime moved: want %v, got %v (%s)", tc.reason, tc.wantMoved, moved, c.LastTransitionTime)
-			}
-			if c.LastTransitionTime.Nanosecond() != 0 {
-				t.Errorf("%s\nLastTransitionTime %s is not whole seconds", tc.reason, c.LastTransitionTime.Time)
-			}
-			if a := conditions.Get(tc.rs, conditions.Authentication); a != nil && !a.LastTransitionTime.Equal(&past) {
-				t.Errorf("%s\nthe Authentication condition was touched", tc.reason)
+			require.NotNil(t, c, tc.reason)
+			assert.Equal(t, tc.wantStatus, c.Status, tc.reason)
+			moved := !c.LastTransitionTime.Equal(&past)
+			assert.Equal(t, tc.wantMoved, moved, "%s\nLastTransitionTime moved (%s)", tc.reason, c.LastTransitionTime)
+			assert.Zero(t, c.LastTransitionTime.Nanosecond(), "%s\nLastTransitionTime %s is not whole seconds", tc.reason, c.LastTransitionTime.Time)
+			if a := conditions.Get(tc.rs, conditions.Authentication); a != nil {
+				assert.True(t, a.LastTransitionTime.Equal(&past), "%s\nthe Authentication condition was touched", tc.reason)
 			}
 		})
 	}
@@ -86,32 +85,27 @@ func TestSet(t *testing.T) {
 
 func TestPredicates(t *testing.T) {
 	rs := &authv1beta1.ResourceSlice{}
-	if conditions.IsAuthenticated(rs) || conditions.IsDecided(rs) {
-		t.Fatal("an empty slice is neither authenticated nor decided")
-	}
+	require.False(t, conditions.IsAuthenticated(rs), "an empty slice is not authenticated")
+	require.False(t, conditions.IsDecided(rs), "an empty slice is not decided")
+
 	conditions.Set(rs, conditions.Authentication, conditions.Accepted, "ok", "")
 	conditions.Deny(rs, "Full", "")
-	if !conditions.IsAuthenticated(rs) || !conditions.IsDenied(rs) || conditions.IsAccepted(rs) || !conditions.IsDecided(rs) {
-		t.Errorf("after auth accepted and resources denied: %+v", rs.Status.Conditions)
-	}
+	assert.True(t, conditions.IsAuthenticated(rs), "after auth accepted: %+v", rs.Status.Conditions)
+	assert.True(t, conditions.IsDenied(rs), "after deny: %+v", rs.Status.Conditions)
+	assert.False(t, conditions.IsAccepted(rs), "after deny: %+v", rs.Status.Conditions)
+	assert.True(t, conditions.IsDecided(rs), "after deny: %+v", rs.Status.Conditions)
+
 	conditions.Accept(rs, "Granted", "")
-	if !conditions.IsAccepted(rs) || conditions.IsDenied(rs) {
-		t.Errorf("after accept: %+v", rs.Status.Conditions)
-	}
-	if n := len(rs.Status.Conditions); n != 2 {
-		t.Errorf("want 2 conditions (one per type), got %d", n)
-	}
+	assert.True(t, conditions.IsAccepted(rs), "after accept: %+v", rs.Status.Conditions)
+	assert.False(t, conditions.IsDenied(rs), "after accept: %+v", rs.Status.Conditions)
+	assert.Len(t, rs.Status.Conditions, 2, "one condition per type")
 }
 
 func TestEqualIgnoresTime(t *testing.T) {
 	a := authv1beta1.ResourceSliceCondition{Type: conditions.Resources, Status: conditions.Accepted, Reason: "r", LastTransitionTime: metav1.Now()}
 	b := a
 	b.LastTransitionTime = metav1.NewTime(a.LastTransitionTime.Add(time.Hour))
-	if !conditions.Equal(&a, &b) {
-		t.Error("conditions differing only in time must be Equal")
-	}
+	assert.True(t, conditions.Equal(&a, &b), "conditions differing only in time must be Equal")
 	b.Message = "other"
-	if conditions.Equal(&a, &b) {
-		t.Error("conditions with different messages must not be Equal")
-	}
+	assert.False(t, conditions.Equal(&a, &b), "conditions with different messages must not be Equal")
 }

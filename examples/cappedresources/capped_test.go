@@ -3,7 +3,11 @@ package cappedresources_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -14,13 +18,9 @@ import (
 
 func TestPolicy(t *testing.T) {
 	caps, err := cappedresources.ParseCaps("cpu=4,memory=8Gi")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p, err := cappedresources.New(caps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cases := map[string]struct {
 		reason       string
 		req          []slicetest.SliceOption
@@ -62,36 +62,39 @@ func TestPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := slicetest.NewSlice("s", append([]slicetest.SliceOption{slicetest.WithClass("gold")}, tc.req...)...)
 			res := slicetest.Run(t, "gold", p, s)
-			if res.Err != nil {
-				t.Fatalf("%s\n%v", tc.reason, res.Err)
-			}
-			if res.Decision != tc.wantDecision || res.Reason != tc.wantReason {
-				t.Errorf("%s\nwant %s/%s, got %s/%s (%s)", tc.reason, tc.wantDecision, tc.wantReason, res.Decision, res.Reason, res.Message)
-			}
-			if len(res.Resources) != len(tc.want) {
-				t.Errorf("%s\ngranted %v, want %v", tc.reason, res.Resources, tc.want)
-			}
-			for name, q := range tc.want {
-				got := res.Resources[name]
-				if got.Cmp(resource.MustParse(q)) != 0 {
-					t.Errorf("%s\n%s: want %s, got %s", tc.reason, name, q, got.String())
-				}
+			require.NoError(t, res.Err, tc.reason)
+			assert.Equal(t, tc.wantDecision, res.Decision, "%s (%s)", tc.reason, res.Message)
+			assert.Equal(t, tc.wantReason, res.Reason, "%s (%s)", tc.reason, res.Message)
+			if diff := cmp.Diff(list(tc.want), res.Resources, cmpopts.EquateEmpty(), quantityByValue); diff != "" {
+				t.Errorf("%s\ngranted (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
 }
 
+// quantityByValue compares quantities by value: 1Gi equals 1073741824.
+var quantityByValue = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+// list parses the quantities of a test case.
+func list(m map[corev1.ResourceName]string) corev1.ResourceList {
+	rl := corev1.ResourceList{}
+	for name, q := range m {
+		rl[name] = resource.MustParse(q)
+	}
+	return rl
+}
+
 func TestParseCaps(t *testing.T) {
 	good, err := cappedresources.ParseCaps(" cpu=4, memory=8Gi ,pods=110")
-	if err != nil || len(good) != 3 || good.Pods().Value() != 110 {
-		t.Errorf("good caps: %v %v", good, err)
+	require.NoError(t, err)
+	want := list(map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi", "pods": "110"})
+	if diff := cmp.Diff(want, good, quantityByValue); diff != "" {
+		t.Errorf("good caps (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{"cpu", "cpu=", "=4", "cpu=four", "cpu=-1", "cpu=1,cpu=2"} {
-		if _, err := cappedresources.ParseCaps(bad); err == nil {
-			t.Errorf("ParseCaps(%q): want an error", bad)
-		}
+		_, err := cappedresources.ParseCaps(bad)
+		assert.Error(t, err, "ParseCaps(%q)", bad)
 	}
-	if _, err := cappedresources.New(corev1.ResourceList{"cpu": resource.MustParse("-1")}); err == nil {
-		t.Error("New with a negative cap: want an error")
-	}
+	_, err = cappedresources.New(corev1.ResourceList{"cpu": resource.MustParse("-1")})
+	assert.Error(t, err, "New with a negative cap")
 }

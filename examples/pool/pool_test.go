@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,9 +38,7 @@ func newHarness(t *testing.T, objs ...client.Object) *slicetest.Harness {
 	l := &lazy{}
 	hs := slicetest.New(t, class, l, slicetest.WithObjects(objs...))
 	p, err := pool.New(hs.Client, class, corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	l.p = p
 	return hs
 }
@@ -70,12 +70,9 @@ func TestPool(t *testing.T) {
 			s := slicetest.NewSlice("new", opts...)
 			hs := newHarness(t, append([]client.Object{s}, tc.others...)...)
 			res := hs.Reconcile(s)
-			if res.Err != nil {
-				t.Fatal(res.Err)
-			}
-			if res.Decision != tc.wantStatus || res.Reason != tc.wantReason {
-				t.Errorf("%s\nwant %s/%s, got %s/%s (%s)", tc.reason, tc.wantStatus, tc.wantReason, res.Decision, res.Reason, res.Message)
-			}
+			require.NoError(t, res.Err, tc.reason)
+			assert.Equal(t, tc.wantStatus, res.Decision, "%s (%s)", tc.reason, res.Message)
+			assert.Equal(t, tc.wantReason, res.Reason, "%s (%s)", tc.reason, res.Message)
 			hs.AssertIdempotent(s)
 		})
 	}
@@ -85,13 +82,9 @@ func TestDeletedSliceReleasesItsShare(t *testing.T) {
 	a := holding("a", "8")
 	s := slicetest.NewSlice("new", slicetest.WithClass(class), slicetest.WithRequest("cpu", "4"))
 	hs := newHarness(t, a, s)
-	if res := hs.Reconcile(s); res.Decision != conditions.Denied {
-		t.Fatalf("pool full: want Denied, got %s", res.Decision)
-	}
-	if err := hs.Client.Delete(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
-	if res := hs.Reconcile(s); res.Decision != conditions.Accepted {
-		t.Errorf("after the holder is deleted: want Accepted, got %s (%s)", res.Decision, res.Message)
-	}
+	full := hs.Reconcile(s)
+	require.Equal(t, conditions.Denied, full.Decision, "pool full (%s)", full.Message)
+	require.NoError(t, hs.Client.Delete(context.Background(), a))
+	freed := hs.Reconcile(s)
+	assert.Equal(t, conditions.Accepted, freed.Decision, "after the holder is deleted (%s)", freed.Message)
 }
