@@ -1,0 +1,95 @@
+package budget_test
+
+import (
+	"context"
+	"fmt"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// A budget over CPU only: memory is not limited until SetTotal names it.
+func ExampleNew() {
+	b, err := budget.New("cpu-pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
+	if err != nil {
+		panic(err)
+	}
+	show := func() {
+		free := b.Free()
+		cpu, mem := free[corev1.ResourceCPU], free[corev1.ResourceMemory]
+		fmt.Printf("cpu %s, memory %s\n", cpu.String(), mem.String())
+	}
+	show()
+
+	// Grown at run time, e.g. from the nodes' capacity.
+	if err := b.SetTotal(corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("96"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+	}); err != nil {
+		panic(err)
+	}
+	show()
+
+	// A negative total is refused; the old one is kept.
+	fmt.Println(b.SetTotal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}))
+	show()
+	// Output:
+	// cpu 64, memory 0
+	// cpu 96, memory 256Gi
+	// budget "cpu-pool": negative quantity in total: cpu=-1
+	// cpu 96, memory 256Gi
+}
+
+// Two classes in one manager draw from one budget: gold and silver together
+// never hold more than 64 CPU, whatever their handlers offer. setup is what
+// a program calls with its manager, before mgr.Start.
+func Example_sharedByTwoClasses() {
+	setup := func(mgr manager.Manager) error {
+		pool, err := budget.New("cpu-pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
+		if err != nil {
+			return err
+		}
+		// gold gets what it asks for, while the pool lasts.
+		gold := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+			conditions.Accept(rs, "Granted", "granted as requested")
+			return ctrl.Result{}, nil
+		})
+		// silver gets at most 8 CPU per slice, from the same pool.
+		silverCap := resource.MustParse("8")
+		silver := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+			if cpu, ok := rs.Status.Resources[corev1.ResourceCPU]; ok && cpu.Cmp(silverCap) > 0 {
+				rs.Status.Resources[corev1.ResourceCPU] = silverCap.DeepCopy()
+			}
+			conditions.Accept(rs, "Granted", "granted up to 8 CPU")
+			return ctrl.Result{}, nil
+		})
+		// An acceptance that does not fit what the pool has free is written
+		// Denied with reason budget.ReasonExhausted, and re-admitted, oldest
+		// first, when capacity frees.
+		if err := resourceslice.AddToManager(mgr, "gold", gold, resourceslice.WithBudget(pool)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "silver", silver, resourceslice.WithBudget(pool))
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if err := setup(mgr); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}
