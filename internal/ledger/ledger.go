@@ -227,11 +227,11 @@ func (l *Ledger) Admit(h Holder, created time.Time, offer corev1.ResourceList, a
 	short, ahead := l.fitLocked(h, x, created, offer)
 	if len(short) == 0 {
 		delete(l.waiting, h)
-		x.pending, x.inFlight = limited(offer, l.total), true
+		x.pending, x.inFlight = offer.DeepCopy(), true
 		l.mu.Unlock()
 		return true, ""
 	}
-	l.waiting[h] = waiter{Holder: h, created: created, offer: limited(offer, l.total)}
+	l.waiting[h] = waiter{Holder: h, created: created, offer: offer.DeepCopy()}
 	x.pending, x.inFlight = nil, true
 	var wake func()
 	if ahead > 0 {
@@ -268,15 +268,18 @@ func (l *Ledger) Check(h Holder, created time.Time, offer corev1.ResourceList, a
 // owed (best-effort FIFO). ahead counts those older slices.
 func (l *Ledger) fitLocked(h Holder, x *holding, created time.Time, offer corev1.ResourceList) ([]string, int) {
 	used := l.usedLocked()
-	// What h holds now does not count against it.
+	// What h holds now does not count against it; but an older waiter can
+	// only be owed what is really free, not h's own holding.
 	mine := maxList(x.committed, x.pending, x.inFlight)
 	free := l.freeExcluding(used, mine)
+	really := l.freeExcluding(used, nil)
 	ahead := 0
 	for _, w := range l.orderedWaiters() {
 		if w.Holder == h || !older(w, h, created) {
 			continue
 		}
-		if fits(w.offer, free, nil) {
+		if fits(w.offer, really, nil) {
+			subtract(really, w.offer)
 			subtract(free, w.offer)
 			ahead++
 		}
@@ -475,17 +478,6 @@ func maxList(committed, pending corev1.ResourceList, inFlight bool) corev1.Resou
 	}
 	for n, q := range pending {
 		if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
-			out[n] = q.DeepCopy()
-		}
-	}
-	return out
-}
-
-// limited keeps the resources the budget limits.
-func limited(offer, total corev1.ResourceList) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for n, q := range offer {
-		if _, ok := total[n]; ok {
 			out[n] = q.DeepCopy()
 		}
 	}
