@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +24,118 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
+
+// memoryPhase creates the largest of the -mem-n counts of realistic,
+// decided slices, measures a manager caching each count, untrimmed and
+// trimmed, each in a fresh child process, and adds the heap, RSS and bytes
+// per cached slice to t.
+func memoryPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
+	counts, err := parseCounts(f.memN)
+	if err != nil {
+		return err
+	}
+	largest := slices.Max(counts)
+	say("memory: creating %d realistic slices...", largest)
+	if err := cp.CreateNamespace(ctx, "mem"); err != nil {
+		return err
+	}
+	if err := createMany(ctx, cp.Client, "mem", largest, func(int) string { return "mem" }, true); err != nil {
+		return err
+	}
+	cfgFile, err := writeConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(cfgFile) }()
+	empty := map[bool]memResult{}
+	for _, trim := range []bool{false, true} {
+		if empty[trim], err = child(cfgFile, 0, trim); err != nil {
+			return err
+		}
+	}
+	perSlice := map[int]map[bool]float64{}
+	for _, c := range counts {
+		perSlice[c] = map[bool]float64{}
+		for _, trim := range []bool{false, true} {
+			say("memory: %d cached slices, trim=%v...", c, trim)
+			m, err := child(cfgFile, c, trim)
+			if err != nil {
+				return err
+			}
+			per := (float64(m.HeapInuse) - float64(empty[trim].HeapInuse)) / float64(m.Slices)
+			perSlice[c][trim] = per
+			label := "untrimmed"
+			if trim {
+				label = "trimmed"
+			}
+			t.add(fmt.Sprintf("heap / RSS, %d slices cached, %s", c, label), fmt.Sprintf("%s / %s", mib(m.HeapInuse), mib(m.RSS)), "", "")
+			t.add(fmt.Sprintf("bytes per cached slice, %d, %s", c, label), fmt.Sprintf("%.0f", per), "", "")
+		}
+		cut := 1 - perSlice[c][true]/perSlice[c][false]
+		target, ok := "", ""
+		if c == largest {
+			target, ok = "≥ 30%", okStr(cut >= 0.3)
+		}
+		t.add(fmt.Sprintf("trimming cuts bytes/slice at %d by", c), fmt.Sprintf("%.0f%%", cut*100), target, ok)
+	}
+	return nil
+}
+
+type memResult struct {
+	HeapInuse uint64 `json:"heapInuse"`
+	RSS       uint64 `json:"rss"`
+	Slices    int    `json:"slices"`
+}
+
+type savedConfig struct {
+	Host                      string
+	CAData, CertData, KeyData []byte
+}
+
+func writeConfig(cfg *rest.Config) (string, error) {
+	f, err := os.CreateTemp("", "sliceclass-bench-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	return f.Name(), json.NewEncoder(f).Encode(savedConfig{Host: cfg.Host, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData})
+}
+
+// child re-runs this binary to measure one memory configuration in a fresh
+// process.
+func child(cfgFile string, n int, trim bool) (memResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return memResult{}, err
+	}
+	cmd := exec.Command(self, "-mem-child", strconv.Itoa(n), "-trim="+strconv.FormatBool(trim), "-config", cfgFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return memResult{}, fmt.Errorf("memory child (n=%d trim=%v): %w", n, trim, err)
+	}
+	var m memResult
+	if err := json.Unmarshal(out, &m); err != nil {
+		return memResult{}, fmt.Errorf("memory child output %q: %w", out, err)
+	}
+	return m, nil
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-mem-n: %q is not a positive count", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // memChild runs a manager serving class "mem" whose cache holds the first
 // f.memChild slices of namespace "mem" (selected by their bucket label), lets

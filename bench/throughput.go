@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+// series holds, per round, one variant's decisions/s and this process's CPU
+// per decision (µs).
+type series struct{ rate, cpu []float64 }
+
+func (s *series) record(rate float64, cpu time.Duration) {
+	s.rate, s.cpu = append(s.rate, rate), append(s.cpu, micros(cpu))
+}
+
+// throughputPhase runs f.rounds rounds of a backlog decided by our
+// controllers and by the plain-client baselines, interleaved so that the
+// growing etcd and the machine's drift hit every variant alike, and adds
+// the medians, the ratios and the write counts to t.
+func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
+	perClass, concurrency := f.perClass(), f.concurrency()
+	var ours, quiet, plain, informer, same, single series
+	var took, synced time.Duration
+	var perDecision float64
+	var idle int
+	for round := range f.rounds {
+		say("round %d/%d: backlog of %d slices over %d classes, our controllers...", round+1, f.rounds, f.n, f.k)
+		res, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("r%d", round), true, round == 0 && f.cpuProfile != "")
+		if err != nil {
+			return err
+		}
+		ours.record(res.rate, res.cpu)
+		if round == 0 {
+			took, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
+		}
+		say("round %d/%d: ours %.0f/s; the same with events discarded...", round+1, f.rounds, res.rate)
+		q, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("q%d", round), false, false)
+		if err != nil {
+			return err
+		}
+		quiet.record(q.rate, q.cpu)
+		for _, b := range []struct {
+			name string
+			s    *series
+			v    variant
+		}{
+			{"plain", &plain, variant{}},
+			{"informer", &informer, variant{informer: true}},
+			{"same-work", &same, variant{informer: true, events: true}},
+		} {
+			say("round %d/%d: plain client (%s), %d writers...", round+1, f.rounds, b.name, concurrency)
+			r, cpu, err := baseline(ctx, cp, f.n, fmt.Sprintf("%s-%d", b.name, round), concurrency, b.v)
+			if err != nil {
+				return err
+			}
+			b.s.record(r, cpu)
+		}
+		if round == 0 {
+			say("plain client, 1 writer (once, for context)...")
+			r, cpu, err := baseline(ctx, cp, f.n, "single-writer", 1, variant{})
+			if err != nil {
+				return err
+			}
+			single.record(r, cpu)
+		}
+	}
+	ratio := median(ours.rate) / median(plain.rate)
+	t.add("throughput rounds (medians below)", strconv.Itoa(f.rounds), "", "")
+	t.add("backlog: time to decide N (round 1, from manager start)", took.Round(time.Millisecond).String(), "", "")
+	t.add("  of which cache start and sync", synced.Round(time.Millisecond).String(), "", "")
+	rates := []struct {
+		label string
+		s     series
+	}{
+		{fmt.Sprintf("ours (%d workers, from cache sync)", concurrency), ours},
+		{"ours, events discarded", quiet},
+		{fmt.Sprintf("plain client (%d writers)", concurrency), plain},
+		{"plain client + informer", informer},
+		{"plain client + informer + events", same},
+		{"plain client (1 writer)", single},
+	}
+	for _, r := range rates {
+		t.add("decisions/s, "+r.label, fmt.Sprintf("%.0f %s", median(r.s.rate), spread(r.s.rate)), "", "")
+	}
+	t.add("ours / plain client, same concurrency", fmt.Sprintf("%.2f", ratio), "≥ 0.90", okStr(ratio >= 0.9))
+	t.add("ours / plain client + informer + events", fmt.Sprintf("%.2f", median(ours.rate)/median(same.rate)), "", "")
+	t.add("ours, events discarded / plain client + informer", fmt.Sprintf("%.2f", median(quiet.rate)/median(informer.rate)), "", "")
+	for _, r := range rates {
+		t.add("client CPU per decision (µs), "+r.label, fmt.Sprintf("%.0f %s", median(r.s.cpu), spread(r.s.cpu)), "", "")
+	}
+	t.add("client CPU, ours / plain client + informer + events", fmt.Sprintf("%.2f", median(ours.cpu)/median(same.cpu)), "", "")
+	t.add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
+	t.add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
+	return nil
+}
+
+type oursResult struct {
+	rate, perDecision float64
+	took, synced      time.Duration
+	cpu               time.Duration // this process's CPU per decision
+	idle              int
+}
+
+// oursRun creates a backlog of n slices over k classes named prefix-<i>,
+// then starts a manager serving them and times the decisions. With measure
+// it also counts the status writes per decision and over an idle window.
+func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perClass int, prefix string, events, profile bool) (oursResult, error) {
+	var res oursResult
+	ns := "ours-" + prefix
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return res, err
+	}
+	if err := createMany(ctx, cp.Client, ns, f.n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i%f.k) }, false); err != nil {
+		return res, err
+	}
+	before, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	if err != nil {
+		return res, err
+	}
+	reg := prometheus.NewRegistry()
+	mgr, err := newManager(cp, func(o *manager.Options) {
+		// Cache only this round's namespace, as the informer baseline does:
+		// earlier rounds' slices are an artefact of the bench, not load a
+		// provider would have.
+		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
+		if f.noPriorityQueue {
+			o.Controller.UsePriorityQueue = ptr.To(false)
+		}
+	})
+	if err != nil {
+		return res, err
+	}
+	for c := range f.k {
+		opts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(reg)}
+		if !events {
+			opts = append(opts, resourceslice.WithEventRecorder(discardEvents{}))
+		}
+		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("%s-%d", prefix, c), acceptAll(), opts...); err != nil {
+			return res, err
+		}
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	defer func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			say("manager %s stopped with %v", prefix, err)
+		}
+	}()
+	if profile {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return res, err
+		}
+		defer func() { _ = pf.Close() }()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return res, err
+		}
+	}
+	t0 := time.Now()
+	go func() { done <- mgr.Start(mctx) }()
+	if !mgr.GetCache().WaitForCacheSync(mctx) {
+		return res, errors.New("manager cache did not sync")
+	}
+	res.synced = time.Since(t0)
+	cpu0 := cpuTime()
+	if err := waitCounter(reg, f.n, 10*time.Minute); err != nil {
+		return res, err
+	}
+	res.took = time.Since(t0)
+	if profile {
+		pprof.StopCPUProfile()
+	}
+	// The rate counts from the synced cache, as the baseline counts from its
+	// listed slices: both leave out reading the backlog, reported apart.
+	res.rate = float64(f.n) / (res.took - res.synced).Seconds()
+	if f.diag {
+		diagnose(prefix)
+	}
+	time.Sleep(time.Second)
+	res.cpu = (cpuTime() - cpu0) / time.Duration(f.n)
+	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	if err != nil {
+		return res, err
+	}
+	res.perDecision = float64(after-before) / float64(f.n)
+	if !events {
+		return res, nil
+	}
+	time.Sleep(5 * time.Second)
+	idle, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	if err != nil {
+		return res, err
+	}
+	res.idle = idle - after
+	return res, nil
+}
+
+// cpuTime is the user and system CPU this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func spread(xs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return fmt.Sprintf("(%.0f–%.0f)", s[0], s[len(s)-1])
+}
+
+// waitCounter waits until the decisions counter in reg reaches n.
+func waitCounter(reg *prometheus.Registry, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if decisions(reg) >= n {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("only %d of %d slices decided after %s", decisions(reg), n, timeout)
+}
+
+func decisions(reg *prometheus.Registry) int {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != resourceslice.MetricDecisions {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += counterValue(m)
+		}
+	}
+	return int(total)
+}
+
+func counterValue(m *dto.Metric) float64 {
+	if m.GetCounter() == nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// diagnose prints controller-runtime's own reconcile and REST client
+// figures for the controllers of prefix (flag -diag).
+func diagnose(prefix string) {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "controller_runtime_reconcile_time_seconds", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if (l.GetName() == "controller" || l.GetName() == "name") && strings.HasPrefix(l.GetValue(), "resourceslice-"+prefix) {
+						h := m.GetHistogram()
+						say("diag %s %s: n=%d mean=%.2fms", mf.GetName(), l.GetValue(), h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+					}
+				}
+			}
+		case "rest_client_request_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				h := m.GetHistogram()
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+				if strings.Contains(strings.Join(labels, ","), "PATCH") || strings.Contains(strings.Join(labels, ","), "POST") {
+					say("diag rest %v: n=%d mean=%.2fms", labels, h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+				}
+			}
+		}
+	}
+}
