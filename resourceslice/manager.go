@@ -36,47 +36,12 @@ var ErrClassRegistered = errors.New("class already registered in this manager")
 // WithoutTenantRule) and patch resourceslices/status; its cache must see the
 // namespaces where Liqo replicates slices.
 func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...Option) error {
-	if mgr == nil {
-		return fmt.Errorf("class %q: nil manager", class)
-	}
-	if err := ValidateClass(class); err != nil {
-		return err
-	}
-	if h == nil {
-		return fmt.Errorf("class %q: nil handler", class)
-	}
-	cfg, err := newConfig(opts)
+	r, cfg, err := prepare(mgr, class, h, opts)
 	if err != nil {
-		return fmt.Errorf("class %q: invalid options: %w", class, err)
+		return err
 	}
 	name := ControllerName(class)
-	if cfg.recorder == nil {
-		cfg.recorder = mgr.GetEventRecorder(name)
-	}
-
-	scheme := mgr.GetScheme()
-	if !scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) ||
-		!scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
-		if err := authv1beta1.AddToScheme(scheme); err != nil {
-			return fmt.Errorf("class %q: adding Liqo types to the manager's scheme: %w", class, err)
-		}
-	}
-
-	if err := classes.claim(mgr, class); err != nil {
-		return err
-	}
-	views, err := classes.statusClasses(mgr)
-	if err != nil {
-		classes.unclaim(mgr, class)
-		return fmt.Errorf("class %q: %w", class, err)
-	}
-	cfg.statusClasses = views
-	r, err := newReconciler(mgr.GetClient(), class, h, cfg)
-	if err != nil {
-		classes.unclaim(mgr, class)
-		return err
-	}
-
+	views := cfg.statusClasses
 	copts := controller.Options{
 		MaxConcurrentReconciles: cfg.maxConcurrent,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
@@ -103,12 +68,63 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 		}
 		return fmt.Errorf("class %q: building controller %q: %w", class, name, err)
 	}
+	if cfg.leaseNamespace != "" {
+		l := newClassLease(mgr.GetAPIReader(), mgr.GetClient(), class, cfg.leaseNamespace)
+		if err := mgr.Add(leaseRunnable{l: l}); err != nil {
+			return fmt.Errorf("class %q: adding the class Lease: %w", class, err)
+		}
+	}
 	if _, ok := h.(handler.Inventory); ok {
 		if err := mgr.Add(inventoryRunnable{r: r, synced: mgr.GetCache().WaitForCacheSync}); err != nil {
 			return fmt.Errorf("class %q: adding the inventory sweep: %w", class, err)
 		}
 	}
 	return nil
+}
+
+// prepare validates a class's registration and builds its Reconciler:
+// shared by AddToManager and ClassSet, so both apply the same rules. On
+// success the class is claimed in mgr; the caller unclaims it if it fails
+// later.
+func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option) (*Reconciler, *config, error) {
+	if mgr == nil {
+		return nil, nil, fmt.Errorf("class %q: nil manager", class)
+	}
+	if err := ValidateClass(class); err != nil {
+		return nil, nil, err
+	}
+	if h == nil {
+		return nil, nil, fmt.Errorf("class %q: nil handler", class)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("class %q: invalid options: %w", class, err)
+	}
+	if cfg.recorder == nil {
+		cfg.recorder = mgr.GetEventRecorder(ControllerName(class))
+	}
+	scheme := mgr.GetScheme()
+	if !scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) ||
+		!scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
+		if err := authv1beta1.AddToScheme(scheme); err != nil {
+			return nil, nil, fmt.Errorf("class %q: adding Liqo types to the manager's scheme: %w", class, err)
+		}
+	}
+	if err := classes.claim(mgr, class); err != nil {
+		return nil, nil, err
+	}
+	views, err := classes.statusClasses(mgr)
+	if err != nil {
+		classes.unclaim(mgr, class)
+		return nil, nil, fmt.Errorf("class %q: %w", class, err)
+	}
+	cfg.statusClasses = views
+	r, err := newReconciler(mgr.GetClient(), class, h, cfg)
+	if err != nil {
+		classes.unclaim(mgr, class)
+		return nil, nil, err
+	}
+	return r, cfg, nil
 }
 
 // requestLogger builds controller-runtime's per-request logger from base:

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -56,6 +57,8 @@ type config struct {
 	timeout       time.Duration
 	dryRun        bool
 	watches       []watchSpec
+	// leaseNamespace holds the class Lease; "" for none.
+	leaseNamespace string
 	// statusClasses is set by AddToManager: the manager's status.class view.
 	statusClasses *statusClasses
 
@@ -282,5 +285,23 @@ func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
 			return
 		}
 		c.watches = append(c.watches, watchSpec{obj: obj, preds: preds})
+	}
+}
+
+// WithClassLease makes the class's controller hold, while it serves the
+// class (on the leader only, with leader election), a coordination.k8s.io
+// Lease named LeaseName(class) in namespace, labelled LabelClass=<class>
+// and renewed every 10 seconds (LeaseDuration 40 seconds); it is deleted on
+// Stop or a clean shutdown. `kubectl get leases -l sliceclass.io/class` then
+// lists the served classes and which pod serves each, and
+// AddUnservedReporter reads them. It needs get/create/update/delete on
+// leases in namespace.
+func WithClassLease(namespace string) Option {
+	return func(c *config) {
+		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+			c.errs = append(c.errs, fmt.Errorf("class lease namespace %q: %v", namespace, errs))
+			return
+		}
+		c.leaseNamespace = namespace
 	}
 }

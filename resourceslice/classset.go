@@ -1,0 +1,242 @@
+package resourceslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sliceclass/sliceclass/handler"
+)
+
+// ErrClassNotServed is returned (wrapped) by ClassSet.Stop for a class the
+// set does not serve.
+var ErrClassNotServed = errors.New("class not served by this ClassSet")
+
+// ClassSet serves classes that come and go while the manager runs: a
+// provider adds a "gpu" class, or swaps a class's policy, without
+// restarting its controller and without pausing the other classes. Each
+// class is its own controller on the manager's shared informers: serving or
+// stopping one never restarts the others and never re-lists from the API
+// server.
+//
+// With leader election on, classes are decided only on the leader: the set
+// starts its classes when the manager elects it.
+type ClassSet struct {
+	mgr      manager.Manager
+	defaults []Option
+
+	mu      sync.Mutex
+	ctx     context.Context // set once the manager starts the set
+	classes map[string]*servedClass
+}
+
+type servedClass struct {
+	r      *Reconciler
+	ctrl   controller.Controller
+	cfg    *config
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewClassSet returns an empty ClassSet registered in mgr; opts are the
+// defaults of every class it serves (a class's own options come after
+// them). It returns an error for a nil manager or a bad option.
+func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
+	if mgr == nil {
+		return nil, errors.New("class set: nil manager")
+	}
+	if _, err := newConfig(opts); err != nil {
+		return nil, fmt.Errorf("class set: invalid options: %w", err)
+	}
+	cs := &ClassSet{mgr: mgr, defaults: append([]Option(nil), opts...), classes: map[string]*servedClass{}}
+	if err := mgr.Add(cs); err != nil {
+		return nil, fmt.Errorf("class set: adding to the manager: %w", err)
+	}
+	return cs, nil
+}
+
+// Serve starts deciding class's slices with h, before or after the manager
+// starts, from any goroutine. Waiting slices are decided within seconds;
+// serving a class again after Stop, possibly with another handler,
+// re-evaluates its slices and writes only what changes. It applies the same
+// rules as AddToManager: an error for a reserved or invalid class, a nil
+// handler, a bad option, or a class already served in this manager (by this
+// set or by AddToManager; errors.Is ErrClassRegistered).
+func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error {
+	all := append(append([]Option(nil), cs.defaults...), opts...)
+	r, cfg, err := prepare(cs.mgr, class, h, all)
+	if err != nil {
+		return err
+	}
+	ctrl, err := cs.newController(r, cfg)
+	if err != nil {
+		cs.release(class, r)
+		return err
+	}
+	sc := &servedClass{r: r, ctrl: ctrl, cfg: cfg}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.classes[class] = sc
+	if cs.ctx != nil {
+		cs.start(class, sc)
+	}
+	return nil
+}
+
+// Stop stops deciding class's slices: decisions in flight finish, then the
+// class decides nothing more; its decisions stay as they are (what a budget
+// holds for it is returned). Other classes are undisturbed. It returns an
+// error wrapping ErrClassNotServed if the set does not serve class.
+func (cs *ClassSet) Stop(class string) error {
+	cs.mu.Lock()
+	sc, ok := cs.classes[class]
+	delete(cs.classes, class)
+	cs.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("class %q: %w", class, ErrClassNotServed)
+	}
+	if sc.cancel != nil {
+		sc.cancel()
+		<-sc.done
+	}
+	cs.release(class, sc.r)
+	return nil
+}
+
+// Classes returns the classes the set serves, sorted.
+func (cs *ClassSet) Classes() []string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	out := make([]string, 0, len(cs.classes))
+	for c := range cs.classes {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Start implements manager.Runnable: it starts the classes served so far
+// and those served later, until ctx ends.
+func (cs *ClassSet) Start(ctx context.Context) error {
+	cs.mu.Lock()
+	cs.ctx = ctx
+	for class, sc := range cs.classes {
+		cs.start(class, sc)
+	}
+	cs.mu.Unlock()
+	<-ctx.Done()
+	cs.mu.Lock()
+	var wait []chan struct{}
+	for _, sc := range cs.classes {
+		if sc.done != nil {
+			wait = append(wait, sc.done)
+		}
+	}
+	cs.mu.Unlock()
+	for _, d := range wait {
+		<-d
+	}
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: classes are
+// decided on the leader only.
+func (cs *ClassSet) NeedLeaderElection() bool { return true }
+
+// start runs one class's controller (and its lease) under the set's
+// context; cs.mu is held.
+func (cs *ClassSet) start(class string, sc *servedClass) {
+	ctx, cancel := context.WithCancel(cs.ctx)
+	sc.cancel, sc.done = cancel, make(chan struct{})
+	logger := cs.mgr.GetLogger().WithValues("controller", ControllerName(class))
+	go func() {
+		defer close(sc.done)
+		var wg sync.WaitGroup
+		if sc.cfg.leaseNamespace != "" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = newClassLease(cs.mgr.GetAPIReader(), cs.mgr.GetClient(), class, sc.cfg.leaseNamespace).Start(ctx)
+			}()
+		}
+		if inv, ok := sc.r.handler.(handler.Inventory); ok && inv != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = inventoryRunnable{r: sc.r, synced: cs.mgr.GetCache().WaitForCacheSync}.Start(ctx)
+			}()
+		}
+		if err := sc.ctrl.Start(ctx); err != nil {
+			logger.Error(err, "class controller stopped with an error")
+		}
+		cancel()
+		wg.Wait()
+	}()
+}
+
+func (cs *ClassSet) release(class string, r *Reconciler) {
+	classes.unclaim(cs.mgr, class)
+	if r.ledger != nil {
+		r.ledger.Detach(class)
+	}
+}
+
+// newController builds an unmanaged controller for r, fed by informer
+// sources that leave the manager's informers when the class stops.
+func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Controller, error) {
+	class := r.scope.class
+	name := ControllerName(class)
+	copts := controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: cfg.maxConcurrent,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
+		// The name comes back each time the class is served again.
+		SkipNameValidation: ptr.To(true),
+	}
+	base := cs.mgr.GetLogger()
+	if cfg.logger != nil {
+		base = *cfg.logger
+	}
+	copts.LogConstructor = requestLogger(base.WithValues("controller", name))
+	c, err := controller.NewUnmanaged(name, copts)
+	if err != nil {
+		return nil, fmt.Errorf("class %q: building controller %q: %w", class, name, err)
+	}
+	cache := cs.mgr.GetCache()
+	sources := []*informerSource{{
+		cache: cache, obj: &authv1beta1.ResourceSlice{},
+		handler: &crhandler.EnqueueRequestForObject{}, preds: []predicate.Predicate{r.scope.predicate()},
+	}}
+	if cfg.tenantRule {
+		sources = append(sources, &informerSource{
+			cache: cache, obj: &authv1beta1.Tenant{},
+			handler: crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant), preds: []predicate.Predicate{TenantPredicate()},
+		})
+	}
+	for _, w := range cfg.watches {
+		sources = append(sources, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
+	}
+	for _, s := range sources {
+		if err := c.Watch(s); err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+	}
+	if err := c.Watch(cfg.statusClasses.source(r.scope)); err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
+	if err := c.Watch(r.Source()); err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,135 @@
+package resourceslice
+
+import (
+	"context"
+	"os"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Class lease names and timing.
+const (
+	// LabelClass labels a class Lease with the class it stands for:
+	// kubectl get leases -l sliceclass.io/class lists the served classes.
+	LabelClass = "sliceclass.io/class"
+	// LeaseDuration is how long a class Lease stays live without renewal.
+	LeaseDuration = 40 * time.Second
+	leaseRenew    = 10 * time.Second
+)
+
+// LeaseName is the name of class's Lease: "sliceclass-class-<class>".
+func LeaseName(class string) string { return "sliceclass-class-" + class }
+
+// classLease keeps class's Lease renewed while its controller runs.
+type classLease struct {
+	// r reads the Lease from the API server (no Lease informer is started);
+	// c writes it.
+	r         client.Reader
+	c         client.Client
+	class     string
+	namespace string
+	identity  string
+}
+
+func newClassLease(r client.Reader, c client.Client, class, namespace string) *classLease {
+	id, err := os.Hostname()
+	if err != nil || id == "" {
+		id = "unknown"
+	}
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		id = pod
+	}
+	return &classLease{r: r, c: c, class: class, namespace: namespace, identity: id}
+}
+
+// Start renews the Lease every leaseRenew until ctx ends, then releases it.
+func (l *classLease) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("lease", LeaseName(l.class), "namespace", l.namespace)
+	for {
+		if err := l.renew(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "cannot renew the class Lease; retrying")
+		}
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := l.release(rctx); err != nil {
+				logger.Error(err, "cannot release the class Lease; it expires on its own")
+			}
+			return nil
+		case <-time.After(leaseRenew):
+		}
+	}
+}
+
+func (l *classLease) renew(ctx context.Context) error {
+	now := metav1.NewMicroTime(time.Now())
+	var lease coordinationv1.Lease
+	err := l.r.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: LeaseName(l.class)}, &lease)
+	if apierrors.IsNotFound(err) {
+		lease = coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: l.namespace, Name: LeaseName(l.class), Labels: map[string]string{LabelClass: l.class}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(l.identity),
+				LeaseDurationSeconds: ptr.To(int32(LeaseDuration / time.Second)),
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}
+		return l.c.Create(ctx, &lease)
+	}
+	if err != nil {
+		return err
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.identity {
+		lease.Spec.AcquireTime = &now
+	}
+	lease.Spec.HolderIdentity = ptr.To(l.identity)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(LeaseDuration / time.Second))
+	lease.Spec.RenewTime = &now
+	if lease.Labels == nil {
+		lease.Labels = map[string]string{}
+	}
+	lease.Labels[LabelClass] = l.class
+	return l.c.Update(ctx, &lease)
+}
+
+// release deletes the Lease if this process still holds it.
+func (l *classLease) release(ctx context.Context) error {
+	var lease coordinationv1.Lease
+	if err := l.r.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: LeaseName(l.class)}, &lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.identity {
+		return nil
+	}
+	return client.IgnoreNotFound(l.c.Delete(ctx, &lease, client.Preconditions{ResourceVersion: &lease.ResourceVersion}))
+}
+
+// leaseLive reports whether a class Lease is held and renewed recently.
+func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
+	s := lease.Spec
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
+		return false
+	}
+	d := LeaseDuration
+	if s.LeaseDurationSeconds != nil {
+		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
+	}
+	return s.RenewTime.Add(d).After(now)
+}
+
+// leaseRunnable holds an AddToManager class's Lease on the leader.
+type leaseRunnable struct{ l *classLease }
+
+// Start implements manager.Runnable.
+func (r leaseRunnable) Start(ctx context.Context) error { return r.l.Start(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (leaseRunnable) NeedLeaderElection() bool { return true }
