@@ -11,5 +11,7 @@
 // The fake client does not validate schemas, bump resourceVersions like an
 // API server, or race a second writer: behaviours that depend on the server
 // belong in integration tests on a real control plane (package
-// github.com/sliceclass/sliceclass/testing/controlplane).
+// github.com/sliceclass/sliceclass/testing/controlplane). There, CreateAsLiqo
+// and Authenticate play Liqo's part on the provider, and WaitForDecision
+// waits for the class controller's answer.
 package slicetest

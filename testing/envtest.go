@@ -38,7 +38,7 @@ const pollInterval = 50 * time.Millisecond
 // Creating the slice with client.Create alone leaves it without its
 // Authentication condition, and a class controller never decides it:
 //
-//	err := c.Create(ctx, slicetest.NewSlice("s1"))         // wrong: status dropped
+//	err := c.Create(ctx, slicetest.NewSlice("s1"))                  // wrong: status dropped
 //	err := slicetest.CreateAsLiqo(ctx, c, slicetest.NewSlice("s1")) // right
 //
 // On success rs holds the object as stored. The status is written with a PUT,
@@ -107,10 +107,19 @@ func authenticate(rs *authv1beta1.ResourceSlice) {
 //	_, err := slicetest.WaitForDecision(ctx, c, key)
 //	require.ErrorIs(t, err, context.DeadlineExceeded) // still undecided
 func WaitForDecision(ctx context.Context, c client.Reader, key types.NamespacedName) (*authv1beta1.ResourceSlice, error) {
+	// Each read gets ctx's cancellation but not its deadline: client-go's
+	// rate limiter fails a request that would wait past the deadline with an
+	// error that does not wrap context.DeadlineExceeded, before ctx ends.
+	// Without the deadline the read waits its turn and is cancelled when ctx
+	// ends, so a timeout is always reported as one.
+	readCtx, cancelReads := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReads()
+	defer context.AfterFunc(ctx, cancelReads)()
+
 	var last *authv1beta1.ResourceSlice
-	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(context.Context) (bool, error) {
 		var rs authv1beta1.ResourceSlice
-		switch err := c.Get(ctx, key, &rs); {
+		switch err := c.Get(readCtx, key, &rs); {
 		case apierrors.IsNotFound(err):
 			return false, nil
 		case err != nil:

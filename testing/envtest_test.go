@@ -229,3 +229,24 @@ func TestWaitForDecisionReturnsAReadErrorAtOnce(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "want the read error, got %v", err)
 	assert.NoError(t, ctx.Err(), "the error must come before the deadline")
 }
+
+// client-go's rate limiter refuses a read that would wait past the context's
+// deadline, with an error that does not wrap context.DeadlineExceeded and
+// before the context ends: reads must not carry the deadline, so that a slice
+// left undecided is reported as a timeout.
+func TestWaitForDecisionReadsWithoutTheDeadline(t *testing.T) {
+	slice := slicetest.NewSlice("s")
+	cl := fakeAPI(t, &calls{}, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := ctx.Deadline(); ok {
+				return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	}, slice)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	got, err := slicetest.WaitForDecision(ctx, cl, client.ObjectKeyFromObject(slice))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotNil(t, got, "the slice as last read")
+}

@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -52,7 +56,8 @@ func ExampleRun() {
 }
 
 // A Harness runs several steps: here a conflict on the first status write is
-// retried quietly, and a decided slice costs no write.
+// retried quietly (the refused write is recorded with its error), and a
+// decided slice costs no write.
 func ExampleNew() {
 	t := &testing.T{}
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
@@ -60,12 +65,14 @@ func ExampleNew() {
 
 	first := h.Reconcile(slice)
 	fmt.Println(first.Decision == "", first.Err, first.Result.RequeueAfter > 0)
+	fmt.Println(len(first.Writes), apierrors.IsConflict(first.Writes[0].Err))
 	second := h.Reconcile(slice)
 	fmt.Println(second.Decision, len(second.Writes))
 	third := h.Reconcile(slice)
 	fmt.Println(third.Decision, len(third.Writes))
 	// Output:
 	// true <nil> true
+	// 1 true
 	// Accepted 1
 	// Accepted 0
 }
@@ -77,6 +84,10 @@ func startManager(t *testing.T, cp *controlplane.ControlPlane) {
 		Scheme:                 cp.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Logger:                 testr.New(t),
+		// Controller names are unique per process: tests that each start a
+		// manager serving the same class must skip the check.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
 	require.NoError(t, resourceslice.AddToManager(mgr, "gold", policy))
