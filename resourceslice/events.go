@@ -37,6 +37,13 @@ const (
 	// WithWatch pass runs.
 	ReasonGaveUp = "GaveUp"
 
+	// ReasonConsumerMismatch is the Resources condition reason (and a
+	// Warning event) when the slice's spec.consumerClusterID or
+	// liqo.io/originID label disagrees with its namespace's
+	// liqo.io/remote-cluster-id label (or with each other): a consumer
+	// claiming to be another. Such a slice is never accepted.
+	ReasonConsumerMismatch = "ConsumerMismatch"
+
 	// ReasonTenantDrained is the Resources condition reason when the SDK
 	// denies a slice because its Tenant is Drained.
 	ReasonTenantDrained = "TenantDrained"

@@ -233,8 +233,22 @@ func (r *Reconciler) fetch(ctx context.Context, req reconcile.Request) (*authv1b
 // handler and keeps the owned fields of its output.
 func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSlice) (decision, error) {
 	desired := current.DeepCopy()
+	consumer, mismatch, err := r.trustedConsumer(ctx, current)
+	if err != nil {
+		return decision{}, err
+	}
+	if mismatch != "" {
+		// Whatever the gate: a slice claiming another consumer is never
+		// handed to the handler.
+		desired.Status.Resources = nil
+		conditions.Deny(desired, ReasonConsumerMismatch, "the slice's consumer claims disagree: "+mismatch)
+		if !conditions.IsDenied(current) || conditions.Get(current, conditions.Resources).Reason != ReasonConsumerMismatch {
+			r.warn(current, ReasonConsumerMismatch, actionValidate, "class %q refuses the slice: %s", r.scope.class, mismatch)
+		}
+		return decision{desired: desired}, nil
+	}
 	if r.cfg.tenantRule {
-		settled, err := r.applyTenantRule(ctx, current, desired)
+		settled, err := r.applyTenantRule(ctx, current, desired, consumer)
 		if err != nil || settled {
 			return decision{desired: desired}, err
 		}
@@ -264,8 +278,8 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 // applyTenantRule denies desired as Liqo would for a Drained tenant, or a
 // Cordoned one when the slice is undecided; settled reports that the
 // handler must not be called.
-func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (settled bool, err error) {
-	tc, err := r.tenantCondition(ctx, current)
+func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *authv1beta1.ResourceSlice, consumer string) (settled bool, err error) {
+	tc, err := r.tenantCondition(ctx, current, consumer)
 	if err != nil {
 		return false, err
 	}

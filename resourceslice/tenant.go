@@ -5,14 +5,19 @@ import (
 	"fmt"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// ConsumerID returns the cluster ID of the consumer that asked for the
-// slice: spec.consumerClusterID, or else the liqo.io/originID label.
+// ConsumerID returns the cluster ID the slice claims for its consumer:
+// spec.consumerClusterID, or else the liqo.io/originID label. Both are set by
+// the consumer; the reconciler trusts them only when they agree with the
+// slice's namespace (see the README's "What the SDK trusts").
 func ConsumerID(rs *authv1beta1.ResourceSlice) string {
 	if rs == nil {
 		return ""
@@ -42,12 +47,50 @@ func severity(c authv1beta1.TenantCondition) int {
 	}
 }
 
+// trustedConsumer finds the slice's consumer from what the consumer cannot
+// forge: its namespace's liqo.io/remote-cluster-id label, set by the
+// provider's Liqo on every tenant namespace, when present. mismatch names
+// the disagreement when the slice's own claims (spec.consumerClusterID, the
+// liqo.io/originID label) contradict the namespace or each other.
+func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.ResourceSlice) (id, mismatch string, err error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	var nsID string
+	switch err := r.client.Get(ctx, types.NamespacedName{Name: rs.Namespace}, ns); {
+	case err == nil:
+		nsID = ns.Labels[LabelRemoteClusterID]
+	case apierrors.IsNotFound(err):
+	default:
+		return "", "", fmt.Errorf("reading namespace %q: %w", rs.Namespace, err)
+	}
+	var spec string
+	if c := rs.Spec.ConsumerClusterID; c != nil {
+		spec = string(*c)
+	}
+	origin := rs.Labels[LabelOriginID]
+	claims := []struct{ what, id string }{
+		{"the namespace's " + LabelRemoteClusterID + " label", nsID},
+		{"the " + LabelOriginID + " label", origin},
+		{"spec.consumerClusterID", spec},
+	}
+	var first string
+	for _, c := range claims {
+		switch {
+		case c.id == "":
+		case id == "":
+			id, first = c.id, c.what
+		case c.id != id:
+			return id, fmt.Sprintf("%s says %q but %s says %q", first, id, c.what, c.id), nil
+		}
+	}
+	return id, "", nil
+}
+
 // tenantCondition finds the slice's Tenant the way Liqo does (label
 // liqo.io/remote-cluster-id = consumer ID, in the slice's namespace) and
 // returns its condition; "" when there is no Tenant. When several match, the
 // most restrictive wins.
-func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.ResourceSlice) (authv1beta1.TenantCondition, error) {
-	id := ConsumerID(rs)
+func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (authv1beta1.TenantCondition, error) {
 	if id == "" {
 		return "", nil
 	}
