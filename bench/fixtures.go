@@ -10,7 +10,6 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -87,11 +86,6 @@ func parallel(w, n int, f func(i int) error) error {
 	wg.Wait()
 	return first
 }
-
-// discardEvents drops events, to measure what recording them costs.
-type discardEvents struct{}
-
-func (discardEvents) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
 
 // acceptAll grants every slice what it requests.
 func acceptAll() handler.Handler {

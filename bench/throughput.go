@@ -32,31 +32,49 @@ func (s *series) record(rate float64, cpu time.Duration) {
 }
 
 // throughputPhase runs f.rounds rounds of a backlog decided by our
-// controllers and by the plain-client baselines, interleaved so that the
-// growing etcd and the machine's drift hit every variant alike, and adds
-// the medians, the ratios and the write counts to t.
+// controllers (once per decision-event mode) and by the plain-client
+// baselines, and adds the medians, the ratios and the write counts to t.
+// Within a round the variants run one after the other, each round starting
+// one variant later than the one before, so that the growing etcd and the
+// machine's drift hit every variant alike.
 func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
-	perClass, concurrency := f.perClass(), f.concurrency()
-	var ours, quiet, plain, informer, same, single series
+	concurrency := f.concurrency()
+	// Our controllers run once per decision-event mode, the SDK's default
+	// first.
+	eventModes := []struct {
+		label string
+		mode  resourceslice.DecisionEvents
+	}{
+		{"events all (default)", resourceslice.DecisionEventsAll},
+		{"events denied only", resourceslice.DecisionEventsDenied},
+		{"events none", resourceslice.DecisionEventsNone},
+	}
+	ours := make([]series, len(eventModes))
+	var plain, informer, same, single series
 	var took, synced time.Duration
 	var perDecision float64
 	var idle int
 	for round := range f.rounds {
-		say("round %d/%d: backlog of %d slices over %d classes, our controllers...", round+1, f.rounds, f.n, f.k)
-		res, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("r%d", round), true, round == 0 && f.cpuProfile != "")
-		if err != nil {
-			return err
+		type step struct {
+			say string
+			run func() error
 		}
-		ours.record(res.rate, res.cpu)
-		if round == 0 {
-			took, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
+		var steps []step
+		for m, em := range eventModes {
+			steps = append(steps, step{fmt.Sprintf("our controllers, %s", em.label), func() error {
+				first := round == 0 && m == 0
+				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), em.mode, first, first && f.cpuProfile != "")
+				if err != nil {
+					return err
+				}
+				ours[m].record(res.rate, res.cpu)
+				if first {
+					took, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
+				}
+				say("round %d/%d: ours, %s: %.0f/s", round+1, f.rounds, em.label, res.rate)
+				return nil
+			}})
 		}
-		say("round %d/%d: ours %.0f/s; the same with events discarded...", round+1, f.rounds, res.rate)
-		q, err := oursRun(ctx, cp, f, perClass, fmt.Sprintf("q%d", round), false, false)
-		if err != nil {
-			return err
-		}
-		quiet.record(q.rate, q.cpu)
 		for _, b := range []struct {
 			name string
 			s    *series
@@ -66,12 +84,22 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 			{"informer", &informer, variant{informer: true}},
 			{"same-work", &same, variant{informer: true, events: true}},
 		} {
-			say("round %d/%d: plain client (%s), %d writers...", round+1, f.rounds, b.name, concurrency)
-			r, cpu, err := baseline(ctx, cp, f.n, fmt.Sprintf("%s-%d", b.name, round), concurrency, b.v)
-			if err != nil {
+			steps = append(steps, step{fmt.Sprintf("plain client (%s), %d writers", b.name, concurrency), func() error {
+				r, cpu, err := baseline(ctx, cp, f.n, fmt.Sprintf("%s-%d", b.name, round), concurrency, b.v)
+				if err != nil {
+					return err
+				}
+				b.s.record(r, cpu)
+				say("round %d/%d: plain client (%s): %.0f/s", round+1, f.rounds, b.name, r)
+				return nil
+			}})
+		}
+		for i := range steps {
+			s := steps[(i+round)%len(steps)]
+			say("round %d/%d: backlog of %d slices, %s...", round+1, f.rounds, f.n, s.say)
+			if err := s.run(); err != nil {
 				return err
 			}
-			b.s.record(r, cpu)
 		}
 		if round == 0 {
 			say("plain client, 1 writer (once, for context)...")
@@ -82,34 +110,63 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 			single.record(r, cpu)
 		}
 	}
-	ratio := median(ours.rate) / median(plain.rate)
+
 	t.add("throughput rounds (medians below)", strconv.Itoa(f.rounds), "", "")
-	t.add("backlog: time to decide N (round 1, from manager start)", took.Round(time.Millisecond).String(), "", "")
+	t.add("backlog: time to decide N (round 1, events all, from manager start)", took.Round(time.Millisecond).String(), "", "")
 	t.add("  of which cache start and sync", synced.Round(time.Millisecond).String(), "", "")
-	rates := []struct {
+	type labelled struct {
 		label string
 		s     series
-	}{
-		{fmt.Sprintf("ours (%d workers, from cache sync)", concurrency), ours},
-		{"ours, events discarded", quiet},
-		{fmt.Sprintf("plain client (%d writers)", concurrency), plain},
-		{"plain client + informer", informer},
-		{"plain client + informer + events", same},
-		{"plain client (1 writer)", single},
 	}
+	var rates []labelled
+	for m, em := range eventModes {
+		rates = append(rates, labelled{fmt.Sprintf("ours, %s", em.label), ours[m]})
+	}
+	rates = append(rates,
+		labelled{fmt.Sprintf("plain client (%d writers)", concurrency), plain},
+		labelled{"plain client + informer", informer},
+		labelled{"plain client + informer + events", same},
+		labelled{"plain client (1 writer)", single},
+	)
 	for _, r := range rates {
 		t.add("decisions/s, "+r.label, fmt.Sprintf("%.0f %s", median(r.s.rate), spread(r.s.rate)), "", "")
 	}
-	t.add("ours / plain client, same concurrency", fmt.Sprintf("%.2f", ratio), "≥ 0.90", okStr(ratio >= 0.9))
-	t.add("ours / plain client + informer + events", fmt.Sprintf("%.2f", median(ours.rate)/median(same.rate)), "", "")
-	t.add("ours, events discarded / plain client + informer", fmt.Sprintf("%.2f", median(quiet.rate)/median(informer.rate)), "", "")
+	none := ours[len(eventModes)-1]
+	for m, em := range eventModes {
+		label := fmt.Sprintf("ours, %s / plain client, same concurrency", em.label)
+		if em.mode == resourceslice.DecisionEventsNone {
+			r := median(none.rate) / median(plain.rate)
+			t.add(label, ratioStr(none.rate, plain.rate), "≥ 0.90", okStr(r >= 0.9))
+			continue
+		}
+		t.add(label, ratioStr(ours[m].rate, plain.rate), "", "")
+	}
+	t.add("ours, events all / plain client + informer + events", ratioStr(ours[0].rate, same.rate), "", "")
+	t.add("ours, events none / plain client + informer", ratioStr(none.rate, informer.rate), "", "")
 	for _, r := range rates {
 		t.add("client CPU per decision (µs), "+r.label, fmt.Sprintf("%.0f %s", median(r.s.cpu), spread(r.s.cpu)), "", "")
 	}
-	t.add("client CPU, ours / plain client + informer + events", fmt.Sprintf("%.2f", median(ours.cpu)/median(same.cpu)), "", "")
+	t.add("client CPU, ours, events all / plain client + informer + events", ratioStr(ours[0].cpu, same.cpu), "", "")
+	t.add("client CPU, ours, events none / plain client + informer", ratioStr(none.cpu, informer.cpu), "", "")
+	t.add("client CPU, ours, events none / plain client", ratioStr(none.cpu, plain.cpu), "", "")
 	t.add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
 	t.add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
 	return nil
+}
+
+// ratioStr is median(a)/median(b), followed with several rounds by the
+// range of the per-round ratios a[i]/b[i] (both measured in the same round).
+func ratioStr(a, b []float64) string {
+	s := fmt.Sprintf("%.2f", median(a)/median(b))
+	if len(a) < 2 || len(a) != len(b) {
+		return s
+	}
+	per := make([]float64, len(a))
+	for i := range a {
+		per[i] = a[i] / b[i]
+	}
+	sort.Float64s(per)
+	return fmt.Sprintf("%s (rounds %.2f–%.2f)", s, per[0], per[len(per)-1])
 }
 
 type oursResult struct {
@@ -120,9 +177,10 @@ type oursResult struct {
 }
 
 // oursRun creates a backlog of n slices over k classes named prefix-<i>,
-// then starts a manager serving them and times the decisions. With measure
-// it also counts the status writes per decision and over an idle window.
-func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perClass int, prefix string, events, profile bool) (oursResult, error) {
+// then starts a manager serving them, recording decision events per mode,
+// and times the decisions. It counts the status writes per decision and,
+// with idle, over a 5 s idle window after the backlog.
+func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, idle, profile bool) (oursResult, error) {
 	var res oursResult
 	ns := "ours-" + prefix
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -149,11 +207,8 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 		return res, err
 	}
 	for c := range f.k {
-		opts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(perClass), resourceslice.WithMetricsRegisterer(reg)}
-		if !events {
-			opts = append(opts, resourceslice.WithEventRecorder(discardEvents{}))
-		}
-		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("%s-%d", prefix, c), acceptAll(), opts...); err != nil {
+		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("%s-%d", prefix, c), acceptAll(),
+			resourceslice.WithMaxConcurrentReconciles(f.perClass()), resourceslice.WithMetricsRegisterer(reg), resourceslice.WithDecisionEvents(mode)); err != nil {
 			return res, err
 		}
 	}
@@ -202,15 +257,15 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, perCla
 		return res, err
 	}
 	res.perDecision = float64(after-before) / float64(f.n)
-	if !events {
+	if !idle {
 		return res, nil
 	}
 	time.Sleep(5 * time.Second)
-	idle, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	later, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
-	res.idle = idle - after
+	res.idle = later - after
 	return res, nil
 }
 
