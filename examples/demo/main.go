@@ -1,7 +1,9 @@
 // Command demo shows the SDK at work with no cluster: it starts an embedded
 // kube-apiserver and etcd with Liqo's CRDs, runs a manager serving two
-// classes with different policies, plays a consumer (creating slices) and
-// Liqo (authenticating them, draining a tenant), and prints the decisions.
+// classes with different policies (one drawing from a budget), plays a
+// consumer (creating and deleting slices) and Liqo (authenticating them,
+// draining a tenant), reports a slice of a class nobody serves, adds that
+// class at run time, and prints the decisions.
 //
 //	make demo        # builds the control-plane binaries on first use
 //	go run ./examples/demo   # with KUBEBUILDER_ASSETS set
@@ -21,6 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/examples/pool"
@@ -39,6 +43,7 @@ import (
 const (
 	alice   = "alice"
 	bob     = "bob"
+	system  = "sliceclass-system" // where class Leases live
 	timeout = 60 * time.Second
 )
 
@@ -77,8 +82,11 @@ func run(progress, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	defer cancel()
 	c := cp.Client
-	for _, consumer := range []string{alice, bob} {
-		if err := cp.CreateNamespace(ctx, ns(consumer)); err != nil {
+	if err := eventsv1.AddToScheme(cp.Scheme); err != nil {
+		return err
+	}
+	for _, name := range []string{ns(alice), ns(bob), system} {
+		if err := cp.CreateNamespace(ctx, name); err != nil {
 			return err
 		}
 	}
@@ -104,16 +112,29 @@ func run(progress, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	shared, err := pool.New(mgr.GetClient(), "shared", corev1.ResourceList{
+	b, err := budget.New("shared", corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
 	})
 	if err != nil {
 		return err
 	}
-	if err := resourceslice.AddToManager(mgr, "gold", capped, resourceslice.WithMaxConcurrentReconciles(2)); err != nil {
+	shared, err := pool.New(b)
+	if err != nil {
 		return err
 	}
-	if err := resourceslice.AddToManager(mgr, "shared", shared); err != nil {
+	leases := resourceslice.WithClassLease(system)
+	if err := resourceslice.AddToManager(mgr, "gold", capped, resourceslice.WithMaxConcurrentReconciles(2), leases); err != nil {
+		return err
+	}
+	if err := resourceslice.AddToManager(mgr, "shared", shared, shared.Option(), leases); err != nil {
+		return err
+	}
+	// Classes added while the manager runs, and slices nobody serves.
+	classes, err := resourceslice.NewClassSet(mgr, leases)
+	if err != nil {
+		return err
+	}
+	if err := resourceslice.AddUnservedReporter(mgr, system, 2*time.Second); err != nil {
 		return err
 	}
 	mgrDone := make(chan error, 1)
@@ -121,7 +142,7 @@ func run(progress, out io.Writer) error {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("manager cache did not sync")
 	}
-	say("manager serving classes gold (capped at cpu=4, memory=8Gi) and shared (a pool of cpu=8, memory=16Gi)")
+	say("manager serving classes gold (capped at cpu=4, memory=8Gi) and shared (a budget of cpu=8, memory=16Gi)")
 
 	slice := func(consumer, name, class string, req map[corev1.ResourceName]string, opts ...slicetest.SliceOption) *authv1beta1.ResourceSlice {
 		o := []slicetest.SliceOption{slicetest.WithConsumer(consumer), slicetest.WithNamespace(ns(consumer)), slicetest.WithClass(class)}
@@ -141,7 +162,7 @@ func run(progress, out io.Writer) error {
 	pooled := []expectation{
 		{slice: slice(alice, "shared-1", "shared", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: conditions.Accepted},
 		{slice: slice(alice, "shared-2", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"}), decision: conditions.Accepted},
-		{slice: slice(alice, "shared-3", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "2Gi"}), decision: conditions.Denied},
+		{slice: slice(alice, "shared-3", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "2Gi"}), decision: conditions.Denied, note: "waits for budget"},
 	}
 
 	say("consumer creates %d slices (Liqo has authenticated all but gold-late)", len(exps)+len(pooled)+1)
@@ -194,6 +215,41 @@ func run(progress, out io.Writer) error {
 	}
 	printTable(out, rows)
 
+	// The budget: shared-3 waits with BudgetExhausted until capacity frees.
+	say("consumer deletes shared-2: its 4 CPU return to the budget, and the waiting shared-3 is admitted")
+	if err := c.Delete(ctx, pooled[1].slice); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, c, pooled[2].slice, conditions.Accepted); err != nil {
+		return fmt.Errorf("shared-3 after the deletion: %w", err)
+	}
+	free := b.Free()
+	say("shared-3 Accepted; budget shared: used cpu=%s, free cpu=%s", ptrQ(b.Used(), corev1.ResourceCPU), ptrQ(free, corev1.ResourceCPU))
+
+	// Nobody serves bronze: the reporter says so, then the class is added.
+	note, err := waitEvent(ctx, c, exps[4].slice, resourceslice.ReasonNoClassController)
+	if err != nil {
+		return err
+	}
+	say("reported on bronze-1: %s: %s", resourceslice.ReasonNoClassController, note)
+	say("serving class bronze at run time (no restart)")
+	if err := classes.Serve("bronze", capped); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, c, exps[4].slice, conditions.Accepted); err != nil {
+		return fmt.Errorf("bronze-1 after serving bronze: %w", err)
+	}
+	var after []row
+	for _, rs := range []*authv1beta1.ResourceSlice{pooled[2].slice, exps[4].slice} {
+		got, err := waitDecided(ctx, c, rs)
+		if err != nil {
+			return err
+		}
+		after = append(after, toRow(got, ""))
+	}
+	_, _ = fmt.Fprintln(out)
+	printTable(out, after)
+
 	cancel()
 	if err := <-mgrDone; err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("manager: %w", err)
@@ -226,6 +282,51 @@ func waitUndecided(ctx context.Context, c client.Reader, rs *authv1beta1.Resourc
 		return nil, err
 	}
 	return got, nil
+}
+
+// waitFor waits until the slice's decision is want.
+func waitFor(ctx context.Context, c client.Reader, rs *authv1beta1.ResourceSlice, want authv1beta1.ResourceSliceConditionStatus) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var got authv1beta1.ResourceSlice
+		if err := c.Get(ctx, key(rs), &got); err == nil {
+			if cond := conditions.Get(&got, conditions.Resources); cond != nil && cond.Status == want {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", want, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitEvent waits for an event with reason on the slice and returns its note.
+func waitEvent(ctx context.Context, c client.Reader, rs *authv1beta1.ResourceSlice, reason string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var evs eventsv1.EventList
+		if err := c.List(ctx, &evs, client.InNamespace(rs.Namespace)); err == nil {
+			for _, e := range evs.Items {
+				if e.Regarding.Name == rs.Name && e.Reason == reason {
+					return e.Note, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for a %s event on %s: %w", reason, rs.Name, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func ptrQ(rl corev1.ResourceList, name corev1.ResourceName) string {
+	q := rl[name]
+	return q.String()
 }
 
 type row struct {

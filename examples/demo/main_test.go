@@ -20,7 +20,7 @@ func TestDemo(t *testing.T) {
 	}
 	var out bytes.Buffer
 	require.NoError(t, run(io.Discard, &out), out.String())
-	for _, want := range []string{"ResourcesCapped", "TenantDrained", "PoolExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided"} {
+	for _, want := range []string{"ResourcesCapped", "TenantDrained", "BudgetExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided", "2 slices: 2 Accepted, 0 Denied, 0 undecided"} {
 		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/pool"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -19,56 +19,46 @@ import (
 
 const class = "shared"
 
-// lazy lets the pool read through the harness's client, which exists only
-// once the harness is built.
-type lazy struct{ p *pool.Pool }
-
-func (l *lazy) Handle(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-	return l.p.Handle(ctx, rs)
-}
-
 func holding(name, cpu string) *authv1beta1.ResourceSlice {
 	s := slicetest.NewSlice(name, slicetest.WithClass(class), slicetest.WithRequest("cpu", cpu), slicetest.Decided(conditions.Accepted, pool.ReasonGranted))
 	s.Status.Resources = s.Spec.Resources.DeepCopy()
 	return s
 }
 
-func newHarness(t *testing.T, objs ...client.Object) *slicetest.Harness {
+// newHarness runs the pool over 8 CPU and 16Gi on the harness, with objs
+// stored: the budget rebuilds what Accepted slices hold before admitting.
+func newHarness(t *testing.T, objs ...client.Object) (*slicetest.Harness, *budget.Budget) {
 	t.Helper()
-	l := &lazy{}
-	hs := slicetest.New(t, class, l, slicetest.WithObjects(objs...))
-	p, err := pool.New(hs.Client, class, corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi")})
+	b, err := budget.New("pool", corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("16Gi")})
 	require.NoError(t, err)
-	l.p = p
-	return hs
+	p, err := pool.New(b)
+	require.NoError(t, err)
+	return slicetest.New(t, class, p, slicetest.WithObjects(objs...), slicetest.WithReconcilerOptions(p.Option())), b
 }
 
 func TestPool(t *testing.T) {
-	denied := slicetest.NewSlice("denied", slicetest.WithClass(class), slicetest.WithRequest("cpu", "8"), slicetest.Decided(conditions.Denied, pool.ReasonExhausted))
+	denied := slicetest.NewSlice("denied", slicetest.WithClass(class), slicetest.WithRequest("cpu", "8"), slicetest.Decided(conditions.Denied, budget.ReasonExhausted))
 	otherClass := slicetest.NewSlice("gold", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"), slicetest.Decided(conditions.Accepted, "x"))
 	otherClass.Status.Resources = otherClass.Spec.Resources.DeepCopy()
 	cases := map[string]struct {
 		reason     string
 		others     []client.Object
-		cpu        string
+		request    corev1.ResourceList
 		wantStatus authv1beta1.ResourceSliceConditionStatus
 		wantReason string
 	}{
-		"EmptyPool":     {reason: "An empty pool grants a fitting request.", cpu: "8", wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"Fits":          {reason: "What others hold is subtracted.", others: []client.Object{holding("a", "3")}, cpu: "5", wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"Exhausted":     {reason: "A request over what is left is denied.", others: []client.Object{holding("a", "3"), holding("b", "3")}, cpu: "3", wantStatus: conditions.Denied, wantReason: pool.ReasonExhausted},
-		"DeniedIgnored": {reason: "Denied slices hold nothing.", others: []client.Object{denied}, cpu: "8", wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"OtherClass":    {reason: "Other classes do not draw from this pool.", others: []client.Object{otherClass}, cpu: "8", wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"NotPooled":     {reason: "A resource the pool does not offer is denied.", cpu: "1", wantStatus: conditions.Denied, wantReason: pool.ReasonExhausted},
+		"EmptyPool":     {reason: "An empty pool grants a fitting request.", request: cpu("8"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
+		"Fits":          {reason: "What others hold is subtracted.", others: []client.Object{holding("a", "3")}, request: cpu("5"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
+		"Exhausted":     {reason: "A request over what is left is denied by the budget.", others: []client.Object{holding("a", "3"), holding("b", "3")}, request: cpu("3"), wantStatus: conditions.Denied, wantReason: budget.ReasonExhausted},
+		"DeniedIgnored": {reason: "Denied slices hold nothing.", others: []client.Object{denied}, request: cpu("8"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
+		"OtherClass":    {reason: "Other classes do not draw from this pool.", others: []client.Object{otherClass}, request: cpu("8"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
+		"NotPooled":     {reason: "A resource the pool does not offer is denied.", request: corev1.ResourceList{"cpu": resource.MustParse("1"), "nvidia.com/gpu": resource.MustParse("1")}, wantStatus: conditions.Denied, wantReason: pool.ReasonNotPooled},
+		"NoRequest":     {reason: "A slice asking nothing is denied.", request: corev1.ResourceList{}, wantStatus: conditions.Denied, wantReason: pool.ReasonNoRequest},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			opts := []slicetest.SliceOption{slicetest.WithClass(class), slicetest.WithRequest("cpu", tc.cpu)}
-			if name == "NotPooled" {
-				opts = append(opts, slicetest.WithRequest("nvidia.com/gpu", "1"))
-			}
-			s := slicetest.NewSlice("new", opts...)
-			hs := newHarness(t, append([]client.Object{s}, tc.others...)...)
+			s := slicetest.NewSlice("new", slicetest.WithClass(class), slicetest.WithRequests(tc.request))
+			hs, _ := newHarness(t, append([]client.Object{s}, tc.others...)...)
 			res := hs.Reconcile(s)
 			require.NoError(t, res.Err, tc.reason)
 			assert.Equal(t, tc.wantStatus, res.Decision, "%s (%s)", tc.reason, res.Message)
@@ -81,10 +71,19 @@ func TestPool(t *testing.T) {
 func TestDeletedSliceReleasesItsShare(t *testing.T) {
 	a := holding("a", "8")
 	s := slicetest.NewSlice("new", slicetest.WithClass(class), slicetest.WithRequest("cpu", "4"))
-	hs := newHarness(t, a, s)
+	hs, b := newHarness(t, a, s)
 	full := hs.Reconcile(s)
 	require.Equal(t, conditions.Denied, full.Decision, "pool full (%s)", full.Message)
+	assert.Contains(t, full.Message, "cpu: asked 4, 0 free")
+
 	require.NoError(t, hs.Client.Delete(context.Background(), a))
+	hs.Reconcile(a) // the deletion's reconcile gives a's share back
+	free := b.Free()["cpu"]
+	assert.Equal(t, "8", free.String())
 	freed := hs.Reconcile(s)
 	assert.Equal(t, conditions.Accepted, freed.Decision, "after the holder is deleted (%s)", freed.Message)
+	used := b.Used()["cpu"]
+	assert.Equal(t, "4", used.String())
 }
+
+func cpu(q string) corev1.ResourceList { return corev1.ResourceList{"cpu": resource.MustParse(q)} }
