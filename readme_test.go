@@ -1,0 +1,121 @@
+package sliceclass_test
+
+// The README's Go snippets, verbatim, so that they compile and run;
+// TestREADMESnippetsCompile fails when a snippet in README.md is not in
+// this file.
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+func setup(mgr ctrl.Manager) error {
+	gold := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		if len(rs.Spec.Resources) == 0 {
+			conditions.Deny(rs, "NoResourcesRequested", "the slice requests nothing")
+			return ctrl.Result{}, nil // a "no" is a decision, not an error
+		}
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		rs.Status.NodeLabels = map[string]string{"tier": "gold"}
+		conditions.Accept(rs, "Granted", "all requested resources granted")
+		return ctrl.Result{}, nil
+	})
+	return resourceslice.AddToManager(mgr, "gold", gold,
+		resourceslice.WithMaxConcurrentReconciles(4))
+}
+
+func setupBudget(mgr ctrl.Manager, grant handler.Handler) error {
+	// gold and silver together get at most 64 CPU and 256Gi.
+	shared, err := budget.New("premium", corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+	})
+	if err != nil {
+		return err
+	}
+	for _, class := range []string{"gold", "silver"} {
+		if err := resourceslice.AddToManager(mgr, class, grant,
+			resourceslice.WithBudget(shared), resourceslice.WithMaxConcurrentReconciles(8)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// capped grants at most 8 CPU per slice.
+var capped = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+	if rs.Spec.Resources.Cpu().Cmp(resource.MustParse("8")) > 0 {
+		rs.Status.Resources[corev1.ResourceCPU] = resource.MustParse("8")
+		conditions.Accept(rs, "ResourcesCapped", "cpu capped at 8")
+		return ctrl.Result{}, nil
+	}
+	conditions.Accept(rs, "Granted", "")
+	return ctrl.Result{}, nil
+})
+
+func TestGoldCapsCPU(t *testing.T) {
+	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "64"))
+	res := slicetest.Run(t, "gold", capped, slice)
+
+	require.NoError(t, res.Err)
+	require.Equal(t, conditions.Accepted, res.Decision)
+	assert.Equal(t, "ResourcesCapped", res.Reason)
+	assert.True(t, res.Resources.Cpu().Equal(resource.MustParse("8")))
+	assert.Len(t, res.Writes, 1) // exactly one status patch
+	assert.Len(t, res.Events, 1) // one decision event
+}
+
+func TestGoldWithABudget(t *testing.T) {
+	b, err := budget.New("gold", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
+	require.NoError(t, err)
+	held := slicetest.NewSlice("held", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"),
+		slicetest.Decided(conditions.Accepted, "Granted"))
+	held.Status.Resources = held.Spec.Resources.DeepCopy() // another slice already holds 8 CPU
+	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
+
+	h := slicetest.New(t, "gold", capped, slicetest.WithObjects(held, slice),
+		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b)))
+	res := h.Reconcile(slice)
+
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, budget.ReasonExhausted, res.Reason)
+	assert.Equal(t, "budget gold: cpu: asked 4, 2 free", res.Message)
+	free := b.Free()
+	assert.True(t, free.Cpu().Equal(resource.MustParse("2")))
+}
+
+var _ = setup
+var _ = setupBudget
+
+// TestREADMESnippetsCompile checks that every Go snippet in README.md is in
+// this file, so a snippet that does not compile fails the build.
+func TestREADMESnippetsCompile(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	self, err := os.ReadFile("readme_test.go")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, blocks, "README.md has Go snippets")
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for _, b := range blocks {
+		assert.Contains(t, norm(string(self)), norm(b[1]), "README snippet is not in readme_test.go:\n%s", b[1])
+	}
+}
