@@ -53,16 +53,3 @@ func TestTenantEventHonoursSelector(t *testing.T) {
 	})
 	assert.Nil(t, conditions.Get(get(t, ns, "local"), conditions.Resources), "the SDK decided a slice its selector excludes")
 }
-
-// consistently checks cond every 50ms for d and fails the test the first
-// time it does not hold: a bounded wait for "nothing happens".
-func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("not %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
