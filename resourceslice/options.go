@@ -249,7 +249,10 @@ func WithMaxRetries(n int) Option {
 // handler that overruns counts as a failure (a HandlerFailed Warning event
 // saying it timed out, retried with backoff), and whatever it returns late
 // is discarded, never written. A handler that ignores its context keeps its
-// goroutine until it returns. Zero (the default) sets no deadline.
+// goroutine until it returns, so after a timeout Handle may run again for
+// the same slice while the late call is still running: a handler with this
+// option must be safe for concurrent use. Zero (the default) sets no
+// deadline.
 func WithHandlerTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
