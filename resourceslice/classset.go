@@ -224,6 +224,10 @@ func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Contro
 			handler: crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant), preds: []predicate.Predicate{TenantPredicate()},
 		})
 	}
+	sources = append(sources, &informerSource{
+		cache: cache, obj: namespaceMetadata(),
+		handler: crhandler.EnqueueRequestsFromMapFunc(r.SlicesInNamespace), preds: []predicate.Predicate{NamespacePredicate()},
+	})
 	for _, w := range cfg.watches {
 		sources = append(sources, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
 	}

@@ -9,10 +9,12 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/handler"
 )
@@ -57,6 +59,8 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 		b = b.Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
 			builder.WithPredicates(TenantPredicate()))
 	}
+	b = b.WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(namespaceMetadata()),
+		crhandler.EnqueueRequestsFromMapFunc(r.SlicesInNamespace), NamespacePredicate()))
 	b = b.WatchesRawSource(views.source(r.scope)).WatchesRawSource(r.Source())
 	for _, w := range cfg.watches {
 		b = b.Watches(w.obj, r.watchHandler(), builder.WithPredicates(w.preds...))

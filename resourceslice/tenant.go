@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -53,8 +55,7 @@ func severity(c authv1beta1.TenantCondition) int {
 // the disagreement when the slice's own claims (spec.consumerClusterID, the
 // liqo.io/originID label) contradict the namespace or each other.
 func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.ResourceSlice) (id, mismatch string, err error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	ns := namespaceMetadata()
 	var nsID string
 	switch err := r.client.Get(ctx, types.NamespacedName{Name: rs.Namespace}, ns); {
 	case err == nil:
@@ -142,4 +143,44 @@ func (r *Reconciler) SlicesForTenant(ctx context.Context, obj client.Object) []r
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
 	}
 	return reqs
+}
+
+// SlicesInNamespace maps a Namespace (its metadata) to the requests for the
+// slices this controller serves in it: a change of the namespace's
+// liqo.io/remote-cluster-id label changes whom its slices belong to.
+// AddToManager wires it to a metadata-only watch of Namespaces, which also
+// makes the manager's cache hold the namespace labels the reconciler reads.
+func (r *Reconciler) SlicesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	var slices authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &slices, client.InNamespace(obj.GetName())); err != nil {
+		log.FromContext(ctx).Error(err, "cannot list ResourceSlices for a namespace change; they are re-evaluated on their next change",
+			"namespace", obj.GetName(), "class", r.scope.class)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range slices.Items {
+		if r.scope.serves(&slices.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&slices.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// NamespacePredicate passes namespace events that can change whom a
+// namespace's slices belong to: creation, deletion, and changes of the
+// liqo.io/remote-cluster-id label.
+func NamespacePredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[LabelRemoteClusterID] != e.ObjectNew.GetLabels()[LabelRemoteClusterID]
+		},
+	}
+}
+
+// namespaceMetadata is the object the namespace watch and read use: only
+// metadata is cached.
+func namespaceMetadata() *metav1.PartialObjectMetadata {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return ns
 }
