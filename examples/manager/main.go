@@ -3,7 +3,15 @@
 //
 //	manager --class-name gold --class-name silver --cap cpu=4,memory=8Gi,pods=110 --leader-elect
 //
-// Bad flags print one line and exit with code 2.
+// -h or --help prints every flag, including the zap logging flags
+// (--zap-log-level, --zap-devel, ...), and exits 0. Bad flags print one line
+// and exit with code 2; a missing kubeconfig prints one line and exits with
+// code 1.
+//
+// The manager caches only what the SDK reads: ResourceSlices, trimmed with
+// resourceslice.TrimCache, Tenants and namespaces' metadata, all without
+// managed fields. A read of any other type fails instead of starting an
+// informer; events are written, never read.
 package main
 
 import (
@@ -16,15 +24,19 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/user"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -34,8 +46,10 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
+// options holds the parsed flags. Adding a flag takes one line in bindFlags
+// and, when its value needs checking, a few in complete.
 type options struct {
-	classes          []string
+	classes          classList
 	caps             corev1.ResourceList
 	metricsAddr      string
 	probeAddr        string
@@ -43,13 +57,19 @@ type options struct {
 	leaderElectionNS string
 	workers          int
 	kubeconfig       string
+	zap              zap.Options
+
+	// rawCaps is the --cap value, which complete parses into caps.
+	rawCaps string
 }
 
 // classList is a repeatable, comma-separated --class-name flag.
 type classList []string
 
+// String implements flag.Value.
 func (c *classList) String() string { return strings.Join(*c, ",") }
 
+// Set implements flag.Value: it appends each comma-separated name.
 func (c *classList) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -59,49 +79,76 @@ func (c *classList) Set(v string) error {
 	return nil
 }
 
-func parseFlags(args []string) (options, error) {
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var o options
-	var classes classList
-	var caps string
-	fs.Var(&classes, "class-name", "ResourceSlice class to serve (repeatable, or comma separated)")
-	fs.StringVar(&caps, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110")
+// bindFlags registers every flag on fs, writing into o.
+func (o *options) bindFlags(fs *flag.FlagSet) {
+	fs.Var(&o.classes, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); required")
+	fs.StringVar(&o.rawCaps, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "health probe address; 0 disables it")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "enable leader election")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", resourceslice.DefaultMaxConcurrentReconciles, "slices decided in parallel per class")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster, ~/.kube/config)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
+	o.zap = zap.Options{Development: true}
+	o.zap.BindFlags(fs)
+}
+
+// complete checks the parsed values and fills the fields derived from them.
+func (o *options) complete() error {
+	if len(o.classes) == 0 {
+		return errors.New("at least one --class-name is required")
+	}
+	seen := map[string]bool{}
+	for _, c := range o.classes {
+		if err := resourceslice.ValidateClass(c); err != nil {
+			return err
+		}
+		if seen[c] {
+			return fmt.Errorf("class %q given twice", c)
+		}
+		seen[c] = true
+	}
+	caps, err := cappedresources.ParseCaps(o.rawCaps)
+	if err != nil {
+		return fmt.Errorf("--cap: %w", err)
+	}
+	o.caps = caps
+	if o.workers < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.workers)
+	}
+	return nil
+}
+
+// newFlagSet returns the manager's flag set, bound to o. It prints nothing
+// while parsing, so that a bad flag is reported in one line by the caller.
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s --class-name NAME [flags]\n\n"+
+			"Serves ResourceSlice classes with the capped-resources policy.\n\nFlags:\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	o.bindFlags(fs)
+	return fs
+}
+
+// parseFlags parses args. On -h or --help it prints the usage to help and
+// returns flag.ErrHelp; any other error is one line.
+func parseFlags(args []string, help io.Writer) (options, error) {
+	var o options
+	fs := newFlagSet(&o)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(help)
+			fs.Usage()
+		}
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if len(classes) == 0 {
-		return o, errors.New("at least one --class-name is required")
-	}
-	seen := map[string]bool{}
-	for _, c := range classes {
-		if err := resourceslice.ValidateClass(c); err != nil {
-			return o, err
-		}
-		if seen[c] {
-			return o, fmt.Errorf("class %q given twice", c)
-		}
-		seen[c] = true
-	}
-	o.classes = classes
-	parsed, err := cappedresources.ParseCaps(caps)
-	if err != nil {
-		return o, fmt.Errorf("--cap: %w", err)
-	}
-	o.caps = parsed
-	if o.workers < 1 {
-		return o, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.workers)
-	}
-	return o, nil
+	return o, o.complete()
 }
 
 // leaseName derives the leader-election lease from the served classes, so
@@ -118,41 +165,128 @@ func leaseName(classes []string) string {
 	return "sliceclass-" + hex.EncodeToString(sum[:])[:16]
 }
 
+// restConfig finds the API server as controller-runtime's GetConfig does
+// (--kubeconfig, then KUBECONFIG, then in-cluster config, then
+// ~/.kube/config) but logs nothing: when there is no configuration at all it
+// returns one error line saying where it looked and what to set.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := loadConfig(kubeconfig)
+	if err != nil {
+		return nil, err
 	}
-	return ctrl.GetConfig()
+	if cfg.QPS == 0 {
+		// No client-side rate limit, as with controller-runtime's GetConfig:
+		// the API server's priority and fairness protects it.
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
-// run serves the classes until ctx ends.
-func run(ctx context.Context, o options, cfg *rest.Config) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
+// loadConfig is restConfig without the QPS default.
+func loadConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
 	}
-	mgr, err := manager.New(cfg, manager.Options{
+	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	var paths []string
+	if env != "" {
+		paths = filepath.SplitList(env)
+	} else {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+		if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("loading the in-cluster config: %w", err)
+		}
+		paths = []string{filepath.Join(homeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{Precedence: paths}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", strings.Join(paths, string(filepath.ListSeparator)), err)
+	}
+	if clientcmdapi.IsConfigEmpty(raw) {
+		where := "in " + strings.Join(paths, ", ")
+		if env != "" {
+			where = "in KUBECONFIG=" + env
+		} else {
+			where += ", and not running in a cluster"
+		}
+		return nil, fmt.Errorf("no kubeconfig found (%s): pass --kubeconfig PATH or set KUBECONFIG", where)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", strings.Join(paths, string(filepath.ListSeparator)), err)
+	}
+	return cfg, nil
+}
+
+// homeDir is $HOME, or the user's home directory when HOME is unset.
+func homeDir() string {
+	if h := os.Getenv("HOME"); h != "" {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
+}
+
+// managerOptions returns the manager's options. Its scheme holds only the
+// types the manager reads and writes through its client: Liqo's
+// authentication types (leader election and events use clients of their
+// own). Its cache holds only what the controllers watch: ResourceSlices
+// (trimmed by resourceslice.TrimCache), Tenants and namespaces' metadata
+// (without managed fields). Reading any other type through the client fails
+// with cache.ErrResourceNotCached instead of silently starting an informer
+// for it.
+func managerOptions(o options) (manager.Options, error) {
+	scheme := runtime.NewScheme()
+	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		return manager.Options{}, err
+	}
+	opts := manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        leaseName(o.classes),
 		LeaderElectionNamespace: o.leaderElectionNS,
-	})
+		Cache: cache.Options{
+			ReaderFailOnMissingInformer: true,
+			DefaultTransform:            cache.TransformStripManagedFields(),
+		},
+	}
+	resourceslice.TrimCache(&opts.Cache)
+	return opts, nil
+}
+
+// newManager builds a manager serving o's classes.
+func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
+	opts, err := managerOptions(o)
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, err
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	policy, err := cappedresources.New(o.caps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, class := range o.classes {
 		if err := resourceslice.AddToManager(mgr, class, policy, resourceslice.WithMaxConcurrentReconciles(o.workers)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("cache-synced", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
@@ -160,26 +294,46 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 		}
 		return nil
 	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// run serves the classes until ctx ends.
+func run(ctx context.Context, o options, cfg *rest.Config) error {
+	mgr, err := newManager(o, cfg)
+	if err != nil {
 		return err
 	}
 	ctrl.Log.Info("serving classes", "classes", o.classes, "caps", o.caps)
 	return mgr.Start(ctx)
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(2)
+// realMain is main without the exit: it returns the exit code, writes the
+// help to stdout and errors to stderr, and serves until ctx ends.
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fail := func(code int, err error) int {
+		_, _ = fmt.Fprintln(stderr, "error:", err)
+		return code
 	}
-	ctrl.SetLogger(zap.New())
+	o, err := parseFlags(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return fail(2, err)
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error: loading kubeconfig:", err)
-		os.Exit(1)
+		return fail(1, err)
 	}
-	if err := run(ctrl.SetupSignalHandler(), o, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr)))
+	if err := run(ctx, o, cfg); err != nil {
+		return fail(1, err)
 	}
+	return 0
+}
+
+func main() {
+	os.Exit(realMain(ctrl.SetupSignalHandler(), os.Args[1:], os.Stdout, os.Stderr))
 }

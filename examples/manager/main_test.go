@@ -1,16 +1,31 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -18,13 +33,15 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags([]string{"--class-name", "gold", "--class-name=silver,bronze", "--cap", "cpu=4,memory=8Gi", "--max-concurrent-reconciles", "3"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(o.classes, ",") != "gold,silver,bronze" || o.workers != 3 || o.caps.Cpu().Value() != 4 || o.metricsAddr != ":8080" || o.probeAddr != ":8081" {
-		t.Errorf("parsed %+v", o)
-	}
+	o, err := parseFlags([]string{"--class-name", "gold", "--class-name=silver,bronze", "--cap", "cpu=4,memory=8Gi", "--max-concurrent-reconciles", "3"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, classList{"gold", "silver", "bronze"}, o.classes)
+	assert.Equal(t, 3, o.workers)
+	assert.Equal(t, int64(4), o.caps.Cpu().Value())
+	assert.Equal(t, ":8080", o.metricsAddr)
+	assert.Equal(t, ":8081", o.probeAddr)
+	assert.True(t, o.zap.Development, "logs default to development mode, as kubebuilder scaffolds")
+
 	bad := map[string][]string{
 		"no class":       {},
 		"reserved class": {"--class-name", "default"},
@@ -34,30 +51,147 @@ func TestParseFlags(t *testing.T) {
 		"zero workers":   {"--class-name", "gold", "--max-concurrent-reconciles", "0"},
 		"unknown flag":   {"--class-name", "gold", "--nope"},
 		"stray argument": {"--class-name", "gold", "extra"},
+		"bad log level":  {"--class-name", "gold", "--zap-log-level", "loud"},
 	}
 	for name, args := range bad {
-		if _, err := parseFlags(args); err == nil {
-			t.Errorf("%s: want an error for %v", name, args)
-		} else if strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: the error must be one line, got %q", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			var help bytes.Buffer
+			_, err := parseFlags(args, &help)
+			require.Error(t, err, "args %v", args)
+			assert.NotContains(t, err.Error(), "\n", "the error must be one line")
+			assert.Empty(t, help.String(), "a bad flag must not print the usage")
+		})
 	}
 }
 
-func TestLeaseName(t *testing.T) {
-	a, b := leaseName([]string{"silver", "gold"}), leaseName([]string{"gold", "silver"})
-	if a != b {
-		t.Errorf("lease name must not depend on flag order: %q vs %q", a, b)
+func TestParseFlagsLogging(t *testing.T) {
+	o, err := parseFlags([]string{"--class-name", "gold", "--zap-devel=false", "--zap-log-level", "error", "--zap-encoder", "json"}, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, o.zap.Development)
+	require.NotNil(t, o.zap.Level, "--zap-log-level must set the level")
+	assert.False(t, o.zap.Level.Enabled(zapcore.WarnLevel))
+	assert.True(t, o.zap.Level.Enabled(zapcore.ErrorLevel))
+}
+
+func TestHelpListsEveryFlagAndExitsZero(t *testing.T) {
+	var all []string
+	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { all = append(all, f.Name) })
+	require.Contains(t, all, "zap-log-level", "the zap logging flags must be bound")
+
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		t.Run(arg, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(context.Background(), []string{arg}, &stdout, &stderr)
+			assert.Equal(t, 0, code)
+			assert.Empty(t, stderr.String())
+			assert.Contains(t, stdout.String(), "Usage: manager")
+			for _, name := range all {
+				assert.Regexp(t, `(?m)^  -`+regexp.QuoteMeta(name)+`( |$)`, stdout.String(), "help must list --%s", name)
+			}
+		})
 	}
-	long := leaseName([]string{strings.Repeat("x", 60), strings.Repeat("y", 60)})
-	for _, n := range []string{a, long, leaseName([]string{"gold_1.a"})} {
-		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
-			t.Errorf("lease name %q is not a valid DNS label: %v", n, errs)
-		}
+}
+
+func TestBadFlagExitsTwoWithOneLine(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"--nope"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout.String())
+	assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line, got %q", stderr.String())
+}
+
+// withoutKubeconfig leaves the process with no way to find an API server:
+// no KUBECONFIG, an empty HOME, and not in a cluster.
+func withoutKubeconfig(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	return home
+}
+
+func TestNoKubeconfigPrintsOneLine(t *testing.T) {
+	home := withoutKubeconfig(t)
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"--class-name", "gold"}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout.String())
+	out := stderr.String()
+	assert.Equal(t, 1, strings.Count(out, "\n"), "one line, got %q", out)
+	assert.True(t, strings.HasPrefix(out, "error: no kubeconfig found"), "got %q", out)
+	for _, want := range []string{"--kubeconfig", "KUBECONFIG", "not running in a cluster", filepath.Join(home, ".kube", "config")} {
+		assert.Contains(t, out, want)
 	}
-	if leaseName([]string{"gold"}) == leaseName([]string{"silver"}) {
-		t.Error("different class sets must get different leases")
+	assert.NotContains(t, out, "KUBERNETES_MASTER")
+}
+
+func TestKubeconfigNotFound(t *testing.T) {
+	withoutKubeconfig(t)
+	missing := filepath.Join(t.TempDir(), "nope")
+
+	t.Run("KUBECONFIG names missing files", func(t *testing.T) {
+		t.Setenv("KUBECONFIG", missing)
+		_, err := restConfig("")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "KUBECONFIG="+missing)
+		assert.Contains(t, err.Error(), "--kubeconfig")
+	})
+	t.Run("--kubeconfig names a missing file", func(t *testing.T) {
+		_, err := restConfig(missing)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--kubeconfig "+missing)
+		assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
+	})
+}
+
+func TestRestConfigReadsHomeKubeconfig(t *testing.T) {
+	home := withoutKubeconfig(t)
+	dir := filepath.Join(home, ".kube")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://example.invalid:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config"), []byte(kubeconfig), 0o600))
+	cfg, err := restConfig("")
+	require.NoError(t, err)
+	assert.Equal(t, "https://example.invalid:6443", cfg.Host)
+	assert.Equal(t, float32(-1), cfg.QPS, "client-side rate limiting is off, as with controller-runtime's GetConfig")
+}
+
+func TestManagerOptionsCacheOnlyWhatIsRead(t *testing.T) {
+	o, err := parseFlags([]string{"--class-name", "gold"}, io.Discard)
+	require.NoError(t, err)
+	opts, err := managerOptions(o)
+	require.NoError(t, err)
+
+	assert.True(t, opts.Cache.ReaderFailOnMissingInformer, "a read of an unwatched type must fail, not start an informer")
+	assert.Nil(t, opts.Client.Cache, "the client reads through the cache, with controller-runtime's defaults (no unstructured caching)")
+	require.Len(t, opts.Cache.ByObject, 1)
+	for obj, by := range opts.Cache.ByObject {
+		assert.Equal(t, reflect.TypeOf(&authv1beta1.ResourceSlice{}), reflect.TypeOf(obj))
+		require.NotNil(t, by.Transform, "ResourceSlices must be trimmed")
+		rs := slicetest.NewSlice("s", slicetest.WithClass("gold"))
+		rs.Spec.CSR = []byte("csr")
+		rs.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
+		out, err := by.Transform(rs)
+		require.NoError(t, err)
+		trimmed := out.(*authv1beta1.ResourceSlice)
+		assert.Nil(t, trimmed.Spec.CSR)
+		assert.Nil(t, trimmed.ManagedFields)
 	}
+
+	require.NotNil(t, opts.Cache.DefaultTransform, "Tenants must be cached without managed fields")
+	tenant := slicetest.NewTenant("consumer", authv1beta1.TenantConditionActive)
+	tenant.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
+	out, err := opts.Cache.DefaultTransform(tenant)
+	require.NoError(t, err)
+	assert.Nil(t, out.(*authv1beta1.Tenant).ManagedFields)
 }
 
 func TestRunDecidesOnARealAPIServer(t *testing.T) {
@@ -67,45 +201,114 @@ func TestRunDecidesOnARealAPIServer(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := cp.CreateNamespace(ctx, slicetest.DefaultNamespace); err != nil {
-		t.Fatal(err)
-	}
-	o, err := parseFlags([]string{"--class-name", "gold", "--cap", "cpu=4", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
+	o, err := parseFlags([]string{"--class-name", "gold", "--cap", "cpu=4", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
+	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o, cp.Config) }()
 
 	s := slicetest.NewSlice("big", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
 	status := s.Status
-	if err := cp.Client.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cp.Client.Create(ctx, s))
 	s.Status = status
-	if err := cp.Client.Status().Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cp.Client.Status().Update(ctx, s))
+
 	var got authv1beta1.ResourceSlice
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("run returned before deciding: %w", err)
+		default:
+		}
 		if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &got); err != nil {
 			return false, err
 		}
 		return conditions.IsDecided(&got), nil
 	})
-	if err != nil {
-		t.Fatalf("no decision: %v (conditions %+v)", err, got.Status.Conditions)
-	}
-	if !conditions.IsAccepted(&got) || got.Status.Resources.Cpu().Value() != 4 {
-		t.Errorf("want Accepted with cpu capped at 4, got %+v %v", got.Status.Conditions, got.Status.Resources)
-	}
+	require.NoError(t, err, "waiting for a decision (conditions %+v)", got.Status.Conditions)
+	assert.True(t, conditions.IsAccepted(&got), "want Accepted, got %+v", got.Status.Conditions)
+	assert.Equal(t, int64(4), got.Status.Resources.Cpu().Value(), "cpu capped at 4")
+
 	cancel()
 	select {
 	case err := <-done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run returned %v", err)
+		if !errors.Is(err, context.Canceled) {
+			assert.NoError(t, err, "run")
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("manager did not stop")
 	}
+}
+
+func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane")
+	}
+	cp := controlplane.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Not "gold": controller names are unique per process, and
+	// TestRunDecidesOnARealAPIServer serves gold.
+	o, err := parseFlags([]string{"--class-name", "silver", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--leader-elect", "--leader-election-namespace", "default"}, io.Discard)
+	require.NoError(t, err)
+	mgr, err := newManager(o, cp.Config)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case <-mgr.Elected():
+	case <-time.After(30 * time.Second):
+		require.Fail(t, "not elected leader")
+	}
+
+	// The controllers start once elected and only then open their
+	// informers: wait until every watched type can be read.
+	c := mgr.GetClient()
+	namespaces := &metav1.PartialObjectMetadataList{}
+	namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return c.List(ctx, &authv1beta1.ResourceSliceList{}) == nil && c.List(ctx, &authv1beta1.TenantList{}) == nil &&
+			c.List(ctx, namespaces) == nil, nil
+	})
+	require.NoError(t, err, "waiting for the ResourceSlice, Tenant and namespace metadata informers")
+	var notCached *cache.ErrResourceNotCached
+	err = c.List(ctx, &authv1beta1.IdentityList{})
+	assert.True(t, errors.As(err, &notCached), "reading an unwatched type must not start an informer, got %v", err)
+	err = c.Get(ctx, client.ObjectKey{Namespace: "x", Name: "y"}, &authv1beta1.Renew{})
+	assert.True(t, errors.As(err, &notCached), "reading an unwatched type must not start an informer, got %v", err)
+
+	// The scheme holds only Liqo's types, yet leader election still records
+	// its event about the Lease.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var events corev1.EventList
+		if err := cp.Client.List(ctx, &events, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == leaseName(o.classes) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	assert.NoError(t, err, "waiting for the leader election event")
+
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Error("manager did not stop")
+	}
+}
+
+func TestLeaseName(t *testing.T) {
+	a, b := leaseName([]string{"silver", "gold"}), leaseName([]string{"gold", "silver"})
+	assert.Equal(t, a, b, "lease name must not depend on flag order")
+	long := leaseName([]string{strings.Repeat("x", 60), strings.Repeat("y", 60)})
+	for _, n := range []string{a, long, leaseName([]string{"gold_1.a"})} {
+		assert.Empty(t, validation.IsDNS1123Label(n), "lease name %q is not a valid DNS label", n)
+	}
+	assert.NotEqual(t, leaseName([]string{"gold"}), leaseName([]string{"silver"}), "different class sets must get different leases")
 }
