@@ -46,19 +46,8 @@ func createMany(ctx context.Context, c client.Client, ns string, n int, class fu
 	return parallel(8, n, func(i int) error {
 		rs := realisticSlice(ns, fmt.Sprintf("s-%05d", i), class(i), decided)
 		rs.Labels[bucketLabel] = strconv.Itoa(i / bucketSize)
-		return createAsLiqo(ctx, c, rs)
+		return slicetest.CreateAsLiqo(ctx, c, rs)
 	})
-}
-
-// createAsLiqo creates rs, then writes its status with a PUT, as Liqo
-// authenticates a slice after creating it.
-func createAsLiqo(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) error {
-	status := rs.Status
-	if err := c.Create(ctx, rs); err != nil {
-		return err
-	}
-	rs.Status = status
-	return c.Status().Update(ctx, rs)
 }
 
 // parallel runs f(0..n-1) on w goroutines and returns the first error.

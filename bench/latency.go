@@ -15,6 +15,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
@@ -97,7 +98,7 @@ func latency(ctx context.Context, cp *controlplane.ControlPlane, f flags) (p50, 
 	for i := range f.latencyN {
 		<-tick.C
 		rs := realisticSlice(ns, fmt.Sprintf("l-%05d", i), "class-0", false)
-		if err := createAsLiqo(ctx, cp.Client, rs); err != nil {
+		if err := slicetest.CreateAsLiqo(ctx, cp.Client, rs); err != nil {
 			return 0, 0, err
 		}
 		// The slice becomes decidable once Liqo authenticated it: now.
