@@ -198,7 +198,11 @@ func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Contro
 	class := r.scope.class
 	name := ControllerName(class)
 	copts := controller.Options{
-		Reconciler:              r,
+		// Stop cancels the class's context; a decision in flight must still
+		// be written, so reconciles run on a context Stop does not cancel.
+		Reconciler: reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return r.Reconcile(context.WithoutCancel(ctx), req)
+		}),
 		MaxConcurrentReconciles: cfg.maxConcurrent,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
 		// The name comes back each time the class is served again.

@@ -128,14 +128,15 @@ func (s *statusClasses) detect(ctx context.Context) bool {
 // source enqueues, for the class of sc, slices whose status.class is the
 // class; it starts watching only if the server's schema has status.class.
 func (s *statusClasses) source(sc scope) source.Source {
-	kind := source.Kind(s.cache, &classView{}, crhandler.TypedEnqueueRequestsFromMapFunc(
-		func(_ context.Context, v *classView) []reconcile.Request {
-			if v.Spec.Class != "" || v.Status.Class != sc.class || !sc.selector.Matches(labels.Set(v.Labels)) {
+	views := &informerSource{cache: s.cache, obj: &classView{}, handler: crhandler.EnqueueRequestsFromMapFunc(
+		func(_ context.Context, o client.Object) []reconcile.Request {
+			v, ok := o.(*classView)
+			if !ok || v.Spec.Class != "" || v.Status.Class != sc.class || !sc.selector.Matches(labels.Set(v.Labels)) {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}}}
-		}))
-	return &gatedSource{s: s, inner: kind}
+		})}
+	return &gatedSource{s: s, inner: views}
 }
 
 // gatedSource starts inner only when the server supports status.class.

@@ -110,16 +110,21 @@ func (r *Reconciler) settleHolding(ctx context.Context, key types.NamespacedName
 	return nil
 }
 
-// sweepInventory asks the handler what it holds and enqueues each key, so
-// Reconcile releases those whose slice is gone or no longer Accepted.
-func (r *Reconciler) sweepInventory(ctx context.Context) error {
+// SweepInventory asks a handler that implements handler.Inventory (and
+// handler.Releaser) what it holds, marks each key as held and returns them:
+// reconciling each key then releases those whose slice is gone or no longer
+// Accepted in the class. AddToManager and ClassSet run it after the cache
+// syncs and at the resync period, enqueueing the keys; call it yourself to
+// drive a sweep in a test. It returns nothing for other handlers, and in a
+// dry run.
+func (r *Reconciler) SweepInventory(ctx context.Context) ([]types.NamespacedName, error) {
 	inv, ok := r.handler.(handler.Inventory)
 	if !ok || r.releaser() == nil {
-		return nil
+		return nil, nil
 	}
 	keys, err := inv.Holding(ctx)
 	if err != nil {
-		return fmt.Errorf("class %q: listing what the handler holds: %w", r.scope.class, err)
+		return nil, fmt.Errorf("class %q: listing what the handler holds: %w", r.scope.class, err)
 	}
 	lc := r.life
 	lc.mu.Lock()
@@ -127,10 +132,15 @@ func (r *Reconciler) sweepInventory(ctx context.Context) error {
 		lc.holding[k] = true
 	}
 	lc.mu.Unlock()
+	return keys, nil
+}
+
+func (r *Reconciler) sweepInventory(ctx context.Context) error {
+	keys, err := r.SweepInventory(ctx)
 	for _, k := range keys {
 		r.enqueue(k)
 	}
-	return nil
+	return err
 }
 
 // inventoryRunnable sweeps once the manager's caches have synced, then at
@@ -143,6 +153,12 @@ type inventoryRunnable struct {
 // Start implements manager.Runnable.
 func (i inventoryRunnable) Start(ctx context.Context) error {
 	if !i.synced(ctx) {
+		return nil
+	}
+	// The keys go to the controller's queue: wait until its source started.
+	select {
+	case <-i.r.queueReady:
+	case <-ctx.Done():
 		return nil
 	}
 	logger := log.FromContext(ctx).WithValues("controller", ControllerName(i.r.scope.class))
@@ -261,18 +277,37 @@ func (r *Reconciler) runPass() {
 	lc := r.life
 	lc.mu.Lock()
 	lc.passPending = false
-	lc.pass++
 	lc.mu.Unlock()
-	r.metrics.passes.WithLabelValues(r.scope.class).Inc()
-	var list authv1beta1.ResourceSliceList
-	if err := r.client.List(context.Background(), &list); err != nil {
+	keys, err := r.Pass(context.Background())
+	if err != nil {
 		return
 	}
+	for _, k := range keys {
+		r.enqueue(k)
+	}
+}
+
+// Pass starts a re-evaluation pass, as a WithWatch input's change does: it
+// returns every slice the class serves (from the reader the Reconciler was
+// built with) and lets slices the controller gave up on be tried again.
+// Reconciling each key writes only the decisions that change. Call it to
+// drive a pass in a test.
+func (r *Reconciler) Pass(ctx context.Context) ([]types.NamespacedName, error) {
+	r.life.mu.Lock()
+	r.life.pass++
+	r.life.mu.Unlock()
+	r.metrics.passes.WithLabelValues(r.scope.class).Inc()
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("class %q: listing slices for a pass: %w", r.scope.class, err)
+	}
+	var keys []types.NamespacedName
 	for i := range list.Items {
 		if r.scope.serves(&list.Items[i]) {
-			r.enqueue(client.ObjectKeyFromObject(&list.Items[i]))
+			keys = append(keys, client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}
+	return keys, nil
 }
 
 func (r *Reconciler) enqueue(key types.NamespacedName) {

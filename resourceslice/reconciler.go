@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,9 @@ type Reconciler struct {
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	// life remembers release holdings, give-ups and passes.
 	life *lifecycle
+	// queueReady is closed once queue is set.
+	queueReady chan struct{}
+	readyOnce  sync.Once
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -106,6 +110,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		fieldOwner: client.FieldOwner(FieldManager(class)),
 		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
 		life:       newLifecycle(),
+		queueReady: make(chan struct{}),
 	}
 	if cfg.budget != nil {
 		if err := m.registerBudget(cfg.budget); err != nil {
@@ -398,6 +403,7 @@ func (r *Reconciler) rollback(req reconcile.Request) {
 
 func (r *Reconciler) release(req reconcile.Request) {
 	r.conflicts.Forget(req)
+	r.noteSuccess(req.NamespacedName) // a slice gone or not ours keeps no failure count
 	if r.ledger != nil {
 		r.ledger.Release(r.holder(req))
 	}
@@ -431,6 +437,7 @@ func (r *Reconciler) wake(key types.NamespacedName) { r.enqueue(key) }
 func (r *Reconciler) Source() source.Source {
 	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		r.queue.Store(&q)
+		r.readyOnce.Do(func() { close(r.queueReady) })
 		return nil
 	})
 }

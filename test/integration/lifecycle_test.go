@@ -303,9 +303,6 @@ func newInventory(ns string, names ...string) *lifecycleInventory {
 // The inventory, swept once the cache has synced, releases what the handler
 // holds for a slice deleted while the controller was down.
 func TestInventorySweepReleasesSlicesGoneWhileDown(t *testing.T) {
-	t.Skip("BUG: the first inventory sweep can run before the controller has started its sources; its keys are then " +
-		"dropped (Reconciler.enqueue with no queue) and a slice deleted while down is never released without " +
-		"WithResyncPeriod; see the lifecycle test report (issue 9)")
 	const class = "inv-gone"
 	ns := namespace(t, "inventory-gone")
 	inventoryBeforeRestart(t, ns, class)
