@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
@@ -58,9 +59,15 @@ type options struct {
 	workers          int
 	kubeconfig       string
 	zap              zap.Options
+	// budget is shared by every served class; nil without --budget.
+	budget *budget.Budget
+	// leaseNS holds the class Leases; "" for none.
+	leaseNS string
 
-	// rawCaps is the --cap value, which complete parses into caps.
-	rawCaps string
+	// rawCaps and rawBudget are the --cap and --budget values, which
+	// complete parses.
+	rawCaps   string
+	rawBudget string
 }
 
 // classList is a repeatable, comma-separated --class-name flag.
@@ -83,6 +90,8 @@ func (c *classList) Set(v string) error {
 func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.Var(&o.classes, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); required")
 	fs.StringVar(&o.rawCaps, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110")
+	fs.StringVar(&o.rawBudget, "budget", "", "a budget shared by all served classes, e.g. cpu=64,memory=256Gi (default: none)")
+	fs.StringVar(&o.leaseNS, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "health probe address; 0 disables it")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "enable leader election")
@@ -113,6 +122,15 @@ func (o *options) complete() error {
 		return fmt.Errorf("--cap: %w", err)
 	}
 	o.caps = caps
+	if o.rawBudget != "" {
+		total, err := cappedresources.ParseCaps(o.rawBudget)
+		if err != nil {
+			return fmt.Errorf("--budget: %w", err)
+		}
+		if o.budget, err = budget.New("manager", total); err != nil {
+			return fmt.Errorf("--budget: %w", err)
+		}
+	}
 	if o.workers < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.workers)
 	}
@@ -280,8 +298,15 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	copts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(o.workers)}
+	if o.budget != nil {
+		copts = append(copts, resourceslice.WithBudget(o.budget))
+	}
+	if o.leaseNS != "" {
+		copts = append(copts, resourceslice.WithClassLease(o.leaseNS))
+	}
 	for _, class := range o.classes {
-		if err := resourceslice.AddToManager(mgr, class, policy, resourceslice.WithMaxConcurrentReconciles(o.workers)); err != nil {
+		if err := resourceslice.AddToManager(mgr, class, policy, copts...); err != nil {
 			return nil, err
 		}
 	}

@@ -41,6 +41,14 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, ":8080", o.metricsAddr)
 	assert.Equal(t, ":8081", o.probeAddr)
 	assert.True(t, o.zap.Development, "logs default to development mode, as kubebuilder scaffolds")
+	assert.Nil(t, o.budget, "no budget unless --budget")
+
+	o, err = parseFlags([]string{"--class-name", "gold,silver", "--budget", "cpu=64,memory=256Gi"}, io.Discard)
+	require.NoError(t, err)
+	require.NotNil(t, o.budget, "--budget builds one budget shared by the classes")
+	total := o.budget.Total()
+	assert.Equal(t, int64(64), total.Cpu().Value())
+	assert.Equal(t, "256Gi", total.Memory().String())
 
 	bad := map[string][]string{
 		"no class":       {},
@@ -48,6 +56,7 @@ func TestParseFlags(t *testing.T) {
 		"bad class":      {"--class-name", "a b"},
 		"duplicate":      {"--class-name", "gold,gold"},
 		"bad cap":        {"--class-name", "gold", "--cap", "cpu"},
+		"bad budget":     {"--class-name", "gold", "--budget", "cpu=-1"},
 		"zero workers":   {"--class-name", "gold", "--max-concurrent-reconciles", "0"},
 		"unknown flag":   {"--class-name", "gold", "--nope"},
 		"stray argument": {"--class-name", "gold", "extra"},
