@@ -107,12 +107,8 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 	if cfg.recorder == nil {
 		cfg.recorder = mgr.GetEventRecorder(ControllerName(class))
 	}
-	scheme := mgr.GetScheme()
-	if !scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) ||
-		!scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
-		if err := authv1beta1.AddToScheme(scheme); err != nil {
-			return nil, nil, fmt.Errorf("class %q: adding Liqo types to the manager's scheme: %w", class, err)
-		}
+	if err := classes.addLiqoTypes(mgr); err != nil {
+		return nil, nil, fmt.Errorf("class %q: adding Liqo types to the manager's scheme: %w", class, err)
 	}
 	if err := classes.claim(mgr, class); err != nil {
 		return nil, nil, err
@@ -173,6 +169,21 @@ func (c *classRegistry) claim(mgr manager.Manager, class string) error {
 	}
 	set[class] = true
 	return nil
+}
+
+// addLiqoTypes adds Liqo's authentication types to mgr's scheme if they
+// are missing, one registration at a time (concurrent Serve calls share the
+// scheme). Add them to your scheme before starting the manager if classes
+// are served after start: the running caches read the scheme.
+func (c *classRegistry) addLiqoTypes(mgr manager.Manager) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	scheme := mgr.GetScheme()
+	if scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) &&
+		scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
+		return nil
+	}
+	return authv1beta1.AddToScheme(scheme)
 }
 
 func (c *classRegistry) unclaim(mgr manager.Manager, class string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,7 +34,8 @@ const (
 )
 
 // AddUnservedReporter makes visible the slices nobody serves. It watches
-// ResourceSlices (through the manager's cache) and reads the class Leases
+// the ResourceSlices replicated from consumers (ReplicatedSelector; through
+// the manager's cache) and reads the class Leases
 // in namespace (see WithClassLease; read from the API server, no Lease
 // informer). A slice whose effective class is neither Liqo's own ("",
 // "default") nor held by a live Lease for longer than after gets one
@@ -138,10 +140,16 @@ func (u *unservedReporter) check(ctx context.Context, now time.Time) error {
 		oldest time.Duration
 	}
 	byClass := map[string]*agg{}
+	replicated := ReplicatedSelector()
 	seen := map[types.NamespacedName]bool{}
 	for i := range slices.Items {
 		rs := &slices.Items[i]
 		class := u.scope.classOf(rs)
+		// Only slices replicated from a consumer wait for a provider's
+		// class controller; a slice created locally is outgoing.
+		if !replicated.Matches(labels.Set(rs.Labels)) {
+			continue
+		}
 		if class == string(authv1beta1.ResourceSliceClassUnknown) || class == string(authv1beta1.ResourceSliceClassDefault) ||
 			served[class] || !rs.DeletionTimestamp.IsZero() {
 			continue
@@ -168,7 +176,7 @@ func (u *unservedReporter) check(ctx context.Context, now time.Time) error {
 		if !u.reported[key] {
 			u.reported[key] = true
 			u.recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoClassController, "Report",
-				"no controller serves class %q: no live Lease %s in namespace %s for %s; the slice waits undecided",
+				"no controller serves class %q: no live Lease %s in namespace %s for %s; nobody decides or maintains this slice's resources",
 				class, LeaseName(class), u.namespace, now.Sub(first).Round(time.Second))
 		}
 	}

@@ -261,9 +261,6 @@ func TestUnservedReporterForgetsDeletedSlices(t *testing.T) {
 // controllers leave them alone (ReplicatedSelector), and the reporter must
 // not warn that nobody serves them.
 func TestUnservedReporterIgnoresLocalSlices(t *testing.T) {
-	t.Skip(`BUG: AddUnservedReporter flags slices that are not replicated (no liqo.io/replicated=true label): ` +
-		`a cluster that is also a consumer gets a NoClassController Warning and a sliceclass_unserved_slices count ` +
-		`for each of its outgoing slices, which a remote provider serves; the class controllers skip them (ReplicatedSelector) and so should the reporter`)
 	const after = time.Second
 	t0 := time.Now().Truncate(time.Second)
 	local := replicatedSlice("outgoing", "remote-gold", t0)
