@@ -51,7 +51,7 @@ type classField struct {
 // DeepCopyObject implements runtime.Object.
 func (v *classView) DeepCopyObject() runtime.Object {
 	out := *v
-	v.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	v.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
 

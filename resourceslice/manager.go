@@ -135,7 +135,7 @@ func requestLogger(base logr.Logger) func(*reconcile.Request) logr.Logger {
 		if req == nil {
 			return base
 		}
-		return base.WithValues("ResourceSlice", req.NamespacedName.String(), "namespace", req.Namespace, "name", req.Name)
+		return base.WithValues("ResourceSlice", req.String(), "namespace", req.Namespace, "name", req.Name)
 	}
 }
 

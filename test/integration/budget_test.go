@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -386,7 +386,7 @@ func countUpdates(t *testing.T, ns, name string) *atomic.Int32 {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	wi, err := wc.Watch(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(ns),
-		&client.ListOptions{Raw: &v1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: get(t, ns, name).ResourceVersion}})
+		&client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: get(t, ns, name).ResourceVersion}})
 	require.NoError(t, err)
 	var n atomic.Int32
 	done := make(chan struct{})
