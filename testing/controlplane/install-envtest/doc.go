@@ -19,8 +19,9 @@
 // v0.x versions. Standard error gets one line per phase with the seconds
 // elapsed since the start; the go tool's own output goes to build.log in the
 // component's work directory, and its tail is printed only when a step fails.
-// A cold build (empty module and build caches) takes about 10 minutes on
-// 2 cores, most of it compiling kube-apiserver.
+// A cold build (empty module and build caches) costs about 19 CPU-minutes,
+// three quarters of them compiling kube-apiserver: about 10 minutes on an
+// otherwise idle 2-core machine, much longer on a busy one.
 //
 // The environment variable SLICECLASS_ENVTEST_DIR replaces
 // <cache>/sliceclass/envtest as the root of the cache (binaries and work

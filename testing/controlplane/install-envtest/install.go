@@ -43,7 +43,7 @@ func (in *installer) install(ctx context.Context) error {
 	missing := !reportsVersion(ctx, etcd, etcdWant) || !reportsVersion(ctx, apiserver, apiserverWant)
 	if missing {
 		in.printf("envtest: building etcd %s and kube-apiserver %s from source into %s "+
-			"(about 10 minutes cold on 2 cores; the go tool's output goes to build.log under %s)",
+			"(cold: about 10 minutes on an idle 2-core machine; the go tool's output goes to build.log under %s)",
 			in.etcdVersion, in.kubeVersion, in.binDir, in.workDir)
 	}
 	if !reportsVersion(ctx, etcd, etcdWant) {

@@ -89,7 +89,7 @@ func TestRunBuildsBothIntoVersionedDir(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"envtest: building etcd v3.6.8 and kube-apiserver v1.35.3 from source into " + dir +
-			" (about 10 minutes cold on 2 cores; the go tool's output goes to build.log under " + filepath.Join(root, "src") + ")",
+			" (cold: about 10 minutes on an idle 2-core machine; the go tool's output goes to build.log under " + filepath.Join(root, "src") + ")",
 		"envtest: etcd v3.6.8: resolving modules...",
 		"envtest: etcd v3.6.8: compiling...",
 		"envtest: etcd v3.6.8: ready",
