@@ -8,6 +8,8 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -16,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // benchSetup returns a reconciler over a fake client holding rs, and a
 // counter of the API writes it makes.
-func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice) (*resourceslice.Reconciler, client.Client, *atomic.Int64) {
+func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice, opts ...resourceslice.Option) (*resourceslice.Reconciler, client.Client, *atomic.Int64) {
 	b.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -35,7 +38,8 @@ func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice) (*resourceslice.Rec
 				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 			},
 		}).Build()
-	r, err := resourceslice.NewReconciler(c, gold, acceptAll("Granted"), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()))
+	r, err := resourceslice.NewReconciler(c, gold, acceptAll("Granted"),
+		append([]resourceslice.Option{resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,8 +61,22 @@ func realisticSlice() *authv1beta1.ResourceSlice {
 // (resync, restart, a relevant change that does not move the decision). It
 // must cost no API call.
 func BenchmarkReconcileDecided(b *testing.B) {
+	b.Run("NoBudget", func(b *testing.B) { benchDecided(b) })
+	b.Run("Budget", func(b *testing.B) { benchDecided(b, resourceslice.WithBudget(benchBudget(b))) })
+}
+
+// benchBudget is a budget the benchmark's slice always fits in.
+func benchBudget(b *testing.B) *budget.Budget {
+	bg, err := budget.New("bench", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bg
+}
+
+func benchDecided(b *testing.B, opts ...resourceslice.Option) {
 	rs := realisticSlice()
-	r, _, writes := benchSetup(b, rs)
+	r, _, writes := benchSetup(b, rs, opts...)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
 	if _, err := r.Reconcile(context.Background(), req); err != nil || writes.Load() != 1 {
 		b.Fatalf("first decision: err %v, writes %d", err, writes.Load())
@@ -78,9 +96,16 @@ func BenchmarkReconcileDecided(b *testing.B) {
 
 // BenchmarkReconcileFirstDecision is one first decision, including the status
 // patch on the fake client.
+// Sub-benchmarks compare the same class without and with a budget (issue 8:
+// the budget's admission must add at most 5% CPU per decision).
 func BenchmarkReconcileFirstDecision(b *testing.B) {
+	b.Run("NoBudget", func(b *testing.B) { benchFirstDecision(b) })
+	b.Run("Budget", func(b *testing.B) { benchFirstDecision(b, resourceslice.WithBudget(benchBudget(b))) })
+}
+
+func benchFirstDecision(b *testing.B, opts ...resourceslice.Option) {
 	rs := realisticSlice()
-	r, c, writes := benchSetup(b, rs)
+	r, c, writes := benchSetup(b, rs, opts...)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
 	ctx := context.Background()
 	b.ReportAllocs()
