@@ -34,6 +34,14 @@ func latencyPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t
 	defer stopMgr()
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(mctx) }()
+	// The controller's informer starts with the controller: wait for it (and
+	// its initial list of every earlier round's slices), not just for the
+	// informers that existed at start (none, since AddToManager stopped
+	// registering a field index). Otherwise the first slices measured wait
+	// behind the initial list.
+	if _, err := mgr.GetCache().GetInformer(mctx, &authv1beta1.ResourceSlice{}); err != nil {
+		return err
+	}
 	if !mgr.GetCache().WaitForCacheSync(mctx) {
 		return errors.New("manager cache did not sync")
 	}
