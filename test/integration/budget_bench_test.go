@@ -1,0 +1,97 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// BenchmarkBudgetDeletionToAdmission measures, on a real API server, the
+// time from deleting an Accepted slice of a full budget to the Accepted
+// status of the slice waiting for its capacity (issue 8), and reports p50
+// and p99 over b.N deletions.
+//
+//	KUBEBUILDER_ASSETS=... go test -run '^$' -bench DeletionToAdmission -benchtime 20x ./test/integration/
+func BenchmarkBudgetDeletionToAdmission(b *testing.B) {
+	ctx := context.Background()
+	ns := fmt.Sprintf("bench-budget-%d", time.Now().UnixNano()%1e6)
+	require.NoError(b, cp.CreateNamespace(ctx, ns))
+	bg, err := budget.New("bench", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
+	require.NoError(b, err)
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Scheme:                 cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	require.NoError(b, err)
+	require.NoError(b, resourceslice.AddToManager(mgr, "budgetbench", accept("Granted", nil), resourceslice.WithBudget(bg),
+		resourceslice.WithMaxConcurrentReconciles(4), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())))
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() { cancel(); <-done }()
+
+	status := func(name string) string {
+		var rs authv1beta1.ResourceSlice
+		if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
+			return ""
+		}
+		if c := conditions.Get(&rs, conditions.Resources); c != nil {
+			return string(c.Status) + "/" + c.Reason
+		}
+		return ""
+	}
+	waitStatus := func(name, want string, poll time.Duration) {
+		require.NoError(b, wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true,
+			func(context.Context) (bool, error) { return status(name) == want, nil }), "%s %s", name, want)
+	}
+	create := func(name string) {
+		rs := slicetest.NewSlice(name, slicetest.WithNamespace(ns), slicetest.WithClass("budgetbench"), slicetest.WithRequest(corev1.ResourceCPU, "4"))
+		require.NoError(b, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
+	}
+	// The budget is full: holder-0 holds all 4 CPU.
+	create("holder-0")
+	waitStatus("holder-0", "Accepted/Granted", 20*time.Millisecond)
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		holder, waiter := fmt.Sprintf("holder-%d", i), fmt.Sprintf("holder-%d", i+1)
+		create(waiter)
+		waitStatus(waiter, "Denied/"+budget.ReasonExhausted, 20*time.Millisecond)
+		var rs authv1beta1.ResourceSlice
+		require.NoError(b, cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: holder}, &rs))
+		b.StartTimer()
+		start := time.Now()
+		require.NoError(b, cp.Client.Delete(ctx, &rs))
+		waitStatus(waiter, "Accepted/Granted", 5*time.Millisecond)
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(lat[(len(lat)*99+99)/100-1].Milliseconds()), "p99-ms")
+}
