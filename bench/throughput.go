@@ -14,11 +14,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -41,13 +44,17 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 	concurrency := f.concurrency()
 	// Our controllers run once per decision-event mode, the SDK's default
 	// first.
+	// The last variant repeats "events none" with every class drawing from
+	// one budget large enough for the whole backlog: the admission's cost.
 	eventModes := []struct {
-		label string
-		mode  resourceslice.DecisionEvents
+		label  string
+		mode   resourceslice.DecisionEvents
+		budget bool
 	}{
-		{"events all (default)", resourceslice.DecisionEventsAll},
-		{"events denied only", resourceslice.DecisionEventsDenied},
-		{"events none", resourceslice.DecisionEventsNone},
+		{"events all (default)", resourceslice.DecisionEventsAll, false},
+		{"events denied only", resourceslice.DecisionEventsDenied, false},
+		{"events none", resourceslice.DecisionEventsNone, false},
+		{"events none, with a budget", resourceslice.DecisionEventsNone, true},
 	}
 	ours := make([]series, len(eventModes))
 	var plain, informer, same, single series
@@ -63,7 +70,7 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 		for m, em := range eventModes {
 			steps = append(steps, step{fmt.Sprintf("our controllers, %s", em.label), func() error {
 				first := round == 0 && m == 0
-				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), em.mode, first, first && f.cpuProfile != "")
+				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), em.mode, em.budget, first, first && f.cpuProfile != "")
 				if err != nil {
 					return err
 				}
@@ -131,10 +138,10 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 	for _, r := range rates {
 		t.add("decisions/s, "+r.label, fmt.Sprintf("%.0f %s", median(r.s.rate), spread(r.s.rate)), "", "")
 	}
-	none := ours[len(eventModes)-1]
+	none, budgeted := ours[2], ours[3]
 	for m, em := range eventModes {
 		label := fmt.Sprintf("ours, %s / plain client, same concurrency", em.label)
-		if em.mode == resourceslice.DecisionEventsNone {
+		if em.mode == resourceslice.DecisionEventsNone && !em.budget {
 			r := median(none.rate) / median(plain.rate)
 			t.add(label, ratioStr(none.rate, plain.rate), "≥ 0.90", okStr(r >= 0.9))
 			continue
@@ -149,6 +156,9 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 	t.add("client CPU, ours, events all / plain client + informer + events", ratioStr(ours[0].cpu, same.cpu), "", "")
 	t.add("client CPU, ours, events none / plain client + informer", ratioStr(none.cpu, informer.cpu), "", "")
 	t.add("client CPU, ours, events none / plain client", ratioStr(none.cpu, plain.cpu), "", "")
+	rb := median(budgeted.cpu) / median(none.cpu)
+	t.add("client CPU per decision, with a budget / without (events none)", ratioStr(budgeted.cpu, none.cpu), "≤ 1.05", okStr(rb <= 1.05))
+	t.add("decisions/s, with a budget / without (events none)", ratioStr(budgeted.rate, none.rate), "", "")
 	t.add("status writes per decision", fmt.Sprintf("%.2f", perDecision), "1.00", okStr(perDecision == 1))
 	t.add("status writes in 5 s idle", strconv.Itoa(idle), "0", okStr(idle == 0))
 	return nil
@@ -180,7 +190,7 @@ type oursResult struct {
 // then starts a manager serving them, recording decision events per mode,
 // and times the decisions. It counts the status writes per decision and,
 // with idle, over a 5 s idle window after the backlog.
-func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, idle, profile bool) (oursResult, error) {
+func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle, profile bool) (oursResult, error) {
 	var res oursResult
 	ns := "ours-" + prefix
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -206,9 +216,21 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 	if err != nil {
 		return res, err
 	}
+	opts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(f.perClass()), resourceslice.WithMetricsRegisterer(reg), resourceslice.WithDecisionEvents(mode)}
+	if withBudget {
+		// Room for every slice of the backlog (4 CPU, 8Gi each): the
+		// admission runs for every decision and never denies.
+		b, err := budget.New(prefix, corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(int64(4*f.n), resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(int64(8*f.n)<<30, resource.BinarySI),
+		})
+		if err != nil {
+			return res, err
+		}
+		opts = append(opts, resourceslice.WithBudget(b))
+	}
 	for c := range f.k {
-		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("%s-%d", prefix, c), acceptAll(),
-			resourceslice.WithMaxConcurrentReconciles(f.perClass()), resourceslice.WithMetricsRegisterer(reg), resourceslice.WithDecisionEvents(mode)); err != nil {
+		if err := resourceslice.AddToManager(mgr, fmt.Sprintf("%s-%d", prefix, c), acceptAll(), opts...); err != nil {
 			return res, err
 		}
 	}
