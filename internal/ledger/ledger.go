@@ -59,9 +59,13 @@ type Class struct {
 type Ledger struct {
 	name string
 
-	mu      sync.Mutex
-	total   corev1.ResourceList
-	holds   map[Holder]*holding
+	mu    sync.Mutex
+	total corev1.ResourceList
+	holds map[Holder]*holding
+	// sum is what every holding contributes (the larger of committed and
+	// pending), over all resources, kept up to date on each change so an
+	// admission costs O(resources), not O(slices).
+	sum     corev1.ResourceList
 	waiting map[Holder]waiter
 	classes map[string]Class
 	seeded  map[string]bool
@@ -79,6 +83,7 @@ func New(name string, total corev1.ResourceList) (*Ledger, error) {
 		name:    name,
 		total:   total.DeepCopy(),
 		holds:   map[Holder]*holding{},
+		sum:     corev1.ResourceList{},
 		waiting: map[Holder]waiter{},
 		classes: map[string]Class{},
 		seeded:  map[string]bool{},
@@ -156,7 +161,7 @@ func (l *Ledger) Detach(class string) {
 	delete(l.seeded, class)
 	for h := range l.holds {
 		if h.Class == class {
-			delete(l.holds, h)
+			l.drop(h)
 		}
 	}
 	for h := range l.waiting {
@@ -189,7 +194,9 @@ func (l *Ledger) EnsureSeeded() error {
 			if _, known := l.holds[h]; known {
 				continue
 			}
-			l.holds[h] = &holding{committed: rl.DeepCopy()}
+			x := &holding{}
+			l.holds[h] = x
+			l.change(x, func() { x.committed = rl.DeepCopy() })
 		}
 		l.seeded[class] = true
 	}
@@ -220,19 +227,19 @@ func (l *Ledger) Admit(h Holder, created time.Time, offer corev1.ResourceList, a
 	}
 	if !accepted {
 		delete(l.waiting, h)
-		x.pending, x.inFlight = nil, true
+		l.change(x, func() { x.pending, x.inFlight = nil, true })
 		l.mu.Unlock()
 		return true, ""
 	}
 	short, ahead := l.fitLocked(h, x, created, offer)
 	if len(short) == 0 {
 		delete(l.waiting, h)
-		x.pending, x.inFlight = offer.DeepCopy(), true
+		l.change(x, func() { x.pending, x.inFlight = offer.DeepCopy(), true })
 		l.mu.Unlock()
 		return true, ""
 	}
 	l.waiting[h] = waiter{Holder: h, created: created, offer: offer.DeepCopy()}
-	x.pending, x.inFlight = nil, true
+	l.change(x, func() { x.pending, x.inFlight = nil, true })
 	var wake func()
 	if ahead > 0 {
 		wake = l.wakeLocked()
@@ -306,9 +313,9 @@ func (l *Ledger) Commit(h Holder, from string) {
 		return
 	}
 	before := l.usedLocked()
-	x.committed, x.pending, x.inFlight, x.writtenFrom = x.pending, nil, false, from
+	l.change(x, func() { x.committed, x.pending, x.inFlight, x.writtenFrom = x.pending, nil, false, from })
 	if len(x.committed) == 0 && from == "" {
-		delete(l.holds, h)
+		l.drop(h)
 	}
 	wake := l.wakeIfFreedLocked(before)
 	l.mu.Unlock()
@@ -325,9 +332,9 @@ func (l *Ledger) Rollback(h Holder) {
 		return
 	}
 	before := l.usedLocked()
-	x.pending, x.inFlight = nil, false
+	l.change(x, func() { x.pending, x.inFlight = nil, false })
 	if len(x.committed) == 0 && x.writtenFrom == "" {
-		delete(l.holds, h)
+		l.drop(h)
 	}
 	wake := l.wakeIfFreedLocked(before)
 	l.mu.Unlock()
@@ -345,7 +352,7 @@ func (l *Ledger) Release(h Holder) {
 		return
 	}
 	before := l.usedLocked()
-	delete(l.holds, h)
+	l.drop(h)
 	delete(l.waiting, h)
 	wake := l.wakeIfFreedLocked(before)
 	l.mu.Unlock()
@@ -366,17 +373,35 @@ func (l *Ledger) Waiting() []Holder {
 func (l *Ledger) usedLocked() corev1.ResourceList {
 	used := corev1.ResourceList{}
 	for n := range l.total {
-		used[n] = resource.Quantity{}
-	}
-	for _, x := range l.holds {
-		for n, q := range maxList(x.committed, x.pending, x.inFlight) {
-			if u, ok := used[n]; ok {
-				u.Add(q)
-				used[n] = u
-			}
-		}
+		used[n] = l.sum[n].DeepCopy()
 	}
 	return used
+}
+
+// change applies mutate to x, keeping sum equal to what every holding
+// contributes.
+func (l *Ledger) change(x *holding, mutate func()) {
+	for n, q := range maxList(x.committed, x.pending, x.inFlight) {
+		v := l.sum[n]
+		v.Sub(q)
+		l.sum[n] = v
+	}
+	mutate()
+	for n, q := range maxList(x.committed, x.pending, x.inFlight) {
+		v := l.sum[n]
+		v.Add(q)
+		l.sum[n] = v
+	}
+}
+
+// drop removes h's holding and its contribution.
+func (l *Ledger) drop(h Holder) {
+	x, ok := l.holds[h]
+	if !ok {
+		return
+	}
+	l.change(x, func() { x.committed, x.pending, x.inFlight = nil, nil, false })
+	delete(l.holds, h)
 }
 
 func (l *Ledger) freeLocked(used corev1.ResourceList) corev1.ResourceList {
