@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo test unit integration envtest lint vet fmt bench tidy
+.PHONY: all demo test unit integration envtest lint vet fmt bench tidy fuzz compat
 
 all: test
 
@@ -45,3 +45,12 @@ bench:
 
 tidy:
 	$(GO) mod tidy
+
+## fuzz: every fuzz target for FUZZTIME each (default 20s); a failing input lands in testdata/fuzz/.
+fuzz:
+	@hack/fuzz.sh
+
+## compat: build, vet and unit-test a temporary copy of the module against the newest
+## controller-runtime v0.23.x, v0.24.x and v0.25.x (go.mod keeps the lowest we support).
+compat:
+	@hack/compat.sh

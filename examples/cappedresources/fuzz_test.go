@@ -1,0 +1,69 @@
+package cappedresources_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sliceclass/sliceclass/examples/cappedresources"
+)
+
+// FuzzParseCaps: ParseCaps never panics on any --cap value; what it accepts
+// holds no negative cap, is accepted by New, and reads back equal (by value)
+// when written out again in its own name=quantity,... form; a value with a
+// well-formed negative quantity among its entries is refused.
+func FuzzParseCaps(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		caps, err := cappedresources.ParseCaps(s)
+		if hasNegativeEntry(s) {
+			assert.Error(t, err, "a negative cap in %q", s)
+		}
+		if err != nil {
+			return
+		}
+		for name, q := range caps {
+			assert.GreaterOrEqual(t, q.Sign(), 0, "cap %s=%s from %q", name, q.String(), s)
+		}
+		_, err = cappedresources.New(caps)
+		assert.NoError(t, err, "New refuses what ParseCaps accepted from %q", s)
+
+		text := formatCaps(caps)
+		again, err := cappedresources.ParseCaps(text)
+		require.NoError(t, err, "%q parsed from %q does not parse again", text, s)
+		assert.Empty(t, cmp.Diff(caps, again, cmpopts.EquateEmpty(),
+			cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })),
+			"-first +second: %q written as %q", s, text)
+	})
+}
+
+// formatCaps writes caps in ParseCaps's documented form, names sorted.
+func formatCaps(caps corev1.ResourceList) string {
+	entries := make([]string, 0, len(caps))
+	for name, q := range caps {
+		entries = append(entries, string(name)+"="+q.String())
+	}
+	sort.Strings(entries)
+	return strings.Join(entries, ",")
+}
+
+// hasNegativeEntry reports whether some comma-separated entry of s is
+// name=quantity with a quantity that parses below zero.
+func hasNegativeEntry(s string) bool {
+	for _, kv := range strings.Split(s, ",") {
+		_, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if q, err := resource.ParseQuantity(strings.TrimSpace(value)); err == nil && q.AsApproximateFloat64() < 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for a bounded time, one after the other (go test
+# fuzzes one target per invocation). FUZZTIME bounds each target (default
+# 20s; any -fuzztime value, e.g. 2m or 100000x); FUZZ_PARALLEL sets the
+# number of fuzzing workers (go's default: GOMAXPROCS).
+#
+# A failing input is written by go under the package's
+# testdata/fuzz/<Target>/ and from then on runs as a seed with every
+# `go test`: commit it with the fix. Exits non-zero if any target fails.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FUZZTIME="${FUZZTIME:-20s}"
+
+# package  target
+TARGETS=(
+  "./resourceslice/ FuzzStatusPatch"
+  "./resourceslice/ FuzzValidate"
+  "./examples/cappedresources/ FuzzParseCaps"
+)
+
+args=()
+if [[ -n "${FUZZ_PARALLEL:-}" ]]; then args+=(-parallel "$FUZZ_PARALLEL"); fi
+
+cd "$ROOT"
+failed=()
+for t in "${TARGETS[@]}"; do
+  read -r pkg target <<<"$t"
+  echo "fuzz: $target in $pkg for $FUZZTIME" >&2
+  start=$SECONDS
+  if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "${args[@]}" "$pkg"; then
+    failed+=("$target")
+  fi
+  echo "fuzz: $target done in $((SECONDS - start))s" >&2
+done
+
+if ((${#failed[@]} > 0)); then
+  echo "fuzz: FAILED: ${failed[*]} (failing inputs are under testdata/fuzz/)" >&2
+  exit 1
+fi
+echo "fuzz: all ${#TARGETS[@]} targets passed" >&2
