@@ -51,7 +51,7 @@ func BenchmarkBudgetDeletionToAdmission(b *testing.B) {
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); _ = <-done }()
+	defer func() { cancel(); b.Log("manager stopped: ", <-done) }()
 
 	status := func(name string) string {
 		var rs authv1beta1.ResourceSlice
