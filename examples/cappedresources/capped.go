@@ -7,6 +7,7 @@ package cappedresources
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -44,6 +45,10 @@ func New(caps corev1.ResourceList) (*Policy, error) {
 	return &Policy{caps: caps.DeepCopy()}, nil
 }
 
+// maxCap is the largest cap ParseCaps accepts: the largest integer a
+// Quantity holds exactly.
+var maxCap = *resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
+
 // ParseCaps parses "cpu=4,memory=8Gi,pods=110" into a ResourceList.
 func ParseCaps(s string) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
@@ -62,6 +67,11 @@ func ParseCaps(s string) (corev1.ResourceList, error) {
 		}
 		if q.Sign() < 0 {
 			return nil, fmt.Errorf("cap %q: negative quantity", kv)
+		}
+		if q.Cmp(maxCap) > 0 {
+			// Beyond int64 a Quantity no longer prints as it parsed (1000E
+			// prints as "1"): refuse it rather than report a wrong cap.
+			return nil, fmt.Errorf("cap %q: larger than %s", kv, maxCap.String())
 		}
 		if _, dup := out[corev1.ResourceName(name)]; dup {
 			return nil, fmt.Errorf("cap for %s given twice", name)
