@@ -3,10 +3,14 @@ package controlplane_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -38,4 +42,48 @@ func TestStartInstallsLiqoCRDsAndCountsRequests(t *testing.T) {
 	n, err := cp.RequestCount(ctx, "PATCH", "tenants", "status")
 	require.NoError(t, err)
 	assert.Zero(t, n, "RequestCount must filter by resource")
+}
+
+func TestRestartAPIServerKeepsObjectsAndClients(t *testing.T) {
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
+	require.NoError(t, cp.Client.Create(ctx, slicetest.NewSlice("before")))
+
+	require.NoError(t, cp.RestartAPIServer())
+
+	var rs authv1beta1.ResourceSlice
+	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: slicetest.DefaultNamespace, Name: "before"}, &rs),
+		"the client built before the restart reads what was written before it")
+	require.NoError(t, cp.Client.Create(ctx, slicetest.NewSlice("after")), "and writes after it")
+}
+
+func TestAddUserIsAuthorizedByRBAC(t *testing.T) {
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
+	cfg, err := cp.AddUser("system:serviceaccount:liqo:reader", "system:serviceaccounts")
+	require.NoError(t, err)
+	cl, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+	require.NoError(t, err)
+
+	var list authv1beta1.ResourceSliceList
+	err = cl.List(ctx, &list, client.InNamespace(slicetest.DefaultNamespace))
+	require.True(t, apierrors.IsForbidden(err), "a user no role is bound to is refused: got %v", err)
+
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "slice-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{authv1beta1.GroupVersion.Group},
+			Resources: []string{"resourceslices"}, Verbs: []string{"list"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "slice-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "liqo", Name: "reader"}},
+	}
+	require.NoError(t, cp.Client.Create(ctx, role))
+	require.NoError(t, cp.Client.Create(ctx, binding))
+	require.Eventually(t, func() bool {
+		return cl.List(ctx, &list, client.InNamespace(slicetest.DefaultNamespace)) == nil
+	}, 10*time.Second, 50*time.Millisecond, "the ServiceAccount user may list once a role is bound to it")
 }
