@@ -1,0 +1,53 @@
+package failover
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+// debugLogEnv, when set, makes the managers log at debug level.
+const debugLogEnv = "SLICECLASS_RELIABILITY_DEBUG"
+
+// cp is the control plane of the suite; each test uses its own namespaces,
+// classes and leader-election Leases.
+var cp *controlplane.ControlPlane
+
+// TestMain starts one control plane for the suite. Without envtest binaries
+// the suite is skipped, unless SLICECLASS_REQUIRE_ENVTEST is set (as in CI);
+// -short skips it too. Managers log errors only (a crashed replica's failed
+// requests are expected), to stderr; everything with SLICECLASS_RELIABILITY_DEBUG.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(0)
+	}
+	level := zapcore.ErrorLevel
+	if os.Getenv(debugLogEnv) != "" {
+		level = zapcore.Level(-1) // controller-runtime's V(1): every reconcile
+	}
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
+	var err error
+	cp, err = controlplane.New()
+	if err != nil {
+		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
+			fmt.Fprintln(os.Stderr, "failover: skipped:", err)
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "failover:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "failover: stopping control plane:", err)
+	}
+	os.Exit(code)
+}
