@@ -20,6 +20,7 @@ TARGETS=(
   "./resourceslice/ FuzzStatusPatch"
   "./resourceslice/ FuzzValidate"
   "./examples/cappedresources/ FuzzParseCaps"
+  "./examples/manager/ FuzzClassesFile"
 )
 
 args=()

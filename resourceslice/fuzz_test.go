@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/fuzzing"
 )
 
 // The fuzz targets of this file decode their []byte inputs with fuzzBytes:
@@ -230,7 +231,7 @@ func FuzzValidate(f *testing.F) {
 		for _, n := range negativeByName {
 			negative = negative || n
 		}
-		if longExponent(quantity) {
+		if fuzzing.LongExponent(quantity) {
 			t.Skip("apimachinery's ParseQuantity is slow on long exponents; not validate's input")
 		}
 		if q, err := resource.ParseQuantity(quantity); err == nil {
@@ -257,28 +258,4 @@ func FuzzValidate(f *testing.F) {
 			assert.Error(t, err, "status %s", out)
 		}
 	})
-}
-
-// longExponent reports whether s has a decimal exponent of five digits or
-// more. ParseQuantity's time and memory grow with a negative exponent's
-// magnitude (1e-100000000: 44 s and 300 MB; a longer one hung a fuzz
-// worker), which is apimachinery's cost, not that of the code under test.
-func longExponent(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] != 'e' && s[i] != 'E' {
-			continue
-		}
-		j := i + 1
-		if j < len(s) && (s[j] == '+' || s[j] == '-') {
-			j++
-		}
-		digits := 0
-		for ; j < len(s) && s[j] >= '0' && s[j] <= '9'; j++ {
-			digits++
-		}
-		if digits >= 5 {
-			return true
-		}
-	}
-	return false
 }

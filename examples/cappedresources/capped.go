@@ -35,14 +35,28 @@ type Policy struct {
 
 var _ handler.Handler = &Policy{}
 
-// New returns a Policy with the given caps; a negative cap is an error.
+// New returns a Policy with the given caps; a negative cap, or one larger
+// than the largest integer a Quantity holds exactly, is an error.
 func New(caps corev1.ResourceList) (*Policy, error) {
 	for name, q := range caps {
-		if q.Sign() < 0 {
-			return nil, fmt.Errorf("cap for %s is negative (%s)", name, q.String())
+		if err := checkCap(q); err != nil {
+			return nil, fmt.Errorf("cap for %s: %w", name, err)
 		}
 	}
 	return &Policy{caps: caps.DeepCopy()}, nil
+}
+
+// checkCap refuses a negative cap, and one beyond int64: there a Quantity no
+// longer prints as it parsed (1000E prints as "1"), so the cap would be
+// reported wrong.
+func checkCap(q resource.Quantity) error {
+	if q.Sign() < 0 {
+		return fmt.Errorf("negative quantity %s", q.String())
+	}
+	if q.Cmp(maxCap) > 0 {
+		return fmt.Errorf("larger than %s", maxCap.String())
+	}
+	return nil
 }
 
 // maxCap is the largest cap ParseCaps accepts: the largest integer a
@@ -65,13 +79,8 @@ func ParseCaps(s string) (corev1.ResourceList, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cap %q: %w", kv, err)
 		}
-		if q.Sign() < 0 {
-			return nil, fmt.Errorf("cap %q: negative quantity", kv)
-		}
-		if q.Cmp(maxCap) > 0 {
-			// Beyond int64 a Quantity no longer prints as it parsed (1000E
-			// prints as "1"): refuse it rather than report a wrong cap.
-			return nil, fmt.Errorf("cap %q: larger than %s", kv, maxCap.String())
+		if err := checkCap(q); err != nil {
+			return nil, fmt.Errorf("cap %q: %w", kv, err)
 		}
 		if _, dup := out[corev1.ResourceName(name)]; dup {
 			return nil, fmt.Errorf("cap for %s given twice", name)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	"github.com/sliceclass/sliceclass/internal/fuzzing"
 )
 
 // FuzzParseCaps: ParseCaps never panics on any --cap value; what it accepts
@@ -24,7 +25,7 @@ import (
 // refused.
 func FuzzParseCaps(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
-		if longExponent(s) {
+		if fuzzing.LongExponent(s) {
 			t.Skip("apimachinery's ParseQuantity is slow on long exponents")
 		}
 		caps, err := cappedresources.ParseCaps(s)
@@ -92,30 +93,6 @@ func hasRepeatedName(s string) bool {
 			return true
 		}
 		seen[name] = true
-	}
-	return false
-}
-
-// longExponent reports whether s has a decimal exponent of five digits or
-// more. ParseQuantity's time and memory grow with a negative exponent's
-// magnitude (1e-100000000: 44 s and 300 MB), which would stall a fuzz
-// worker on apimachinery's cost rather than ParseCaps's.
-func longExponent(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] != 'e' && s[i] != 'E' {
-			continue
-		}
-		j := i + 1
-		if j < len(s) && (s[j] == '+' || s[j] == '-') {
-			j++
-		}
-		digits := 0
-		for ; j < len(s) && s[j] >= '0' && s[j] <= '9'; j++ {
-			digits++
-		}
-		if digits >= 5 {
-			return true
-		}
 	}
 	return false
 }

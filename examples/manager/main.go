@@ -3,6 +3,11 @@
 //
 //	manager --class-name gold --class-name silver --cap cpu=4,memory=8Gi,pods=110 --leader-elect
 //
+// or serves the classes a YAML file lists, following the file as it changes
+// (a mounted ConfigMap, say) without a restart:
+//
+//	manager --classes-file /etc/sliceclass/classes.yaml --cap cpu=4 --leader-elect
+//
 // -h or --help prints every flag, including the zap logging flags
 // (--zap-log-level, --zap-devel, ...), and exits 0. Bad flags print one line
 // and exit with code 2; a missing kubeconfig prints one line and exits with
@@ -63,6 +68,10 @@ type options struct {
 	budget *budget.Budget
 	// leaseNS holds the class Leases; "" for none.
 	leaseNS string
+	// classesFile lists the classes to serve instead of --class-name.
+	classesFile string
+	// leaderElectionID names the leader-election lease; "" derives it.
+	leaderElectionID string
 
 	// rawCaps and rawBudget are the --cap and --budget values, which
 	// complete parses.
@@ -88,14 +97,16 @@ func (c *classList) Set(v string) error {
 
 // bindFlags registers every flag on fs, writing into o.
 func (o *options) bindFlags(fs *flag.FlagSet) {
-	fs.Var(&o.classes, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); required")
-	fs.StringVar(&o.rawCaps, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110")
-	fs.StringVar(&o.rawBudget, "budget", "", "a budget shared by all served classes, e.g. cpu=64,memory=256Gi (default: none)")
+	fs.Var(&o.classes, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); this or --classes-file is required")
+	fs.StringVar(&o.classesFile, "classes-file", "", "YAML list of classes to serve ({name, caps, budget}), re-read when it changes; replaces --class-name")
+	fs.StringVar(&o.rawCaps, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110 (with --classes-file: for classes without caps)")
+	fs.StringVar(&o.rawBudget, "budget", "", "a budget shared by all served classes (with --classes-file: those without a budget), e.g. cpu=64,memory=256Gi (default: none)")
 	fs.StringVar(&o.leaseNS, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "health probe address; 0 disables it")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "enable leader election")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "", "name of the leader election lease (default: derived from --class-name, or sliceclass-classes-file)")
 	fs.IntVar(&o.workers, "max-concurrent-reconciles", resourceslice.DefaultMaxConcurrentReconciles, "slices decided in parallel per class")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
 	o.zap = zap.Options{Development: true}
@@ -104,8 +115,11 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 
 // complete checks the parsed values and fills the fields derived from them.
 func (o *options) complete() error {
-	if len(o.classes) == 0 {
-		return errors.New("at least one --class-name is required")
+	switch {
+	case len(o.classes) == 0 && o.classesFile == "":
+		return errors.New("at least one --class-name, or --classes-file, is required")
+	case len(o.classes) > 0 && o.classesFile != "":
+		return errors.New("--class-name and --classes-file are exclusive: list the classes in the file")
 	}
 	seen := map[string]bool{}
 	for _, c := range o.classes {
@@ -181,6 +195,19 @@ func leaseName(classes []string) string {
 	}
 	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
 	return "sliceclass-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// leaderElectionName is --leader-election-id, or a name derived from the
+// served classes: from --class-name, or fixed with --classes-file, whose
+// classes change while the lease is held.
+func (o options) leaderElectionName() string {
+	switch {
+	case o.leaderElectionID != "":
+		return o.leaderElectionID
+	case o.classesFile != "":
+		return "sliceclass-classes-file"
+	}
+	return leaseName(o.classes)
 }
 
 // restConfig finds the API server as controller-runtime's GetConfig does
@@ -273,7 +300,7 @@ func managerOptions(o options) (manager.Options, error) {
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        leaseName(o.classes),
+		LeaderElectionID:        o.leaderElectionName(),
 		LeaderElectionNamespace: o.leaderElectionNS,
 		Cache: cache.Options{
 			ReaderFailOnMissingInformer: true,
@@ -299,11 +326,24 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	copts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(o.workers)}
-	if o.budget != nil {
-		copts = append(copts, resourceslice.WithBudget(o.budget))
-	}
 	if o.leaseNS != "" {
 		copts = append(copts, resourceslice.WithClassLease(o.leaseNS))
+	}
+	if o.classesFile != "" {
+		set, err := resourceslice.NewClassSet(mgr, copts...)
+		if err != nil {
+			return nil, err
+		}
+		f, err := newClassesFile(o.classesFile, set, o.caps, o.budget, mgr.GetLogger())
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(f); err != nil {
+			return nil, err
+		}
+	}
+	if o.budget != nil {
+		copts = append(copts, resourceslice.WithBudget(o.budget))
 	}
 	for _, class := range o.classes {
 		if err := resourceslice.AddToManager(mgr, class, policy, copts...); err != nil {
@@ -330,7 +370,11 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Log.Info("serving classes", "classes", o.classes, "caps", o.caps)
+	if o.classesFile != "" {
+		ctrl.Log.Info("serving the classes of a file", "classesFile", o.classesFile, "defaultCaps", o.caps)
+	} else {
+		ctrl.Log.Info("serving classes", "classes", o.classes, "caps", o.caps)
+	}
 	return mgr.Start(ctx)
 }
 
