@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,10 +45,23 @@ func newNamespace(t *testing.T, name string) string {
 
 // grantAll accepts every slice with what it asks.
 var grantAll = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-	rs.Status.Resources = rs.Spec.Resources.DeepCopy()
-	conditions.Accept(rs, "Granted", "all requested resources granted")
+	grant(rs)
 	return ctrl.Result{}, nil
 })
+
+// grant is grantAll's decision.
+func grant(rs *authv1beta1.ResourceSlice) {
+	rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+	conditions.Accept(rs, "Granted", "all requested resources granted")
+}
+
+// counting wraps h, counting its calls in n.
+func counting(h handler.Handler, n *atomic.Int64) handler.Func {
+	return func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		n.Add(1)
+		return h.Handle(ctx, rs)
+	}
+}
 
 // oneCPU builds an undecided slice of class in ns asking one CPU, as Liqo
 // leaves it once authenticated.

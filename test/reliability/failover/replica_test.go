@@ -186,7 +186,8 @@ func (r *replica) crash(t *testing.T) time.Time {
 	r.cancel()
 	r.stopped = true
 	select {
-	case <-r.done: // a crashed manager's exit error says nothing useful
+	case err := <-r.done:
+		t.Logf("crashed replica %s stopped (error expected): %v", r.name, err)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("crashed replica %s did not stop within 60s", r.name)
 	}
