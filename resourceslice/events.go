@@ -22,7 +22,8 @@ const (
 	// ReasonNoDecision: the handler returned without setting the Resources
 	// condition to Accepted or Denied; not retried.
 	ReasonNoDecision = "NoDecision"
-	// ReasonInvalidResources: the handler offered a negative quantity; not
+	// ReasonInvalidResources: the handler offered a negative quantity, or
+	// one beyond int64 (which would be written as another value); not
 	// retried.
 	ReasonInvalidResources = "InvalidResources"
 	// ReasonChangesDiscarded: the handler changed fields a class controller

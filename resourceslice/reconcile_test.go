@@ -268,6 +268,15 @@ func TestHandlerFailures(t *testing.T) {
 			},
 			wantTerminal: true, wantEvent: resourceslice.ReasonInvalidResources,
 		},
+		"QuantityBeyondInt64": {
+			reason: "An offer of 1000E would be written as 1: refused rather than a different offer sent.",
+			f: func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+				rs.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000E")}
+				conditions.Accept(rs, "Granted", "")
+				return ctrl.Result{}, nil
+			},
+			wantTerminal: true, wantEvent: resourceslice.ReasonInvalidResources,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

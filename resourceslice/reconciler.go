@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -266,7 +268,7 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 	if err := validate(out); err != nil {
 		r.metrics.errors.WithLabelValues(r.scope.class, errKindContract).Inc()
 		reason := ReasonNoDecision
-		if errors.Is(err, errNegative) {
+		if errors.Is(err, errNegative) || errors.Is(err, errTooLarge) {
 			reason = ReasonInvalidResources
 		}
 		r.warn(current, reason, actionValidate, "class %q handler broke its contract: %v", r.scope.class, err)
@@ -527,10 +529,18 @@ func (r *Reconciler) dryRun(ctx context.Context, current, desired *authv1beta1.R
 	log.FromContext(ctx).Info("dry run: would decide", "decision", after.Status, "reason", after.Reason)
 }
 
-var errNegative = errors.New("negative quantity")
+var (
+	errNegative = errors.New("negative quantity")
+	// errTooLarge: beyond int64 a Quantity no longer serialises as it
+	// compares (1000E is written as "1"), so the consumer would get a
+	// different offer from the one the handler and the budget saw.
+	errTooLarge = errors.New("quantity larger than " + maxQuantity.String())
+	maxQuantity = *resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
+)
 
 // validate checks the handler's output: exactly one Resources condition,
-// Accepted or Denied, and no negative quantity in status.resources.
+// Accepted or Denied, and no negative quantity in status.resources, nor one
+// beyond int64.
 func validate(rs *authv1beta1.ResourceSlice) error {
 	n := 0
 	for _, c := range rs.Status.Conditions {
@@ -555,6 +565,16 @@ func validate(rs *authv1beta1.ResourceSlice) error {
 	if len(negative) > 0 {
 		sort.Strings(negative)
 		return fmt.Errorf("%w in status.resources: %s", errNegative, strings.Join(negative, ", "))
+	}
+	var large []string
+	for name, q := range rs.Status.Resources {
+		if q.Cmp(maxQuantity) > 0 {
+			large = append(large, string(name))
+		}
+	}
+	if len(large) > 0 {
+		sort.Strings(large)
+		return fmt.Errorf("%w in status.resources: %s", errTooLarge, strings.Join(large, ", "))
 	}
 	return nil
 }
