@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo test unit integration envtest lint vet fmt bench tidy fuzz compat
+.PHONY: all demo test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat
 
 all: test
 
@@ -28,6 +28,19 @@ unit:
 integration:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
 		$(GO) test -race -count=1 -timeout 30m ./test/...
+
+## reliability: the reliability suite alone (./test/reliability/...: API faults, API server
+## restart, leader failover, least privilege) with -race, printing its figures (RELIABILITY: lines).
+## `make test` runs it too.
+reliability:
+	@set -o pipefail; assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
+		$(GO) test -race -count=1 -timeout 30m -v ./test/reliability/... | grep -E '^(=== RUN|--- |\s+.*RELIABILITY:|ok|FAIL|PASS)'
+
+## soak: 10000 slices under churn for SLICECLASS_SOAK_DURATION (default 3m), without -race so that
+## heap figures are the program's own; reports heap, goroutines and the decision backlog.
+soak:
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 SLICECLASS_SOAK=1 \
+		$(GO) test -count=1 -timeout 20m -v ./test/soak/
 
 vet:
 	$(GO) vet ./...
