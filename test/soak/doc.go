@@ -8,5 +8,6 @@
 // It runs only when SLICECLASS_SOAK=1 (make soak, without -race);
 // SLICECLASS_SOAK_DURATION (a Go duration, default 3m) sets how long the
 // churn lasts; SLICECLASS_SOAK_SLICES (default 10000) how many slices it
-// keeps, to try it out smaller.
+// keeps, to try it out smaller; SLICECLASS_SOAK_EVENTS (none, denied or
+// all; default none) the classes' decision events.
 package soak

@@ -172,6 +172,54 @@ func (w window) String() string {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
+// verdict is what the samples say about the churn.
+type verdict struct {
+	// first and last are the first and last windows after the warm-up.
+	first, last window
+	// maxBacklog is the largest backlog sampled during the churn.
+	maxBacklog int
+	// peakHeapMiB is the largest live heap of any sample (the cold start's
+	// initial list, usually).
+	peakHeapMiB float64
+}
+
+// judge splits the churn's samples: the first third is the warm-up; of the
+// rest, the first and the last quarter (at least two samples each) are the
+// windows compared.
+func judge(ss []sample) (verdict, error) {
+	var v verdict
+	var churned []sample
+	for _, s := range ss {
+		v.peakHeapMiB = max(v.peakHeapMiB, mib(s.heapAlloc))
+		if s.phase == "churn" {
+			churned = append(churned, s)
+			v.maxBacklog = max(v.maxBacklog, s.backlog)
+		}
+	}
+	if len(churned) < 6 {
+		return v, fmt.Errorf("%d samples in the churn, need 6: make it longer than %s", len(churned), 6*sampleEvery)
+	}
+	post := churned[len(churned)/3:]
+	n := max(2, len(post)/4)
+	v.first, v.last = summarize(post[:n]), summarize(post[len(post)-n:])
+	return v, nil
+}
+
+// problems lists the bounds the verdict breaks.
+func (v verdict) problems() []string {
+	var out []string
+	if v.last.heapMiB > heapGrowthBound*v.first.heapMiB {
+		out = append(out, fmt.Sprintf("heap grew more than x%.2f: first window %s, last %s", heapGrowthBound, v.first, v.last))
+	}
+	if v.last.goroutines > v.first.goroutines+goroutineGrowthBound {
+		out = append(out, fmt.Sprintf("goroutines grew by more than %d: first window %s, last %s", goroutineGrowthBound, v.first, v.last))
+	}
+	if v.maxBacklog > backlogBound {
+		out = append(out, fmt.Sprintf("decisions fell behind during the churn: backlog %d, bound %d", v.maxBacklog, backlogBound))
+	}
+	return out
+}
+
 // table renders the samples, one line each.
 func table(ss []sample) string {
 	var b strings.Builder

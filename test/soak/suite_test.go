@@ -17,16 +17,14 @@ const soakEnv = "SLICECLASS_SOAK"
 // cp is the control plane the soak runs on; nil when the soak is not asked for.
 var cp *controlplane.ControlPlane
 
-// TestMain starts the control plane only when the soak is asked for, so a
-// plain go test ./... reports TestSoak as skipped without starting one.
-// -short skips the package; missing envtest binaries skip it too, unless
-// SLICECLASS_REQUIRE_ENVTEST is set (as in CI).
+// TestMain starts the control plane only when the soak is asked for (and
+// not under -short), so a plain go test ./... runs the checks' own tests and
+// reports TestSoak as skipped without starting one. Missing envtest
+// binaries skip the package, unless SLICECLASS_REQUIRE_ENVTEST is set (as
+// in CI).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	if os.Getenv(soakEnv) != "1" {
+	if testing.Short() || os.Getenv(soakEnv) != "1" {
 		os.Exit(m.Run())
 	}
 	var err error
