@@ -45,24 +45,34 @@ func budgetedClass(class, ns string, total int) func(mgr manager.Manager) error 
 // Why the patch count is exact: each replica's every request goes through
 // its own tap, which counts a status PATCH when the server answers 2xx, that
 // is when the server applied it. A crashed replica's requests fail before
-// they leave the process; one that left before the crash is counted when its
-// answer comes. Slices are created undecided and Liqo's status write is a
+// they leave the process; one that left before the crash is let finish and
+// counted when its answer comes (see crash). Slices are created undecided and Liqo's status write is a
 // PUT, so each decided slice took at least one counted PATCH: a total equal
 // to the number of slices means one each.
+//
+// It runs without and with EnableWarmup: a warm standby's cache and queue
+// are filled before it leads, and its budget must still be rebuilt from
+// what the cluster holds when it does.
 func TestLeaderFailover(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warmup=%t", warm), func(t *testing.T) { leaderFailover(t, warm) })
+	}
+}
+
+func leaderFailover(t *testing.T, warm bool) {
 	const (
 		slices     = 200
 		total      = 150 // CPU: the last 50 slices wait with BudgetExhausted
 		crashAfter = 40  // a's decisions before it crashes
-		class      = "failover"
 	)
-	ns := newNamespace(t, "failover")
+	class := fmt.Sprintf("failover-%t", warm)
+	ns := newNamespace(t, class)
 	watcher := watchCommitted(t, ns)
 	serverBefore, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 
 	spec := func(name string) replicaSpec {
-		return replicaSpec{name: name, electionID: "failover-leader", namespace: ns, register: budgetedClass(class, ns, total)}
+		return replicaSpec{name: name, electionID: "leader-" + ns, namespace: ns, warmup: warm, register: budgetedClass(class, ns, total)}
 	}
 	a := startReplica(t, spec("replica-a"))
 	waitFor(t, 60*time.Second, "replica-a to lead", a.leads)
@@ -136,8 +146,8 @@ func TestLeaderFailover(t *testing.T) {
 	require.NoError(t, werr)
 	assert.LessOrEqual(t, peak, int64(total*1000), "CPU held by Accepted slices at some watched event")
 
-	t.Logf("RELIABILITY: failover slices=%d budget_cpu=%d decided_by_old_leader=%d decided_by_new_leader=%d status_patches=%d server_status_patches=%d lease=%s/%s/%s failover_to_new_leader=%s failover_to_first_decision=%s failover_to_all_decided=%s peak_held_cpu=%dm watched_events=%d",
-		slices, total, fromA, fromB, fromA+fromB, serverAfter-serverBefore,
+	t.Logf("RELIABILITY: failover warmup=%t slices=%d budget_cpu=%d decided_by_old_leader=%d decided_by_new_leader=%d status_patches=%d server_status_patches=%d lease=%s/%s/%s failover_to_new_leader=%s failover_to_first_decision=%s failover_to_all_decided=%s peak_held_cpu=%dm watched_events=%d",
+		warm, slices, total, fromA, fromB, fromA+fromB, serverAfter-serverBefore,
 		leaseDuration, renewDeadline, retryPeriod,
 		tookOver.Round(time.Millisecond), firstByB.Round(time.Millisecond), allByB.Round(time.Millisecond), peak, events)
 }

@@ -46,6 +46,8 @@ type tap struct {
 	// sliceRead is when the replica first read the resourceslices
 	// collection (a list or a watch: its informer starting).
 	sliceRead atomic.Int64
+	// writing counts the requests other than GETs that are in flight.
+	writing atomic.Int64
 	// electionID is the leader-election Lease's name; electionTried is when
 	// the replica first asked for it (it has reached leader election).
 	electionID    string
@@ -72,6 +74,10 @@ func (tp *tap) wrap(next http.RoundTripper) http.RoundTripper {
 		}
 		if strings.HasSuffix(path, "/leases/"+tp.electionID) {
 			tp.electionTried.CompareAndSwap(0, time.Now().UnixNano())
+		}
+		if req.Method != http.MethodGet {
+			tp.writing.Add(1)
+			defer tp.writing.Add(-1)
 		}
 		resp, err := next.RoundTrip(req)
 		if err == nil && req.Method == http.MethodPatch && isSliceStatus(path) && resp.StatusCode/100 == 2 {
@@ -179,10 +185,17 @@ func (r *replica) leads() bool { return r.elected.Load() != 0 }
 // from now on, so it can neither write nor release its leader-election
 // Lease (nor its class Lease), and then it is stopped. It returns when the
 // replica lost API access, and waits for it to stop.
+//
+// Writes already sent when the replica is cut are let finish before it is
+// stopped: the server applies a request it has received whatever becomes of
+// the pod, and stopping first would cancel the request's context so that
+// the tap would miss an answer the server gave.
 func (r *replica) crash(t *testing.T) time.Time {
 	t.Helper()
 	r.tap.cut.Store(true)
 	vanished := time.Now()
+	waitFor(t, 30*time.Second, "the crashed replica's writes in flight to be answered",
+		func() bool { return r.tap.writing.Load() == 0 })
 	r.cancel()
 	r.stopped = true
 	select {
