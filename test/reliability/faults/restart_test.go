@@ -1,0 +1,143 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+// TestAPIServerRestartMidBacklog restarts the API server while one slow
+// worker is deciding a backlog of 200 slices, and creates 100 more once it
+// is back. The same manager process, whose Start never returns, decides
+// every slice, once.
+//
+// "Once" means: every slice gets exactly one status write that the API
+// server applied. It is counted on the controller's own transport, as 2xx
+// answers to status PATCHes on the slice (the API server's counter would
+// do too, but it restarts from zero and misses what was sent between the
+// last reading and the stop). A PATCH in flight when the server stops may
+// be applied with its answer lost: the transport then sees an error, not a
+// 2xx, so such a slice may show no 2xx write, and only if one of its
+// PATCHes went unanswered. The handler may be called more than once per
+// slice (after a failed write, or a watch event): a call is not a decision,
+// a write is.
+func TestAPIServerRestartMidBacklog(t *testing.T) {
+	const (
+		backlog = 200
+		later   = 100
+		class   = "restart"
+		ns      = "restart"
+	)
+	ctx := context.Background()
+	plane := controlplane.Start(t)
+	require.NoError(t, plane.CreateNamespace(ctx, ns))
+	specs := make([]sliceSpec, 0, backlog+later)
+	for i := range backlog + later {
+		specs = append(specs, sliceSpec{ns: ns, name: fmt.Sprintf("s-%03d", i), class: class, cpu: 1 + i%4})
+	}
+	require.NoError(t, createAll(ctx, plane.Client, specs[:backlog], func(sliceSpec) {}))
+
+	in := newInjector(faultRates{}, 0) // counts, injects nothing
+	var calls atomic.Int64
+	decide := capped(0, &calls)
+	slow := func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return ctrl.Result{}, ctx.Err()
+		}
+		return decide(ctx, rs)
+	}
+	mgr := startManager(t, in.config(plane.Config), plane, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, class, handler.Func(slow),
+			resourceslice.WithoutTenantRule(),
+			resourceslice.WithRetryBackoff(10*time.Millisecond, time.Second))
+	})
+	appliedNow := func() int { n, _, _ := in.writes.totals(); return n }
+	eventually(t, 2*time.Minute, "a fifth of the backlog decided", func() bool { return appliedNow() >= backlog/5 })
+
+	serverBefore, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	require.NoError(t, err)
+	atRestart := appliedNow()
+	restart := time.Now()
+	killed := restartAPIServer(t, plane)
+	restartTook := time.Since(restart)
+	atBack := appliedNow()
+	require.Less(t, atBack, backlog, "the backlog was decided before the API server was back: slow the handler")
+	require.NoError(t, createAll(ctx, plane.Client, specs[backlog:], func(sliceSpec) {}))
+
+	waitDecided(t, plane.Client, 5*time.Minute, specs)
+	last := in.writes.lastApplied()
+	settled := appliedNow()
+	quiet := holdsFor(3*time.Second, func() bool { return appliedNow() == settled })
+	alive := mgr.alive()
+	mgr.stop()
+	serverAfter, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	require.NoError(t, err)
+
+	got, err := slicesOn(ctx, plane.Client, specs)
+	require.NoError(t, err)
+	var wrong []string
+	double, unseen, uncounted := 0, 0, 0
+	for _, s := range specs {
+		if why := s.wrongDecision(got[s.key().String()]); why != "" {
+			wrong = append(wrong, s.key().String()+": "+why)
+		}
+		switch n, unanswered := in.writes.of(s.key().String()); {
+		case n > 1:
+			double += n - 1
+		case n == 0 && unanswered > 0:
+			unseen++ // applied as the server stopped, answer lost
+		case n == 0:
+			uncounted++
+		}
+	}
+	applied, answered, unanswered := in.writes.totals()
+	assert.Empty(t, wrong, "decisions lost or wrong")
+	assert.Zero(t, double, "double decisions (2xx status PATCHes beyond one per slice)")
+	assert.Zero(t, uncounted, "decided slices with neither a 2xx nor an unanswered status PATCH")
+	assert.True(t, quiet, "a status write was applied after every slice was decided")
+	assert.True(t, alive, "the manager's Start returned")
+
+	recovered := last.Sub(restart)
+	t.Logf("restart: %d of %d backlog slices decided when the restart began, %d when the server was back after %s; all %d decided %s after the restart began; handler calls %d; status PATCHes %d applied, %d answered, %d unanswered (%d slices decided by one), server counted %d before the restart + %d after",
+		atRestart, backlog, atBack, restartTook.Round(time.Millisecond), len(specs), recovered.Round(time.Millisecond),
+		calls.Load(), applied, answered, unanswered, unseen, serverBefore, serverAfter)
+	t.Logf("RELIABILITY: restart slices=%d backlog=%d decided_at_restart=%d restart=%s killed=%t restart_to_all_decided=%s decisions_lost=%d double=%d unanswered=%d handler_calls=%d",
+		len(specs), backlog, atRestart, restartTook.Round(time.Millisecond), killed, recovered.Round(time.Millisecond),
+		len(wrong), double, unanswered, calls.Load())
+}
+
+// restartAPIServer restarts plane's API server and reports whether it had
+// to be killed.
+//
+// controlplane.RestartAPIServer fails while a client holds a watch open (a
+// manager always does): kube-apiserver's graceful shutdown waits for open
+// watches to end, envtest's stop timeout (one minute) expires first, the
+// process is killed and the restart returns an error before starting it
+// again. A second call then only starts it. Until the control plane stops
+// the server without waiting for watches (kube-apiserver's
+// --shutdown-watch-termination-grace-period), the controller sees a
+// minute-long shutdown ending in a crash, which it must survive too.
+func restartAPIServer(t *testing.T, plane *controlplane.ControlPlane) (killed bool) {
+	t.Helper()
+	err := plane.RestartAPIServer()
+	if err == nil {
+		return false
+	}
+	t.Logf("RestartAPIServer: %v; starting the killed server again", err)
+	require.NoError(t, plane.RestartAPIServer())
+	return true
+}
