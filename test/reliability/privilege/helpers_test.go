@@ -1,0 +1,102 @@
+package privilege
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// pollInterval is how often the waits check.
+const pollInterval = 100 * time.Millisecond
+
+// eventually checks cond every pollInterval until it holds, and fails the
+// test if it still does not after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// waitFor checks cond every pollInterval until it holds, ctx ends, or
+// timeout passes; the error says what it waited for and the last error cond
+// returned.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok && err == nil, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return fmt.Errorf("%s: %w", what, cause)
+	}
+	if last != nil {
+		return fmt.Errorf("timed out after %s waiting for %s (last error: %w)", timeout, what, last)
+	}
+	return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+}
+
+// forbiddenCount returns how many requests the API server's authorizers
+// refused: authorization_attempts_total with a result other than
+// "allowed" ("denied", or "no-opinion" from every authorizer, which RBAC
+// answers when no rule grants the request). A request refused there is
+// answered 403 before it reaches a handler, so apiserver_request_total does
+// not count it (TestForbiddenIsCounted pins both). SubjectAccessReviews do
+// not count either. Only the manager runs under an identity RBAC can
+// refuse, so the difference between two readings is what it was refused.
+func forbiddenCount(ctx context.Context) (int, error) {
+	return sumMetric(ctx, "authorization_attempts_total{", func(labels string) bool {
+		return !strings.Contains(labels, `result="allowed"`)
+	})
+}
+
+// answered403 sums apiserver_request_total{code="403"}: what handlers
+// answered 403, which does not include the authorizers' refusals.
+func answered403(ctx context.Context) (int, error) {
+	return sumMetric(ctx, "apiserver_request_total{", func(labels string) bool {
+		return strings.Contains(labels, `code="403"`)
+	})
+}
+
+// sumMetric scrapes the API server's /metrics as the administrator and sums
+// the samples whose line starts with prefix and passes keep.
+func sumMetric(ctx context.Context, prefix string, keep func(line string) bool) (int, error) {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	total := 0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) || !keep(line) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing %q: %w", line, err)
+		}
+		total += int(v)
+	}
+	return total, sc.Err()
+}

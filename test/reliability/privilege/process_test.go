@@ -1,0 +1,149 @@
+package privilege
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// writeKubeconfig writes cfg (a client-certificate user) as a kubeconfig
+// file in dir and returns its path.
+func writeKubeconfig(t *testing.T, cfg *rest.Config, dir string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["manager"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "manager"}
+	kc.CurrentContext = "manager"
+	path := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
+}
+
+// managerProcess is the example manager running as a subprocess.
+type managerProcess struct {
+	cmd    *exec.Cmd
+	stderr *scanWriter
+	done   chan struct{}
+	// err is Wait's answer, set when done is closed.
+	err error
+}
+
+// startManager starts the manager binary with args. onForbidden is called
+// (once) when its stderr first mentions "forbidden".
+func startManager(t *testing.T, args []string, env []string, onForbidden func(line string)) *managerProcess {
+	t.Helper()
+	cmd := exec.Command(managerBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &managerProcess{cmd: cmd, stderr: &scanWriter{word: "forbidden", onMatch: onForbidden}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	require.NoError(t, cmd.Start())
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+// stop sends SIGTERM and waits up to timeout for the exit; it returns the
+// exit code, or an error if the process did not exit in time.
+func (p *managerProcess) stop(timeout time.Duration) (int, error) {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return -1, err
+	}
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		p.kill()
+		return -1, fmt.Errorf("the manager did not exit within %s of SIGTERM", timeout)
+	}
+}
+
+// kill ends the process at once and waits for it.
+func (p *managerProcess) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// scanWriter keeps what is written to it and calls onMatch once, with the
+// line, when a complete line contains word (case-insensitive).
+type scanWriter struct {
+	word    string
+	onMatch func(line string)
+
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	partial []byte
+	matched bool
+}
+
+// Write implements io.Writer.
+func (w *scanWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(b)
+	w.partial = append(w.partial, b...)
+	var hit string
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		if !w.matched && strings.Contains(strings.ToLower(line), w.word) {
+			w.matched, hit = true, line
+		}
+	}
+	w.mu.Unlock()
+	if hit != "" && w.onMatch != nil {
+		w.onMatch(hit)
+	}
+	return len(b), nil
+}
+
+// String returns everything written so far.
+func (w *scanWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// lines returns the lines written so far that contain word.
+func (w *scanWriter) lines() []string {
+	var out []string
+	for _, l := range strings.Split(w.String(), "\n") {
+		if strings.Contains(strings.ToLower(l), w.word) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// tail returns the last n lines written, for a failure message.
+func (w *scanWriter) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(w.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
