@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,8 @@ type tap struct {
 	// sliceRead is when the replica first read the resourceslices
 	// collection (a list or a watch: its informer starting).
 	sliceRead atomic.Int64
+	// trace, if set, is told of every request that left the process.
+	trace func(method, uri string, code int, took time.Duration, err error)
 	// writing counts the requests other than GETs that are in flight.
 	writing atomic.Int64
 	// electionID is the leader-election Lease's name; electionTried is when
@@ -79,7 +82,15 @@ func (tp *tap) wrap(next http.RoundTripper) http.RoundTripper {
 			tp.writing.Add(1)
 			defer tp.writing.Add(-1)
 		}
+		start := time.Now()
 		resp, err := next.RoundTrip(req)
+		if tp.trace != nil {
+			code := 0
+			if resp != nil {
+				code = resp.StatusCode
+			}
+			tp.trace(req.Method, req.URL.RequestURI(), code, time.Since(start), err)
+		}
 		if err == nil && req.Method == http.MethodPatch && isSliceStatus(path) && resp.StatusCode/100 == 2 {
 			now := time.Now().UnixNano()
 			tp.firstPatch.CompareAndSwap(0, now)
@@ -136,13 +147,20 @@ type replica struct {
 func startReplica(t *testing.T, spec replicaSpec) *replica {
 	t.Helper()
 	tp := &tap{electionID: spec.electionID}
+	logger := log.Log.WithName(t.Name()).WithName(spec.name)
+	if os.Getenv(debugLogEnv) != "" {
+		requests := logger.WithName("requests")
+		tp.trace = func(method, uri string, code int, took time.Duration, err error) {
+			requests.V(1).Info("request", "method", method, "uri", uri, "code", code, "took", took, "error", err)
+		}
+	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Wrap(tp.wrap)
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  cp.Scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Logger:                  log.Log.WithName(t.Name()).WithName(spec.name),
+		Logger:                  logger,
 		LeaderElection:          true,
 		LeaderElectionID:        spec.electionID,
 		LeaderElectionNamespace: spec.namespace,

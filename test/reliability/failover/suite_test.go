@@ -14,7 +14,8 @@ import (
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
-// debugLogEnv, when set, makes the managers log at debug level.
+// debugLogEnv, when set, makes the managers log at debug level, with every
+// request of each replica, in development mode (millisecond times).
 const debugLogEnv = "SLICECLASS_RELIABILITY_DEBUG"
 
 // cp is the control plane of the suite; each test uses its own namespaces,
@@ -34,7 +35,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(debugLogEnv) != "" {
 		level = zapcore.Level(-1) // controller-runtime's V(1): every reconcile
 	}
-	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level), zap.UseDevMode(level < 0),
+		func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
 	var err error
 	cp, err = controlplane.New()
 	if err != nil {
