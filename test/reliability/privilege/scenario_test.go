@@ -446,11 +446,16 @@ func runScenario(t *testing.T, w world, kubeconfig string, timeout time.Duration
 var refusalPattern = regexp.MustCompile(`cannot (\w+) resource \\?"([^"\\]+)\\?" in API group \\?"([^"\\]*)\\?"`)
 
 // summary is the first refusal in the manager's stderr, shortened to what
-// was refused ("update leases.coordination.k8s.io"), or the failed step.
+// was refused ("refused update leases (coordination.k8s.io)"), or the
+// failed step.
 func (o outcome) summary() string {
 	for _, l := range o.refusals {
 		if m := refusalPattern.FindStringSubmatch(l); m != nil {
-			return fmt.Sprintf("refused %s %s.%s", m[1], m[2], m[3])
+			group := m[3]
+			if group == "" {
+				group = "core"
+			}
+			return fmt.Sprintf("refused %s %s (%s)", m[1], m[2], group)
 		}
 	}
 	if o.failed != "" {
