@@ -1,0 +1,154 @@
+package admission
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+// cp is the control plane of the suite, with the policy applied by the
+// first test that needs it (see applyPolicy).
+var cp *controlplane.ControlPlane
+
+// TestMain starts one control plane for the suite. Without envtest binaries
+// the suite is skipped, unless SLICECLASS_REQUIRE_ENVTEST is set (as in CI);
+// -short skips it too.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(0)
+	}
+	var err error
+	cp, err = controlplane.New()
+	if err != nil {
+		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
+			fmt.Fprintln(os.Stderr, "admission: skipped:", err)
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "admission:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "admission: stopping control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// policyFile is the shipped policy, relative to this package.
+const policyFile = "../../../examples/manager/deploy/admission-policy.yaml"
+
+// legacyNamespace holds legacySlice, a slice stored before the policy was
+// applied, with a quantity the policy refuses (legacyQuantity) and a
+// finalizer (legacyFinalizer), as a provider upgraded to the policy may hold.
+const (
+	legacyNamespace = "legacy"
+	legacySlice     = "stored-before-the-policy"
+	legacyQuantity  = "1e-100000000"
+	legacyFinalizer = "test.sliceclass.io/keep"
+)
+
+// activeTimeout bounds the wait for the API server to enforce a policy just
+// created: policies and bindings reach the admission plugin through an
+// informer, a second or so later; the machine may be loaded.
+const activeTimeout = 2 * time.Minute
+
+var (
+	setUpOnce sync.Once
+	setUpErr  error
+)
+
+// setUp makes the suite's cluster a provider upgraded to the policy: it
+// stores legacySlice, then applies the policy and waits until the API
+// server enforces it. It runs once, for the first test that calls it; the
+// other tests get its result.
+func setUp(t *testing.T) {
+	t.Helper()
+	setUpOnce.Do(func() {
+		ctx := context.Background()
+		setUpErr = cp.CreateNamespace(ctx, legacyNamespace)
+		if setUpErr == nil {
+			legacy := sliceWithRequests(legacySlice, legacyNamespace, map[string]any{"cpu": legacyQuantity})
+			legacy.SetFinalizers([]string{legacyFinalizer})
+			setUpErr = cp.Client.Create(ctx, legacy)
+		}
+		if setUpErr == nil {
+			setUpErr = applyPolicy(ctx)
+		}
+		if setUpErr == nil {
+			setUpErr = waitUntilEnforced(ctx)
+		}
+	})
+	if setUpErr != nil {
+		t.Fatalf("setting up the suite: %v", setUpErr)
+	}
+}
+
+// applyPolicy creates every object of policyFile with the administrator's
+// client.
+func applyPolicy(ctx context.Context) error {
+	raw, err := os.ReadFile(policyFile)
+	if err != nil {
+		return err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	created := 0
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", policyFile, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
+			return fmt.Errorf("decoding a document of %s: %w", policyFile, err)
+		}
+		if len(obj.Object) == 0 {
+			continue // only comments
+		}
+		if err := cp.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %s %s of %s: %w", obj.GetKind(), obj.GetName(), policyFile, err)
+		}
+		created++
+	}
+	if created != 2 {
+		return fmt.Errorf("%s: %d objects, want the policy and its binding", policyFile, created)
+	}
+	return nil
+}
+
+// waitUntilEnforced tries, as a dry run, to create a slice the policy
+// refuses until the API server refuses it with the policy's message.
+func waitUntilEnforced(ctx context.Context) error {
+	probe := sliceWithRequests("probe", legacyNamespace, map[string]any{"cpu": "1e-100000000"})
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, activeTimeout, true, func(ctx context.Context) (bool, error) {
+		last = cp.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return isRefusal(last, "spec", "cpu"), nil
+	})
+	if err != nil {
+		if last == nil {
+			return fmt.Errorf("timed out after %s waiting for the policy to refuse a slice: it is still admitted", activeTimeout)
+		}
+		return fmt.Errorf("timed out after %s waiting for the policy to refuse a slice (last answer: %w)", activeTimeout, last)
+	}
+	return nil
+}
