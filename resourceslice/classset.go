@@ -10,6 +10,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,13 +32,17 @@ var ErrClassNotServed = errors.New("class not served by this ClassSet")
 // server.
 //
 // With leader election on, classes are decided only on the leader: the set
-// starts its classes when the manager elects it.
+// starts its classes when the manager elects it. With the manager's
+// EnableWarmup on (manager.Options.Controller), a standby starts the
+// informers its classes read before it is elected, so that a new leader
+// decides at once instead of first listing every slice.
 type ClassSet struct {
 	mgr      manager.Manager
 	defaults []Option
 
 	mu      sync.Mutex
 	ctx     context.Context // set once the manager starts the set
+	warmCtx context.Context // set once the manager warms the set up
 	classes map[string]*servedClass
 }
 
@@ -45,6 +50,7 @@ type servedClass struct {
 	r      *Reconciler
 	ctrl   controller.Controller
 	cfg    *config
+	reads  []client.Object // what the class's sources read from the cache
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -79,17 +85,25 @@ func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error
 	if err != nil {
 		return err
 	}
-	ctrl, err := cs.newController(r, cfg)
+	ctrl, reads, err := cs.newController(r, cfg)
 	if err != nil {
 		cs.release(class, r)
 		return err
 	}
-	sc := &servedClass{r: r, ctrl: ctrl, cfg: cfg}
+	sc := &servedClass{r: r, ctrl: ctrl, cfg: cfg, reads: reads}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.classes[class] = sc
-	if cs.ctx != nil {
+	switch {
+	case cs.ctx != nil:
 		cs.start(class, sc)
+	case cs.warmCtx != nil:
+		// A class served by a warm standby is warm too when it is elected.
+		go func() {
+			if err := cs.warm(cs.warmCtx, reads); err != nil {
+				cs.mgr.GetLogger().Error(err, "warming up a class's informers", "class", class)
+			}
+		}()
 	}
 	return nil
 }
@@ -154,6 +168,36 @@ func (cs *ClassSet) Start(ctx context.Context) error {
 // decided on the leader only.
 func (cs *ClassSet) NeedLeaderElection() bool { return true }
 
+// Warmup implements manager.WarmupRunnable, which the manager calls before
+// it is elected: when the manager's controller options enable warm-up, it
+// starts and syncs the informers of ResourceSlices and of what the served
+// classes read (Tenants, namespaces, WithWatch objects). The informers are
+// the manager's own, shared with every class; nothing is decided until the
+// set is elected.
+func (cs *ClassSet) Warmup(ctx context.Context) error {
+	if on := cs.mgr.GetControllerOptions().EnableWarmup; on == nil || !*on {
+		return nil
+	}
+	cs.mu.Lock()
+	cs.warmCtx = ctx
+	reads := []client.Object{&authv1beta1.ResourceSlice{}}
+	for _, sc := range cs.classes {
+		reads = append(reads, sc.reads...)
+	}
+	cs.mu.Unlock()
+	return cs.warm(ctx, reads)
+}
+
+// warm starts the cache's informers for objs and waits for them to sync.
+func (cs *ClassSet) warm(ctx context.Context, objs []client.Object) error {
+	for _, obj := range objs {
+		if _, err := cs.mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("class set: warming up the informer of %T: %w", obj, err)
+		}
+	}
+	return nil
+}
+
 // start runs one class's controller (and its lease) under the set's
 // context; cs.mu is held.
 func (cs *ClassSet) start(class string, sc *servedClass) {
@@ -193,8 +237,11 @@ func (cs *ClassSet) release(class string, r *Reconciler) {
 }
 
 // newController builds an unmanaged controller for r, fed by informer
-// sources that leave the manager's informers when the class stops.
-func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Controller, error) {
+// sources that leave the manager's informers when the class stops; it
+// returns the objects those sources read. The manager's controller defaults
+// (RecoverPanic, CacheSyncTimeout, ...) apply as they do to AddToManager's
+// controllers.
+func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Controller, []client.Object, error) {
 	class := r.scope.class
 	name := ControllerName(class)
 	copts := controller.Options{
@@ -213,9 +260,10 @@ func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Contro
 		base = *cfg.logger
 	}
 	copts.LogConstructor = requestLogger(base.WithValues("controller", name))
+	copts.DefaultFromConfig(cs.mgr.GetControllerOptions())
 	c, err := controller.NewUnmanaged(name, copts)
 	if err != nil {
-		return nil, fmt.Errorf("class %q: building controller %q: %w", class, name, err)
+		return nil, nil, fmt.Errorf("class %q: building controller %q: %w", class, name, err)
 	}
 	cache := cs.mgr.GetCache()
 	sources := []*informerSource{{
@@ -235,16 +283,18 @@ func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Contro
 	for _, w := range cfg.watches {
 		sources = append(sources, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
 	}
+	reads := make([]client.Object, 0, len(sources))
 	for _, s := range sources {
 		if err := c.Watch(s); err != nil {
-			return nil, fmt.Errorf("class %q: %w", class, err)
+			return nil, nil, fmt.Errorf("class %q: %w", class, err)
 		}
+		reads = append(reads, s.obj)
 	}
 	if err := c.Watch(cfg.statusClasses.source(r.scope)); err != nil {
-		return nil, fmt.Errorf("class %q: %w", class, err)
+		return nil, nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	if err := c.Watch(r.Source()); err != nil {
-		return nil, fmt.Errorf("class %q: %w", class, err)
+		return nil, nil, fmt.Errorf("class %q: %w", class, err)
 	}
-	return c, nil
+	return c, reads, nil
 }

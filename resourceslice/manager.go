@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,7 +108,7 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 	if cfg.recorder == nil {
 		cfg.recorder = mgr.GetEventRecorder(ControllerName(class))
 	}
-	if err := classes.addLiqoTypes(mgr); err != nil {
+	if err := classes.addTypes(mgr, cfg.leaseNamespace != ""); err != nil {
 		return nil, nil, fmt.Errorf("class %q: adding Liqo types to the manager's scheme: %w", class, err)
 	}
 	if err := classes.claim(mgr, class); err != nil {
@@ -171,19 +172,26 @@ func (c *classRegistry) claim(mgr manager.Manager, class string) error {
 	return nil
 }
 
-// addLiqoTypes adds Liqo's authentication types to mgr's scheme if they
-// are missing, one registration at a time (concurrent Serve calls share the
-// scheme). Add them to your scheme before starting the manager if classes
-// are served after start: the running caches read the scheme.
-func (c *classRegistry) addLiqoTypes(mgr manager.Manager) error {
+// addTypes adds Liqo's authentication types to mgr's scheme if they are
+// missing, and coordination/v1 when leases is set (class Leases, and the
+// unserved reporter, read and write Leases through the manager's client),
+// one registration at a time (concurrent Serve calls share the scheme). Add
+// them to your scheme before starting the manager if classes are served
+// after start: the running caches read the scheme.
+func (c *classRegistry) addTypes(mgr manager.Manager, leases bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	scheme := mgr.GetScheme()
-	if scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) &&
-		scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
-		return nil
+	if !scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) ||
+		!scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
+		if err := authv1beta1.AddToScheme(scheme); err != nil {
+			return err
+		}
 	}
-	return authv1beta1.AddToScheme(scheme)
+	if leases && !scheme.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
+		return coordinationv1.AddToScheme(scheme)
+	}
+	return nil
 }
 
 func (c *classRegistry) unclaim(mgr manager.Manager, class string) {

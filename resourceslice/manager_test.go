@@ -9,6 +9,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -83,4 +84,30 @@ func TestAddToManagerRejectsBadSetup(t *testing.T) {
 	}
 	// A failed registration does not claim the class.
 	assert.NoError(t, resourceslice.AddToManager(mgr, "b", grant))
+}
+
+// A manager whose scheme holds only Liqo's types (as a least-cache manager
+// builds it) must still be able to write class Leases and list them: the
+// SDK adds coordination/v1 when a Lease is needed, as it adds Liqo's types.
+func TestLeaseTypesAddedWhenLeasesAreUsed(t *testing.T) {
+	lease := coordinationv1.SchemeGroupVersion.WithKind("Lease")
+	slice := authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)
+
+	mgr := unreachableManager(t)
+	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant))
+	assert.True(t, mgr.GetScheme().Recognizes(slice), "Liqo's types are added")
+	assert.False(t, mgr.GetScheme().Recognizes(lease), "no Lease type without WithClassLease")
+
+	require.NoError(t, resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithClassLease("liqo")))
+	assert.True(t, mgr.GetScheme().Recognizes(lease), "WithClassLease writes Leases through the manager's client")
+
+	mgr = unreachableManager(t)
+	set, err := resourceslice.NewClassSet(mgr, resourceslice.WithClassLease("liqo"))
+	require.NoError(t, err)
+	require.NoError(t, set.Serve("gold", grant))
+	assert.True(t, mgr.GetScheme().Recognizes(lease), "a ClassSet's class Leases too")
+
+	mgr = unreachableManager(t)
+	require.NoError(t, resourceslice.AddUnservedReporter(mgr, "liqo", time.Minute))
+	assert.True(t, mgr.GetScheme().Recognizes(lease), "the unserved reporter lists Leases")
 }

@@ -52,7 +52,7 @@ func AddUnservedReporter(mgr manager.Manager, namespace string, after time.Durat
 	if namespace == "" || after <= 0 {
 		return fmt.Errorf("unserved reporter: need a namespace and a positive delay, got %q and %s", namespace, after)
 	}
-	if err := authv1beta1.AddToScheme(mgr.GetScheme()); err != nil {
+	if err := classes.addTypes(mgr, true); err != nil {
 		return fmt.Errorf("unserved reporter: %w", err)
 	}
 	count := prometheus.NewGaugeVec(prometheus.GaugeOpts{

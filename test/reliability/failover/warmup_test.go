@@ -167,17 +167,11 @@ func warmupRound(t *testing.T, class string, round int, warm bool, served int) f
 }
 
 // ClassSet and EnableWarmup: a standby whose classes are served through a
-// ClassSet should start their informers before it leads, as AddToManager's
-// controllers do. Pinned defect, skipped: the ClassSet starts its
-// controllers (controller.NewUnmanaged, which takes no defaults from the
-// manager's config.Controller) from its own Start, which the manager calls
-// only on the leader, and the ClassSet has no Warmup method; so the
-// standby reads no slice before it leads. Set SLICECLASS_RELIABILITY_PINNED=1
-// to run it.
+// ClassSet starts their informers before it leads (ClassSet.Warmup), as
+// AddToManager's controllers do. It failed before ClassSet implemented
+// manager.WarmupRunnable: the set starts its controllers from its own
+// Start, which the manager calls only on the leader.
 func TestClassSetStandbyWarmsUp(t *testing.T) {
-	if os.Getenv("SLICECLASS_RELIABILITY_PINNED") == "" {
-		t.Skip("pinned defect: ClassSet ignores EnableWarmup (see the test's comment)")
-	}
 	const class = "warmup-set"
 	ns := newNamespace(t, "warmup-classset")
 	spec := func(name string) replicaSpec {
