@@ -25,9 +25,10 @@ const defaultSeed = 1
 
 // faultySetting is the faults test's setting: 5% of requests refused before
 // sending, 3% throttled, one write in ten applied with its answer lost;
-// three watches and event writes in ten refused; every watch cut within 2s,
-// so that the informers watch again, often.
-var faultySetting = faultRates{before: 0.05, throttled: 0.03, lost: 0.10, watch: 0.3, event: 0.3, cutWithin: 2 * time.Second}
+// three watches and event writes in ten refused, and the first watch of
+// each resource; every watch cut within 5s, so that the informers watch
+// again, often.
+var faultySetting = faultRates{before: 0.05, throttled: 0.03, lost: 0.10, watch: 0.3, event: 0.3, cutWithin: 5 * time.Second}
 
 // faultsRun is what one run of the faults scenario measured.
 type faultsRun struct {

@@ -46,7 +46,8 @@ var faultNames = [numFaults]string{"before", "lost", "throttled", "watch", "even
 // faultRates are the probabilities of each fault. before, lost and
 // throttled share one draw per request other than a watch or an event
 // write (lost applies to writes only); watch and event apply to their
-// requests. A watch let through is cut after a random time up to cutWithin
+// requests (and the first watch of each resource is always refused when
+// watch is not zero). A watch let through is cut after a random time up to cutWithin
 // (never when zero).
 type faultRates struct {
 	before, lost, throttled float64
@@ -66,7 +67,9 @@ type injector struct {
 
 	injected [numFaults]atomic.Int64
 	requests atomic.Int64
-	writes   *statusWrites
+	// watched holds the paths watched so far.
+	watched sync.Map
+	writes  *statusWrites
 }
 
 func newInjector(rates faultRates, seed int64) *injector {
@@ -85,6 +88,14 @@ func (in *injector) draw() float64 {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.rng.Float64()
+}
+
+// firstWatch reports whether req is the first watch of its resource: with
+// any watch faults, that one is always refused, so that every informer
+// starts after a refusal.
+func (in *injector) firstWatch(req *http.Request) bool {
+	_, seen := in.watched.LoadOrStore(req.URL.Path, true)
+	return !seen
 }
 
 // count returns how many faults of kind were injected.
@@ -115,7 +126,7 @@ func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case isWatch(req):
 		r := in.draw()
-		if r < rates.watch {
+		if first := rates.watch > 0 && in.firstWatch(req); first || r < rates.watch {
 			in.injected[faultWatch].Add(1)
 			if r < rates.watch/2 {
 				return refuse(req, nil, errRefused)
