@@ -2,6 +2,7 @@ package soak
 
 import (
 	"testing"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
@@ -123,7 +124,7 @@ func TestJudge(t *testing.T) {
 	churn := func(heap func(i int) float64, goroutines func(i int) int, backlog int) []sample {
 		ss := []sample{{phase: "initial", heapAlloc: 500 << 20, goroutines: 1000, backlog: 10000}}
 		for i := range 12 {
-			ss = append(ss, sample{phase: "churn", heapAlloc: uint64(heap(i) * (1 << 20)), goroutines: goroutines(i), backlog: backlog})
+			ss = append(ss, sample{at: time.Duration(i) * time.Minute, phase: "churn", heapAlloc: uint64(heap(i) * (1 << 20)), goroutines: goroutines(i), backlog: backlog})
 		}
 		return append(ss, sample{phase: "drain", heapAlloc: 900 << 20, goroutines: 5000})
 	}
@@ -146,6 +147,7 @@ func TestJudge(t *testing.T) {
 	v, err = judge(churn(func(i int) float64 { return 40 + 5*float64(i) }, flat, 0))
 	require.NoError(t, err)
 	assert.Len(t, v.problems(), 1, "a heap growing by 5 MiB a sample")
+	assert.InDelta(t, 5, v.heapSlope, 0.01, "MiB per sample, samples a minute apart")
 
 	v, err = judge(churn(warm(40), func(i int) int { return 100 + 10*i }, 0))
 	require.NoError(t, err)

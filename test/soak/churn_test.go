@@ -17,8 +17,10 @@ import (
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
-// The churn's steady rates. Creations and deletions balance, so the slice
-// count stays within countSlack of the target; every flipInterval one
+// The churn's steady rates. Creations and deletions balance: a deletion
+// waits while the count is below the target, a creation while it is more
+// than countSlack above, so the count stays near the target even when
+// creations (two writes each) fall behind; every flipInterval one
 // Tenant goes down (Drained or Cordoned) or, with maxTenantsDown already
 // down, the one down longest comes back to Active.
 const (
@@ -155,7 +157,7 @@ func (g *churn) create(ctx context.Context) (bool, error) {
 // delete removes a random slice, as a consumer's unpeering or its
 // replicator would, unless the count is below the target.
 func (g *churn) delete(ctx context.Context) (bool, error) {
-	if g.f.size() < g.target-countSlack {
+	if g.f.size() < g.target {
 		return false, nil
 	}
 	r := g.f.take()

@@ -178,9 +178,12 @@ type verdict struct {
 	first, last window
 	// maxBacklog is the largest backlog sampled during the churn.
 	maxBacklog int
-	// peakHeapMiB is the largest live heap of any sample (the cold start's
-	// initial list, usually).
+	// peakHeapMiB is the largest live heap of any sample, creation included.
 	peakHeapMiB float64
+	// heapSlope is the least-squares slope of the live heap after the
+	// warm-up, in MiB per minute: reported, not bounded, as it says how
+	// small a leak the windows' ratio would miss.
+	heapSlope float64
 }
 
 // judge splits the churn's samples: the first third is the warm-up; of the
@@ -202,7 +205,22 @@ func judge(ss []sample) (verdict, error) {
 	post := churned[len(churned)/3:]
 	n := max(2, len(post)/4)
 	v.first, v.last = summarize(post[:n]), summarize(post[len(post)-n:])
+	v.heapSlope = slope(post)
 	return v, nil
+}
+
+// slope fits heap (MiB) against time (minutes) by least squares.
+func slope(ss []sample) float64 {
+	var sx, sy, sxx, sxy float64
+	for _, s := range ss {
+		x, y := s.at.Minutes(), mib(s.heapAlloc)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	n := float64(len(ss))
+	if d := n*sxx - sx*sx; d != 0 {
+		return (n*sxy - sx*sy) / d
+	}
+	return 0
 }
 
 // problems lists the bounds the verdict breaks.
