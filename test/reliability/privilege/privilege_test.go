@@ -19,18 +19,6 @@ import (
 // 2-core machine; a class Lease is renewed every 10s.
 const stepTimeout = 60 * time.Second
 
-// classLeaseDefect pins a defect of the example manager: its scheme holds
-// only Liqo's types, so resourceslice.WithClassLease's Lease cannot be
-// read or written ("no kind is registered for the type v1.Lease"), the class
-// Lease is never created and the scenario's class-Lease step times out.
-// Adding coordination/v1 to the scheme (examples/manager/main.go,
-// managerOptions; or the SDK adding it, as it adds Liqo's types) fixes it:
-// with that one line the whole suite passes. Remove this skip then.
-func classLeaseDefect(t *testing.T) {
-	t.Helper()
-	t.Skip("examples/manager cannot hold its class Lease: its scheme lacks coordination/v1 (see classLeaseDefect)")
-}
-
 // managerKubeconfig writes a kubeconfig that authenticates as the deploy's
 // ServiceAccount with a client certificate.
 func managerKubeconfig(t *testing.T) string {
@@ -69,7 +57,6 @@ func TestForbiddenIsCounted(t *testing.T) {
 // with exactly the shipped RBAC: every step of the scenario holds and the
 // API server refuses none of its requests.
 func TestShippedRoleSuffices(t *testing.T) {
-	classLeaseDefect(t)
 	m := loadManifests(t)
 	applyBase(t, m)
 	applyRoles(t, m, shipped(m))
@@ -93,7 +80,6 @@ func TestShippedRoleSuffices(t *testing.T) {
 // fail, with a refused request or a missing outcome. A variant that passes
 // names a permission the manager does not need.
 func TestEveryRuleIsNeeded(t *testing.T) {
-	classLeaseDefect(t)
 	m := loadManifests(t)
 	applyBase(t, m)
 	t.Cleanup(func() { applyRoles(t, m, shipped(m)) })
