@@ -131,6 +131,10 @@ func New() (*ControlPlane, error) {
 	// A directory of our own (envtest replaces a temporary one on each
 	// start) keeps the serving certificate and port across a restart.
 	env.ControlPlane.GetAPIServer().CertDir = certDir
+	// kube-apiserver's graceful shutdown waits for open watches to end, and
+	// a running controller always holds some: without a bound, stopping
+	// outlasts envtest's stop timeout and the server is killed.
+	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(certDir)

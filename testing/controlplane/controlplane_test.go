@@ -49,8 +49,15 @@ func TestRestartAPIServerKeepsObjectsAndClients(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
 	require.NoError(t, cp.Client.Create(ctx, slicetest.NewSlice("before")))
+	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+	require.NoError(t, err)
+	w, err := wc.Watch(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(slicetest.DefaultNamespace))
+	require.NoError(t, err)
+	defer w.Stop()
 
-	require.NoError(t, cp.RestartAPIServer())
+	start := time.Now()
+	require.NoError(t, cp.RestartAPIServer(), "an open watch (a running controller always holds some) must not hold the shutdown")
+	assert.Less(t, time.Since(start), 50*time.Second, "stopped by the watch grace period, not by envtest's one-minute kill")
 
 	var rs authv1beta1.ResourceSlice
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: slicetest.DefaultNamespace, Name: "before"}, &rs),
