@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +104,7 @@ func (s *sampler) all() ([]sample, error) {
 // countSlices counts the slices of the served classes in the cache, those
 // without a decision, and those of them older than backlogAge. It lists
 // without copying: the counts read each object and keep nothing.
-func countSlices(ctx context.Context, c client.Reader) (slices, undecided, backlog int, err error) {
+func countSlices(ctx context.Context, c client.Reader) (total, undecided, backlog int, err error) {
 	var list authv1beta1.ResourceSliceList
 	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, 0, fmt.Errorf("listing slices from the cache: %w", err)
@@ -118,7 +119,7 @@ func countSlices(ctx context.Context, c client.Reader) (slices, undecided, backl
 		if !served[resourceslice.ClassOf(rs)] {
 			continue
 		}
-		slices++
+		total++
 		if conditions.IsDecided(rs) {
 			continue
 		}
@@ -127,7 +128,7 @@ func countSlices(ctx context.Context, c client.Reader) (slices, undecided, backl
 			backlog++
 		}
 	}
-	return slices, undecided, backlog, nil
+	return total, undecided, backlog, nil
 }
 
 // decisionsTotal sums the SDK's decisions counter over classes and outcomes.
@@ -151,18 +152,26 @@ func decisionsTotal(g prometheus.Gatherer) (float64, error) {
 // window summarises consecutive samples.
 type window struct {
 	from, to time.Duration
-	// heapMiB is the mean live heap (HeapAlloc after GC); goroutines the most seen.
+	// heapMiB is the median live heap (HeapAlloc after GC): a sample taken
+	// while a burst of writes is in flight reads a few MiB high, and the
+	// median ignores such spikes where a mean would not. goroutines is the
+	// most seen.
 	heapMiB    float64
 	goroutines int
 }
 
 func summarize(ss []sample) window {
 	w := window{from: ss[0].at, to: ss[len(ss)-1].at}
+	heaps := make([]float64, 0, len(ss))
 	for _, s := range ss {
-		w.heapMiB += mib(s.heapAlloc)
+		heaps = append(heaps, mib(s.heapAlloc))
 		w.goroutines = max(w.goroutines, s.goroutines)
 	}
-	w.heapMiB /= float64(len(ss))
+	slices.Sort(heaps)
+	w.heapMiB = heaps[len(heaps)/2]
+	if len(heaps)%2 == 0 {
+		w.heapMiB = (heaps[len(heaps)/2-1] + heaps[len(heaps)/2]) / 2
+	}
 	return w
 }
 

@@ -39,7 +39,7 @@ const (
 	reasonGranted  = "Granted"
 	reasonTooLarge = "TooLarge"
 
-	// The bounds the soak asserts. Heap is the mean live heap of a window,
+	// The bounds the soak asserts. Heap is the median live heap of a window,
 	// goroutines the most seen in it; the first window starts after the
 	// warm-up, the first third of the churn.
 	heapGrowthBound      = 1.25
