@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -307,4 +308,41 @@ func crdDir() (string, error) {
 func isDir(d string) bool {
 	fi, err := os.Stat(d)
 	return err == nil && fi.IsDir()
+}
+
+// RunSuite is the body of a TestMain for a package whose tests share one
+// control plane: it starts one into *cp, runs the tests, stops it, and
+// returns the exit code.
+//
+//	var cp *controlplane.ControlPlane
+//
+//	func TestMain(m *testing.M) { os.Exit(controlplane.RunSuite(m, &cp)) }
+//
+// Under -short it runs nothing (the package's tests all need the control
+// plane). Without envtest binaries it skips the package with a message
+// naming the command that builds them, unless the RequireEnv environment
+// variable is set, when it fails.
+func RunSuite(m *testing.M, cp **ControlPlane) int {
+	flag.Parse()
+	if testing.Short() {
+		return 0
+	}
+	var err error
+	*cp, err = New()
+	if err != nil {
+		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
+			fmt.Fprintln(os.Stderr, "skipped:", err)
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if err := (*cp).Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }

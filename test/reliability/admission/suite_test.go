@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,25 +29,7 @@ var cp *controlplane.ControlPlane
 // the suite is skipped, unless SLICECLASS_REQUIRE_ENVTEST is set (as in CI);
 // -short skips it too.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
-	var err error
-	cp, err = controlplane.New()
-	if err != nil {
-		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "admission: skipped:", err)
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "admission:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "admission: stopping control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, &cp))
 }
 
 // policyFile is the shipped policy, relative to this package.

@@ -1,9 +1,6 @@
 package failover
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"testing"
 
@@ -27,29 +24,11 @@ var cp *controlplane.ControlPlane
 // -short skips it too. Managers log errors only (a crashed replica's failed
 // requests are expected), to stderr; everything with SLICECLASS_RELIABILITY_DEBUG.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
 	level := zapcore.ErrorLevel
 	if os.Getenv(debugLogEnv) != "" {
 		level = zapcore.Level(-1) // controller-runtime's V(1): every reconcile
 	}
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level), zap.UseDevMode(level < 0),
 		func(o *zap.Options) { o.TimeEncoder = zapcore.ISO8601TimeEncoder }))
-	var err error
-	cp, err = controlplane.New()
-	if err != nil {
-		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "failover: skipped:", err)
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "failover:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "failover: stopping control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, &cp))
 }

@@ -1,7 +1,6 @@
 package privilege
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,9 +22,9 @@ var (
 // managerPackage is the command the tests run as a subprocess.
 const managerPackage = "github.com/sliceclass/sliceclass/examples/manager"
 
-// TestMain builds the example manager and starts the shared control plane.
-// Without envtest binaries the suite is skipped, unless
-// SLICECLASS_REQUIRE_ENVTEST is set (as in CI); -short skips it too.
+// TestMain builds the example manager and starts the shared control plane
+// (controlplane.RunSuite: skipped without envtest binaries unless
+// SLICECLASS_REQUIRE_ENVTEST is set, as in CI); -short skips it too.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
@@ -36,14 +35,6 @@ func TestMain(m *testing.M) {
 
 // runSuite is TestMain's body, so that deferred clean-ups run before the exit.
 func runSuite(m *testing.M) int {
-	if _, err := controlplane.AssetsDir(); err != nil {
-		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "privilege: skipped:", err)
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "privilege:", err)
-		return 1
-	}
 	dir, err := os.MkdirTemp("", "sliceclass-privilege-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "privilege:", err)
@@ -55,15 +46,5 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "privilege: building %s: %v\n%s", managerPackage, err, out)
 		return 1
 	}
-	cp, err = controlplane.New()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "privilege:", err)
-		return 1
-	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "privilege: stopping control plane:", err)
-		}
-	}()
-	return m.Run()
+	return controlplane.RunSuite(m, &cp)
 }
