@@ -1,9 +1,7 @@
 package soak
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"testing"
 
@@ -27,19 +25,5 @@ func TestMain(m *testing.M) {
 	if testing.Short() || os.Getenv(soakEnv) != "1" {
 		os.Exit(m.Run())
 	}
-	var err error
-	cp, err = controlplane.New()
-	if err != nil {
-		if errors.Is(err, controlplane.ErrNoAssets) && os.Getenv(controlplane.RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "soak: skipped:", err)
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "soak: stopping control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, &cp))
 }
