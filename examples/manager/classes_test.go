@@ -13,8 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -187,4 +189,19 @@ func TestClassesFileFollowsTheFile(t *testing.T) {
 		require.True(t, stillWaiting(), "a class removed from the file decides nothing more")
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// The shipped ConfigMap's file is one the manager accepts.
+func TestShippedClassesConfigMapParses(t *testing.T) {
+	raw, err := os.ReadFile("deploy/classes-configmap.yaml")
+	require.NoError(t, err)
+	var cm corev1.ConfigMap
+	require.NoError(t, yaml.UnmarshalStrict(raw, &cm))
+	specs, err := parseClassesFile([]byte(cm.Data["classes.yaml"]))
+	require.NoError(t, err)
+	names := make([]string, 0, len(specs))
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	assert.Equal(t, []string{"gold", "silver"}, names)
 }
