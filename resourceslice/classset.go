@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/client-go/util/workqueue"
@@ -62,8 +63,15 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 	if mgr == nil {
 		return nil, errors.New("class set: nil manager")
 	}
-	if _, err := newConfig(opts); err != nil {
+	cfg, err := newConfig(opts)
+	if err != nil {
 		return nil, fmt.Errorf("class set: invalid options: %w", err)
+	}
+	// Now, before the manager starts: a scheme changed while the caches
+	// read it is a data race. (A class served after start with its own
+	// WithClassLease needs coordination/v1 in the scheme already.)
+	if err := classes.addTypes(mgr, cfg.leaseNamespace != ""); err != nil {
+		return nil, fmt.Errorf("class set: adding Liqo's types to the manager's scheme: %w", err)
 	}
 	cs := &ClassSet{mgr: mgr, defaults: append([]Option(nil), opts...), classes: map[string]*servedClass{}}
 	if err := mgr.Add(cs); err != nil {
@@ -100,7 +108,7 @@ func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error
 	case cs.warmCtx != nil:
 		// A class served by a warm standby is warm too when it is elected.
 		go func() {
-			if err := cs.warm(cs.warmCtx, reads); err != nil {
+			if err := cs.warm(cs.warmCtx, reads); err != nil && cs.warmCtx.Err() == nil {
 				cs.mgr.GetLogger().Error(err, "warming up a class's informers", "class", class)
 			}
 		}()
@@ -109,9 +117,12 @@ func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error
 }
 
 // Stop stops deciding class's slices: decisions in flight finish, then the
-// class decides nothing more; its decisions stay as they are (what a budget
-// holds for it is returned). Other classes are undisturbed. It returns an
-// error wrapping ErrClassNotServed if the set does not serve class.
+// class decides nothing more; its decisions stay as they are. What its
+// Accepted slices hold in a budget stays counted, since they still hold it:
+// serving the class again brings that up to date, and until then a slice
+// deleted meanwhile is still counted (the budget under-commits, never
+// over-commits). Other classes are undisturbed. It returns an error wrapping
+// ErrClassNotServed if the set does not serve class.
 func (cs *ClassSet) Stop(class string) error {
 	cs.mu.Lock()
 	sc, ok := cs.classes[class]
@@ -168,12 +179,15 @@ func (cs *ClassSet) Start(ctx context.Context) error {
 // decided on the leader only.
 func (cs *ClassSet) NeedLeaderElection() bool { return true }
 
-// Warmup implements manager.WarmupRunnable, which the manager calls before
-// it is elected: when the manager's controller options enable warm-up, it
-// starts and syncs the informers of ResourceSlices and of what the served
-// classes read (Tenants, namespaces, WithWatch objects). The informers are
-// the manager's own, shared with every class; nothing is decided until the
-// set is elected.
+// Warmup is called by the manager before it is elected, as it warms up its
+// own controllers. When the manager's controller options enable warm-up
+// (EnableWarmup), it starts and syncs the informers of ResourceSlices and of
+// what the served classes read (Tenants, namespaces, WithWatch objects), so
+// that a new leader decides at once instead of first listing every slice.
+// The informers are the manager's own, shared with every class; nothing is
+// decided until the set is elected. Warming up is best effort: an informer
+// that cannot start is logged, and fails its class when elected, as without
+// warm-up.
 func (cs *ClassSet) Warmup(ctx context.Context) error {
 	if on := cs.mgr.GetControllerOptions().EnableWarmup; on == nil || !*on {
 		return nil
@@ -185,14 +199,26 @@ func (cs *ClassSet) Warmup(ctx context.Context) error {
 		reads = append(reads, sc.reads...)
 	}
 	cs.mu.Unlock()
-	return cs.warm(ctx, reads)
+	if err := cs.warm(ctx, reads); err != nil && ctx.Err() == nil {
+		// Warming is an optimisation: a type that cannot be watched fails
+		// its class when elected, as without warm-up, not the manager.
+		cs.mgr.GetLogger().Error(err, "class set: warming up informers before election")
+	}
+	return nil
 }
 
-// warm starts the cache's informers for objs and waits for them to sync.
+// warm starts the cache's informers for objs and waits, at most the
+// manager's CacheSyncTimeout (2 minutes by default), for them to sync.
 func (cs *ClassSet) warm(ctx context.Context, objs []client.Object) error {
+	timeout := cs.mgr.GetControllerOptions().CacheSyncTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for _, obj := range objs {
 		if _, err := cs.mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("class set: warming up the informer of %T: %w", obj, err)
+			return fmt.Errorf("warming up the informer of %T: %w", obj, err)
 		}
 	}
 	return nil
@@ -248,7 +274,13 @@ func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Contro
 		// Stop cancels the class's context; a decision in flight must still
 		// be written, so reconciles run on a context Stop does not cancel.
 		Reconciler: reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return r.Reconcile(context.WithoutCancel(ctx), req)
+			rctx := context.WithoutCancel(ctx)
+			if d, ok := ctx.Deadline(); ok { // the manager's ReconciliationTimeout
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithDeadline(rctx, d)
+				defer cancel()
+			}
+			return r.Reconcile(rctx, req)
 		}),
 		MaxConcurrentReconciles: cfg.maxConcurrent,
 		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),

@@ -109,7 +109,7 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 		cfg.recorder = mgr.GetEventRecorder(ControllerName(class))
 	}
 	if err := classes.addTypes(mgr, cfg.leaseNamespace != ""); err != nil {
-		return nil, nil, fmt.Errorf("class %q: adding Liqo types to the manager's scheme: %w", class, err)
+		return nil, nil, fmt.Errorf("class %q: adding Liqo's types (and coordination/v1 for class Leases) to the manager's scheme: %w", class, err)
 	}
 	if err := classes.claim(mgr, class); err != nil {
 		return nil, nil, err

@@ -119,7 +119,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
 		r.ledger = cfg.budget.Ledger(ledger.Access{})
-		if err := r.ledger.Attach(class, ledger.Class{Wake: r.wake, Seed: r.held}); err != nil {
+		if err := r.ledger.Attach(class, ledger.Class{Wake: r.wake, Seed: r.held, Exists: r.exists}); err != nil {
 			return nil, err
 		}
 	}
@@ -426,6 +426,13 @@ func (r *Reconciler) held() (map[types.NamespacedName]corev1.ResourceList, error
 		}
 	}
 	return out, nil
+}
+
+// exists reports whether the slice is still in the cache; an error other
+// than not-found counts as present, which keeps its holding.
+func (r *Reconciler) exists(key types.NamespacedName) bool {
+	var rs authv1beta1.ResourceSlice
+	return !apierrors.IsNotFound(r.client.Get(context.Background(), key, &rs))
 }
 
 // wake enqueues a slice the budget re-admits; before the controller starts

@@ -70,12 +70,14 @@ func parseClassesFile(data []byte) ([]classSpec, error) {
 	return specs, nil
 }
 
-// reloadsTotal counts reads of the classes file by result: "applied" when
-// the running set now matches the file, "refused" when the file was bad and
-// the running set was kept.
+// reloadsTotal counts reads of the classes file that found it changed (or
+// unreadable), by result: "applied" when the running set now matches the
+// file; "refused" when the file was bad or unreadable and the running set
+// was kept; "failed" when a class could not be served (the read is tried
+// again at the next interval).
 var reloadsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sliceclass_manager_classes_file_reloads_total",
-	Help: "Reads of --classes-file that changed it, by result (applied, refused).",
+	Help: "Reads of --classes-file that found it changed or unreadable, by result (applied, refused, failed).",
 }, []string{"result"})
 
 func init() { metrics.Registry.MustRegister(reloadsTotal) }
@@ -125,6 +127,9 @@ func (f *classesFile) Start(ctx context.Context) error {
 		}
 		changed, err := f.reload()
 		switch {
+		case err != nil && changed:
+			reloadsTotal.WithLabelValues("failed").Inc()
+			log.Error(err, "classes file applied in part; trying again", "classes", f.set.Classes())
 		case err != nil:
 			reloadsTotal.WithLabelValues("refused").Inc()
 			log.Error(err, "classes file refused; still serving the classes read before", "classes", f.set.Classes())
@@ -142,8 +147,8 @@ func (*classesFile) NeedLeaderElection() bool { return false }
 
 // reload reads the file and, when its content changed, makes the served set
 // match it. It reports whether it changed anything. A bad content is
-// reported once; a class that failed to be served is tried again at the
-// next read.
+// reported once; an unreadable file at every read; a class that failed to
+// be served is tried again at the next read.
 func (f *classesFile) reload() (bool, error) {
 	data, err := os.ReadFile(f.path)
 	if err != nil {
@@ -151,7 +156,11 @@ func (f *classesFile) reload() (bool, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if (f.last != nil && bytes.Equal(data, f.last)) || (f.refused != nil && bytes.Equal(data, f.refused)) {
+	if f.last != nil && bytes.Equal(data, f.last) {
+		f.refused = nil // a bad content written again is reported again
+		return false, nil
+	}
+	if f.refused != nil && bytes.Equal(data, f.refused) {
 		return false, nil
 	}
 	specs, err := parseClassesFile(data)
@@ -235,8 +244,10 @@ func (f *classesFile) apply(specs []classSpec) error {
 // sameSpec reports whether two entries serve a class the same way
 // (quantities compared by value).
 func sameSpec(a, b classSpec) bool {
-	return a.Name == b.Name && equality.Semantic.DeepEqual(a.Caps, b.Caps) &&
-		equality.Semantic.DeepEqual(a.Budget, b.Budget)
+	// nil (use --cap, --budget) and {} (no cap, a budget of its own) differ,
+	// though Semantic.DeepEqual holds them equal.
+	return a.Name == b.Name && (a.Caps == nil) == (b.Caps == nil) && (a.Budget == nil) == (b.Budget == nil) &&
+		equality.Semantic.DeepEqual(a.Caps, b.Caps) && equality.Semantic.DeepEqual(a.Budget, b.Budget)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

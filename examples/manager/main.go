@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -284,16 +285,23 @@ func homeDir() string {
 
 // managerOptions returns the manager's options. Its scheme holds only the
 // types the manager reads and writes through its client: Liqo's
-// authentication types (leader election and events use clients of their
-// own). Its cache holds only what the controllers watch: ResourceSlices
-// (trimmed by resourceslice.TrimCache), Tenants and namespaces' metadata
-// (without managed fields). Reading any other type through the client fails
+// authentication types, and with --class-lease-namespace coordination/v1
+// (leader election and events use clients of their own). Its cache holds
+// only what the controllers watch: ResourceSlices (trimmed by
+// resourceslice.TrimCache), Tenants and namespaces' metadata (without
+// managed fields). Reading any other type through the client fails
 // with cache.ErrResourceNotCached instead of silently starting an informer
 // for it.
 func managerOptions(o options) (manager.Options, error) {
 	scheme := runtime.NewScheme()
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
 		return manager.Options{}, err
+	}
+	if o.leaseNS != "" {
+		// Class Leases are written through the manager's client.
+		if err := coordinationv1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
 	}
 	opts := manager.Options{
 		Scheme:                  scheme,

@@ -53,6 +53,10 @@ type Class struct {
 	Wake func(types.NamespacedName)
 	// Seed lists what the class's Accepted slices hold, from a synced cache.
 	Seed func() (map[types.NamespacedName]corev1.ResourceList, error)
+	// Exists reports whether the slice is still in the cache. When the class
+	// attaches again after Detach, seeding drops what a slice deleted in
+	// between still held; nil keeps every such holding.
+	Exists func(types.NamespacedName) bool
 }
 
 // Ledger is safe for concurrent use.
@@ -154,24 +158,23 @@ func (l *Ledger) Attach(class string, c Class) error {
 	return nil
 }
 
-// Detach forgets a class: what its slices hold is released.
+// Detach stops a class drawing from the ledger: its waiting slices are
+// forgotten and it is woken no more. What its Accepted slices hold stays
+// counted, because they still hold it in the cluster: releasing it would let
+// other classes be admitted into capacity that is not free. When the class
+// attaches again, seeding brings its holdings up to date (see
+// EnsureSeeded); until then a slice of the class deleted in between is still
+// counted, which under-commits rather than over-commits.
 func (l *Ledger) Detach(class string) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	delete(l.classes, class)
 	delete(l.seeded, class)
-	for h := range l.holds {
-		if h.Class == class {
-			l.drop(h)
-		}
-	}
 	for h := range l.waiting {
 		if h.Class == class {
 			delete(l.waiting, h)
 		}
 	}
-	wake := l.wakeLocked()
-	l.mu.Unlock()
-	wake()
 }
 
 // EnsureSeeded rebuilds, once per class, what every attached class's
@@ -180,7 +183,12 @@ func (l *Ledger) Detach(class string) {
 // cache must be synced.
 func (l *Ledger) EnsureSeeded() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	before := l.usedLocked()
+	defer func() {
+		wake := l.wakeIfFreedLocked(before) // a deleted slice's holding dropped
+		l.mu.Unlock()
+		wake()
+	}()
 	for class, c := range l.classes {
 		if l.seeded[class] {
 			continue
@@ -188,6 +196,18 @@ func (l *Ledger) EnsureSeeded() error {
 		held, err := c.Seed()
 		if err != nil {
 			return fmt.Errorf("budget %q: rebuilding what class %q holds: %w", l.name, class, err)
+		}
+		// Holdings kept from before a Detach: our own writes are newer than
+		// the cache may show, so a known holding is kept, unless its slice
+		// is gone. A slice still in the cache is decided again by the class,
+		// which settles its holding.
+		for h, x := range l.holds {
+			if h.Class != class || x.inFlight {
+				continue
+			}
+			if _, accepted := held[h.Key]; !accepted && c.Exists != nil && !c.Exists(h.Key) {
+				l.drop(h)
+			}
 		}
 		for key, rl := range held {
 			h := Holder{Class: class, Key: key}

@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -817,4 +819,50 @@ func TestClassSetServeStopLeavesNothingBehind(t *testing.T) {
 			t.Logf("goroutines: %d before %d Serve/Stop cycles, %d after", before, cycles, runtime.NumGoroutine())
 		})
 	}
+}
+
+// A class stopped in a ClassSet keeps what its Accepted slices hold in a
+// shared budget: they still hold it in the cluster, so another class must
+// not be admitted into it (found in review: Stop used to release it, and a
+// re-served class's seed then over-committed the budget). A slice deleted
+// while its class is stopped is released when the class is served again.
+func TestClassSetStopKeepsBudgetHoldings(t *testing.T) {
+	ns := namespace(t, "classset-budget")
+	b, err := budget.New("classset-shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")})
+	require.NoError(t, err)
+	var cs *resourceslice.ClassSet
+	startManager(t, func(mgr manager.Manager) error {
+		var err error
+		cs, err = resourceslice.NewClassSet(mgr, resourceslice.WithBudget(b), fastBackoff())
+		return err
+	})
+	const holder, other = "budget-holder", "budget-other"
+	require.NoError(t, cs.Serve(holder, accept("Held", nil)))
+	require.NoError(t, cs.Serve(other, accept("Other", nil)))
+	create(t, sliceIn(ns, "h1", holder))
+	create(t, sliceIn(ns, "h2", holder))
+	eventually(t, 30*time.Second, "the holder's slices accepted", allDecided(ns, "Accepted/Held", "h1", "h2"))
+	create(t, sliceIn(ns, "o1", other))
+	denied := "Denied/" + budget.ReasonExhausted
+	eventually(t, 30*time.Second, "the other class's slice waiting for the budget", decision(ns, "o1", denied))
+
+	require.NoError(t, cs.Stop(holder))
+	require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "h1")))
+	consistently(t, 3*time.Second, "the stopped class's slices still hold the budget: o1 keeps waiting",
+		func() bool {
+			used := usedCPU(b)
+			return decision(ns, "o1", denied)() && used.Cmp(resource.MustParse("2")) == 0
+		})
+
+	require.NoError(t, cs.Serve(holder, accept("Held", nil)))
+	eventually(t, 30*time.Second, "h1's holding released once its class is served again, and o1 admitted into it",
+		decision(ns, "o1", "Accepted/Other"))
+	assert.True(t, decision(ns, "h2", "Accepted/Held")(), "h2 kept its grant")
+	used := usedCPU(b)
+	assert.Equal(t, 0, used.Cmp(resource.MustParse("2")), "used %s of 2 CPU", used.String())
+}
+
+// usedCPU is the CPU b's holders use.
+func usedCPU(b *budget.Budget) resource.Quantity {
+	return b.Used()[corev1.ResourceCPU]
 }
