@@ -538,9 +538,10 @@ func (r *Reconciler) dryRun(ctx context.Context, current, desired *authv1beta1.R
 
 var (
 	errNegative = errors.New("negative quantity")
-	// errTooLarge: beyond int64 a Quantity no longer serialises as it
-	// compares (1000E is written as "1"), so the consumer would get a
-	// different offer from the one the handler and the budget saw.
+	// errTooLarge: beyond int64 some quantities serialise as another value
+	// (1000E and 1000000P are written as "1"), so the consumer would get a
+	// different offer from the one the handler and the budget saw; the
+	// bound refuses them all rather than tell which.
 	errTooLarge = errors.New("quantity larger than " + maxQuantity.String())
 	maxQuantity = *resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
 )

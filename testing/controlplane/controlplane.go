@@ -134,8 +134,11 @@ func New() (*ControlPlane, error) {
 	env.ControlPlane.GetAPIServer().CertDir = certDir
 	// kube-apiserver's graceful shutdown waits for open watches to end, and
 	// a running controller always holds some: without a bound, stopping
-	// outlasts envtest's stop timeout and the server is killed.
-	env.ControlPlane.GetAPIServer().Configure().Set("shutdown-watch-termination-grace-period", "2s")
+	// outlasts envtest's stop timeout and the server is killed. Older
+	// releases lack the flag (and refuse to start with it).
+	if hasFlag(filepath.Join(assets, "kube-apiserver"), watchGraceFlag) {
+		env.ControlPlane.GetAPIServer().Configure().Set(watchGraceFlag, "2s")
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(certDir)
@@ -150,6 +153,16 @@ func New() (*ControlPlane, error) {
 	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, env: env, certDir: certDir}, nil
 }
 
+// watchGraceFlag bounds how long kube-apiserver's shutdown waits for open
+// watches.
+const watchGraceFlag = "shutdown-watch-termination-grace-period"
+
+// hasFlag reports whether the binary's --help lists --name.
+func hasFlag(binary, name string) bool {
+	out, _ := exec.Command(binary, "--help").CombinedOutput()
+	return strings.Contains(string(out), "--"+name)
+}
+
 // Stop stops the API server and etcd.
 func (cp *ControlPlane) Stop() error {
 	err := cp.env.Stop()
@@ -161,6 +174,9 @@ func (cp *ControlPlane) Stop() error {
 // is upgraded or crashes. Clients built from Config, and from AddUser, work
 // again once it is back; the objects are kept, the request counters of
 // RequestCount start from zero. It returns when the new server is healthy.
+// The stop waits at most 2 seconds for open watches; a kube-apiserver too old
+// to have --shutdown-watch-termination-grace-period waits until envtest's
+// stop timeout (a minute) and RestartAPIServer returns an error.
 func (cp *ControlPlane) RestartAPIServer() error {
 	apiServer := cp.env.ControlPlane.GetAPIServer()
 	if err := apiServer.Stop(); err != nil {
