@@ -16,6 +16,16 @@ import (
 // itself), summed over every other label of apiserver_request_total. Compare
 // two readings to count a controller's writes as the server saw them.
 func (cp *ControlPlane) RequestCount(ctx context.Context, verb, resource, subresource string) (int, error) {
+	want := []string{`verb="` + verb + `"`, `resource="` + resource + `"`, `subresource="` + subresource + `"`}
+	return cp.MetricSum(ctx, "apiserver_request_total", func(labels string) bool { return containsAll(labels, want) })
+}
+
+// MetricSum sums the samples of the API server's own metric name (a counter
+// or gauge of its /metrics) whose labels, as written there
+// (`{code="403",verb="GET"}`), pass keep; a nil keep sums them all. For
+// example, authorization_attempts_total with result!="allowed" counts the
+// requests RBAC refused.
+func (cp *ControlPlane) MetricSum(ctx context.Context, name string, keep func(labels string) bool) (int, error) {
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		return 0, err
@@ -24,16 +34,26 @@ func (cp *ControlPlane) RequestCount(ctx context.Context, verb, resource, subres
 	if err != nil {
 		return 0, fmt.Errorf("scraping the API server's metrics: %w", err)
 	}
-	want := []string{`verb="` + verb + `"`, `resource="` + resource + `"`, `subresource="` + subresource + `"`}
 	total := 0
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !containsAll(line, want) {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
 			continue
 		}
-		fields := strings.Fields(line)
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		labels := ""
+		if strings.HasPrefix(rest, "{") {
+			labels = rest[:strings.LastIndex(rest, "}")+1]
+		}
+		if keep != nil && !keep(labels) {
+			continue
+		}
 		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
 		if err != nil {
 			return 0, fmt.Errorf("parsing %q: %w", line, err)

@@ -1,17 +1,13 @@
 package privilege
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 )
 
 // pollInterval is how often the waits check.
@@ -59,7 +55,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 // not count either. Only the manager runs under an identity RBAC can
 // refuse, so the difference between two readings is what it was refused.
 func forbiddenCount(ctx context.Context) (int, error) {
-	return sumMetric(ctx, "authorization_attempts_total{", func(labels string) bool {
+	return cp.MetricSum(ctx, "authorization_attempts_total", func(labels string) bool {
 		return !strings.Contains(labels, `result="allowed"`)
 	})
 }
@@ -67,36 +63,7 @@ func forbiddenCount(ctx context.Context) (int, error) {
 // answered403 sums apiserver_request_total{code="403"}: what handlers
 // answered 403, which does not include the authorizers' refusals.
 func answered403(ctx context.Context) (int, error) {
-	return sumMetric(ctx, "apiserver_request_total{", func(labels string) bool {
+	return cp.MetricSum(ctx, "apiserver_request_total", func(labels string) bool {
 		return strings.Contains(labels, `code="403"`)
 	})
-}
-
-// sumMetric scrapes the API server's /metrics as the administrator and sums
-// the samples whose line starts with prefix and passes keep.
-func sumMetric(ctx context.Context, prefix string, keep func(line string) bool) (int, error) {
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		return 0, err
-	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("scraping the API server's metrics: %w", err)
-	}
-	total := 0
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) || !keep(line) {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("parsing %q: %w", line, err)
-		}
-		total += int(v)
-	}
-	return total, sc.Err()
 }
