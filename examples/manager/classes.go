@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -211,7 +212,7 @@ func (f *classesFile) apply(specs []classSpec) error {
 		want[s.Name] = served{spec: s, h: h, opts: opts}
 	}
 	var errs []error
-	for _, name := range sortedKeys(f.running) {
+	for _, name := range slices.Sorted(maps.Keys(f.running)) {
 		if _, keep := want[name]; keep {
 			continue
 		}
@@ -220,7 +221,7 @@ func (f *classesFile) apply(specs []classSpec) error {
 		}
 		delete(f.running, name)
 	}
-	for _, name := range sortedKeys(want) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		w := want[name]
 		old, ok := f.running[name]
 		if ok && sameSpec(old, w.spec) {
@@ -248,13 +249,4 @@ func sameSpec(a, b classSpec) bool {
 	// though Semantic.DeepEqual holds them equal.
 	return a.Name == b.Name && (a.Caps == nil) == (b.Caps == nil) && (a.Budget == nil) == (b.Budget == nil) &&
 		equality.Semantic.DeepEqual(a.Caps, b.Caps) && equality.Semantic.DeepEqual(a.Budget, b.Budget)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

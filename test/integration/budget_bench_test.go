@@ -13,12 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -38,13 +35,9 @@ func BenchmarkBudgetDeletionToAdmission(b *testing.B) {
 	require.NoError(b, cp.CreateNamespace(ctx, ns))
 	bg, err := budget.New("bench", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
 	require.NoError(b, err)
-	mgr, err := manager.New(cp.Config, manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
+	opts := managerOptions(b)
+	opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
+	mgr, err := manager.New(cp.Config, opts)
 	require.NoError(b, err)
 	require.NoError(b, resourceslice.AddToManager(mgr, "budgetbench", accept("Granted", nil), resourceslice.WithBudget(bg),
 		resourceslice.WithMaxConcurrentReconciles(4), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())))

@@ -40,7 +40,7 @@ func namespace(t *testing.T, name string) string {
 // managerOptions are the suite's manager options: no metrics or probe
 // listeners, and controllers named after their class may repeat across
 // tests.
-func managerOptions(t *testing.T) manager.Options {
+func managerOptions(t testing.TB) manager.Options {
 	return manager.Options{
 		Scheme:                 cp.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -14,13 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -101,13 +98,9 @@ func setupWatchBench(b *testing.B, calls *atomic.Int64) *corev1.ConfigMap {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	}
-	mgr, err := manager.New(cp.Config, manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
+	opts := managerOptions(b)
+	opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
+	mgr, err := manager.New(cp.Config, opts)
 	require.NoError(b, err)
 	require.NoError(b, resourceslice.AddToManager(mgr, "watchbench", handlerFunc(grant),
 		resourceslice.WithWatch(&corev1.ConfigMap{}), resourceslice.WithMaxConcurrentReconciles(4),
