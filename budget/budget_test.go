@@ -2,7 +2,6 @@ package budget_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -40,6 +39,10 @@ func TestNew(t *testing.T) {
 		"ZeroIsValid": {
 			reason: "A zero capacity admits nothing of it, but is not an error.",
 			name:   "pool", total: list("cpu", "0"),
+		},
+		"EmptyTotal": {
+			reason: "A budget over nothing would limit nothing (a pool sized from nodes that report no GPU): refused.",
+			name:   "gpu", total: corev1.ResourceList{}, wantErr: `budget "gpu": empty total`,
 		},
 		"EmptyName": {
 			reason: "The name labels metrics and messages; it must be set.",
@@ -85,8 +88,13 @@ func TestSetTotal(t *testing.T) {
 			total:  list("cpu", "2"), wantTotal: list("cpu", "2"), wantFree: list("cpu", "0"),
 		},
 		"NewResource": {
-			reason: "A resource added to the total becomes limited.",
-			total:  list("cpu", "8", "memory", "1Gi"), wantTotal: list("cpu", "8", "memory", "1Gi"), wantFree: list("cpu", "5", "memory", "1Gi"),
+			reason: "A budget limits exactly the resources it was created with: naming another is an error, and the old total is kept.",
+			total:  list("cpu", "8", "memory", "1Gi"), wantErr: `budget "pool" limits cpu, not memory`,
+			wantTotal: list("cpu", "8"), wantFree: list("cpu", "5"),
+		},
+		"MissingResourceIsZero": {
+			reason: "A limited resource the new total omits becomes zero, never unlimited.",
+			total:  corev1.ResourceList{}, wantTotal: list("cpu", "0"), wantFree: list("cpu", "0"),
 		},
 		"Negative": {
 			reason: "A negative quantity is refused and the old total kept.",
@@ -118,10 +126,9 @@ func TestSetTotal(t *testing.T) {
 func hold(t *testing.T, b *budget.Budget, name string, offer corev1.ResourceList) {
 	t.Helper()
 	l := b.Ledger(ledger.Access{})
-	h := ledger.Holder{Class: "gold", Key: types.NamespacedName{Namespace: "ns", Name: name}}
-	ok, msg := l.Admit(h, time.Time{}, offer, true)
-	require.True(t, ok, msg)
-	l.Commit(h, "")
+	_ = l.Attach("gold", ledger.Class{}) // once per budget; later calls say it is attached
+	l.ObserveSlice(ledger.Slice{Key: types.NamespacedName{Namespace: "ns", Name: name}, UID: types.UID(name), RV: "1",
+		Class: "gold", Accepted: true, Grant: offer})
 }
 
 func TestReturnedListsAreCopies(t *testing.T) {

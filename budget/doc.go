@@ -1,28 +1,46 @@
 // Package budget gives a class, or several classes together, a finite
 // capacity: "gold gets at most 64 CPU in total".
 //
-// A Budget is an in-process ledger. Attach it to a class with
-// resourceslice.WithBudget; several classes registered in one manager may
-// draw from the same Budget (a cohort sharing one quota). The handler
-// decides as usual and may read Free to shape its offer; when it accepts,
-// the SDK admits the offer (status.resources) only if it fits what the
-// budget has free, atomically across every worker and every class sharing
-// the budget, and otherwise writes the slice Denied with reason
-// ReasonExhausted. Admissions count from the moment they are reserved, not
-// from the moment the cache sees them, so a lagging cache never lets two
-// slices take the same capacity.
+// Attach a Budget to a class with resourceslice.WithBudget; several classes
+// registered in one manager may draw from the same Budget (a cohort sharing
+// one quota). The handler decides as usual and may read Free to shape its
+// offer; when it accepts, the SDK admits the offer (status.resources) only
+// if it fits what the budget has free, atomically across every worker and
+// every class sharing the budget.
 //
-// What an Accepted slice holds returns to the budget when the slice is
-// deleted, denied (by the handler, the tenant rule or anything else),
-// offered less, or leaves the class; a refused write returns its
-// reservation. Slices waiting with ReasonExhausted are re-evaluated oldest
-// first when capacity frees; one that still does not fit does not block
-// smaller ones behind it. No finalizer is ever set: a replicated slice is
-// never kept from deletion.
+// # What a budget counts
 //
-// A Budget lives in one manager: after the cache syncs, it rebuilds usage
-// from the Accepted slices of its classes before admitting anything, so a
-// restart or a new leader starts from what the cluster holds. Two managers
-// (two processes) must not share one budget's capacity: each would admit
-// against its own ledger.
+// A budget counts what the provider really grants, as the cluster shows
+// it, not what the SDK last wrote. For each slice of its classes it counts,
+// per resource, the larger of the slice's Accepted status.resources and
+// what Liqo's Quota for the slice enforces (when the API server serves
+// Liqo's offloading.liqo.io Quota CRD), until the slice is deleted. The
+// manager's informers feed it; an admission whose write is in flight, or
+// whose answer was lost, is assumed until the watch shows whether it was
+// applied. So a restart, a new leader, another writer or a lost answer
+// neither over-commits nor leaks capacity.
+//
+// In Liqo v1.2.0 a denial after an acceptance is not a revocation: Liqo
+// keeps the slice's Quota and the consumer's virtual node as they were. A
+// budget therefore keeps counting what a slice was granted after it is
+// denied (by the handler, the tenant rule or Liqo), until the slice is
+// deleted or accepted again with less and Liqo's Quota follows. Likewise a
+// slice that leaves the budget's classes keeps counting, at most what it
+// held when it left, while the cluster shows it holds it.
+//
+// # When an offer does not fit
+//
+// A slice not yet Accepted is written Denied with reason ReasonExhausted;
+// the message names each short resource. An Accepted slice whose handler
+// now offers more than is free keeps its current offer: it stays Accepted,
+// its condition message and a Warning event (reason ReasonExhausted) name
+// what is short, and the larger offer waits. Waiting slices are admitted
+// oldest first when capacity frees (the freed capacity is promised to them
+// and they are woken); one that does not fit does not block smaller ones
+// behind it. No finalizer is ever set: a replicated slice is never kept
+// from deletion.
+//
+// A Budget lives in one manager (the leader). Two managers (two processes)
+// must not share one budget's capacity: each would admit against its own
+// ledger.
 package budget

@@ -16,36 +16,38 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// A budget over CPU only: memory is not limited until SetTotal names it.
+// A budget limits exactly the resources it names: memory is not limited by
+// a budget over CPU and pods, and a resource a new total omits becomes zero,
+// never unlimited.
 func ExampleNew() {
-	b, err := budget.New("cpu-pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
+	b, err := budget.New("pool", corev1.ResourceList{
+		corev1.ResourceCPU:  resource.MustParse("64"),
+		corev1.ResourcePods: resource.MustParse("110"),
+	})
 	if err != nil {
 		panic(err)
 	}
 	show := func() {
 		free := b.Free()
-		cpu, mem := free[corev1.ResourceCPU], free[corev1.ResourceMemory]
-		fmt.Printf("cpu %s, memory %s\n", cpu.String(), mem.String())
+		cpu, pods := free[corev1.ResourceCPU], free[corev1.ResourcePods]
+		_, memory := free[corev1.ResourceMemory]
+		fmt.Printf("cpu %s, pods %s, memory limited: %v\n", cpu.String(), pods.String(), memory)
 	}
 	show()
 
-	// Grown at run time, e.g. from the nodes' capacity.
-	if err := b.SetTotal(corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("96"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-	}); err != nil {
+	// Resized at run time, e.g. from the nodes' capacity: pods omitted is 0.
+	if err := b.SetTotal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("96")}); err != nil {
 		panic(err)
 	}
 	show()
 
-	// A negative total is refused; the old one is kept.
-	fmt.Println(b.SetTotal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}))
-	show()
+	// A budget over nothing would limit nothing: refused.
+	_, err = budget.New("gpu", corev1.ResourceList{})
+	fmt.Println(err != nil)
 	// Output:
-	// cpu 64, memory 0
-	// cpu 96, memory 256Gi
-	// budget "cpu-pool": negative quantity in total: cpu=-1
-	// cpu 96, memory 256Gi
+	// cpu 64, pods 110, memory limited: false
+	// cpu 96, pods 0, memory limited: false
+	// true
 }
 
 // Two classes in one manager draw from one budget: gold and silver together
@@ -74,8 +76,9 @@ func Example_sharedByTwoClasses() {
 			return ctrl.Result{}, nil
 		})
 		// An acceptance that does not fit what the pool has free is written
-		// Denied with reason budget.ReasonExhausted, and re-admitted, oldest
-		// first, when capacity frees.
+		// Denied with reason budget.ReasonExhausted (an Accepted slice asking
+		// for more keeps what it has), and admitted, oldest first, when
+		// capacity frees.
 		if err := resourceslice.AddToManager(mgr, "gold", gold, resourceslice.WithBudget(pool)); err != nil {
 			return err
 		}

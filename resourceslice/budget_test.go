@@ -112,26 +112,33 @@ func TestBudgetReleases(t *testing.T) {
 			wantUsed: "0",
 		},
 		"BeingDeleted": {
-			reason: "A slice being deleted (held by another's finalizer) gives back what it held at once.",
+			reason: "A slice being deleted (held by another's finalizer) still holds its grant until it is gone: Liqo's Quota lives as long as the slice.",
 			seed:   func(rs *authv1beta1.ResourceSlice) { rs.Finalizers = []string{"liqo.io/test"} },
 			change: func(t *testing.T, h *slicetest.Harness, _ *budgetPolicy, rs *authv1beta1.ResourceSlice) {
 				require.NoError(t, h.Client.Delete(ctx, rs))
 			},
-			wantUsed: "0",
+			wantUsed: "3",
 		},
 		"DeniedByTheHandler": {
-			reason: "A slice the handler now denies gives back what it held.",
+			reason: "A denial after an acceptance is not a release: Liqo keeps the Quota and the virtual node, so the grant stays counted.",
 			change: func(_ *testing.T, _ *slicetest.Harness, p *budgetPolicy, _ *authv1beta1.ResourceSlice) {
 				p.deny = true
 			},
-			wantReason: "NotNow", wantUsed: "0",
+			wantReason: "NotNow", wantUsed: "3",
 		},
 		"DeniedByTheTenantRule": {
-			reason: "A slice denied because its Tenant is drained gives back what it held.",
+			reason: "A slice denied because its Tenant is drained keeps counting its grant: a drain stops new use, it does not shrink Liqo's Quota.",
 			change: func(t *testing.T, h *slicetest.Harness, _ *budgetPolicy, _ *authv1beta1.ResourceSlice) {
 				require.NoError(t, h.Client.Create(ctx, slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)))
 			},
-			wantReason: resourceslice.ReasonTenantDrained, wantUsed: "0",
+			wantReason: resourceslice.ReasonTenantDrained, wantUsed: "3",
+		},
+		"OfferedNothing": {
+			reason: "Accepting again with an empty offer is how a policy takes a grant back: the slice then holds nothing.",
+			change: func(_ *testing.T, _ *slicetest.Harness, p *budgetPolicy, _ *authv1beta1.ResourceSlice) {
+				p.offer = "0"
+			},
+			wantReason: "Granted", wantUsed: "0",
 		},
 		"OfferedLess": {
 			reason: "A slice offered less holds the smaller offer.",
@@ -141,24 +148,24 @@ func TestBudgetReleases(t *testing.T) {
 			wantReason: "Granted", wantUsed: "1",
 		},
 		"LeftTheClass": {
-			reason: "A slice moved to another class gives back what it held in this one.",
+			reason: "A slice moved to another class keeps counting what it held here while the cluster shows it holds it (no class decided it since).",
 			change: func(t *testing.T, h *slicetest.Harness, _ *budgetPolicy, rs *authv1beta1.ResourceSlice) {
 				var cur authv1beta1.ResourceSlice
 				require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(rs), &cur))
 				cur.Spec.Class = "silver"
 				require.NoError(t, h.Client.Update(ctx, &cur))
 			},
-			wantUsed: "0",
+			wantUsed: "3",
 		},
 		"LeftTheSelector": {
-			reason: "A slice that no longer matches the selector gives back what it held.",
+			reason: "A slice that no longer matches the selector keeps counting what it held while the cluster shows it holds it.",
 			change: func(t *testing.T, h *slicetest.Harness, _ *budgetPolicy, rs *authv1beta1.ResourceSlice) {
 				var cur authv1beta1.ResourceSlice
 				require.NoError(t, h.Client.Get(ctx, client.ObjectKeyFromObject(rs), &cur))
 				delete(cur.Labels, resourceslice.LabelReplicated)
 				require.NoError(t, h.Client.Update(ctx, &cur))
 			},
-			wantUsed: "0",
+			wantUsed: "3",
 		},
 	}
 	for name, tc := range cases {
@@ -315,7 +322,7 @@ func TestBudgetLimitsOnlyItsResources(t *testing.T) {
 func TestBudgetSharedByTwoClasses(t *testing.T) {
 	ctx := context.Background()
 	b := cpuBudget(t, "4")
-	g, s := budgetedSlice("a", "gold", "3", 0), budgetedSlice("a", "silver", "2", 1)
+	g, s := budgetedSlice("g", "gold", "3", 0), budgetedSlice("s", "silver", "2", 1)
 	hg := newBudgetHarness(t, "gold", &budgetPolicy{}, b, slicetest.WithObjects(g))
 	hs := newBudgetHarness(t, "silver", &budgetPolicy{}, b, slicetest.WithObjects(s))
 

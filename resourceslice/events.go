@@ -59,6 +59,7 @@ const (
 	actionValidate = "Validate"
 	actionHandle   = "Handle"
 	actionWrite    = "WriteStatus"
+	actionAdmit    = "Admit"
 	actionDryRun   = "DryRun"
 )
 

@@ -189,16 +189,6 @@ func TestReleaseOncePerExit(t *testing.T) {
 			},
 			wantDecision: conditions.Denied,
 		},
-		"DeniedByTheBudget": {
-			reason: "An Accepted slice whose new request no longer fits the budget is written BudgetExhausted and released once.",
-			opts:   []slicetest.Option{slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "4")))},
-			exit: func(t *testing.T, h *slicetest.Harness, _ *releasingPolicy, rs *authv1beta1.ResourceSlice) {
-				changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) {
-					cur.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("8")
-				})
-			},
-			wantDecision: conditions.Denied,
-		},
 		"LeftTheClass": {
 			reason: "An Accepted slice moved to another class is released once; its decision is the other class's business.",
 			exit: func(t *testing.T, h *slicetest.Harness, _ *releasingPolicy, rs *authv1beta1.ResourceSlice) {
@@ -266,6 +256,19 @@ func TestReleaseNeverWithoutAnExit(t *testing.T) {
 		changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) { cur.Labels["unrelated"] = "change" })
 		requireDecision(t, h, rs, conditions.Accepted)
 		assert.Zero(t, p.totalAttempts(), "re-deciding an Accepted slice Accepted is no exit")
+	})
+	t.Run("GrowthThatDoesNotFitTheBudget", func(t *testing.T) {
+		p := &releasingPolicy{}
+		rs := goldSlice("a")
+		h := slicetest.New(t, gold, p, slicetest.WithObjects(rs),
+			slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "4"))))
+		requireDecision(t, h, rs, conditions.Accepted)
+		changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) {
+			cur.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("8")
+		})
+		res := requireDecision(t, h, rs, conditions.Accepted)
+		assert.Contains(t, res.Message, "keeps its current offer", "the growth waits")
+		assert.Zero(t, p.totalAttempts(), "an Accepted slice asking for more than is free keeps its offer: no exit")
 	})
 	t.Run("OtherSlicesExit", func(t *testing.T) {
 		p := &releasingPolicy{}

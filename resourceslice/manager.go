@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // ErrClassRegistered is returned (wrapped) when a class is registered twice
@@ -120,7 +121,14 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 		return nil, nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	cfg.statusClasses = views
-	r, err := newReconciler(mgr.GetClient(), class, h, cfg)
+	w := wiring{apiReader: mgr.GetAPIReader()}
+	if cfg.budget != nil {
+		if w.feed, err = classes.feed(mgr, cfg.budget.Ledger(ledger.Access{}), views); err != nil {
+			classes.unclaim(mgr, class)
+			return nil, nil, fmt.Errorf("class %q: %w", class, err)
+		}
+	}
+	r, err := newReconciler(mgr.GetClient(), class, h, cfg, w)
 	if err != nil {
 		classes.unclaim(mgr, class)
 		return nil, nil, err
@@ -149,6 +157,7 @@ type classRegistry struct {
 	mu     sync.Mutex
 	byMgr  map[manager.Manager]map[string]bool
 	views  map[manager.Manager]*statusClasses
+	feeds  map[manager.Manager]map[*ledger.Ledger]*budgetFeed
 	inited bool
 }
 
@@ -188,6 +197,7 @@ func (c *classRegistry) addTypes(mgr manager.Manager, leases bool) error {
 			return err
 		}
 	}
+	addQuotaTypes(scheme)
 	if leases && !scheme.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
 		return coordinationv1.AddToScheme(scheme)
 	}
@@ -203,7 +213,30 @@ func (c *classRegistry) unclaim(mgr manager.Manager, class string) {
 func (c *classRegistry) init() {
 	if !c.inited {
 		c.byMgr, c.views, c.inited = map[manager.Manager]map[string]bool{}, map[manager.Manager]*statusClasses{}, true
+		c.feeds = map[manager.Manager]map[*ledger.Ledger]*budgetFeed{}
 	}
+}
+
+// feed returns the feed of l from mgr's informers, adding it to mgr on
+// first use: one per budget and manager, whatever the classes drawing.
+func (c *classRegistry) feed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses) (*budgetFeed, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	byLedger := c.feeds[mgr]
+	if byLedger == nil {
+		byLedger = map[*ledger.Ledger]*budgetFeed{}
+		c.feeds[mgr] = byLedger
+	}
+	if f := byLedger[l]; f != nil {
+		return f, nil
+	}
+	f := newBudgetFeed(mgr, l, views)
+	if err := mgr.Add(f); err != nil {
+		return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
+	}
+	byLedger[l] = f
+	return f, nil
 }
 
 // statusClasses returns the manager's status.class view, built on first use.

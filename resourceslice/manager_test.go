@@ -3,6 +3,8 @@ package resourceslice_test
 import (
 	"context"
 	"errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"testing"
 	"time"
 
@@ -46,7 +48,7 @@ func unreachableManager(t *testing.T) manager.Manager {
 // duplicate-class rule holds with no API server at all.
 func TestAddToManagerNeedsNoAPIServer(t *testing.T) {
 	mgr := unreachableManager(t)
-	b, err := budget.New("shared", nil)
+	b, err := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")})
 	require.NoError(t, err)
 
 	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(b)))

@@ -50,6 +50,11 @@ type Reconciler struct {
 	conflicts workqueue.TypedRateLimiter[reconcile.Request]
 	// ledger is the budget's admission ledger; nil without WithBudget.
 	ledger *ledger.Ledger
+	wiring wiring
+	// seeded: without a feed, the ledger was told once what the client
+	// lists (see observe).
+	seedMu sync.Mutex
+	seeded bool
 	// queue receives slices the SDK enqueues itself (budget re-admissions,
 	// WithWatch passes, inventory sweeps); set when the controller starts.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
@@ -80,11 +85,21 @@ func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Opt
 		}
 		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
 	}
-	return newReconciler(c, class, h, cfg)
+	return newReconciler(c, class, h, cfg, wiring{})
+}
+
+// wiring is what a manager gives a Reconciler beyond its client.
+type wiring struct {
+	// apiReader reads from the API server, uncached: it settles whether a
+	// write whose answer was lost was applied. nil outside a manager.
+	apiReader client.Reader
+	// feed tells the budget's ledger what the cluster shows; nil outside a
+	// manager, where the Reconciler tells it what it reads itself.
+	feed *budgetFeed
 }
 
 // newReconciler builds the Reconciler from a configuration built once.
-func newReconciler(c client.Client, class string, h handler.Handler, cfg *config) (*Reconciler, error) {
+func newReconciler(c client.Client, class string, h handler.Handler, cfg *config, w wiring) (*Reconciler, error) {
 	if err := ValidateClass(class); err != nil {
 		return nil, err
 	}
@@ -113,13 +128,14 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
 		life:       newLifecycle(),
 		queueReady: make(chan struct{}),
+		wiring:     w,
 	}
 	if cfg.budget != nil {
 		if err := m.registerBudget(cfg.budget); err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
 		r.ledger = cfg.budget.Ledger(ledger.Access{})
-		if err := r.ledger.Attach(class, ledger.Class{Wake: r.wake, Seed: r.held, Exists: r.exists}); err != nil {
+		if err := r.ledger.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector}); err != nil {
 			return nil, err
 		}
 	}
@@ -146,20 +162,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	if current == nil || !r.scope.serves(current) {
 		r.release(req)
+		if r.ledger != nil && r.wiring.feed == nil { // no feed tells it
+			if current == nil {
+				r.ledger.ForgetSlice(req.NamespacedName)
+			} else {
+				r.ledger.ObserveSlice(observation(r.scope, current))
+			}
+		}
 		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 		return ctrl.Result{}, nil
 	}
 	if r.cfg.authGate && !conditions.IsAuthenticated(current) {
+		r.leaveLine(req)
 		log.FromContext(ctx).V(1).Info("waiting for Liqo to accept the slice's authentication")
 		return ctrl.Result{}, nil
 	}
 	if r.ledger != nil {
-		if err := r.ledger.EnsureSeeded(); err != nil {
+		switch wait, err := r.observe(ctx, current); {
+		case err != nil:
+			r.leaveLine(req)
 			return ctrl.Result{}, r.errorf(req, "%w", err)
-		}
-		if r.ledger.Lagging(r.holder(req), current.ResourceVersion) {
+		case wait:
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
 	}
@@ -169,6 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 	}
 	if r.skipGivenUp(req.NamespacedName, current.ResourceVersion) {
+		r.leaveLine(req)
 		return ctrl.Result{}, nil
 	}
 
@@ -176,6 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	// admits the offer or turns it into a BudgetExhausted denial.
 	d, err := r.decide(ctx, current)
 	if err != nil {
+		r.leaveLine(req)
 		if isHandlerFailure(err) && r.noteFailure(req.NamespacedName, current.ResourceVersion) {
 			r.metrics.gaveUp.WithLabelValues(r.scope.class).Inc()
 			r.warn(current, ReasonGaveUp, actionHandle, "class %q gave up after %d consecutive handler failures; the slice is tried again on its next change: %v",
@@ -185,8 +212,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.noteSuccess(req.NamespacedName)
+	var attempt *ledger.Attempt
 	if r.ledger != nil {
-		r.admit(req, current, d.desired)
+		attempt = r.admit(req, current, d.desired)
 	}
 
 	// 3. Save: only owned fields, only when they changed, one patch; then
@@ -197,9 +225,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		r.dryRun(ctx, current, d.desired)
 		return r.withResync(d.result), nil
 	case ownedEqual(current, d.desired):
-		r.commit(req, "")
+		r.done(attempt, ledger.NotApplied) // the cluster already shows it
 	default:
-		switch outcome, err := r.write(ctx, req, current, d.desired); {
+		switch outcome, err := r.write(ctx, req, current, d.desired, attempt); {
 		case err != nil:
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		case outcome == writeConflicted:
@@ -303,18 +331,102 @@ func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *auth
 	return false, nil
 }
 
-// admit asks the budget to reserve an acceptance; one that does not fit
-// becomes a BudgetExhausted denial.
-func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
-	admit := r.ledger.Admit
-	if r.cfg.dryRun {
-		admit = r.ledger.Check // consulted, not charged
+// admit asks the budget to admit an acceptance. An offer that does not fit
+// leaves a slice Accepted with what it holds (its growth waits) and turns
+// any other acceptance into a BudgetExhausted denial; either way the slice
+// waits in line. A denial takes the slice out of the line and releases
+// nothing: the cluster still shows what it holds.
+func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) *ledger.Attempt {
+	h := r.holder(req)
+	if !conditions.IsAccepted(desired) {
+		r.ledger.Leave(h)
+		return nil
 	}
-	ok, msg := admit(r.holder(req), current.CreationTimestamp.Time, desired.Status.Resources, conditions.IsAccepted(desired))
-	if !ok {
+	if r.cfg.dryRun { // consulted, not charged
+		if ok, msg := r.ledger.Check(h, desired.Status.Resources); !ok {
+			r.short(current, desired, msg)
+		}
+		return nil
+	}
+	a, msg := r.ledger.Admit(h, current.ResourceVersion, current.CreationTimestamp.Time, desired.Status.Resources)
+	if a == nil {
+		r.short(current, desired, msg)
+	}
+	return a
+}
+
+// short turns desired into what the SDK writes when its offer does not fit
+// the budget: an Accepted slice keeps its current offer (a Warning event and
+// the condition's message name what is short), any other is denied.
+func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, msg string) {
+	if !conditions.IsAccepted(current) {
 		desired.Status.Resources = nil
 		conditions.Deny(desired, budget.ReasonExhausted, msg)
+		return
 	}
+	was := conditions.Get(current, conditions.Resources)
+	note := "keeps its current offer; the larger one waits: " + msg
+	copyOwned(desired, current)
+	conditions.Accept(desired, was.Reason, note)
+	if was.Message != note {
+		r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
+		r.warn(current, budget.ReasonExhausted, actionAdmit, "class %q %s", r.scope.class, note)
+	}
+}
+
+// observe brings the budget's ledger up to date with the slice as the cache
+// shows it, before deciding; wait asks for a retry shortly, when the cache
+// has not yet seen the SDK's own last write. A write whose answer was lost
+// is settled here: the API server says whether it was applied.
+func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice) (wait bool, err error) {
+	if f := r.wiring.feed; f != nil {
+		if err := f.WaitForSync(ctx); err != nil {
+			return false, err
+		}
+	} else if err := r.seedLedger(ctx); err != nil {
+		return false, err
+	}
+	key := client.ObjectKeyFromObject(current)
+	r.ledger.ObserveSlice(observation(r.scope, current))
+	if r.ledger.AwaitsOwnWrite(key, current.ResourceVersion) {
+		return true, nil
+	}
+	if r.wiring.apiReader == nil || !r.ledger.Unsettled(key, current.ResourceVersion) {
+		return false, nil
+	}
+	var live authv1beta1.ResourceSlice
+	switch err := r.wiring.apiReader.Get(ctx, key, &live); {
+	case apierrors.IsNotFound(err):
+		return true, nil // the watch brings the deletion
+	case err != nil:
+		return false, fmt.Errorf("reading the slice from the API server to settle a lost answer: %w", err)
+	case live.ResourceVersion == current.ResourceVersion:
+		r.ledger.NotApplied(key, current.ResourceVersion)
+		return false, nil
+	default:
+		r.ledger.ObserveSlice(observation(r.scope, &live))
+		return true, nil // the cache is behind the server
+	}
+}
+
+// seedLedger tells the ledger, once, what every slice the client lists
+// holds: without a manager there is no feed, and a restarted controller
+// must count what its predecessor granted before admitting anything.
+func (r *Reconciler) seedLedger(ctx context.Context) error {
+	r.seedMu.Lock()
+	defer r.seedMu.Unlock()
+	if r.seeded {
+		return nil
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing slices to count what they hold: %w", err)
+	}
+	for i := range list.Items {
+		r.ledger.ObserveSlice(observation(r.scope, &list.Items[i]))
+	}
+	r.seeded = true
+	return nil
 }
 
 type writeOutcome int
@@ -327,30 +439,39 @@ const (
 
 // write patches desired's owned fields with one optimistic-lock merge patch
 // against current and records the decision transition.
-func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice) (writeOutcome, error) {
+func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice, a *ledger.Attempt) (writeOutcome, error) {
 	// The patch is computed from current to desired: a JSON merge patch of
 	// the owned fields that changed, plus metadata.resourceVersion. Fields
 	// the Go types do not know are never in it.
 	err := r.client.Status().Patch(ctx, desired, ownedPatch{from: current}, r.fieldOwner)
 	switch {
 	case err == nil:
-		r.commit(req, current.ResourceVersion)
+		r.done(a, ledger.Applied)
+		if r.ledger != nil {
+			r.ledger.ObserveSlice(observation(r.scope, desired)) // the server's answer
+		}
 		r.recordTransition(ctx, current, desired)
 		return written, nil
 	case apierrors.IsConflict(err):
-		r.rollback(req)
+		r.done(a, ledger.NotApplied)
 		log.FromContext(ctx).V(1).Info("status write conflicted with another writer, retrying")
 		return writeConflicted, nil
 	case apierrors.IsNotFound(err):
+		r.done(a, ledger.NotApplied)
 		r.release(req)
+		if r.ledger != nil && r.wiring.feed == nil {
+			r.ledger.ForgetSlice(req.NamespacedName)
+		}
 		return writeGone, nil
 	case apierrors.IsInvalid(err):
-		r.rollback(req)
+		r.done(a, ledger.NotApplied)
 		r.warn(current, ReasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.scope.class, err)
 		return written, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
 	default:
-		// The outcome is unknown (the server may have applied it): a
-		// budget keeps the reservation until the next decision settles it.
+		// The outcome is unknown (the server may have applied it): the
+		// budget keeps counting the offer until the cluster shows whether
+		// it was applied.
+		r.done(a, ledger.Unknown)
 		return written, fmt.Errorf("patching status: %w", err)
 	}
 }
@@ -391,24 +512,24 @@ func (r *Reconciler) holder(req reconcile.Request) ledger.Holder {
 	return ledger.Holder{Class: r.scope.class, Key: req.NamespacedName}
 }
 
-func (r *Reconciler) commit(req reconcile.Request, from string) {
+func (r *Reconciler) done(a *ledger.Attempt, o ledger.Outcome) {
 	if r.ledger != nil {
-		r.ledger.Commit(r.holder(req), from)
+		r.ledger.Done(a, o)
 	}
 }
 
-func (r *Reconciler) rollback(req reconcile.Request) {
+// leaveLine takes the slice out of the budget's waiting line: its
+// reconcile ended without reaching the budget.
+func (r *Reconciler) leaveLine(req reconcile.Request) {
 	if r.ledger != nil {
-		r.ledger.Rollback(r.holder(req))
+		r.ledger.Leave(r.holder(req))
 	}
 }
 
 func (r *Reconciler) release(req reconcile.Request) {
 	r.conflicts.Forget(req)
 	r.noteSuccess(req.NamespacedName) // a slice gone or not ours keeps no failure count
-	if r.ledger != nil {
-		r.ledger.Release(r.holder(req))
-	}
+	r.leaveLine(req)
 }
 
 // held lists what the class's Accepted slices hold, from the cache: the
@@ -426,13 +547,6 @@ func (r *Reconciler) held() (map[types.NamespacedName]corev1.ResourceList, error
 		}
 	}
 	return out, nil
-}
-
-// exists reports whether the slice is still in the cache; an error other
-// than not-found counts as present, which keeps its holding.
-func (r *Reconciler) exists(key types.NamespacedName) bool {
-	var rs authv1beta1.ResourceSlice
-	return !apierrors.IsNotFound(r.client.Get(context.Background(), key, &rs))
 }
 
 // wake enqueues a slice the budget re-admits; before the controller starts

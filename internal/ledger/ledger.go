@@ -1,7 +1,17 @@
-// Package ledger is the admission ledger behind budget.Budget: what each
-// slice holds, what is reserved by writes in flight, and which slices wait
-// for capacity. It is internal: users reach it through budget.Budget and
-// resourceslice.WithBudget.
+// Package ledger is the admission ledger behind budget.Budget. It counts
+// what the provider really grants, the way Kueue's scheduler cache counts
+// admitted workloads: usage is what the cluster shows (each slice's Accepted
+// status and Liqo's Quota for it, fed by watches), plus assumptions for the
+// admissions whose writes are in flight, which the watch later confirms or
+// drops. It also keeps the slices waiting for capacity. It is internal:
+// users reach it through budget.Budget and resourceslice.WithBudget.
+//
+// What one slice holds, per resource:
+//
+//	held    = max(last Accepted status.resources, live Quota)   sticky: a Deny is not a release
+//	counted = held (+ assumptions)            while the slice is served by an attached class
+//	        = min(held at leave, held)        once it left them (it still holds what Liqo enforces)
+//	        = nothing                         once it is deleted
 package ledger
 
 import (
@@ -14,36 +24,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Holder names one slice as one class sees it. Keying by class as well as by
-// slice keeps two controllers apart while a slice moves between classes that
-// share a budget: until the old class releases, the slice counts twice, never
-// zero times.
+// Holder names one slice as one class sees it: the waiting line and the
+// admissions are per class, so two classes sharing a budget stay apart while
+// a slice moves between them.
 type Holder struct {
 	Class string
 	Key   types.NamespacedName
-}
-
-// holding is what one holder has: committed is what the API server has (our
-// last successful write, or what the cache showed), pending what a write in
-// flight would give it. Usage counts the larger of the two per resource, so
-// a write in flight is covered whichever way it ends.
-type holding struct {
-	committed corev1.ResourceList
-	pending   corev1.ResourceList
-	inFlight  bool
-	// writtenFrom is the resourceVersion our last write was computed from:
-	// a cache still showing it has not seen that write.
-	writtenFrom string
-}
-
-// waiter is a slice denied for lack of budget, waiting for capacity.
-type waiter struct {
-	Holder
-	created time.Time
-	offer   corev1.ResourceList
 }
 
 // Class is what the ledger needs from a class that draws from it.
@@ -51,46 +41,62 @@ type Class struct {
 	// Wake enqueues a slice of the class for a new decision; it must not
 	// block.
 	Wake func(types.NamespacedName)
-	// Seed lists what the class's Accepted slices hold, from a synced cache.
-	Seed func() (map[types.NamespacedName]corev1.ResourceList, error)
-	// Exists reports whether the slice is still in the cache. When the class
-	// attaches again after Detach, seeding drops what a slice deleted in
-	// between still held; nil keeps every such holding.
-	Exists func(types.NamespacedName) bool
+	// Selector is the class's slice selector; nil selects every slice of
+	// the class.
+	Selector labels.Selector
 }
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
 	name string
+	// names are the resources the budget limits, fixed at New.
+	names []corev1.ResourceName
 
 	mu    sync.Mutex
 	total corev1.ResourceList
-	holds map[Holder]*holding
-	// sum is what every holding contributes (the larger of committed and
-	// pending), over all resources, kept up to date on each change so an
+	// slices is what the cluster shows of each slice that holds something
+	// here, or may (served by an attached class).
+	slices map[types.NamespacedName]*entry
+	// sum is what every entry counts, kept up to date on each change so an
 	// admission costs O(resources), not O(slices).
 	sum     corev1.ResourceList
-	waiting map[Holder]waiter
 	classes map[string]Class
-	seeded  map[string]bool
+	line    waitLine
+	// gone remembers recently deleted slices (see bury).
+	gone     map[types.UID]time.Time
+	goneNext int
+	// observed is closed and replaced whenever an observation arrives, so
+	// a reconciler waiting for the feed to catch up is woken.
+	observed chan struct{}
 }
 
-// New returns an empty ledger over total.
+// New returns an empty ledger limiting exactly the resources of total. It
+// refuses an empty name, an empty total and negative quantities.
 func New(name string, total corev1.ResourceList) (*Ledger, error) {
 	if name == "" {
 		return nil, errors.New("budget: empty name")
 	}
+	if len(total) == 0 {
+		return nil, fmt.Errorf("budget %q: empty total: name every resource it limits (a resource it does not name is not limited; one named with 0 admits none)", name)
+	}
 	if err := checkTotal(total); err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
+	names := make([]corev1.ResourceName, 0, len(total))
+	for n := range total {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return &Ledger{
-		name:    name,
-		total:   total.DeepCopy(),
-		holds:   map[Holder]*holding{},
-		sum:     corev1.ResourceList{},
-		waiting: map[Holder]waiter{},
-		classes: map[string]Class{},
-		seeded:  map[string]bool{},
+		name:     name,
+		names:    names,
+		total:    total.DeepCopy(),
+		slices:   map[types.NamespacedName]*entry{},
+		sum:      corev1.ResourceList{},
+		classes:  map[string]Class{},
+		line:     newWaitLine(),
+		gone:     map[types.UID]time.Time{},
+		observed: make(chan struct{}),
 	}, nil
 }
 
@@ -111,6 +117,11 @@ func checkTotal(total corev1.ResourceList) error {
 // Name returns the budget's name.
 func (l *Ledger) Name() string { return l.name }
 
+// Resources returns the resources the budget limits, sorted.
+func (l *Ledger) Resources() []corev1.ResourceName {
+	return append([]corev1.ResourceName(nil), l.names...)
+}
+
 // Total returns a copy of the capacity.
 func (l *Ledger) Total() corev1.ResourceList {
 	l.mu.Lock()
@@ -118,7 +129,7 @@ func (l *Ledger) Total() corev1.ResourceList {
 	return l.total.DeepCopy()
 }
 
-// Used returns what holders have, writes in flight included, for the
+// Used returns what slices hold, admissions in flight included, for the
 // resources the budget limits.
 func (l *Ledger) Used() corev1.ResourceList {
 	l.mu.Lock()
@@ -130,24 +141,58 @@ func (l *Ledger) Used() corev1.ResourceList {
 func (l *Ledger) Free() corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.freeLocked(l.usedLocked())
+	free := l.freeLocked()
+	for n, q := range free {
+		if q.Sign() < 0 {
+			free[n] = resource.Quantity{}
+		}
+	}
+	return free
 }
 
-// SetTotal changes the capacity; growing it wakes waiting slices.
+// SetTotal changes the capacity. A resource the budget limits that total
+// does not name becomes zero (never unlimited); total may not name a
+// resource the budget does not limit. Growing wakes waiting slices.
 func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	if err := checkTotal(total); err != nil {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
+	next := corev1.ResourceList{}
+	for _, n := range l.names {
+		next[n] = resource.Quantity{}
+		if q, ok := total[n]; ok {
+			next[n] = q.DeepCopy()
+		}
+	}
+	var extra []string
+	for n := range total {
+		if _, ok := next[n]; !ok {
+			extra = append(extra, string(n))
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("budget %q limits %s, not %s: a budget limits exactly the resources it was created with",
+			l.name, joinNames(l.names), strings.Join(extra, ", "))
+	}
 	l.mu.Lock()
-	l.total = total.DeepCopy()
+	l.total = next
 	wake := l.wakeLocked()
 	l.mu.Unlock()
 	wake()
 	return nil
 }
 
-// Attach registers a class drawing from the ledger. It returns an error if
-// the class is already attached.
+func joinNames(names []corev1.ResourceName) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Attach registers a class drawing from the ledger: the slices it serves
+// count from now on. It returns an error if the class is already attached.
 func (l *Ledger) Attach(class string, c Class) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -155,417 +200,59 @@ func (l *Ledger) Attach(class string, c Class) error {
 		return fmt.Errorf("class %q already draws from budget %q", class, l.name)
 	}
 	l.classes[class] = c
+	l.remember()
 	return nil
 }
 
-// Detach stops a class drawing from the ledger: its waiting slices are
-// forgotten and it is woken no more. What its Accepted slices hold stays
-// counted, because they still hold it in the cluster: releasing it would let
-// other classes be admitted into capacity that is not free. When the class
-// attaches again, seeding brings its holdings up to date (see
-// EnsureSeeded); until then a slice of the class deleted in between is still
-// counted, which under-commits rather than over-commits.
+// Detach stops a class drawing from the ledger: its waiting slices leave
+// the line and it is woken no more. What its slices hold stays counted
+// while the cluster shows they hold it (they left the budget's classes, see
+// the package comment), so stopping a class frees nothing that is in use.
 func (l *Ledger) Detach(class string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	if _, ok := l.classes[class]; !ok {
+		l.mu.Unlock()
+		return
+	}
 	delete(l.classes, class)
-	delete(l.seeded, class)
-	for h := range l.waiting {
-		if h.Class == class {
-			delete(l.waiting, h)
-		}
-	}
-}
-
-// EnsureSeeded rebuilds, once per class, what every attached class's
-// Accepted slices hold, before anything is admitted: a restarted controller
-// (or a new leader) must count what its predecessor granted. The caller's
-// cache must be synced.
-func (l *Ledger) EnsureSeeded() error {
-	l.mu.Lock()
-	before := l.usedLocked()
-	defer func() {
-		wake := l.wakeIfFreedLocked(before) // a deleted slice's holding dropped
-		l.mu.Unlock()
-		wake()
-	}()
-	for class, c := range l.classes {
-		if l.seeded[class] {
-			continue
-		}
-		held, err := c.Seed()
-		if err != nil {
-			return fmt.Errorf("budget %q: rebuilding what class %q holds: %w", l.name, class, err)
-		}
-		// Holdings kept from before a Detach: our own writes are newer than
-		// the cache may show, so a known holding is kept, unless its slice
-		// is gone. A slice still in the cache is decided again by the class,
-		// which settles its holding.
-		for h, x := range l.holds {
-			if h.Class != class || x.inFlight {
-				continue
-			}
-			if _, accepted := held[h.Key]; !accepted && c.Exists != nil && !c.Exists(h.Key) {
-				l.drop(h)
-			}
-		}
-		for key, rl := range held {
-			h := Holder{Class: class, Key: key}
-			if _, known := l.holds[h]; known {
-				continue
-			}
-			x := &holding{}
-			l.holds[h] = x
-			l.change(x, func() { x.committed = rl.DeepCopy() })
-		}
-		l.seeded[class] = true
-	}
-	return nil
-}
-
-// Lagging reports whether the cache's copy of h (at resourceVersion rv) has
-// not yet seen our last write: deciding from it could count a stale state.
-func (l *Ledger) Lagging(h Holder, rv string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	x := l.holds[h]
-	return x != nil && x.writtenFrom != "" && x.writtenFrom == rv
-}
-
-// Admit records the decision about to be written for h. For an acceptance
-// of offer it reserves the offer if it fits and no older waiting slice that
-// fits is ahead of it (best-effort FIFO); otherwise the slice becomes a
-// waiter and Admit returns false with a message naming what is short. A
-// denial (accepted false) reserves nothing: the holding drops to zero once
-// the write commits.
-func (l *Ledger) Admit(h Holder, created time.Time, offer corev1.ResourceList, accepted bool) (bool, string) {
-	l.mu.Lock()
-	x := l.holds[h]
-	if x == nil {
-		x = &holding{}
-		l.holds[h] = x
-	}
-	if !accepted {
-		delete(l.waiting, h)
-		l.change(x, func() { x.pending, x.inFlight = nil, true })
-		l.mu.Unlock()
-		return true, ""
-	}
-	short, ahead := l.fitLocked(h, x, created, offer)
-	if len(short) == 0 {
-		delete(l.waiting, h)
-		l.change(x, func() { x.pending, x.inFlight = offer.DeepCopy(), true })
-		l.mu.Unlock()
-		return true, ""
-	}
-	l.waiting[h] = waiter{Holder: h, created: created, offer: offer.DeepCopy()}
-	l.change(x, func() { x.pending, x.inFlight = nil, true })
+	released := l.line.removeClass(class)
+	l.remember()
 	var wake func()
-	if ahead > 0 {
+	if released {
 		wake = l.wakeLocked()
 	}
 	l.mu.Unlock()
 	if wake != nil {
 		wake()
 	}
-	return false, l.message(short, ahead)
 }
 
-// Check answers what Admit would, without reserving anything or joining the
-// waiters: a dry run consults the budget but does not charge it.
-func (l *Ledger) Check(h Holder, created time.Time, offer corev1.ResourceList, accepted bool) (bool, string) {
-	if !accepted {
-		return true, ""
+// remember recomputes, after the attached classes changed, which slices
+// are members.
+func (l *Ledger) remember() {
+	for key, e := range l.slices {
+		l.recount(key, e)
 	}
-	l.mu.Lock()
-	x := l.holds[h]
-	if x == nil {
-		x = &holding{}
-	}
-	short, ahead := l.fitLocked(h, x, created, offer)
-	l.mu.Unlock()
-	if len(short) == 0 {
-		return true, ""
-	}
-	return false, l.message(short, ahead)
-}
-
-// fitLocked lists what keeps offer from fitting for h: what is free once h's
-// own holding is given back, minus what older waiting slices that fit are
-// owed (best-effort FIFO). ahead counts those older slices.
-func (l *Ledger) fitLocked(h Holder, x *holding, created time.Time, offer corev1.ResourceList) ([]string, int) {
-	used := l.usedLocked()
-	// What h holds now does not count against it; but an older waiter can
-	// only be owed what is really free, not h's own holding.
-	mine := maxList(x.committed, x.pending, x.inFlight)
-	free := l.freeExcluding(used, mine)
-	really := l.freeExcluding(used, nil)
-	ahead := 0
-	for _, w := range l.orderedWaiters() {
-		if w.Holder == h || !older(w, h, created) {
-			continue
-		}
-		if fits(w.offer, really, nil) {
-			subtract(really, w.offer)
-			subtract(free, w.offer)
-			ahead++
-		}
-	}
-	return shortfall(offer, free, mine), ahead
-}
-
-func (l *Ledger) message(short []string, ahead int) string {
-	msg := "budget " + l.name + ": " + strings.Join(short, "; ")
-	if ahead > 0 {
-		msg += fmt.Sprintf(" (free capacity is held for %d older waiting slice(s))", ahead)
-	}
-	return msg
-}
-
-// Commit records that the write Admit prepared for h succeeded (or that
-// none was needed because the server already had it); from is the
-// resourceVersion it was computed from ("" when nothing was written).
-func (l *Ledger) Commit(h Holder, from string) {
-	l.mu.Lock()
-	x := l.holds[h]
-	if x == nil || !x.inFlight {
-		l.mu.Unlock()
-		return
-	}
-	before := l.usedLocked()
-	l.change(x, func() { x.committed, x.pending, x.inFlight, x.writtenFrom = x.pending, nil, false, from })
-	if len(x.committed) == 0 && from == "" {
-		l.drop(h)
-	}
-	wake := l.wakeIfFreedLocked(before)
-	l.mu.Unlock()
-	wake()
-}
-
-// Rollback records that the write Admit prepared for h was refused (a
-// conflict, an invalid status): h keeps what it had.
-func (l *Ledger) Rollback(h Holder) {
-	l.mu.Lock()
-	x := l.holds[h]
-	if x == nil || !x.inFlight {
-		l.mu.Unlock()
-		return
-	}
-	before := l.usedLocked()
-	l.change(x, func() { x.pending, x.inFlight = nil, false })
-	if len(x.committed) == 0 && x.writtenFrom == "" {
-		l.drop(h)
-	}
-	wake := l.wakeIfFreedLocked(before)
-	l.mu.Unlock()
-	wake()
-}
-
-// Release drops everything h holds or waits for: its slice is gone, being
-// deleted, or no longer served by h's class.
-func (l *Ledger) Release(h Holder) {
-	l.mu.Lock()
-	_, held := l.holds[h]
-	_, waits := l.waiting[h]
-	if !held && !waits {
-		l.mu.Unlock()
-		return
-	}
-	before := l.usedLocked()
-	l.drop(h)
-	delete(l.waiting, h)
-	wake := l.wakeIfFreedLocked(before)
-	l.mu.Unlock()
-	wake()
-}
-
-// Waiting returns the holders waiting for capacity, oldest first.
-func (l *Ledger) Waiting() []Holder {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Holder
-	for _, w := range l.orderedWaiters() {
-		out = append(out, w.Holder)
-	}
-	return out
 }
 
 func (l *Ledger) usedLocked() corev1.ResourceList {
 	used := corev1.ResourceList{}
-	for n := range l.total {
+	for _, n := range l.names {
 		used[n] = l.sum[n].DeepCopy()
 	}
 	return used
 }
 
-// change applies mutate to x, keeping sum equal to what every holding
-// contributes.
-func (l *Ledger) change(x *holding, mutate func()) {
-	for n, q := range maxList(x.committed, x.pending, x.inFlight) {
-		v := l.sum[n]
-		v.Sub(q)
-		l.sum[n] = v
-	}
-	mutate()
-	for n, q := range maxList(x.committed, x.pending, x.inFlight) {
-		v := l.sum[n]
-		v.Add(q)
-		l.sum[n] = v
-	}
-}
-
-// drop removes h's holding and its contribution.
-func (l *Ledger) drop(h Holder) {
-	x, ok := l.holds[h]
-	if !ok {
-		return
-	}
-	l.change(x, func() { x.committed, x.pending, x.inFlight = nil, nil, false })
-	delete(l.holds, h)
-}
-
-func (l *Ledger) freeLocked(used corev1.ResourceList) corev1.ResourceList {
+// freeLocked is total − used per limited resource; negative when the total
+// shrank below what is held.
+func (l *Ledger) freeLocked() corev1.ResourceList {
 	free := corev1.ResourceList{}
-	for n, t := range l.total {
-		f := t.DeepCopy()
-		f.Sub(used[n])
-		if f.Sign() < 0 {
-			f = resource.Quantity{}
-		}
+	for _, n := range l.names {
+		f := l.total[n].DeepCopy()
+		f.Sub(l.sum[n])
 		free[n] = f
 	}
 	return free
-}
-
-// freeExcluding is what is free if mine were given back (may be negative
-// before that, when the total shrank below usage).
-func (l *Ledger) freeExcluding(used, mine corev1.ResourceList) corev1.ResourceList {
-	free := corev1.ResourceList{}
-	for n, t := range l.total {
-		f := t.DeepCopy()
-		f.Sub(used[n])
-		if q, ok := mine[n]; ok {
-			f.Add(q)
-		}
-		free[n] = f
-	}
-	return free
-}
-
-func (l *Ledger) orderedWaiters() []waiter {
-	out := make([]waiter, 0, len(l.waiting))
-	for _, w := range l.waiting {
-		out = append(out, w)
-	}
-	sort.Slice(out, func(i, j int) bool { return older(out[i], out[j].Holder, out[j].created) })
-	return out
-}
-
-func older(w waiter, h Holder, created time.Time) bool {
-	if !w.created.Equal(created) {
-		return w.created.Before(created)
-	}
-	if w.Key != h.Key {
-		return w.Key.String() < h.Key.String()
-	}
-	return w.Class < h.Class
-}
-
-// wakeIfFreedLocked wakes waiters when usage fell for some resource.
-func (l *Ledger) wakeIfFreedLocked(before corev1.ResourceList) func() {
-	after := l.usedLocked()
-	for n, b := range before {
-		if a := after[n]; a.Cmp(b) < 0 {
-			return l.wakeLocked()
-		}
-	}
-	return func() {}
-}
-
-// wakeLocked picks, oldest first, the waiters whose offer fits what is free
-// (each one picked reduces what is left for the next; one that does not fit
-// does not block the rest) and returns a function that enqueues them, to be
-// called without the lock held.
-func (l *Ledger) wakeLocked() func() {
-	if len(l.waiting) == 0 {
-		return func() {}
-	}
-	free := l.freeLocked(l.usedLocked())
-	var picked []waiter
-	for _, w := range l.orderedWaiters() {
-		if fits(w.offer, free, nil) {
-			subtract(free, w.offer)
-			picked = append(picked, w)
-		}
-	}
-	wakes := make([]func(types.NamespacedName), len(picked))
-	for i, w := range picked {
-		wakes[i] = l.classes[w.Class].Wake
-	}
-	return func() {
-		for i, w := range picked {
-			if wakes[i] != nil {
-				wakes[i](w.Key)
-			}
-		}
-	}
-}
-
-// maxList is the per-resource maximum of committed and, while a write is in
-// flight, pending.
-func maxList(committed, pending corev1.ResourceList, inFlight bool) corev1.ResourceList {
-	if !inFlight {
-		return committed
-	}
-	out := committed.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for n, q := range pending {
-		if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
-			out[n] = q.DeepCopy()
-		}
-	}
-	return out
-}
-
-// fits reports whether offer fits free, given that mine is already held.
-func fits(offer, free, mine corev1.ResourceList) bool {
-	return len(shortfall(offer, free, mine)) == 0
-}
-
-// shortfall lists, for each limited resource, why offer does not fit free;
-// only the increase over mine must fit, so an acceptance the budget already
-// holds is never revoked by a smaller total.
-func shortfall(offer, free, mine corev1.ResourceList) []string {
-	var short []string
-	for n, want := range offer {
-		f, limitedHere := free[n]
-		if !limitedHere {
-			continue
-		}
-		if m, ok := mine[n]; ok && want.Cmp(m) <= 0 {
-			continue
-		}
-		if want.Cmp(f) > 0 {
-			shown := f.DeepCopy()
-			if shown.Sign() < 0 {
-				shown = resource.Quantity{}
-			}
-			short = append(short, fmt.Sprintf("%s: asked %s, %s free", n, want.String(), shown.String()))
-		}
-	}
-	sort.Strings(short)
-	return short
-}
-
-func subtract(free, offer corev1.ResourceList) {
-	for n, q := range offer {
-		if f, ok := free[n]; ok {
-			f.Sub(q)
-			free[n] = f
-		}
-	}
 }
 
 // Access is the argument of budget.Budget.Ledger: only packages of this

@@ -1,0 +1,340 @@
+package ledger
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Slice is what the ledger reads of one ResourceSlice, as the watch (or a
+// read) shows it.
+type Slice struct {
+	Key types.NamespacedName
+	UID types.UID
+	// RV is the resourceVersion observed.
+	RV string
+	// Class is the slice's effective class.
+	Class  string
+	Labels map[string]string
+	// Accepted reports whether the Resources condition is Accepted; Grant
+	// is then status.resources.
+	Accepted bool
+	Grant    corev1.ResourceList
+}
+
+// entry is what the ledger knows of one slice.
+type entry struct {
+	seen   bool // the slice itself was observed (not only its Quota)
+	uid    types.UID
+	rv     string
+	class  string
+	labels map[string]string
+	// grant is the last Accepted status.resources observed: a later Deny
+	// does not take it back (Liqo's Quota and virtual node stay), a later
+	// acceptance of less does.
+	grant corev1.ResourceList
+	// quotas are Liqo's Quotas owned by the slice, by name, with the UID
+	// of the slice that owns them.
+	quotas map[string]quota
+	// attempts are admissions whose writes the watch has not settled.
+	attempts []*Attempt
+	member   bool
+	// frozen caps what a slice that left the budget's classes still
+	// counts: what it held when it left.
+	frozen corev1.ResourceList
+	// counted is what the entry adds to the ledger's sum.
+	counted corev1.ResourceList
+}
+
+type quota struct {
+	owner     types.UID
+	resources corev1.ResourceList
+}
+
+// held is what the cluster shows the slice holds: the larger of its grant
+// and its live Quotas, per resource.
+func (e *entry) held() corev1.ResourceList {
+	out := e.grant
+	for _, q := range e.quotas {
+		if e.uid != "" && q.owner != "" && q.owner != e.uid {
+			continue // a Quota of a deleted slice of the same name
+		}
+		out = maxList(out, q.resources)
+	}
+	return out
+}
+
+// count is what the entry counts now.
+func (e *entry) count() corev1.ResourceList {
+	var out corev1.ResourceList
+	switch {
+	case !e.seen:
+	case e.member:
+		out = e.held()
+	case e.frozen != nil:
+		out = minList(e.held(), e.frozen)
+	}
+	for _, a := range e.attempts {
+		out = maxList(out, a.offer)
+	}
+	return out
+}
+
+// idle reports whether the entry can be forgotten: it counts nothing and
+// can count nothing until another observation.
+func (e *entry) idle() bool {
+	return !e.member && len(e.attempts) == 0 && len(e.grant) == 0 && len(e.quotas) == 0
+}
+
+// ObserveSlice records what the cluster shows of a slice.
+func (l *Ledger) ObserveSlice(s Slice) {
+	l.mu.Lock()
+	if _, gone := l.gone[s.UID]; gone && s.UID != "" {
+		l.mu.Unlock() // a read from before the deletion
+		return
+	}
+	e := l.slices[s.Key]
+	if e == nil {
+		if !l.selects(s.Class, s.Labels) && (!s.Accepted || len(s.Grant) == 0) {
+			l.mu.Unlock() // nothing to count, now or when its class attaches
+			return
+		}
+		e = &entry{}
+		l.slices[s.Key] = e
+	}
+	before := l.usedLocked()
+	if e.seen && !newer(s.RV, e.rv) {
+		// Already seen, or older than what was seen: a reconciler observed
+		// the slice from its cache before the watch delivered this.
+		l.mu.Unlock()
+		return
+	}
+	if e.uid != "" && e.uid != s.UID {
+		// Deleted and created again under the same name, with no deletion
+		// seen in between (a watch cut): a new slice.
+		l.dropLocked(s.Key, e)
+		e = &entry{}
+		l.slices[s.Key] = e
+	}
+	e.seen, e.uid, e.class, e.labels, e.rv = true, s.UID, s.Class, s.Labels, s.RV
+	if s.Accepted {
+		e.grant = s.Grant.DeepCopy()
+	}
+	e.settle(s.RV)
+	l.recount(s.Key, e)
+	wake := l.wakeIfFreedLocked(before)
+	l.notifyLocked()
+	l.mu.Unlock()
+	wake()
+}
+
+// ForgetSlice records that a slice is gone: it holds nothing any more.
+func (l *Ledger) ForgetSlice(key types.NamespacedName) {
+	l.mu.Lock()
+	e := l.slices[key]
+	promised := l.line.removeKey(key)
+	if e == nil && !promised {
+		l.notifyLocked()
+		l.mu.Unlock()
+		return
+	}
+	before := l.usedLocked()
+	if e != nil {
+		l.bury(e.uid)
+		l.dropLocked(key, e)
+	}
+	wake := l.wakeIfFreedLocked(before)
+	if promised {
+		wake = l.wakeLocked()
+	}
+	l.notifyLocked()
+	l.mu.Unlock()
+	wake()
+}
+
+// tombstoneTTL is how long a deleted slice's UID is remembered, so that a
+// reconciler's read from before the deletion cannot bring it back.
+const tombstoneTTL = time.Minute
+
+// bury remembers a deleted slice's UID for tombstoneTTL.
+func (l *Ledger) bury(uid types.UID) {
+	if uid == "" {
+		return
+	}
+	now := time.Now()
+	if len(l.gone) >= l.goneNext { // amortised: the next scan waits until the map doubles
+		for u, at := range l.gone {
+			if now.Sub(at) > tombstoneTTL {
+				delete(l.gone, u)
+			}
+		}
+		l.goneNext = max(64, 2*len(l.gone))
+	}
+	l.gone[uid] = now
+}
+
+// ObserveQuota records Liqo's Quota name, owned by the slice key (whose
+// UID is owner), enforcing resources.
+func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name string, resources corev1.ResourceList) {
+	l.mu.Lock()
+	e := l.slices[key]
+	if e == nil {
+		e = &entry{}
+		l.slices[key] = e
+	}
+	before := l.usedLocked()
+	if e.quotas == nil {
+		e.quotas = map[string]quota{}
+	}
+	e.quotas[name] = quota{owner: owner, resources: resources.DeepCopy()}
+	l.recount(key, e)
+	wake := l.wakeIfFreedLocked(before)
+	l.mu.Unlock()
+	wake()
+}
+
+// ForgetQuota records that a Quota owned by key is gone.
+func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
+	l.mu.Lock()
+	e := l.slices[key]
+	if e == nil {
+		l.mu.Unlock()
+		return
+	}
+	before := l.usedLocked()
+	delete(e.quotas, name)
+	l.recount(key, e)
+	wake := l.wakeIfFreedLocked(before)
+	l.mu.Unlock()
+	wake()
+}
+
+// Observed returns the resourceVersion of the slice the ledger last
+// observed; known is false when it never observed the slice (or forgot it
+// as holding nothing).
+func (l *Ledger) Observed(key types.NamespacedName) (rv string, known bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.slices[key]
+	if e == nil || !e.seen {
+		return "", false
+	}
+	return e.rv, true
+}
+
+// Notify returns a channel closed at the next observation.
+func (l *Ledger) Notify() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.observed
+}
+
+func (l *Ledger) notifyLocked() {
+	close(l.observed)
+	l.observed = make(chan struct{})
+}
+
+// selects reports whether a slice of class with labels is served by an
+// attached class.
+func (l *Ledger) selects(class string, lbls map[string]string) bool {
+	c, ok := l.classes[class]
+	return ok && (c.Selector == nil || c.Selector.Matches(labels.Set(lbls)))
+}
+
+// recount brings e's membership and what it counts up to date, and forgets
+// it when it counts nothing and can count nothing.
+func (l *Ledger) recount(key types.NamespacedName, e *entry) {
+	member := e.seen && l.selects(e.class, e.labels)
+	switch {
+	case member && !e.member:
+		e.frozen = nil
+	case !member && e.member:
+		e.frozen = e.held().DeepCopy()
+		if e.frozen == nil {
+			e.frozen = corev1.ResourceList{}
+		}
+	}
+	e.member = member
+	l.account(e, e.count())
+	if e.seen && e.idle() && len(e.counted) == 0 {
+		delete(l.slices, key)
+	}
+}
+
+// account replaces what e adds to the sum with counted.
+func (l *Ledger) account(e *entry, counted corev1.ResourceList) {
+	for n, q := range e.counted {
+		v := l.sum[n]
+		v.Sub(q)
+		l.sum[n] = v
+	}
+	e.counted = counted
+	for n, q := range counted {
+		v := l.sum[n]
+		v.Add(q)
+		l.sum[n] = v
+	}
+}
+
+// dropLocked forgets e: what it counted and its unsettled attempts.
+func (l *Ledger) dropLocked(key types.NamespacedName, e *entry) {
+	for _, a := range e.attempts {
+		a.dropped = true
+	}
+	e.attempts = nil
+	l.account(e, nil)
+	delete(l.slices, key)
+}
+
+// maxList is the per-resource maximum of a and b.
+func maxList(a, b corev1.ResourceList) corev1.ResourceList {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make(corev1.ResourceList, len(a)+len(b))
+	for n, q := range a {
+		out[n] = q
+	}
+	for n, q := range b {
+		if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
+			out[n] = q
+		}
+	}
+	return out
+}
+
+// minList is the per-resource minimum of a and b, over the resources both
+// name.
+func minList(a, b corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range a {
+		if c, ok := b[n]; ok {
+			if c.Cmp(q) < 0 {
+				q = c
+			}
+			out[n] = q
+		}
+	}
+	return out
+}
+
+// newer reports whether resourceVersion a is newer than b. Kubernetes
+// resourceVersions are comparable integers (KEP-5504); for any other form,
+// a different version counts as newer.
+func newer(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return a != b
+	}
+	return c > 0
+}

@@ -1,0 +1,217 @@
+package resourceslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// quotaKind is Liqo's Quota, which the provider's webhook enforces for
+// each Accepted slice (offloading.liqo.io/v1beta1).
+var quotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "Quota"}
+
+// addQuotaTypes registers Liqo's Quota (and only it) in scheme.
+func addQuotaTypes(scheme *runtime.Scheme) {
+	gv := offloadingv1beta1.SchemeGroupVersion
+	if scheme.Recognizes(gv.WithKind("Quota")) {
+		return
+	}
+	scheme.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
+	metav1.AddToGroupVersion(scheme, gv)
+}
+
+// budgetFeed tells a budget's ledger what one manager's cluster shows: every
+// ResourceSlice from the manager's shared informer and, when the API server
+// serves Liqo's Quota CRD, every Quota owned by a slice. The ledger counts
+// from that, not from the SDK's own writes, so a restart, a failover, a
+// lost answer or another writer changes nothing it counts. It runs on the
+// leader; reconcilers admit nothing before it has delivered the initial
+// lists.
+type budgetFeed struct {
+	l      *ledger.Ledger
+	cache  cache.Cache
+	mapper meta.RESTMapper
+	scope  scope // its status view gives the effective class
+
+	started chan struct{} // closed once the handlers are registered (or failed)
+	mu      sync.Mutex
+	synced  []toolscache.InformerSynced
+	err     error
+}
+
+func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses) *budgetFeed {
+	return &budgetFeed{l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, started: make(chan struct{})}
+}
+
+// Start implements manager.Runnable.
+func (f *budgetFeed) Start(ctx context.Context) error {
+	err := f.register(ctx)
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+	close(f.started)
+	if err != nil {
+		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the feed
+// runs where decisions are made.
+func (*budgetFeed) NeedLeaderElection() bool { return true }
+
+func (f *budgetFeed) register(ctx context.Context) error {
+	slices, err := f.cache.GetInformer(ctx, &authv1beta1.ResourceSlice{})
+	if err != nil {
+		return fmt.Errorf("watching ResourceSlices: %w", err)
+	}
+	reg, err := slices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { f.slice(o) },
+		UpdateFunc: func(_, o any) { f.slice(o) },
+		DeleteFunc: f.sliceGone,
+	})
+	if err != nil {
+		return fmt.Errorf("watching ResourceSlices: %w", err)
+	}
+	synced := []toolscache.InformerSynced{reg.HasSynced}
+	go func() {
+		<-ctx.Done()
+		_ = slices.RemoveEventHandler(reg)
+	}()
+	if served, err := f.quotasServed(); err != nil {
+		return err
+	} else if served {
+		quotas, err := f.cache.GetInformer(ctx, &offloadingv1beta1.Quota{})
+		if err != nil {
+			return fmt.Errorf("watching Liqo's Quotas: %w", err)
+		}
+		qreg, err := quotas.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { f.quota(o, false) },
+			UpdateFunc: func(_, o any) { f.quota(o, false) },
+			DeleteFunc: func(o any) { f.quota(o, true) },
+		})
+		if err != nil {
+			return fmt.Errorf("watching Liqo's Quotas: %w", err)
+		}
+		synced = append(synced, qreg.HasSynced)
+		go func() {
+			<-ctx.Done()
+			_ = quotas.RemoveEventHandler(qreg)
+		}()
+	} else {
+		log.FromContext(ctx).V(1).Info("Liqo's Quota CRD is not served: budget counts Accepted slices only", "budget", f.l.Name())
+	}
+	f.mu.Lock()
+	f.synced = synced
+	f.mu.Unlock()
+	return nil
+}
+
+// quotasServed asks discovery (through the manager's REST mapper) whether
+// the API server serves Liqo's Quota.
+func (f *budgetFeed) quotasServed() (bool, error) {
+	_, err := f.mapper.RESTMapping(quotaKind, offloadingv1beta1.SchemeGroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("discovering Liqo's Quota CRD: %w", err)
+	}
+}
+
+// WaitForSync blocks until the feed has delivered the initial lists.
+func (f *budgetFeed) WaitForSync(ctx context.Context) error {
+	select {
+	case <-f.started:
+	case <-ctx.Done():
+		return fmt.Errorf("budget %q: waiting for its feed to start: %w", f.l.Name(), ctx.Err())
+	}
+	f.mu.Lock()
+	synced, err := f.synced, f.err
+	f.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
+	}
+	for _, s := range synced {
+		if !s() && !toolscache.WaitForCacheSync(ctx.Done(), s) {
+			return fmt.Errorf("budget %q: waiting for the slices and Quotas it counts: %w", f.l.Name(), errors.Join(ctx.Err(), errors.New("not synced")))
+		}
+	}
+	return nil
+}
+
+func (f *budgetFeed) slice(o any) {
+	if rs, ok := o.(*authv1beta1.ResourceSlice); ok {
+		f.l.ObserveSlice(observation(f.scope, rs))
+	}
+}
+
+func (f *budgetFeed) sliceGone(o any) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	if rs, ok := o.(*authv1beta1.ResourceSlice); ok {
+		f.l.ForgetSlice(client.ObjectKeyFromObject(rs))
+	}
+}
+
+func (f *budgetFeed) quota(o any, gone bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o, gone = t.Obj, true
+	}
+	q, ok := o.(*offloadingv1beta1.Quota)
+	if !ok {
+		return
+	}
+	owner := metav1.GetControllerOf(q)
+	if owner == nil || owner.Kind != authv1beta1.ResourceSliceKind || !isAuthGroup(owner.APIVersion) {
+		return
+	}
+	key := types.NamespacedName{Namespace: q.Namespace, Name: owner.Name}
+	if gone {
+		f.l.ForgetQuota(key, q.Name)
+		return
+	}
+	f.l.ObserveQuota(key, owner.UID, q.Name, q.Spec.Resources)
+}
+
+func isAuthGroup(apiVersion string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == authv1beta1.GroupVersion.Group
+}
+
+// observation is what the ledger reads of rs.
+func observation(s scope, rs *authv1beta1.ResourceSlice) ledger.Slice {
+	o := ledger.Slice{
+		Key:      client.ObjectKeyFromObject(rs),
+		UID:      rs.UID,
+		RV:       rs.ResourceVersion,
+		Class:    s.classOf(rs),
+		Labels:   rs.Labels,
+		Accepted: conditions.IsAccepted(rs),
+	}
+	if o.Accepted {
+		o.Grant = rs.Status.Resources
+	}
+	return o
+}
