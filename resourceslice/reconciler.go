@@ -399,7 +399,11 @@ func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceS
 	case apierrors.IsNotFound(err):
 		return true, nil // the watch brings the deletion
 	case err != nil:
-		return false, fmt.Errorf("reading the slice from the API server to settle a lost answer: %w", err)
+		// Without get on resourceslices (or with the server unreachable),
+		// the lost answer stays assumed until the watch settles it: the
+		// budget under-counts nothing.
+		log.FromContext(ctx).V(1).Info("cannot read the slice to settle a lost answer; the watch will", "error", err.Error())
+		return false, nil
 	case live.ResourceVersion == current.ResourceVersion:
 		r.ledger.NotApplied(key, current.ResourceVersion)
 		return false, nil

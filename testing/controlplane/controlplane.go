@@ -14,6 +14,7 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,13 +45,15 @@ const (
 )
 
 // crdFiles lists the Liqo CRDs installed: the authentication group, which
-// holds ResourceSlice and Tenant.
+// holds ResourceSlice and Tenant, and offloading's Quota, which Liqo makes
+// for each Accepted slice and budgets count.
 func crdFiles() []string {
 	return []string{
 		"authentication.liqo.io_resourceslices.yaml",
 		"authentication.liqo.io_tenants.yaml",
 		"authentication.liqo.io_identities.yaml",
 		"authentication.liqo.io_renews.yaml",
+		"offloading.liqo.io_quotas.yaml",
 	}
 }
 
@@ -60,7 +63,7 @@ type ControlPlane struct {
 	Config *rest.Config
 	// Client is a direct (uncached) client with Liqo's types in its Scheme.
 	Client client.Client
-	// Scheme holds client-go's and Liqo's authentication types.
+	// Scheme holds client-go's types, Liqo's authentication and offloading types.
 	Scheme *runtime.Scheme
 
 	env *envtest.Environment
@@ -113,6 +116,9 @@ func New() (*ControlPlane, error) {
 		return nil, err
 	}
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := offloadingv1beta1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {

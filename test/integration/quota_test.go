@@ -1,0 +1,415 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	quotacreator "github.com/liqotech/liqo/pkg/liqo-controller-manager/quotacreator-controller"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// These tests run Liqo v1.2.0's own QuotaCreatorReconciler beside the class
+// controller: it makes, for each Accepted slice, the Quota the provider's
+// webhook enforces, and ignores slices that are not Accepted. A budget must
+// hold what those Quotas enforce, whatever the class controller last wrote.
+
+// withLiqoQuotas registers Liqo's QuotaCreator in mgr, as the provider's
+// liqo-controller-manager runs it.
+func withLiqoQuotas(mgr manager.Manager) error {
+	r := quotacreator.NewQuotaCreatorReconciler(mgr.GetClient(), mgr.GetScheme(),
+		mgr.GetEventRecorderFor("liqo-quotacreator"), offloadingv1beta1.HardLimitsEnforcement) //nolint:staticcheck // Liqo's constructor takes the old recorder
+	return r.SetupWithManager(mgr)
+}
+
+// grantWatcher watches a namespace's slices and Liqo's Quotas on the API
+// server and checks, at every event, that what the provider grants live
+// slices — the Quotas of live slices, and per slice the larger of its
+// Quota and its Accepted offer — never exceeds limit CPU.
+type grantWatcher struct {
+	limit resource.Quantity
+
+	mu         sync.Mutex
+	slices     map[string]*authv1beta1.ResourceSlice
+	quotas     map[string]*offloadingv1beta1.Quota
+	events     int
+	violations []string
+	peak       resource.Quantity
+}
+
+func watchGrants(t *testing.T, ns, limit string) *grantWatcher {
+	t.Helper()
+	w := &grantWatcher{limit: resource.MustParse(limit), slices: map[string]*authv1beta1.ResourceSlice{}, quotas: map[string]*offloadingv1beta1.Quota{}}
+	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	sw, err := wc.Watch(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	qw, err := wc.Watch(ctx, &offloadingv1beta1.QuotaList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc, qc := sw.ResultChan(), qw.ResultChan()
+		for sc != nil || qc != nil {
+			select {
+			case ev, ok := <-sc:
+				if !ok {
+					sc = nil
+					continue
+				}
+				w.observe(ev)
+			case ev, ok := <-qc:
+				if !ok {
+					qc = nil
+					continue
+				}
+				w.observe(ev)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		sw.Stop()
+		qw.Stop()
+		cancel()
+		<-done
+	})
+	return w
+}
+
+func (w *grantWatcher) observe(ev watch.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events++
+	var what string
+	switch o := ev.Object.(type) {
+	case *authv1beta1.ResourceSlice:
+		what = "slice " + o.Name
+		if ev.Type == watch.Deleted {
+			delete(w.slices, o.Name)
+		} else {
+			w.slices[o.Name] = o
+		}
+	case *offloadingv1beta1.Quota:
+		what = "Quota " + o.Name
+		if ev.Type == watch.Deleted {
+			delete(w.quotas, o.Name)
+		} else {
+			w.quotas[o.Name] = o
+		}
+	default:
+		return
+	}
+	quotas, granted := w.grantedLocked()
+	if granted.Cmp(w.peak) > 0 {
+		w.peak = granted
+	}
+	if quotas.Cmp(w.limit) > 0 || granted.Cmp(w.limit) > 0 {
+		w.violations = append(w.violations, fmt.Sprintf("after %s %s: Quotas of live slices enforce %s CPU, the provider grants %s, budget %s",
+			ev.Type, what, quotas.String(), granted.String(), w.limit.String()))
+	}
+}
+
+// grantedLocked sums the CPU the Quotas of live slices enforce, and per
+// live slice the larger of its Quota and its Accepted offer.
+func (w *grantWatcher) grantedLocked() (quotas, granted resource.Quantity) {
+	byOwner := map[types.UID]resource.Quantity{}
+	for _, q := range w.quotas {
+		if owner := metav1.GetControllerOf(q); owner != nil {
+			byOwner[owner.UID] = q.Spec.Resources[corev1.ResourceCPU]
+		}
+	}
+	for _, rs := range w.slices {
+		q, hasQuota := byOwner[rs.UID]
+		g := resource.Quantity{}
+		if hasQuota {
+			quotas.Add(q)
+			g = q
+		}
+		if conditions.IsAccepted(rs) {
+			if a := rs.Status.Resources[corev1.ResourceCPU]; a.Cmp(g) > 0 {
+				g = a
+			}
+		}
+		granted.Add(g)
+	}
+	return quotas, granted
+}
+
+func (w *grantWatcher) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Empty(t, w.violations, "the provider granted more than the budget (%d events watched)", w.events)
+	t.Logf("grant watcher: %d events, peak granted %s of %s CPU", w.events, w.peak.String(), w.limit.String())
+}
+
+// quotaCPU is the CPU Liqo's Quota for the slice enforces; ok is false
+// while there is none.
+func quotaCPU(ns, name string) (q resource.Quantity, ok bool) {
+	var rs authv1beta1.ResourceSlice
+	if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
+		return q, false
+	}
+	var list offloadingv1beta1.QuotaList
+	if err := cp.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return q, false
+	}
+	for _, x := range list.Items {
+		if o := metav1.GetControllerOf(&x); o != nil && o.UID == rs.UID {
+			return x.Spec.Resources[corev1.ResourceCPU], true
+		}
+	}
+	return q, false
+}
+
+func quotaIs(ns, name, cpu string) func() bool {
+	return func() bool {
+		q, ok := quotaCPU(ns, name)
+		return ok && q.Cmp(resource.MustParse(cpu)) == 0
+	}
+}
+
+func setCPURequest(t *testing.T, ns, name, cpu string) {
+	t.Helper()
+	rs := get(t, ns, name)
+	rs.Spec.Resources[corev1.ResourceCPU] = resource.MustParse(cpu)
+	require.NoError(t, cp.Client.Update(context.Background(), rs))
+}
+
+// A consumer asking for more than is free does not escape the budget: the
+// slice keeps its grant (Liqo's Quota stays), a Warning names what is
+// short, and the growth is admitted with one write when capacity frees.
+func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
+	ns := namespace(t, "quota-growth")
+	w := watchGrants(t, ns, "10")
+	b := mustBudget(t, "10")
+	startManager(t, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "quota-growth", accept("Granted", nil), resourceslice.WithBudget(b), fastBackoff())
+	})
+	create(t, cpuSlice(ns, "a", "quota-growth", 4))
+	waitNextSecond()
+	create(t, cpuSlice(ns, "b", "quota-growth", 4))
+	eventually(t, 30*time.Second, "a and b Accepted with Quotas of 4 CPU", func() bool {
+		return quotaIs(ns, "a", "4")() && quotaIs(ns, "b", "4")()
+	})
+
+	setCPURequest(t, ns, "a", "8")
+	eventually(t, 30*time.Second, "a's growth refused with a BudgetExhausted Warning", hasEvent(t, ns, "a", budget.ReasonExhausted))
+	rs := get(t, ns, "a")
+	c := conditions.Get(rs, conditions.Resources)
+	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
+	assert.Contains(t, c.Message, "cpu: asked 8, holds 4, 2 free", "the message names what is short")
+	assert.Zero(t, rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")), "a keeps its 4 CPU")
+
+	waitNextSecond()
+	create(t, cpuSlice(ns, "c", "quota-growth", 6))
+	eventually(t, 30*time.Second, "c waits: 8 of 10 CPU are still granted", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
+	consistently(t, 2*time.Second, "a's Quota stays at 4 CPU while its growth waits", quotaIs(ns, "a", "4"))
+
+	patches := statusPatches(t)
+	require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "b")))
+	eventually(t, 30*time.Second, "a's growth admitted once b is gone, and Liqo's Quota follows", quotaIs(ns, "a", "8"))
+	assert.True(t, decision(ns, "c", "Denied/"+budget.ReasonExhausted)(), "c still waits: 2 CPU free")
+	assert.LessOrEqual(t, statusPatches(t)-patches, 2, "the growth is one write (c's re-evaluation at most one more)")
+	w.check(t)
+}
+
+// A policy denial of an Accepted slice is not a release: Liqo keeps its
+// Quota, so the budget keeps counting it; a restarted controller counts it
+// from the Quota.
+func TestQuotaDenialAfterAcceptance(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) {
+			ns := namespace(t, fmt.Sprintf("quota-deny-%t", restart))
+			class := ns // a class of its own: a budget counts its class's slices in every namespace
+			w := watchGrants(t, ns, "10")
+			var deny atomic.Bool
+			policy := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+				if rs.Name == "x" && deny.Load() {
+					conditions.Deny(rs, "PolicyChanged", "the policy no longer serves x")
+					return ctrl.Result{}, nil
+				}
+				return accept("Granted", nil)(ctx, rs)
+			})
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "policy"}, Data: map[string]string{"deny": "no"}}
+			require.NoError(t, cp.Client.Create(context.Background(), cm))
+			register := func(b *budget.Budget) func(manager.Manager) error {
+				return func(mgr manager.Manager) error {
+					if err := withLiqoQuotas(mgr); err != nil {
+						return err
+					}
+					return resourceslice.AddToManager(mgr, class, policy, resourceslice.WithBudget(b), fastBackoff(),
+						resourceslice.WithWatch(&corev1.ConfigMap{}))
+				}
+			}
+			stop := startManager(t, register(mustBudget(t, "10")))
+			create(t, cpuSlice(ns, "x", class, 6))
+			eventually(t, 30*time.Second, "x Accepted with a Quota of 6 CPU", quotaIs(ns, "x", "6"))
+
+			deny.Store(true)
+			cm.Data["deny"] = "yes"
+			require.NoError(t, cp.Client.Update(context.Background(), cm))
+			eventually(t, 30*time.Second, "x denied by the policy", decision(ns, "x", "Denied/PolicyChanged"))
+			assert.True(t, quotaIs(ns, "x", "6")(), "Liqo keeps x's Quota after the denial")
+
+			if restart {
+				stop()
+				rv := get(t, ns, "x").ResourceVersion
+				startManager(t, register(mustBudget(t, "10")))
+				create(t, cpuSlice(ns, "y", class, 8))
+				eventually(t, 30*time.Second, "y waits: the restarted budget counts x's Quota", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+				assert.Equal(t, rv, get(t, ns, "x").ResourceVersion, "the restarted controller wrote nothing for x, whose decision holds")
+			} else {
+				create(t, cpuSlice(ns, "y", class, 8))
+				eventually(t, 30*time.Second, "y waits: x's Quota still holds 6 CPU", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+			}
+			consistently(t, 2*time.Second, "y keeps waiting", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+
+			require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "x")))
+			eventually(t, 30*time.Second, "y admitted once x is gone", quotaIs(ns, "y", "8"))
+			w.check(t)
+		})
+	}
+}
+
+// lossyTransport applies a share of the controller's status patches and
+// then loses the answer (503), and cuts the first watches after a while.
+type lossyTransport struct {
+	next  http.RoundTripper
+	share float64
+
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	lost    int
+	cuts    int
+	maxCuts int
+}
+
+func (l *lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/status") && strings.Contains(req.URL.Path, "/resourceslices/") {
+		l.mu.Lock()
+		lose := l.rnd.Float64() < l.share
+		if lose {
+			l.lost++
+		}
+		l.mu.Unlock()
+		resp, err := l.next.RoundTrip(req)
+		if err != nil || !lose {
+			return resp, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": []string{"application/json"}}, Request: req,
+			Body: io.NopCloser(bytes.NewBufferString(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`))}, nil
+	}
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && req.URL.Query().Get("watch") == "true" {
+		l.mu.Lock()
+		cut := l.cuts < l.maxCuts
+		if cut {
+			l.cuts++
+		}
+		after := time.Duration(1000+l.rnd.Intn(2000)) * time.Millisecond
+		l.mu.Unlock()
+		if cut {
+			resp.Body = &cutBody{ReadCloser: resp.Body, at: time.Now().Add(after)}
+		}
+	}
+	return resp, err
+}
+
+// cutBody ends a watch's stream at a given time, as a dropped connection.
+type cutBody struct {
+	io.ReadCloser
+	at time.Time
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	if time.Now().After(c.at) {
+		_ = c.ReadCloser.Close()
+		return 0, io.ErrUnexpectedEOF
+	}
+	return c.ReadCloser.Read(p)
+}
+
+// Lost answers and deletions leak nothing: 60 slices of 1 CPU against 10,
+// 4 workers, 30% of the controller's status patches applied but answered
+// 503, watches cut, 30 slices deleted over 6 s. At the end the 30 left are
+// admitted up to the total, and never more is granted than the budget.
+func TestQuotaLostAnswersAndDeletions(t *testing.T) {
+	ns := namespace(t, "quota-lost")
+	w := watchGrants(t, ns, "10")
+	b := mustBudget(t, "10")
+	lossy := &lossyTransport{share: 0.3, rnd: rand.New(rand.NewSource(time.Now().UnixNano())), maxCuts: 3}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { lossy.next = rt; return lossy }
+	opts := managerOptions(t)
+	mgr, err := manager.New(cfg, opts)
+	require.NoError(t, err)
+	require.NoError(t, withLiqoQuotas(mgr))
+	require.NoError(t, resourceslice.AddToManager(mgr, "quota-lost", accept("Granted", nil), resourceslice.WithBudget(b),
+		resourceslice.WithMaxConcurrentReconciles(4), fastBackoff()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	const n = 60
+	for i := range n {
+		create(t, cpuSlice(ns, fmt.Sprintf("s%02d", i), "quota-lost", 1))
+	}
+	eventually(t, 60*time.Second, "10 slices Accepted", func() bool {
+		held, _ := heldByAccepted(t, ns, "quota-lost")
+		return held.Cmp(resource.MustParse("10")) == 0
+	})
+	// Delete 30 slices over 6 s, Accepted ones among them.
+	for i := 0; i < n; i += 2 {
+		require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, fmt.Sprintf("s%02d", i))))
+		time.Sleep(200 * time.Millisecond)
+	}
+	eventually(t, 90*time.Second, "the 30 slices left hold exactly the 10 CPU of the budget", func() bool {
+		held, items := heldByAccepted(t, ns, "quota-lost")
+		return len(items) == n/2 && held.Cmp(resource.MustParse("10")) == 0
+	})
+	eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
+		used := usedCPU(b)
+		return used.Cmp(resource.MustParse("10")) == 0
+	})
+	lossy.mu.Lock()
+	t.Logf("answers lost: %d, watches cut: %d", lossy.lost, lossy.cuts)
+	lossy.mu.Unlock()
+	w.check(t)
+}
