@@ -400,7 +400,7 @@ func TestBudgetReadmitsOldestFirst(t *testing.T) {
 	res := h.Reconcile(younger)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "the younger slice does not take what is held for the older one")
-	assert.Contains(t, res.Message, "older waiting")
+	assert.Contains(t, res.Message, "other waiting")
 
 	requireAccepted(t, h, older)
 	assertUsed(t, b, "3", "the older slice took its place")

@@ -81,16 +81,24 @@ func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.Re
 		}
 		return nil, l.message(short, promisedTo)
 	}
-	l.line.remove(h)
+	released := l.line.remove(h)
 	e := l.slices[h.Key]
 	if e == nil {
 		e = &entry{}
 		l.slices[h.Key] = e
 	}
 	a := &Attempt{key: h.Key, base: base, offer: offer.DeepCopy()}
+	// Decided from a version older than one already observed: a write from
+	// it cannot apply (optimistic locking), so the observation covers it.
+	a.superseded = e.seen && newer(e.rv, base)
 	e.attempts = append(e.attempts, a)
 	l.recount(h.Key, e)
+	wake := func() {}
+	if released {
+		wake = l.wakeLocked() // admitted for less than it was promised
+	}
 	l.mu.Unlock()
+	wake()
 	return a, ""
 }
 
@@ -273,7 +281,7 @@ func (l *Ledger) increaseLocked(key types.NamespacedName, offer corev1.ResourceL
 func (l *Ledger) message(short []string, promisedTo int) string {
 	msg := "budget " + l.name + ": " + strings.Join(short, "; ")
 	if promisedTo > 0 {
-		msg += fmt.Sprintf(" (free capacity is promised to %d older waiting slice(s))", promisedTo)
+		msg += fmt.Sprintf(" (free capacity is promised to %d other waiting slice(s))", promisedTo)
 	}
 	return msg
 }

@@ -331,9 +331,6 @@ func TestConcurrentAdmissions(t *testing.T) {
 // optimistic locking cannot be applied over 7, so when its answer is lost
 // the observation at 7 already settles it, as one arriving in flight would.
 func TestAttemptFromStaleBase(t *testing.T) {
-	t.Skip("BUG: Admit does not mark an attempt superseded when the slice was already observed at a version " +
-		"newer than base, so Done(Unknown) keeps the 4 CPU counted (and Unsettled true) until the slice " +
-		"changes again, which may be never")
 	l, _ := newLedger(t, cpu("10"))
 	l.ObserveSlice(slice("a", "7", nil))
 	a := admit(t, l, gold("a"), "5", at(0), cpu("4"))

@@ -120,12 +120,13 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		e = &entry{}
 		l.slices[s.Key] = e
 	}
+	prev := e.held() // what it held as a member, if it is leaving now
 	e.seen, e.uid, e.class, e.labels, e.rv = true, s.UID, s.Class, s.Labels, s.RV
 	if s.Accepted {
 		e.grant = s.Grant.DeepCopy()
 	}
 	e.settle(s.RV)
-	l.recount(s.Key, e)
+	l.recountFrom(s.Key, e, prev)
 	wake := l.wakeIfFreedLocked(before)
 	l.notifyLocked()
 	l.mu.Unlock()
@@ -248,15 +249,22 @@ func (l *Ledger) selects(class string, lbls map[string]string) bool {
 // recount brings e's membership and what it counts up to date, and forgets
 // it when it counts nothing and can count nothing.
 func (l *Ledger) recount(key types.NamespacedName, e *entry) {
+	l.recountFrom(key, e, e.held())
+}
+
+// recountFrom is recount for an entry that held prev before the change
+// being recorded: a slice leaving the budget's classes is capped at what it
+// held as a member, and the cap only ever falls (once another class has
+// lowered its grant, raising it again is that class's business).
+func (l *Ledger) recountFrom(key types.NamespacedName, e *entry, prev corev1.ResourceList) {
 	member := e.seen && l.selects(e.class, e.labels)
 	switch {
-	case member && !e.member:
+	case member:
 		e.frozen = nil
-	case !member && e.member:
-		e.frozen = e.held().DeepCopy()
-		if e.frozen == nil {
-			e.frozen = corev1.ResourceList{}
-		}
+	case e.member:
+		e.frozen = minList(prev, e.held())
+	case e.frozen != nil:
+		e.frozen = minList(e.frozen, e.held())
 	}
 	e.member = member
 	l.account(e, e.count())

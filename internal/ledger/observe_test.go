@@ -230,9 +230,6 @@ func TestObserve(t *testing.T) {
 // for more by that class. What it held when it left is what the ledger last
 // saw it hold as a member.
 func TestObserveLeaveAndGrowAtOnce(t *testing.T) {
-	t.Skip("BUG: ObserveSlice stores the new grant before recount freezes the slice, so frozen = the grant " +
-		"the observation brings (8), not what the slice held while a member (3); the budget then counts 8 " +
-		"it never admitted")
 	l, _ := newLedger(t, cpu("10"))
 	l.ObserveSlice(slice("a", "1", cpu("3")))
 	l.ObserveSlice(slice("a", "5", cpu("8"), inClass("bronze")))
@@ -244,9 +241,6 @@ func TestObserveLeaveAndGrowAtOnce(t *testing.T) {
 // the free capacity may go to another slice, so the departed slice must not
 // count more again when its new class accepts it for more.
 func TestObserveLeftClassDoesNotReboundAfterLowering(t *testing.T) {
-	t.Skip("BUG (or model gap): counted = min(frozen, held) never lowers frozen, so a departed slice that fell " +
-		"from 3 to 1 counts 3 again when its new class accepts it for 3; the 2 it gave back were admitted to " +
-		"another slice meanwhile, and Used (6) exceeds Total (4) with every admission confirmed")
 	l, _ := newLedger(t, cpu("4"))
 	l.ObserveSlice(slice("a", "1", cpu("3")))
 	l.ObserveSlice(slice("a", "2", cpu("3"), inClass("bronze")))
