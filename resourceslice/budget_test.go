@@ -405,3 +405,29 @@ func TestBudgetReadmitsOldestFirst(t *testing.T) {
 	requireAccepted(t, h, older)
 	assertUsed(t, b, "3", "the older slice took its place")
 }
+
+// An applied write whose answer is lost (slicetest.AnswerLost) keeps
+// counting until the slice shows it, and is then counted once: the other
+// slice waits. (The ledger's tests cover the retry from a stale cache whose
+// write conflicts, which the harness's consistent client cannot show.)
+func TestBudgetAnswerLost(t *testing.T) {
+	b := cpuBudget(t, "4")
+	a, other := budgetedSlice("a", "gold", "4", 0), budgetedSlice("b", "gold", "4", 1)
+	h := newBudgetHarness(t, "gold", &budgetPolicy{}, b, slicetest.WithObjects(a, other),
+		slicetest.WithStatusWriteErrors(slicetest.AnswerLost(nil)))
+
+	res := h.Reconcile(a)
+	require.Error(t, res.Err, "a lost answer is retried with backoff")
+	require.True(t, apierrors.IsServiceUnavailable(res.Writes[0].Err), "the harness answered 503: %v", res.Writes[0].Err)
+	require.Equal(t, conditions.Accepted, res.Decision, "the server applied the acceptance")
+	assertUsed(t, b, "4", "an answer lost counts what the server may have applied")
+
+	res = h.Reconcile(other)
+	require.NoError(t, res.Err)
+	assert.Equal(t, budget.ReasonExhausted, res.Reason, "b waits: a holds the 4 CPU the server granted")
+
+	res = h.Reconcile(a)
+	require.NoError(t, res.Err)
+	assert.Empty(t, res.Writes, "the retry finds the decision applied: nothing to write")
+	assertUsed(t, b, "4", "counted once")
+}

@@ -2,6 +2,7 @@ package slicetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -89,7 +90,8 @@ func WithReconcilerOptions(opts ...resourceslice.Option) Option {
 
 // WithStatusWriteErrors makes the next status writes fail with errs, one
 // each, in order; a nil entry lets that write through. Use Conflict() for a
-// concurrent writer, or any API error.
+// concurrent writer, AnswerLost(err) for a write applied whose answer is
+// lost, or any API error.
 func WithStatusWriteErrors(errs ...error) Option {
 	return func(h *Harness) { h.statusErrs = append(h.statusErrs, errs...) }
 }
@@ -100,6 +102,22 @@ func Conflict() error {
 	return apierrors.NewConflict(schema.GroupResource{Group: authv1beta1.GroupVersion.Group, Resource: authv1beta1.ResourceSliceResource},
 		"slice", fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 }
+
+// AnswerLost returns a status-write error for WithStatusWriteErrors that
+// the harness answers after applying the write: the API server applied it,
+// and the answer (err, e.g. a 503 or a timeout) was lost on the way back.
+// A budget must keep counting such a write until the slice shows it was
+// applied, and a retry from the old version must not drop it.
+func AnswerLost(err error) error {
+	if err == nil {
+		err = apierrors.NewServiceUnavailable("the answer was lost")
+	}
+	return answerLost{err}
+}
+
+type answerLost struct{ error }
+
+func (a answerLost) Unwrap() error { return a.error }
 
 // Harness runs the real resourceslice.Reconciler for one class on
 // controller-runtime's fake client and records what it did. It is safe for
@@ -263,7 +281,15 @@ func (h *Harness) interceptors() interceptor.Funcs {
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			data, _ := p.Data(obj)
 			w := Write{Verb: "patch", Subresource: sub, Object: key(obj), Patch: string(data)}
-			if err := h.nextStatusErr(); err != nil {
+			err := h.nextStatusErr()
+			var lost answerLost
+			switch {
+			case errors.As(err, &lost):
+				if perr := c.SubResource(sub).Patch(ctx, obj, p, opts...); perr != nil {
+					return h.record(w, perr)
+				}
+				return h.record(w, lost.error)
+			case err != nil:
 				return h.record(w, err)
 			}
 			return h.record(w, c.SubResource(sub).Patch(ctx, obj, p, opts...))
