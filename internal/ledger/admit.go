@@ -15,12 +15,12 @@ import (
 type Outcome int
 
 const (
-	// Applied: the API server answered that it applied the write.
+	// Applied means the API server answered that it applied the write.
 	Applied Outcome = iota
-	// NotApplied: the server refused it (a conflict, an invalid status,
+	// NotApplied means the server refused it (a conflict, an invalid status,
 	// the slice gone) or no write was needed.
 	NotApplied
-	// Unknown: no answer (a timeout, a 5xx, a cut connection); the server
+	// Unknown means no answer came (a timeout, a 5xx, a cut connection); the server
 	// may have applied it.
 	Unknown
 )

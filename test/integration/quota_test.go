@@ -356,7 +356,7 @@ type cutBody struct {
 
 func (c *cutBody) Read(p []byte) (int, error) {
 	if time.Now().After(c.at) {
-		_ = c.ReadCloser.Close()
+		_ = c.Close()
 		return 0, io.ErrUnexpectedEOF
 	}
 	return c.ReadCloser.Read(p)
