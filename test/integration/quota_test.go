@@ -21,8 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +29,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/grantwatch"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -45,128 +44,6 @@ func withLiqoQuotas(mgr manager.Manager) error {
 	r := quotacreator.NewQuotaCreatorReconciler(mgr.GetClient(), mgr.GetScheme(),
 		mgr.GetEventRecorderFor("liqo-quotacreator"), offloadingv1beta1.HardLimitsEnforcement) //nolint:staticcheck // Liqo's constructor takes the old recorder
 	return r.SetupWithManager(mgr)
-}
-
-// grantWatcher watches a namespace's slices and Liqo's Quotas on the API
-// server and checks, at every event, that what the provider grants live
-// slices — the Quotas of live slices, and per slice the larger of its
-// Quota and its Accepted offer — never exceeds limit CPU.
-type grantWatcher struct {
-	limit resource.Quantity
-
-	mu         sync.Mutex
-	slices     map[string]*authv1beta1.ResourceSlice
-	quotas     map[string]*offloadingv1beta1.Quota
-	events     int
-	violations []string
-	peak       resource.Quantity
-}
-
-func watchGrants(t *testing.T, ns, limit string) *grantWatcher {
-	t.Helper()
-	w := &grantWatcher{limit: resource.MustParse(limit), slices: map[string]*authv1beta1.ResourceSlice{}, quotas: map[string]*offloadingv1beta1.Quota{}}
-	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	sw, err := wc.Watch(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(ns))
-	require.NoError(t, err)
-	qw, err := wc.Watch(ctx, &offloadingv1beta1.QuotaList{}, client.InNamespace(ns))
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc, qc := sw.ResultChan(), qw.ResultChan()
-		for sc != nil || qc != nil {
-			select {
-			case ev, ok := <-sc:
-				if !ok {
-					sc = nil
-					continue
-				}
-				w.observe(ev)
-			case ev, ok := <-qc:
-				if !ok {
-					qc = nil
-					continue
-				}
-				w.observe(ev)
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		sw.Stop()
-		qw.Stop()
-		cancel()
-		<-done
-	})
-	return w
-}
-
-func (w *grantWatcher) observe(ev watch.Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.events++
-	var what string
-	switch o := ev.Object.(type) {
-	case *authv1beta1.ResourceSlice:
-		what = "slice " + o.Name
-		if ev.Type == watch.Deleted {
-			delete(w.slices, o.Name)
-		} else {
-			w.slices[o.Name] = o
-		}
-	case *offloadingv1beta1.Quota:
-		what = "Quota " + o.Name
-		if ev.Type == watch.Deleted {
-			delete(w.quotas, o.Name)
-		} else {
-			w.quotas[o.Name] = o
-		}
-	default:
-		return
-	}
-	quotas, granted := w.grantedLocked()
-	if granted.Cmp(w.peak) > 0 {
-		w.peak = granted
-	}
-	if quotas.Cmp(w.limit) > 0 || granted.Cmp(w.limit) > 0 {
-		w.violations = append(w.violations, fmt.Sprintf("after %s %s: Quotas of live slices enforce %s CPU, the provider grants %s, budget %s",
-			ev.Type, what, quotas.String(), granted.String(), w.limit.String()))
-	}
-}
-
-// grantedLocked sums the CPU the Quotas of live slices enforce, and per
-// live slice the larger of its Quota and its Accepted offer.
-func (w *grantWatcher) grantedLocked() (quotas, granted resource.Quantity) {
-	byOwner := map[types.UID]resource.Quantity{}
-	for _, q := range w.quotas {
-		if owner := metav1.GetControllerOf(q); owner != nil {
-			byOwner[owner.UID] = q.Spec.Resources[corev1.ResourceCPU]
-		}
-	}
-	for _, rs := range w.slices {
-		q, hasQuota := byOwner[rs.UID]
-		g := resource.Quantity{}
-		if hasQuota {
-			quotas.Add(q)
-			g = q
-		}
-		if conditions.IsAccepted(rs) {
-			if a := rs.Status.Resources[corev1.ResourceCPU]; a.Cmp(g) > 0 {
-				g = a
-			}
-		}
-		granted.Add(g)
-	}
-	return quotas, granted
-}
-
-func (w *grantWatcher) check(t *testing.T) {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	assert.Empty(t, w.violations, "the provider granted more than the budget (%d events watched)", w.events)
-	t.Logf("grant watcher: %d events, peak granted %s of %s CPU", w.events, w.peak.String(), w.limit.String())
 }
 
 // quotaCPU is the CPU Liqo's Quota for the slice enforces; ok is false
@@ -207,7 +84,7 @@ func setCPURequest(t *testing.T, ns, name, cpu string) {
 // short, and the growth is admitted with one write when capacity frees.
 func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	ns := namespace(t, "quota-growth")
-	w := watchGrants(t, ns, "10")
+	w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, "10")
 	b := mustBudget(t, "10")
 	startManager(t, func(mgr manager.Manager) error {
 		if err := withLiqoQuotas(mgr); err != nil {
@@ -240,7 +117,7 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	eventually(t, 30*time.Second, "a's growth admitted once b is gone, and Liqo's Quota follows", quotaIs(ns, "a", "8"))
 	assert.True(t, decision(ns, "c", "Denied/"+budget.ReasonExhausted)(), "c still waits: 2 CPU free")
 	assert.LessOrEqual(t, statusPatches(t)-patches, 2, "the growth is one write (c's re-evaluation at most one more)")
-	w.check(t)
+	w.Check(t)
 }
 
 // A policy denial of an Accepted slice is not a release: Liqo keeps its
@@ -251,7 +128,7 @@ func TestQuotaDenialAfterAcceptance(t *testing.T) {
 		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) {
 			ns := namespace(t, fmt.Sprintf("quota-deny-%t", restart))
 			class := ns // a class of its own: a budget counts its class's slices in every namespace
-			w := watchGrants(t, ns, "10")
+			w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, "10")
 			var deny atomic.Bool
 			policy := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 				if rs.Name == "x" && deny.Load() {
@@ -296,7 +173,7 @@ func TestQuotaDenialAfterAcceptance(t *testing.T) {
 
 			require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "x")))
 			eventually(t, 30*time.Second, "y admitted once x is gone", quotaIs(ns, "y", "8"))
-			w.check(t)
+			w.Check(t)
 		})
 	}
 }
@@ -368,7 +245,7 @@ func (c *cutBody) Read(p []byte) (int, error) {
 // admitted up to the total, and never more is granted than the budget.
 func TestQuotaLostAnswersAndDeletions(t *testing.T) {
 	ns := namespace(t, "quota-lost")
-	w := watchGrants(t, ns, "10")
+	w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, "10")
 	b := mustBudget(t, "10")
 	lossy := &lossyTransport{share: 0.3, rnd: rand.New(rand.NewSource(time.Now().UnixNano())), maxCuts: 3}
 	cfg := rest.CopyConfig(cp.Config)
@@ -411,5 +288,5 @@ func TestQuotaLostAnswersAndDeletions(t *testing.T) {
 	lossy.mu.Lock()
 	t.Logf("answers lost: %d, watches cut: %d", lossy.lost, lossy.cuts)
 	lossy.mu.Unlock()
-	w.check(t)
+	w.Check(t)
 }
