@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
@@ -61,57 +62,162 @@ func (e *entry) settle(rv string) {
 	e.attempts = kept
 }
 
+// Request is an acceptance to admit: the offer the handler decided for a
+// slice of a class, from the slice at resourceVersion Base.
+type Request struct {
+	Holder
+	Base     string
+	Created  time.Time
+	Consumer string
+	Offer    corev1.ResourceList
+}
+
+// Refusal says why a request did not fit: which budget, which reason
+// (ReasonExhausted or ReasonConsumerLimit), and a message naming each short
+// resource.
+type Refusal struct {
+	Budget  string
+	Reason  string
+	Message string
+}
+
+// The reasons of a Refusal.
+const (
+	// ReasonExhausted: the budget has not enough free.
+	ReasonExhausted = "BudgetExhausted"
+	// ReasonConsumerLimit: the consumer would hold more than its limit.
+	ReasonConsumerLimit = "ConsumerLimitReached"
+)
+
 // Admit assumes an acceptance of offer for h, decided from the slice at
-// resourceVersion base: it fits when the increase over what the slice
-// counts now fits what is free, less what is promised to older waiting
-// slices. It returns the attempt to end with Done, or nil and a message
-// naming what is short; the slice then waits in line.
+// resourceVersion base; it is AdmitAll over this ledger alone, for a
+// consumer that is not limited. It returns the attempt to end with Done,
+// or nil and a message naming what is short.
 func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.ResourceList) (*Attempt, string) {
+	var consumer string
 	l.mu.Lock()
-	short, promisedTo := l.fitLocked(h, offer)
-	if len(short) > 0 {
-		released := l.line.join(h, created, offer, l.increaseLocked(h.Key, offer))
-		var wake func()
-		if released {
-			wake = l.wakeLocked()
-		}
-		l.mu.Unlock()
-		if wake != nil {
-			wake()
-		}
-		return nil, l.message(short, promisedTo)
-	}
-	released := l.line.remove(h)
-	e := l.slices[h.Key]
-	if e == nil {
-		e = &entry{}
-		l.slices[h.Key] = e
-	}
-	a := &Attempt{key: h.Key, base: base, offer: offer.DeepCopy()}
-	// Decided from a version older than one already observed: a write from
-	// it cannot apply (optimistic locking), so the observation covers it.
-	a.superseded = e.seen && newer(e.rv, base)
-	e.attempts = append(e.attempts, a)
-	l.recount(h.Key, e)
-	wake := func() {}
-	if released {
-		wake = l.wakeLocked() // admitted for less than it was promised
+	if e := l.slices[h.Key]; e != nil {
+		consumer = e.consumer
 	}
 	l.mu.Unlock()
-	wake()
-	return a, ""
+	as, refusal := AdmitAll([]*Ledger{l}, Request{Holder: h, Base: base, Created: created, Consumer: consumer, Offer: offer})
+	if refusal != nil {
+		return nil, refusal.Message
+	}
+	return as[0], ""
+}
+
+// AdmitAll admits r in every ledger of ls or in none (never a partial
+// hold): in each, the increase over what the slice counts now must fit what
+// is free, less what is promised to other waiting slices, and keep the
+// consumer within its limit. On success it returns one attempt per ledger,
+// in ls's order, to end with Done. Otherwise the slice waits in line in the
+// ledgers it does not fit (and leaves the others' lines), and the refusal
+// names the first ledger of ls that refused.
+func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
+	locked := lockAll(ls)
+	var refusal *Refusal
+	for _, l := range ls {
+		if reason, msg := l.fitLocked(r); reason != "" && refusal == nil {
+			refusal = &Refusal{Budget: l.name, Reason: reason, Message: msg}
+		}
+	}
+	var wakes []func()
+	if refusal != nil {
+		for _, l := range ls {
+			released := false
+			if reason, _ := l.fitLocked(r); reason != "" {
+				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
+			} else {
+				released = l.line.remove(r.Holder)
+			}
+			if released {
+				wakes = append(wakes, l.wakeLocked())
+			}
+		}
+		unlockAll(locked)
+		for _, w := range wakes {
+			w()
+		}
+		return nil, refusal
+	}
+	as := make([]*Attempt, len(ls))
+	for i, l := range ls {
+		released := l.line.remove(r.Holder)
+		e := l.slices[r.Key]
+		if e == nil {
+			e = &entry{consumer: r.Consumer}
+			l.slices[r.Key] = e
+		}
+		a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy()}
+		// Decided from a version older than one already observed: a write
+		// from it cannot apply (optimistic locking), so the observation
+		// covers it.
+		a.superseded = e.seen && newer(e.rv, r.Base)
+		e.attempts = append(e.attempts, a)
+		l.recount(r.Key, e)
+		if released {
+			wakes = append(wakes, l.wakeLocked()) // admitted for less than it was promised
+		}
+		as[i] = a
+	}
+	unlockAll(locked)
+	for _, w := range wakes {
+		w()
+	}
+	return as, nil
+}
+
+// lockAll locks each distinct ledger of ls in a global order (no
+// deadlock between two AdmitAll over overlapping sets) and returns them.
+func lockAll(ls []*Ledger) []*Ledger {
+	sorted := make([]*Ledger, 0, len(ls))
+	seen := map[*Ledger]bool{}
+	for _, l := range ls {
+		if !seen[l] {
+			seen[l] = true
+			sorted = append(sorted, l)
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].id < sorted[j].id })
+	for _, l := range sorted {
+		l.mu.Lock()
+	}
+	return sorted
+}
+
+func unlockAll(ls []*Ledger) {
+	for i := len(ls) - 1; i >= 0; i-- {
+		ls[i].mu.Unlock()
+	}
 }
 
 // Check answers what Admit would, without assuming anything or joining
 // the line: a dry run consults the budget but does not charge it.
 func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
+	var consumer string
 	l.mu.Lock()
-	short, promisedTo := l.fitLocked(h, offer)
-	l.mu.Unlock()
-	if len(short) == 0 {
-		return true, ""
+	if e := l.slices[h.Key]; e != nil {
+		consumer = e.consumer
 	}
-	return false, l.message(short, promisedTo)
+	l.mu.Unlock()
+	if refusal := CheckAll([]*Ledger{l}, Request{Holder: h, Consumer: consumer, Offer: offer}); refusal != nil {
+		return false, refusal.Message
+	}
+	return true, ""
+}
+
+// CheckAll answers what AdmitAll would, without assuming anything or
+// joining a line.
+func CheckAll(ls []*Ledger, r Request) *Refusal {
+	locked := lockAll(ls)
+	defer unlockAll(locked)
+	for _, l := range ls {
+		if reason, msg := l.fitLocked(r); reason != "" {
+			return &Refusal{Budget: l.name, Reason: reason, Message: msg}
+		}
+	}
+	return nil
 }
 
 // Done ends an attempt with the write's outcome.
@@ -230,29 +336,69 @@ func (l *Ledger) Waiting() []Holder {
 	return out
 }
 
-// fitLocked lists what keeps offer from fitting for h, and how many older
-// waiting slices the free capacity is promised to when that is what keeps
-// it.
-func (l *Ledger) fitLocked(h Holder, offer corev1.ResourceList) (short []string, promisedTo int) {
+// fitLocked says why r does not fit: ReasonExhausted with a message
+// naming what is short (and how many other waiting slices the free capacity
+// is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
+// when it fits.
+func (l *Ledger) fitLocked(r Request) (reason, msg string) {
 	var mine corev1.ResourceList
-	if e := l.slices[h.Key]; e != nil {
+	if e := l.slices[r.Key]; e != nil {
 		mine = e.counted
 	}
 	free := l.freeLocked()
-	short = shortfall(l.names, offer, free, mine)
-	if len(short) > 0 {
-		return short, 0
+	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
+		return ReasonExhausted, l.message(short, 0)
 	}
-	promised, n := l.line.promisedExcept(h)
+	if short := l.consumerShortLocked(r.Consumer, r.Offer, mine, nil); len(short) > 0 {
+		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(short, "; "))
+	}
+	promised, n := l.line.promisedExcept(r.Holder)
 	if n == 0 {
-		return nil, 0
+		return "", ""
 	}
-	for r, q := range promised {
-		f := free[r]
-		f.Sub(q)
-		free[r] = f
+	for name, q := range promised {
+		sub(free, name, q)
 	}
-	return shortfall(l.names, offer, free, mine), n
+	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
+		return ReasonExhausted, l.message(short, n)
+	}
+	return "", ""
+}
+
+// consumerShortLocked lists what keeps consumer within its limit if one of
+// its slices, counting mine now, is granted offer (and extra is set aside
+// for it besides); nil when consumers are not limited or it fits.
+func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.ResourceList) []string {
+	limit := l.opts.ConsumerLimit
+	if len(limit) == 0 {
+		return nil
+	}
+	held := l.byConsumer[consumer]
+	var short []string
+	for _, n := range sortedNames(limit) {
+		want, asked := offer[n]
+		if !asked {
+			continue
+		}
+		after := held[n].DeepCopy()
+		after.Sub(mine[n])
+		after.Add(want)
+		after.Add(extra[n])
+		if after.Cmp(limit[n]) > 0 {
+			h, lim := held[n], limit[n]
+			short = append(short, fmt.Sprintf("%s: asked %s, holds %s, limit %s", n, want.String(), h.String(), lim.String()))
+		}
+	}
+	return short
+}
+
+func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(rl))
+	for n := range rl {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
 }
 
 // increaseLocked is what offer asks beyond what the slice counts now.
@@ -298,37 +444,45 @@ func (l *Ledger) wakeIfFreedLocked(before corev1.ResourceList) func() {
 	return func() {}
 }
 
-// wakeLocked promises what is free to the waiting slices that fit, in
-// line order (one that does not fit does not block the rest), and returns
-// a function that enqueues the newly promised ones, to be called without
-// the lock.
+// wakeLocked promises what is free to the waiting slices that fit, and
+// returns a function that enqueues the newly promised ones, to be called
+// without the lock. Fair order (the default) goes consumer by consumer,
+// least-holding first (by the dominant share of the total), oldest first
+// within one consumer; OldestFirst goes in creation order. Either way a
+// waiter that does not fit does not block the rest.
 func (l *Ledger) wakeLocked() func() {
 	if l.line.len() == 0 {
 		return func() {}
 	}
 	free := l.freeLocked()
 	promised, _ := l.line.promisedExcept(Holder{})
-	for r, q := range promised {
-		f := free[r]
-		f.Sub(q)
-		free[r] = f
+	for n, q := range promised {
+		sub(free, n, q)
+	}
+	fits := func(w *waiter) bool {
+		if len(shortfall(l.names, w.increase, free, nil)) > 0 {
+			return false
+		}
+		return len(l.consumerShortLocked(w.consumer, w.increase, nil, l.line.promisedTo(w.consumer))) == 0
 	}
 	var picked []Holder
-	l.line.each(func(w *waiter) bool {
-		if w.promised {
-			return true
+	take := func(w *waiter) {
+		for n, q := range w.increase {
+			sub(free, n, q)
 		}
-		if len(shortfall(l.names, w.increase, free, nil)) == 0 {
-			for r, q := range w.increase {
-				f := free[r]
-				f.Sub(q)
-				free[r] = f
+		l.line.promise(w)
+		picked = append(picked, w.Holder)
+	}
+	if l.opts.OldestFirst {
+		l.line.each(func(w *waiter) bool {
+			if !w.promised && fits(w) {
+				take(w)
 			}
-			l.line.promise(w)
-			picked = append(picked, w.Holder)
-		}
-		return anyPositive(free)
-	})
+			return anyPositive(free)
+		})
+	} else {
+		l.fairLocked(fits, take, free)
+	}
 	wakes := make([]func(types.NamespacedName), len(picked))
 	for i, h := range picked {
 		wakes[i] = l.classes[h.Class].Wake
@@ -340,6 +494,74 @@ func (l *Ledger) wakeLocked() func() {
 			}
 		}
 	}
+}
+
+// fairLocked promises, one waiter at a time, to the consumer holding the
+// least (held and promised, by dominant share), its oldest waiter that fits.
+func (l *Ledger) fairLocked(fits func(*waiter) bool, take func(*waiter), free corev1.ResourceList) {
+	q := &consumerQueue{}
+	for c := range l.line.consumers {
+		heap.Push(q, consumerTurn{consumer: c, share: l.shareLocked(c)})
+	}
+	for q.Len() > 0 && anyPositive(free) {
+		turn := heap.Pop(q).(consumerTurn)
+		var found *waiter
+		l.line.eachOf(turn.consumer, func(w *waiter) bool {
+			if !w.promised && fits(w) {
+				found = w
+				return false
+			}
+			return true
+		})
+		if found == nil {
+			continue // nothing of this consumer fits what is left
+		}
+		take(found)
+		heap.Push(q, consumerTurn{consumer: turn.consumer, share: l.shareLocked(turn.consumer)})
+	}
+}
+
+// shareLocked is consumer's dominant share: the largest, over the limited
+// resources, of what it holds and is promised over the total.
+func (l *Ledger) shareLocked(consumer string) float64 {
+	held, promised := l.byConsumer[consumer], l.line.promisedTo(consumer)
+	share := 0.0
+	for _, n := range l.names {
+		t := l.total[n]
+		if t.Sign() <= 0 {
+			continue
+		}
+		h := held[n].DeepCopy()
+		h.Add(promised[n])
+		if s := h.AsApproximateFloat64() / t.AsApproximateFloat64(); s > share {
+			share = s
+		}
+	}
+	return share
+}
+
+type consumerTurn struct {
+	consumer string
+	share    float64
+}
+
+// consumerQueue orders consumers by share, then by name.
+type consumerQueue []consumerTurn
+
+func (q consumerQueue) Len() int { return len(q) }
+func (q consumerQueue) Less(i, j int) bool {
+	if q[i].share != q[j].share {
+		return q[i].share < q[j].share
+	}
+	return q[i].consumer < q[j].consumer
+}
+func (q consumerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *consumerQueue) Push(x any)   { *q = append(*q, x.(consumerTurn)) }
+func (q *consumerQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
 }
 
 func anyPositive(rl corev1.ResourceList) bool {

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,11 +47,26 @@ type Class struct {
 	Selector labels.Selector
 }
 
+// Options are a ledger's settings beyond its total.
+type Options struct {
+	// ConsumerLimit caps what one consumer holds from the ledger, per
+	// resource it names; nil limits no consumer.
+	ConsumerLimit corev1.ResourceList
+	// OldestFirst admits waiting slices in plain creation order instead of
+	// consumer by consumer, least-holding first.
+	OldestFirst bool
+}
+
+// ids orders ledgers for AdmitAll's locking.
+var ids atomic.Uint64
+
 // Ledger is safe for concurrent use.
 type Ledger struct {
 	name string
+	id   uint64
 	// names are the resources the budget limits, fixed at New.
 	names []corev1.ResourceName
+	opts  Options
 
 	mu    sync.Mutex
 	total corev1.ResourceList
@@ -59,9 +75,12 @@ type Ledger struct {
 	slices map[types.NamespacedName]*entry
 	// sum is what every entry counts, kept up to date on each change so an
 	// admission costs O(resources), not O(slices).
-	sum     corev1.ResourceList
-	classes map[string]Class
-	line    waitLine
+	sum corev1.ResourceList
+	// byConsumer is what each consumer's slices count, for consumer
+	// limits and fair order.
+	byConsumer map[string]corev1.ResourceList
+	classes    map[string]Class
+	line       waitLine
 	// gone remembers recently deleted slices (see bury).
 	gone     map[types.UID]time.Time
 	goneNext int
@@ -72,7 +91,7 @@ type Ledger struct {
 
 // New returns an empty ledger limiting exactly the resources of total. It
 // refuses an empty name, an empty total and negative quantities.
-func New(name string, total corev1.ResourceList) (*Ledger, error) {
+func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, error) {
 	if name == "" {
 		return nil, errors.New("budget: empty name")
 	}
@@ -82,21 +101,31 @@ func New(name string, total corev1.ResourceList) (*Ledger, error) {
 	if err := checkTotal(total); err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := checkTotal(o.ConsumerLimit); err != nil {
+		return nil, fmt.Errorf("budget %q: consumer limit: %w", name, err)
+	}
 	names := make([]corev1.ResourceName, 0, len(total))
 	for n := range total {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return &Ledger{
-		name:     name,
-		names:    names,
-		total:    total.DeepCopy(),
-		slices:   map[types.NamespacedName]*entry{},
-		sum:      corev1.ResourceList{},
-		classes:  map[string]Class{},
-		line:     newWaitLine(),
-		gone:     map[types.UID]time.Time{},
-		observed: make(chan struct{}),
+		name:       name,
+		id:         ids.Add(1),
+		opts:       Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst},
+		byConsumer: map[string]corev1.ResourceList{},
+		names:      names,
+		total:      total.DeepCopy(),
+		slices:     map[types.NamespacedName]*entry{},
+		sum:        corev1.ResourceList{},
+		classes:    map[string]Class{},
+		line:       newWaitLine(),
+		gone:       map[types.UID]time.Time{},
+		observed:   make(chan struct{}),
 	}, nil
 }
 
@@ -121,6 +150,10 @@ func (l *Ledger) Name() string { return l.name }
 func (l *Ledger) Resources() []corev1.ResourceName {
 	return append([]corev1.ResourceName(nil), l.names...)
 }
+
+// ConsumerLimit returns a copy of what one consumer may hold; nil when
+// consumers are not limited.
+func (l *Ledger) ConsumerLimit() corev1.ResourceList { return l.opts.ConsumerLimit.DeepCopy() }
 
 // Total returns a copy of the capacity.
 func (l *Ledger) Total() corev1.ResourceList {

@@ -11,18 +11,21 @@ import (
 // waiter is a slice whose offer did not fit, waiting for capacity.
 type waiter struct {
 	Holder
-	created time.Time
-	offer   corev1.ResourceList
+	consumer string
+	created  time.Time
+	offer    corev1.ResourceList
 	// increase is what the offer asks beyond what the slice held when it
 	// joined: what must be free to admit it.
 	increase corev1.ResourceList
 	// promised: capacity freed was set aside for it, and it was woken to
 	// take it.
 	promised bool
-	index    int // in the heap
+	// pos is the waiter's index in the whole line's heap (0) and in its
+	// consumer's (1).
+	pos [2]int
 }
 
-// before orders the line: oldest first, then by name, then by class.
+// before orders a line: oldest first, then by name, then by class.
 func (w *waiter) before(o *waiter) bool {
 	if !w.created.Equal(o.created) {
 		return w.created.Before(o.created)
@@ -36,42 +39,73 @@ func (w *waiter) before(o *waiter) bool {
 	return w.Class < o.Class
 }
 
-// waitLine is the waiting slices in a binary heap, so joining and leaving
-// cost O(log W), and the capacity promised to woken ones, kept as a sum so
-// an admission reads it in O(resources).
+// waitLine is the waiting slices in binary heaps (the whole line, and one
+// per consumer), so joining and leaving cost O(log W), and the capacity
+// promised to woken ones, kept as sums (in all and per consumer) so an
+// admission reads them in O(resources).
 type waitLine struct {
-	h        waitHeap
-	by       map[Holder]*waiter
-	byKey    map[types.NamespacedName][]Holder
-	promised corev1.ResourceList
-	nPromise int
+	all       *waitHeap
+	consumers map[string]*waitHeap
+	by        map[Holder]*waiter
+	byKey     map[types.NamespacedName][]Holder
+	promised  corev1.ResourceList
+	nPromise  int
+	// promisedBy is what is promised to each consumer's waiters.
+	promisedBy map[string]corev1.ResourceList
 }
 
 func newWaitLine() waitLine {
-	return waitLine{by: map[Holder]*waiter{}, byKey: map[types.NamespacedName][]Holder{}, promised: corev1.ResourceList{}}
+	return waitLine{
+		all:        &waitHeap{which: 0},
+		consumers:  map[string]*waitHeap{},
+		by:         map[Holder]*waiter{},
+		byKey:      map[types.NamespacedName][]Holder{},
+		promised:   corev1.ResourceList{},
+		promisedBy: map[string]corev1.ResourceList{},
+	}
 }
 
-func (q *waitLine) len() int { return len(q.h) }
+func (q *waitLine) len() int { return len(q.all.items) }
 
 func (q *waitLine) has(h Holder) bool { _, ok := q.by[h]; return ok }
 
-// join puts h in line (or updates its offer); it reports whether a promise
-// to h was released (h no longer fits what was set aside for it).
-func (q *waitLine) join(h Holder, created time.Time, offer, increase corev1.ResourceList) (released bool) {
-	if w, ok := q.by[h]; ok {
+// join puts r's slice in line (or updates its offer); it reports whether
+// a promise to it was released (it no longer fits what was set aside).
+func (q *waitLine) join(r Request, increase corev1.ResourceList) (released bool) {
+	if w, ok := q.by[r.Holder]; ok {
 		released = q.unpromise(w)
-		w.offer, w.increase = offer.DeepCopy(), increase
-		if !w.created.Equal(created) {
-			w.created = created
-			heap.Fix(&q.h, w.index)
+		w.offer, w.increase = r.Offer.DeepCopy(), increase
+		if !w.created.Equal(r.Created) || w.consumer != r.Consumer {
+			q.drop(w)
+			w.created, w.consumer = r.Created, r.Consumer
+			q.push(w)
 		}
 		return released
 	}
-	w := &waiter{Holder: h, created: created, offer: offer.DeepCopy(), increase: increase}
-	q.by[h] = w
-	q.byKey[h.Key] = append(q.byKey[h.Key], h)
-	heap.Push(&q.h, w)
+	w := &waiter{Holder: r.Holder, consumer: r.Consumer, created: r.Created, offer: r.Offer.DeepCopy(), increase: increase}
+	q.by[r.Holder] = w
+	q.byKey[r.Key] = append(q.byKey[r.Key], r.Holder)
+	q.push(w)
 	return false
+}
+
+func (q *waitLine) push(w *waiter) {
+	heap.Push(q.all, w)
+	c := q.consumers[w.consumer]
+	if c == nil {
+		c = &waitHeap{which: 1}
+		q.consumers[w.consumer] = c
+	}
+	heap.Push(c, w)
+}
+
+func (q *waitLine) drop(w *waiter) {
+	heap.Remove(q.all, w.pos[0])
+	c := q.consumers[w.consumer]
+	heap.Remove(c, w.pos[1])
+	if len(c.items) == 0 {
+		delete(q.consumers, w.consumer)
+	}
 }
 
 // remove takes h out of line; it reports whether h held a promise.
@@ -81,7 +115,7 @@ func (q *waitLine) remove(h Holder) (released bool) {
 		return false
 	}
 	released = q.unpromise(w)
-	heap.Remove(&q.h, w.index)
+	q.drop(w)
 	delete(q.by, h)
 	hs := q.byKey[h.Key]
 	for i, x := range hs {
@@ -124,10 +158,14 @@ func (q *waitLine) promise(w *waiter) {
 	}
 	w.promised = true
 	q.nPromise++
+	mine := q.promisedBy[w.consumer]
+	if mine == nil {
+		mine = corev1.ResourceList{}
+		q.promisedBy[w.consumer] = mine
+	}
 	for n, v := range w.increase {
-		s := q.promised[n]
-		s.Add(v)
-		q.promised[n] = s
+		add(q.promised, n, v)
+		add(mine, n, v)
 	}
 }
 
@@ -137,12 +175,17 @@ func (q *waitLine) unpromise(w *waiter) bool {
 	}
 	w.promised = false
 	q.nPromise--
+	mine := q.promisedBy[w.consumer]
 	for n, v := range w.increase {
-		s := q.promised[n]
-		s.Sub(v)
-		q.promised[n] = s
+		sub(q.promised, n, v)
+		sub(mine, n, v)
 	}
 	return true
+}
+
+// promisedTo is what is promised to consumer's waiters (nil for none).
+func (q *waitLine) promisedTo(consumer string) corev1.ResourceList {
+	return q.promisedBy[consumer]
 }
 
 // promisedExcept is what is promised to waiters other than h, and to how
@@ -154,59 +197,71 @@ func (q *waitLine) promisedExcept(h Holder) (corev1.ResourceList, int) {
 	}
 	out := q.promised.DeepCopy()
 	for n, v := range w.increase {
-		s := out[n]
-		s.Sub(v)
-		out[n] = s
+		sub(out, n, v)
 	}
 	return out, q.nPromise - 1
 }
 
-// each visits waiters in line order until visit returns false. Visiting k
+// each visits the whole line in order until visit returns false.
+func (q *waitLine) each(visit func(*waiter) bool) { q.all.each(visit) }
+
+// eachOf visits consumer's waiters in order until visit returns false.
+func (q *waitLine) eachOf(consumer string, visit func(*waiter) bool) {
+	if c := q.consumers[consumer]; c != nil {
+		c.each(visit)
+	}
+}
+
+// waitHeap is a min-heap of waiters in line order; which says which of a
+// waiter's positions it keeps.
+type waitHeap struct {
+	items []*waiter
+	which int
+}
+
+func (h *waitHeap) Len() int           { return len(h.items) }
+func (h *waitHeap) Less(i, j int) bool { return h.items[i].before(h.items[j]) }
+func (h *waitHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].pos[h.which], h.items[j].pos[h.which] = i, j
+}
+func (h *waitHeap) Push(x any) {
+	w := x.(*waiter)
+	w.pos[h.which] = len(h.items)
+	h.items = append(h.items, w)
+}
+func (h *waitHeap) Pop() any {
+	old := h.items
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.items = old[:len(old)-1]
+	w.pos[h.which] = -1
+	return w
+}
+
+// each visits waiters in order until visit returns false. Visiting k
 // waiters costs O(k log k): a second heap holds the frontier of the first.
-func (q *waitLine) each(visit func(*waiter) bool) {
-	if len(q.h) == 0 {
+func (h *waitHeap) each(visit func(*waiter) bool) {
+	if len(h.items) == 0 {
 		return
 	}
-	frontier := indexHeap{h: q.h, idx: []int{0}}
+	frontier := indexHeap{h: h.items, idx: []int{0}}
 	for len(frontier.idx) > 0 {
 		i := heap.Pop(&frontier).(int)
-		if !visit(q.h[i]) {
+		if !visit(h.items[i]) {
 			return
 		}
 		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < len(q.h) {
+			if c < len(h.items) {
 				heap.Push(&frontier, c)
 			}
 		}
 	}
 }
 
-// waitHeap is a min-heap of waiters in line order.
-type waitHeap []*waiter
-
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].before(h[j]) }
-func (h waitHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *waitHeap) Push(x any) {
-	w := x.(*waiter)
-	w.index = len(*h)
-	*h = append(*h, w)
-}
-func (h *waitHeap) Pop() any {
-	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	w.index = -1
-	return w
-}
-
-// indexHeap orders positions of a waitHeap by their waiters.
+// indexHeap orders positions of a heap's items by their waiters.
 type indexHeap struct {
-	h   waitHeap
+	h   []*waiter
 	idx []int
 }
 

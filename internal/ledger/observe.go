@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -18,8 +19,12 @@ type Slice struct {
 	// RV is the resourceVersion observed.
 	RV string
 	// Class is the slice's effective class.
-	Class  string
-	Labels map[string]string
+	Class string
+	// Consumer is the slice's trusted consumer (its namespace's
+	// liqo.io/remote-cluster-id, or the namespace): consumer limits and
+	// fair order key on it.
+	Consumer string
+	Labels   map[string]string
 	// Accepted reports whether the Resources condition is Accepted; Grant
 	// is then status.resources.
 	Accepted bool
@@ -28,11 +33,12 @@ type Slice struct {
 
 // entry is what the ledger knows of one slice.
 type entry struct {
-	seen   bool // the slice itself was observed (not only its Quota)
-	uid    types.UID
-	rv     string
-	class  string
-	labels map[string]string
+	seen     bool // the slice itself was observed (not only its Quota)
+	uid      types.UID
+	rv       string
+	class    string
+	consumer string
+	labels   map[string]string
 	// grant is the last Accepted status.resources observed: a later Deny
 	// does not take it back (Liqo's Quota and virtual node stay), a later
 	// acceptance of less does.
@@ -121,6 +127,10 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		l.slices[s.Key] = e
 	}
 	prev := e.held() // what it held as a member, if it is leaving now
+	if e.consumer != s.Consumer {
+		l.account(e, nil) // recounted below, as the new consumer's
+		e.consumer = s.Consumer
+	}
 	e.seen, e.uid, e.class, e.labels, e.rv = true, s.UID, s.Class, s.Labels, s.RV
 	if s.Accepted {
 		e.grant = s.Grant.DeepCopy()
@@ -273,19 +283,48 @@ func (l *Ledger) recountFrom(key types.NamespacedName, e *entry, prev corev1.Res
 	}
 }
 
-// account replaces what e adds to the sum with counted.
+// account replaces what e adds to the sum (and to its consumer's) with
+// counted.
 func (l *Ledger) account(e *entry, counted corev1.ResourceList) {
+	mine := l.byConsumer[e.consumer]
 	for n, q := range e.counted {
-		v := l.sum[n]
-		v.Sub(q)
-		l.sum[n] = v
+		sub(l.sum, n, q)
+		sub(mine, n, q)
 	}
 	e.counted = counted
-	for n, q := range counted {
-		v := l.sum[n]
-		v.Add(q)
-		l.sum[n] = v
+	if len(counted) > 0 && mine == nil {
+		mine = corev1.ResourceList{}
+		l.byConsumer[e.consumer] = mine
 	}
+	empty := true
+	for n, q := range counted {
+		add(l.sum, n, q)
+		add(mine, n, q)
+	}
+	for _, q := range mine {
+		if !q.IsZero() {
+			empty = false
+			break
+		}
+	}
+	if empty {
+		delete(l.byConsumer, e.consumer)
+	}
+}
+
+func add(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
+	v := rl[n]
+	v.Add(q)
+	rl[n] = v
+}
+
+func sub(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
+	if rl == nil {
+		return
+	}
+	v := rl[n]
+	v.Sub(q)
+	rl[n] = v
 }
 
 // dropLocked forgets e: what it counted and its unsettled attempts.
