@@ -14,8 +14,8 @@ import (
 	"github.com/sliceclass/sliceclass/examples/manager/flags"
 )
 
-// manager returns the rendered Deployment and its manager container.
-func manager(t *testing.T, objs []rendered) (*appsv1.Deployment, corev1.Container) {
+// managerContainer returns the rendered Deployment and its manager container.
+func managerContainer(t *testing.T, objs []rendered) (*appsv1.Deployment, corev1.Container) {
 	t.Helper()
 	d := typed[appsv1.Deployment](t, only(t, objs, "Deployment", 1)[0])
 	require.Len(t, d.Spec.Template.Spec.Containers, 1)
@@ -95,7 +95,7 @@ func objsOf(objs []rendered, kind string) []rendered {
 // and a pod that runs as non-root with nothing it does not need.
 func TestDefaultArgs(t *testing.T) {
 	objs := render(t, "liqo", "")
-	d, c := manager(t, objs)
+	d, c := managerContainer(t, objs)
 	v := parseArgs(t, c)
 
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
@@ -149,7 +149,7 @@ func TestDefaultArgs(t *testing.T) {
 // flag it means.
 func TestEveryOptionArgs(t *testing.T) {
 	objs := render(t, "sc-all", everyOptionIn("sc-all"))
-	d, c := manager(t, objs)
+	d, c := managerContainer(t, objs)
 	v := parseArgs(t, c)
 
 	assert.Equal(t, int32(3), *d.Spec.Replicas)
@@ -187,7 +187,7 @@ classes:
     nodePools: [{name: gpu, selector: {gpu: "true"}}]
     consumerLimits: {cpu: "8"}
 `)
-	d, c := manager(t, objs)
+	d, c := managerContainer(t, objs)
 	var specs []map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)), &specs))
 	require.Len(t, specs, 1)
@@ -195,6 +195,6 @@ classes:
 	assert.Equal(t, map[string]any{"cpu": "8"}, specs[0]["consumerLimits"])
 
 	objs = render(t, "liqo", "classes: []\n")
-	d, c = manager(t, objs)
+	d, c = managerContainer(t, objs)
 	assert.Equal(t, "[]", strings.TrimSpace(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)))
 }

@@ -18,7 +18,7 @@ func TestDefaultImageIsTheBuiltOne(t *testing.T) {
 	built := strings.TrimSpace(string(out))
 	require.NotEmpty(t, built)
 
-	_, c := manager(t, render(t, "liqo", ""))
+	_, c := managerContainer(t, render(t, "liqo", ""))
 	assert.Equal(t, built, c.Image, "the chart's default image.repository:image.tag")
 	assert.Equal(t, "IfNotPresent", string(c.ImagePullPolicy), "a loaded image is not pulled")
 }
