@@ -198,3 +198,24 @@ classes:
 	d, c = managerContainer(t, objs)
 	assert.Equal(t, "[]", strings.TrimSpace(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)))
 }
+
+// TestRenderRefuses checks the values the chart refuses, with a message
+// saying what to change, and one it accepts in their place.
+func TestRenderRefuses(t *testing.T) {
+	for _, tc := range []struct{ reason, values, want string }{
+		{"two managers without leader election would decide the same slices",
+			"leaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
+		{"an existing ServiceAccount must be named",
+			"serviceAccount: {create: false}", "serviceAccount.name is required"},
+	} {
+		_, err := renderValues(t, "liqo", tc.values)
+		require.Error(t, err, tc.reason)
+		assert.Contains(t, err.Error(), tc.want, tc.reason)
+	}
+	objs := render(t, "liqo", "serviceAccount: {create: false, name: existing}\nrbac: {create: false}")
+	only(t, objs, "ServiceAccount", 0)
+	only(t, objs, "ClusterRole", 0)
+	only(t, objs, "Role", 0)
+	d, _ := managerContainer(t, objs)
+	assert.Equal(t, "existing", d.Spec.Template.Spec.ServiceAccountName)
+}

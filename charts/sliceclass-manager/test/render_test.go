@@ -98,6 +98,14 @@ func render(t *testing.T, namespace, valuesYAML string) []rendered {
 // renderFiles runs helm's engine and returns each template's output.
 func renderFiles(t *testing.T, namespace, valuesYAML string) map[string]string {
 	t.Helper()
+	files, err := renderValues(t, namespace, valuesYAML)
+	require.NoError(t, err)
+	return files
+}
+
+// renderValues runs helm's engine, returning its error.
+func renderValues(t *testing.T, namespace, valuesYAML string) (map[string]string, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
 	vals, err := chartutil.ReadValues([]byte(valuesYAML))
@@ -106,9 +114,7 @@ func renderFiles(t *testing.T, namespace, valuesYAML string) map[string]string {
 		Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true,
 	}, chartutil.DefaultCapabilities)
 	require.NoError(t, err)
-	files, err := engine.Render(ch, top)
-	require.NoError(t, err)
-	return files
+	return engine.Render(ch, top)
 }
 
 // documentSeparator splits a multi-document YAML stream.
