@@ -85,9 +85,9 @@ func TestDefaultsServe(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = <-done // the kill's exit status says nothing
+		err := <-done
 		if t.Failed() {
-			t.Logf("manager log:\n%s", log.String())
+			t.Logf("manager exited (%v); its log:\n%s", err, log.String())
 		}
 	})
 
