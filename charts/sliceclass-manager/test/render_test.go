@@ -158,3 +158,14 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 func everyOptionIn(namespace string) string {
 	return strings.NewReplacer("LEASES", namespace+"-leases", "GRAFANA", namespace+"-grafana").Replace(everyOption)
 }
+
+// TestChartLeavesOutItsTests checks that .helmignore keeps this module out
+// of the chart (and so out of a packaged chart).
+func TestChartLeavesOutItsTests(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	require.NotEmpty(t, ch.Files, "the dashboard at least")
+	for _, f := range append(ch.Files, ch.Templates...) {
+		require.False(t, strings.HasPrefix(f.Name, "test/"), "the chart holds %s", f.Name)
+	}
+}
