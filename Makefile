@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat
+.PHONY: all demo test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
 
 all: test
 
@@ -15,10 +15,46 @@ envtest:
 demo:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" $(GO) run ./examples/demo
 
-## test: vet, format check, lint, and every test (unit + integration on a real API server) with -race.
+## test: vet, format check, lint, and every test (unit + integration on a real API server) with -race,
+## then the Helm chart's tests (chart-test).
 test: vet fmt lint
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
 		$(GO) test -race -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory chart-test
+
+## chart-test: the Helm chart's tests, a module of their own (charts/sliceclass-manager/test): render
+## the chart with helm's engine, apply it to a real API server, check its args, RBAC, image and dashboard.
+chart-test:
+	@assets="$$(hack/envtest.sh)" && cd charts/sliceclass-manager/test && $(GO) vet ./... && \
+		KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 $(GO) test -count=1 -timeout 10m ./...
+
+## image: the example manager as an OCI image tarball, $(IMAGE_TAR), tagged $(IMAGE) (the Helm chart's
+## default image), loadable with docker/podman load or kind load image-archive. A static binary packed by
+## hack/image (its own module): no container daemon, no network beyond the Go module proxy, fixed
+## timestamps (SOURCE_DATE_EPOCH, default 0), so one source tree gives one digest. Prints "IMAGE DIGEST".
+IMAGE ?= sliceclass-manager:dev
+IMAGE_TAR ?= bin/sliceclass-manager.tar
+IMAGE_BIN ?= bin/image/manager
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+image:
+	@mkdir -p $(dir $(abspath $(IMAGE_BIN))) $(dir $(abspath $(IMAGE_TAR)))
+	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" \
+		-o $(abspath $(IMAGE_BIN)) ./examples/manager
+	@cd hack/image && $(GO) run . -binary $(abspath $(IMAGE_BIN)) -arch $(IMAGE_ARCH) -tag $(IMAGE) -out $(abspath $(IMAGE_TAR))
+
+## image-check: the image packer's tests, then two builds of the image (binary and all) that must give
+## one digest and byte-identical tarballs.
+image-check:
+	@cd hack/image && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@a="$$($(MAKE) -s --no-print-directory image IMAGE_BIN=bin/image/check-a IMAGE_TAR=bin/image/check-a.tar)" && \
+		b="$$($(MAKE) -s --no-print-directory image IMAGE_BIN=bin/image/check-b IMAGE_TAR=bin/image/check-b.tar)" && \
+		echo "image-check: $$a" && echo "image-check: $$b" && \
+		if [[ "$$a" != "$$b" ]] || ! cmp -s bin/image/check-a.tar bin/image/check-b.tar; then \
+			echo "image-check: two builds, two images"; exit 1; fi
+
+## print-image: the image reference `make image` writes (the chart's tests compare it with the chart's default).
+print-image:
+	@echo $(IMAGE)
 
 ## unit: tests that need no control plane.
 unit:

@@ -50,80 +50,30 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	"github.com/sliceclass/sliceclass/examples/manager/flags"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// options holds the parsed flags. Adding a flag takes one line in bindFlags
-// and, when its value needs checking, a few in complete.
+// options holds the parsed flags (flags.Values, which examples/manager/flags
+// binds) and what complete derives from them.
 type options struct {
-	classes          classList
-	caps             corev1.ResourceList
-	metricsAddr      string
-	probeAddr        string
-	leaderElect      bool
-	leaderElectionNS string
-	workers          int
-	kubeconfig       string
-	zap              zap.Options
+	flags.Values
+	// caps is --cap, parsed.
+	caps corev1.ResourceList
 	// budget is shared by every served class; nil without --budget.
 	budget *budget.Budget
-	// leaseNS holds the class Leases; "" for none.
-	leaseNS string
-	// classesFile lists the classes to serve instead of --class-name.
-	classesFile string
-	// leaderElectionID names the leader-election lease; "" derives it.
-	leaderElectionID string
-
-	// rawCaps and rawBudget are the --cap and --budget values, which
-	// complete parses.
-	rawCaps   string
-	rawBudget string
-}
-
-// classList is a repeatable, comma-separated --class-name flag.
-type classList []string
-
-// String implements flag.Value.
-func (c *classList) String() string { return strings.Join(*c, ",") }
-
-// Set implements flag.Value: it appends each comma-separated name.
-func (c *classList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*c = append(*c, s)
-		}
-	}
-	return nil
-}
-
-// bindFlags registers every flag on fs, writing into o.
-func (o *options) bindFlags(fs *flag.FlagSet) {
-	fs.Var(&o.classes, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); this or --classes-file is required")
-	fs.StringVar(&o.classesFile, "classes-file", "", "YAML list of classes to serve ({name, caps, budget}), re-read when it changes; replaces --class-name")
-	fs.StringVar(&o.rawCaps, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110 (with --classes-file: for classes without caps)")
-	fs.StringVar(&o.rawBudget, "budget", "", "a budget shared by all served classes (with --classes-file: those without a budget), e.g. cpu=64,memory=256Gi (default: none)")
-	fs.StringVar(&o.leaseNS, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
-	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "health probe address; 0 disables it")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "enable leader election")
-	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
-	fs.StringVar(&o.leaderElectionID, "leader-election-id", "", "name of the leader election lease (default: derived from --class-name, or sliceclass-classes-file)")
-	fs.IntVar(&o.workers, "max-concurrent-reconciles", resourceslice.DefaultMaxConcurrentReconciles, "slices decided in parallel per class")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
-	o.zap = zap.Options{Development: true}
-	o.zap.BindFlags(fs)
 }
 
 // complete checks the parsed values and fills the fields derived from them.
 func (o *options) complete() error {
 	switch {
-	case len(o.classes) == 0 && o.classesFile == "":
+	case len(o.ClassNames) == 0 && o.ClassesFile == "":
 		return errors.New("at least one --class-name, or --classes-file, is required")
-	case len(o.classes) > 0 && o.classesFile != "":
+	case len(o.ClassNames) > 0 && o.ClassesFile != "":
 		return errors.New("--class-name and --classes-file are exclusive: list the classes in the file")
 	}
 	seen := map[string]bool{}
-	for _, c := range o.classes {
+	for _, c := range o.ClassNames {
 		if err := resourceslice.ValidateClass(c); err != nil {
 			return err
 		}
@@ -132,13 +82,13 @@ func (o *options) complete() error {
 		}
 		seen[c] = true
 	}
-	caps, err := cappedresources.ParseCaps(o.rawCaps)
+	caps, err := cappedresources.ParseCaps(o.Cap)
 	if err != nil {
 		return fmt.Errorf("--cap: %w", err)
 	}
 	o.caps = caps
-	if o.rawBudget != "" {
-		total, err := cappedresources.ParseCaps(o.rawBudget)
+	if o.SharedBudget != "" {
+		total, err := cappedresources.ParseCaps(o.SharedBudget)
 		if err != nil {
 			return fmt.Errorf("--budget: %w", err)
 		}
@@ -146,25 +96,14 @@ func (o *options) complete() error {
 			return fmt.Errorf("--budget: %w", err)
 		}
 	}
-	if o.workers < 1 {
-		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.workers)
+	if o.MaxConcurrentReconciles < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
 	return nil
 }
 
-// newFlagSet returns the manager's flag set, bound to o. It prints nothing
-// while parsing, so that a bad flag is reported in one line by the caller.
-func newFlagSet(o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s --class-name NAME [flags]\n\n"+
-			"Serves ResourceSlice classes with the capped-resources policy.\n\nFlags:\n", fs.Name())
-		fs.PrintDefaults()
-	}
-	o.bindFlags(fs)
-	return fs
-}
+// newFlagSet returns the manager's flag set (flags.NewFlagSet), bound to o.
+func newFlagSet(o *options) *flag.FlagSet { return flags.NewFlagSet(&o.Values) }
 
 // parseFlags parses args. On -h or --help it prints the usage to help and
 // returns flag.ErrHelp; any other error is one line.
@@ -203,12 +142,12 @@ func leaseName(classes []string) string {
 // classes change while the lease is held.
 func (o options) leaderElectionName() string {
 	switch {
-	case o.leaderElectionID != "":
-		return o.leaderElectionID
-	case o.classesFile != "":
+	case o.LeaderElectionID != "":
+		return o.LeaderElectionID
+	case o.ClassesFile != "":
 		return "sliceclass-classes-file"
 	}
-	return leaseName(o.classes)
+	return leaseName(o.ClassNames)
 }
 
 // restConfig finds the API server as controller-runtime's GetConfig does
@@ -297,7 +236,7 @@ func managerOptions(o options) (manager.Options, error) {
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
 		return manager.Options{}, err
 	}
-	if o.leaseNS != "" {
+	if o.ClassLeaseNamespace != "" {
 		// Class Leases are written through the manager's client.
 		if err := coordinationv1.AddToScheme(scheme); err != nil {
 			return manager.Options{}, err
@@ -305,11 +244,11 @@ func managerOptions(o options) (manager.Options, error) {
 	}
 	opts := manager.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.leaderElectionName(),
-		LeaderElectionNamespace: o.leaderElectionNS,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		Cache: cache.Options{
 			ReaderFailOnMissingInformer: true,
 			DefaultTransform:            cache.TransformStripManagedFields(),
@@ -333,16 +272,16 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	copts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(o.workers)}
-	if o.leaseNS != "" {
-		copts = append(copts, resourceslice.WithClassLease(o.leaseNS))
+	copts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(o.MaxConcurrentReconciles)}
+	if o.ClassLeaseNamespace != "" {
+		copts = append(copts, resourceslice.WithClassLease(o.ClassLeaseNamespace))
 	}
-	if o.classesFile != "" {
+	if o.ClassesFile != "" {
 		set, err := resourceslice.NewClassSet(mgr, copts...)
 		if err != nil {
 			return nil, err
 		}
-		f, err := newClassesFile(o.classesFile, set, o.caps, o.budget, mgr.GetLogger())
+		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, mgr.GetLogger())
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +292,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if o.budget != nil {
 		copts = append(copts, resourceslice.WithBudget(o.budget))
 	}
-	for _, class := range o.classes {
+	for _, class := range o.ClassNames {
 		if err := resourceslice.AddToManager(mgr, class, policy, copts...); err != nil {
 			return nil, err
 		}
@@ -378,10 +317,10 @@ func run(ctx context.Context, o options, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if o.classesFile != "" {
-		ctrl.Log.Info("serving the classes of a file", "classesFile", o.classesFile, "defaultCaps", o.caps)
+	if o.ClassesFile != "" {
+		ctrl.Log.Info("serving the classes of a file", "classesFile", o.ClassesFile, "defaultCaps", o.caps)
 	} else {
-		ctrl.Log.Info("serving classes", "classes", o.classes, "caps", o.caps)
+		ctrl.Log.Info("serving classes", "classes", o.ClassNames, "caps", o.caps)
 	}
 	return mgr.Start(ctx)
 }
@@ -400,11 +339,11 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(2, err)
 	}
-	cfg, err := restConfig(o.kubeconfig)
+	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return fail(1, err)
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(stderr)))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr)))
 	if err := run(ctx, o, cfg); err != nil {
 		return fail(1, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/examples/manager/flags"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -35,12 +36,12 @@ import (
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--class-name", "gold", "--class-name=silver,bronze", "--cap", "cpu=4,memory=8Gi", "--max-concurrent-reconciles", "3"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, classList{"gold", "silver", "bronze"}, o.classes)
-	assert.Equal(t, 3, o.workers)
+	assert.Equal(t, flags.ClassList{"gold", "silver", "bronze"}, o.ClassNames)
+	assert.Equal(t, 3, o.MaxConcurrentReconciles)
 	assert.Equal(t, int64(4), o.caps.Cpu().Value())
-	assert.Equal(t, ":8080", o.metricsAddr)
-	assert.Equal(t, ":8081", o.probeAddr)
-	assert.True(t, o.zap.Development, "logs default to development mode, as kubebuilder scaffolds")
+	assert.Equal(t, ":8080", o.MetricsBindAddress)
+	assert.Equal(t, ":8081", o.HealthProbeBindAddress)
+	assert.True(t, o.Zap.Development, "logs default to development mode, as kubebuilder scaffolds")
 	assert.Nil(t, o.budget, "no budget unless --budget")
 
 	o, err = parseFlags([]string{"--class-name", "gold,silver", "--budget", "cpu=64,memory=256Gi"}, io.Discard)
@@ -76,10 +77,10 @@ func TestParseFlags(t *testing.T) {
 func TestParseFlagsLogging(t *testing.T) {
 	o, err := parseFlags([]string{"--class-name", "gold", "--zap-devel=false", "--zap-log-level", "error", "--zap-encoder", "json"}, io.Discard)
 	require.NoError(t, err)
-	assert.False(t, o.zap.Development)
-	require.NotNil(t, o.zap.Level, "--zap-log-level must set the level")
-	assert.False(t, o.zap.Level.Enabled(zapcore.WarnLevel))
-	assert.True(t, o.zap.Level.Enabled(zapcore.ErrorLevel))
+	assert.False(t, o.Zap.Development)
+	require.NotNil(t, o.Zap.Level, "--zap-log-level must set the level")
+	assert.False(t, o.Zap.Level.Enabled(zapcore.WarnLevel))
+	assert.True(t, o.Zap.Level.Enabled(zapcore.ErrorLevel))
 }
 
 func TestHelpListsEveryFlagAndExitsZero(t *testing.T) {
@@ -295,7 +296,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == leaseName(o.classes) {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == leaseName(o.ClassNames) {
 				return true, nil
 			}
 		}

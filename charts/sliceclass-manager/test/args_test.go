@@ -1,0 +1,221 @@
+package charttest
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sliceclass/sliceclass/examples/manager/flags"
+)
+
+// managerContainer returns the rendered Deployment and its manager container.
+func managerContainer(t *testing.T, objs []rendered) (*appsv1.Deployment, corev1.Container) {
+	t.Helper()
+	d := typed[appsv1.Deployment](t, only(t, objs, "Deployment", 1)[0])
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	return d, d.Spec.Template.Spec.Containers[0]
+}
+
+// parseArgs parses the container's args with the manager's own flag set:
+// a flag the manager does not know, or a value of the wrong type, fails.
+func parseArgs(t *testing.T, c corev1.Container) flags.Values {
+	t.Helper()
+	require.Empty(t, c.Command, "the image's entrypoint is the manager")
+	v, err := flags.Parse(c.Args)
+	require.NoError(t, err, "the manager refuses the rendered args %q", c.Args)
+	return v
+}
+
+// port returns the container port named name.
+func port(t *testing.T, c corev1.Container, name string) int32 {
+	t.Helper()
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	t.Fatalf("no container port %q in %v", name, c.Ports)
+	return 0
+}
+
+// classesMount checks that the classes file the args name is in a
+// directory mounted (never with subPath, whose file the kubelet never
+// updates) from the rendered classes ConfigMap, and returns the ConfigMap's
+// classes.yaml.
+func classesMount(t *testing.T, objs []rendered, d *appsv1.Deployment, c corev1.Container, file string) string {
+	t.Helper()
+	for _, m := range c.VolumeMounts {
+		if !strings.HasPrefix(file, m.MountPath+"/") {
+			continue
+		}
+		assert.Empty(t, m.SubPath, "the classes ConfigMap must be mounted as a directory")
+		assert.True(t, m.ReadOnly)
+		for _, vol := range d.Spec.Template.Spec.Volumes {
+			if vol.Name != m.Name {
+				continue
+			}
+			require.NotNil(t, vol.ConfigMap, "volume %s is not a ConfigMap", vol.Name)
+			key := strings.TrimPrefix(file, m.MountPath+"/")
+			for _, r := range objsOf(objs, "ConfigMap") {
+				if r.obj.GetName() == vol.ConfigMap.Name {
+					cm := typed[corev1.ConfigMap](t, r.obj)
+					data, ok := cm.Data[key]
+					require.True(t, ok, "ConfigMap %s has no %s", cm.Name, key)
+					return data
+				}
+			}
+			t.Fatalf("the chart renders no ConfigMap %s", vol.ConfigMap.Name)
+		}
+		t.Fatalf("no volume %s", m.Name)
+	}
+	t.Fatalf("--classes-file=%s is in no mounted volume (%v)", file, c.VolumeMounts)
+	return ""
+}
+
+// objsOf returns the rendered objects of kind.
+func objsOf(objs []rendered, kind string) []rendered {
+	var out []rendered
+	for _, r := range objs {
+		if r.obj.GetKind() == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestDefaultArgs checks the defaults' Deployment with the manager's flag
+// set: a classes file from the mounted ConfigMap, leader election and class
+// Leases in the release namespace, the ports it binds declared, JSON logs,
+// and a pod that runs as non-root with nothing it does not need.
+func TestDefaultArgs(t *testing.T) {
+	objs := render(t, "liqo", "")
+	d, c := managerContainer(t, objs)
+	v := parseArgs(t, c)
+
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	assert.True(t, v.LeaderElect, "two replicas need leader election")
+	assert.Equal(t, "liqo", v.LeaderElectionNamespace)
+	assert.Equal(t, releaseName, v.LeaderElectionID, "one lease per release")
+	assert.Equal(t, "liqo", v.ClassLeaseNamespace)
+	assert.Empty(t, v.ClassNames, "the classes come from the file")
+	assert.Empty(t, v.Cap)
+	assert.Empty(t, v.SharedBudget)
+	assert.False(t, v.Zap.Development, "JSON logs")
+	assert.Equal(t, ":"+strconv.Itoa(int(port(t, c, "metrics"))), v.MetricsBindAddress)
+	assert.Equal(t, ":"+strconv.Itoa(int(port(t, c, "probes"))), v.HealthProbeBindAddress)
+
+	classes := classesMount(t, objs, d, c, v.ClassesFile)
+	var specs []map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(classes), &specs))
+	require.Len(t, specs, 1, "one default class")
+	assert.Equal(t, "gold", specs[0]["name"])
+	assert.NotEmpty(t, specs[0]["caps"], "the default class has caps of its own")
+
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	require.Contains(t, env, "GOMEMLIMIT")
+	require.NotNil(t, env["GOMEMLIMIT"].ValueFrom)
+	require.NotNil(t, env["GOMEMLIMIT"].ValueFrom.ResourceFieldRef)
+	assert.Equal(t, "limits.memory", env["GOMEMLIMIT"].ValueFrom.ResourceFieldRef.Resource)
+	require.NotNil(t, c.Resources.Limits.Memory(), "GOMEMLIMIT needs a memory limit")
+	assert.False(t, c.Resources.Limits.Memory().IsZero())
+	require.Contains(t, env, "POD_NAME", "the class Leases name their holder")
+
+	pod := d.Spec.Template.Spec.SecurityContext
+	require.NotNil(t, pod)
+	assert.True(t, *pod.RunAsNonRoot)
+	assert.Equal(t, int64(65532), *pod.RunAsUser, "the image's user")
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.SeccompProfile.Type)
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	assert.True(t, *sc.ReadOnlyRootFilesystem)
+	assert.False(t, *sc.Privileged)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.Empty(t, sc.Capabilities.Add)
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+}
+
+// TestEveryOptionArgs checks that every option reaches the manager as the
+// flag it means.
+func TestEveryOptionArgs(t *testing.T) {
+	objs := render(t, "sc-all", everyOptionIn("sc-all"))
+	d, c := managerContainer(t, objs)
+	v := parseArgs(t, c)
+
+	assert.Equal(t, int32(3), *d.Spec.Replicas)
+	assert.Equal(t, "cpu=2,memory=4Gi", v.Cap)
+	assert.Equal(t, "cpu=16,memory=64Gi", v.SharedBudget)
+	assert.Equal(t, "sc-all-leases", v.ClassLeaseNamespace)
+	assert.Equal(t, "sc-all", v.LeaderElectionNamespace)
+	assert.Equal(t, 8, v.MaxConcurrentReconciles)
+	assert.Equal(t, ":9090", v.MetricsBindAddress)
+	assert.Equal(t, int32(9090), port(t, c, "metrics"))
+	assert.Equal(t, ":9091", v.HealthProbeBindAddress)
+	assert.Equal(t, int32(9091), port(t, c, "probes"))
+	assert.True(t, v.Zap.Development)
+	require.NotNil(t, v.Zap.Level)
+	require.NotNil(t, v.Zap.StacktraceLevel, "extraArgs reach the manager")
+	assert.Equal(t, "custom-sa", d.Spec.Template.Spec.ServiceAccountName)
+	assert.Equal(t, "system-cluster-critical", d.Spec.Template.Spec.PriorityClassName)
+
+	classes := classesMount(t, objs, d, c, v.ClassesFile)
+	var specs []map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(classes), &specs))
+	require.Len(t, specs, 2)
+	assert.Equal(t, "silver", specs[1]["name"])
+}
+
+// TestClassesPassThrough checks that the classes reach the ConfigMap
+// verbatim: fields the chart does not know (ones the manager learns later)
+// are kept, and an empty list is an explicit [] (which the manager reads as
+// "serve no class"), never an empty file (which it refuses).
+func TestClassesPassThrough(t *testing.T) {
+	objs := render(t, "liqo", `
+classes:
+  - name: gold
+    caps: {cpu: "4"}
+    nodePools: [{name: gpu, selector: {gpu: "true"}}]
+    consumerLimits: {cpu: "8"}
+`)
+	d, c := managerContainer(t, objs)
+	var specs []map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)), &specs))
+	require.Len(t, specs, 1)
+	assert.Equal(t, []any{map[string]any{"name": "gpu", "selector": map[string]any{"gpu": "true"}}}, specs[0]["nodePools"])
+	assert.Equal(t, map[string]any{"cpu": "8"}, specs[0]["consumerLimits"])
+
+	objs = render(t, "liqo", "classes: []\n")
+	d, c = managerContainer(t, objs)
+	assert.Equal(t, "[]", strings.TrimSpace(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)))
+}
+
+// TestRenderRefuses checks the values the chart refuses, with a message
+// saying what to change, and one it accepts in their place.
+func TestRenderRefuses(t *testing.T) {
+	for _, tc := range []struct{ reason, values, want string }{
+		{"two managers without leader election would decide the same slices",
+			"leaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
+		{"an existing ServiceAccount must be named",
+			"serviceAccount: {create: false}", "serviceAccount.name is required"},
+	} {
+		_, err := renderValues(t, "liqo", tc.values)
+		require.Error(t, err, tc.reason)
+		assert.Contains(t, err.Error(), tc.want, tc.reason)
+	}
+	objs := render(t, "liqo", "serviceAccount: {create: false, name: existing}\nrbac: {create: false}")
+	only(t, objs, "ServiceAccount", 0)
+	only(t, objs, "ClusterRole", 0)
+	only(t, objs, "Role", 0)
+	d, _ := managerContainer(t, objs)
+	assert.Equal(t, "existing", d.Spec.Template.Spec.ServiceAccountName)
+}

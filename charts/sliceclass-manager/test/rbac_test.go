@@ -1,0 +1,179 @@
+package charttest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// provenRBAC is the RBAC test/reliability/privilege proves: the manager
+// works with it, and fails without any one of its verbs, resources or rules.
+var provenRBAC = filepath.Join(repoRoot, "examples/manager/deploy/rbac.yaml")
+
+// permission is one verb on one resource of one API group, in a namespace
+// ("" for cluster-wide).
+type permission struct {
+	namespace, group, resource, verb string
+}
+
+// expand lists the permissions rules grant in namespace.
+func expand(namespace string, rules []rbacv1.PolicyRule) []permission {
+	var out []permission
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out = append(out, permission{namespace, g, res, v})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sorted returns ps sorted, without repeats.
+func sorted(ps []permission) []permission {
+	slices.SortFunc(ps, func(a, b permission) int {
+		for _, c := range [][2]string{{a.namespace, b.namespace}, {a.group, b.group}, {a.resource, b.resource}, {a.verb, b.verb}} {
+			if c[0] != c[1] {
+				if c[0] < c[1] {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	})
+	return slices.Compact(ps)
+}
+
+// provenPermissions reads the rules of rbac.yaml: its ClusterRole's, and its
+// Role's in namespace (the manager's own, which rbac.yaml fixes as liqo).
+func provenPermissions(t *testing.T, namespace string) []permission {
+	t.Helper()
+	raw, err := os.ReadFile(provenRBAC)
+	require.NoError(t, err)
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	var out []permission
+	roles := 0
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		var head struct{ Kind string }
+		require.NoError(t, yaml.Unmarshal(doc, &head))
+		switch head.Kind {
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			require.NoError(t, yaml.UnmarshalStrict(doc, &r))
+			out = append(out, expand("", r.Rules)...)
+			roles++
+		case "Role":
+			var r rbacv1.Role
+			require.NoError(t, yaml.UnmarshalStrict(doc, &r))
+			require.Equal(t, "liqo", r.Namespace, "%s: the Role's namespace", provenRBAC)
+			out = append(out, expand(namespace, r.Rules)...)
+			roles++
+		}
+	}
+	require.Equal(t, 2, roles, "%s: a ClusterRole and a Role", provenRBAC)
+	return sorted(out)
+}
+
+// renderedPermissions lists what the rendered roles grant, after checking
+// that each is bound to the rendered ServiceAccount and nothing else.
+func renderedPermissions(t *testing.T, objs []rendered) []permission {
+	t.Helper()
+	sa := only(t, objs, "ServiceAccount", 1)[0]
+	bound := map[string]bool{}
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		for _, r := range objsOf(objs, kind) {
+			b := typed[rbacv1.RoleBinding](t, r.obj) // same fields as a ClusterRoleBinding
+			require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.GetName(), Namespace: sa.GetNamespace()}}, b.Subjects,
+				"%s %s binds only the chart's ServiceAccount", kind, b.Name)
+			bound[b.RoleRef.Kind+"/"+b.Namespace+"/"+b.RoleRef.Name] = true
+		}
+	}
+	var out []permission
+	for _, r := range objsOf(objs, "ClusterRole") {
+		require.True(t, bound["ClusterRole//"+r.obj.GetName()], "ClusterRole %s is not bound", r.obj.GetName())
+		out = append(out, expand("", typed[rbacv1.ClusterRole](t, r.obj).Rules)...)
+	}
+	for _, r := range objsOf(objs, "Role") {
+		require.True(t, bound["Role/"+r.obj.GetNamespace()+"/"+r.obj.GetName()], "Role %s/%s is not bound", r.obj.GetNamespace(), r.obj.GetName())
+		out = append(out, expand(r.obj.GetNamespace(), typed[rbacv1.Role](t, r.obj).Rules)...)
+	}
+	return sorted(out)
+}
+
+// TestDefaultRBACIsTheProvenOne checks that the defaults grant exactly what
+// rbac.yaml grants: nothing test/reliability/privilege has not shown to be
+// needed, and nothing it needs missing.
+func TestDefaultRBACIsTheProvenOne(t *testing.T) {
+	got := renderedPermissions(t, render(t, "liqo", ""))
+	if diff := cmp.Diff(provenPermissions(t, "liqo"), got, cmp.AllowUnexported(permission{})); diff != "" {
+		t.Errorf("the chart's default RBAC differs from %s (-proven +chart):\n%s", provenRBAC, diff)
+	}
+}
+
+// TestOptionalRBAC checks that each switch adds only its own rule to the
+// proven set, and that the Lease rules follow the features that need them.
+func TestOptionalRBAC(t *testing.T) {
+	leases := func(ns string, verbs ...string) []permission {
+		var out []permission
+		for _, v := range verbs {
+			out = append(out, permission{ns, "coordination.k8s.io", "leases", v})
+		}
+		return out
+	}
+	proven := provenPermissions(t, "sc-all")
+	without := func(ps []permission, drop ...permission) []permission {
+		return slices.DeleteFunc(slices.Clone(ps), func(p permission) bool { return slices.Contains(drop, p) })
+	}
+	for _, tc := range []struct {
+		reason, values string
+		want           []permission
+	}{{
+		reason: "every switch on: nodes, Liqo Quotas, the owned types; class Leases in a namespace of their own",
+		values: everyOptionIn("sc-all"),
+		want: sorted(append(append(without(proven, leases("sc-all", "delete")...),
+			permission{"", "", "nodes", "get"}, permission{"", "", "nodes", "list"}, permission{"", "", "nodes", "watch"},
+			permission{"", "offloading.liqo.io", "quotas", "get"}, permission{"", "offloading.liqo.io", "quotas", "list"},
+			permission{"", "offloading.liqo.io", "quotas", "watch"},
+			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"}),
+			leases("sc-all-leases", "get", "create", "update", "delete")...)),
+	}, {
+		reason: "no class Leases: leader election alone never deletes its Lease",
+		values: "classLease: {enabled: false}",
+		want:   without(proven, leases("sc-all", "delete")...),
+	}, {
+		reason: "one replica without leader election, class Leases kept: no core/v1 event",
+		values: "replicaCount: 1\nleaderElection: {enabled: false}",
+		want:   without(proven, permission{"sc-all", "", "events", "create"}),
+	}, {
+		reason: "neither: no Role at all",
+		values: "replicaCount: 1\nleaderElection: {enabled: false}\nclassLease: {enabled: false}",
+		want: without(proven, append(leases("sc-all", "get", "create", "update", "delete"),
+			permission{"sc-all", "", "events", "create"})...),
+	}} {
+		t.Run(tc.reason, func(t *testing.T) {
+			got := renderedPermissions(t, render(t, "sc-all", tc.values))
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(permission{})); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

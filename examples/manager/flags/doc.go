@@ -1,0 +1,8 @@
+// Package flags is the example manager's command line: the flag set that
+// examples/manager parses, importable so that what deploys the manager (the
+// Helm chart's tests, say) can check its arguments with the very flags the
+// binary accepts, instead of a copy that drifts.
+//
+// It only parses: the manager checks the values (caps, budgets, class
+// names) once they are parsed.
+package flags

@@ -1,0 +1,107 @@
+package flags
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// Values holds the flags as given. Adding a flag takes a field here and one
+// line in Bind.
+type Values struct {
+	// ClassNames are the --class-name values.
+	ClassNames ClassList
+	// ClassesFile is --classes-file: a YAML list of classes to serve
+	// instead of ClassNames.
+	ClassesFile string
+	// Cap is --cap, unparsed: the capped policy's caps.
+	Cap string
+	// SharedBudget is --budget, unparsed: one budget shared by the classes.
+	SharedBudget string
+	// ClassLeaseNamespace is --class-lease-namespace; "" for no class Lease.
+	ClassLeaseNamespace string
+	// MetricsBindAddress is --metrics-bind-address; "0" disables metrics.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is --health-probe-bind-address; "0" disables it.
+	HealthProbeBindAddress string
+	// LeaderElect is --leader-elect.
+	LeaderElect bool
+	// LeaderElectionNamespace is --leader-election-namespace.
+	LeaderElectionNamespace string
+	// LeaderElectionID is --leader-election-id; "" derives it.
+	LeaderElectionID string
+	// MaxConcurrentReconciles is --max-concurrent-reconciles.
+	MaxConcurrentReconciles int
+	// Kubeconfig is --kubeconfig.
+	Kubeconfig string
+	// Zap holds the --zap-* logging flags.
+	Zap zap.Options
+}
+
+// ClassList is a repeatable, comma-separated --class-name flag.
+type ClassList []string
+
+// String implements flag.Value.
+func (c *ClassList) String() string { return strings.Join(*c, ",") }
+
+// Set implements flag.Value: it appends each comma-separated name.
+func (c *ClassList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*c = append(*c, s)
+		}
+	}
+	return nil
+}
+
+// Bind registers every flag on fs, writing into v.
+func (v *Values) Bind(fs *flag.FlagSet) {
+	fs.Var(&v.ClassNames, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); this or --classes-file is required")
+	fs.StringVar(&v.ClassesFile, "classes-file", "", "YAML list of classes to serve ({name, caps, budget}), re-read when it changes; replaces --class-name")
+	fs.StringVar(&v.Cap, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110 (with --classes-file: for classes without caps)")
+	fs.StringVar(&v.SharedBudget, "budget", "", "a budget shared by all served classes (with --classes-file: those without a budget), e.g. cpu=64,memory=256Gi (default: none)")
+	fs.StringVar(&v.ClassLeaseNamespace, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
+	fs.StringVar(&v.MetricsBindAddress, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
+	fs.StringVar(&v.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "health probe address; 0 disables it")
+	fs.BoolVar(&v.LeaderElect, "leader-elect", false, "enable leader election")
+	fs.StringVar(&v.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	fs.StringVar(&v.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: derived from --class-name, or sliceclass-classes-file)")
+	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", resourceslice.DefaultMaxConcurrentReconciles, "slices decided in parallel per class")
+	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
+	v.Zap = zap.Options{Development: true}
+	v.Zap.BindFlags(fs)
+}
+
+// NewFlagSet returns the manager's flag set, bound to v. It prints nothing
+// while parsing, so that the caller reports a bad flag in one line; its
+// Usage prints the help to the set's output.
+func NewFlagSet(v *Values) *flag.FlagSet {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: %s --class-name NAME [flags]\n\n"+
+			"Serves ResourceSlice classes with the capped-resources policy.\n\nFlags:\n", fs.Name())
+		fs.PrintDefaults()
+	}
+	v.Bind(fs)
+	return fs
+}
+
+// Parse parses args with NewFlagSet. It refuses positional arguments, which
+// the manager takes none of. On -h or --help it returns flag.ErrHelp.
+func Parse(args []string) (Values, error) {
+	var v Values
+	fs := NewFlagSet(&v)
+	if err := fs.Parse(args); err != nil {
+		return v, err
+	}
+	if fs.NArg() > 0 {
+		return v, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return v, nil
+}
