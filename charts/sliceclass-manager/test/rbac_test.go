@@ -119,13 +119,25 @@ func renderedPermissions(t *testing.T, objs []rendered) []permission {
 	return sorted(out)
 }
 
-// TestDefaultRBACIsTheProvenOne checks that the defaults grant exactly what
-// rbac.yaml grants: nothing test/reliability/privilege has not shown to be
-// needed, and nothing it needs missing.
+// TestDefaultRBACIsTheProvenOne checks that the defaults, with a budget as
+// test/reliability/privilege runs the manager, grant exactly what rbac.yaml
+// grants: nothing that suite has not shown to be needed, and nothing it needs
+// missing; without a budget, the Quota rule goes.
 func TestDefaultRBACIsTheProvenOne(t *testing.T) {
-	got := renderedPermissions(t, render(t, "liqo", ""))
-	if diff := cmp.Diff(provenPermissions(t, "liqo"), got, cmp.AllowUnexported(permission{})); diff != "" {
-		t.Errorf("the chart's default RBAC differs from %s (-proven +chart):\n%s", provenRBAC, diff)
+	proven := provenPermissions(t, "liqo")
+	got := renderedPermissions(t, render(t, "liqo", `sharedBudget: "cpu=3"`))
+	if diff := cmp.Diff(proven, got, cmp.AllowUnexported(permission{})); diff != "" {
+		t.Errorf("the chart's RBAC with a budget differs from %s (-proven +chart):\n%s", provenRBAC, diff)
+	}
+	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"}}
+	withoutBudget := slices.DeleteFunc(slices.Clone(proven), func(p permission) bool { return slices.Contains(quotas, p) })
+	got = renderedPermissions(t, render(t, "liqo", ""))
+	if diff := cmp.Diff(withoutBudget, got, cmp.AllowUnexported(permission{})); diff != "" {
+		t.Errorf("the chart's default RBAC (no budget) differs from %s less the Quota rule (-want +chart):\n%s", provenRBAC, diff)
+	}
+	got = renderedPermissions(t, render(t, "liqo", "classes: [{name: gold, budget: {cpu: 4}}]"))
+	if diff := cmp.Diff(proven, got, cmp.AllowUnexported(permission{})); diff != "" {
+		t.Errorf("a class's own budget brings the Quota rule (-proven +chart):\n%s", diff)
 	}
 }
 
@@ -139,10 +151,11 @@ func TestOptionalRBAC(t *testing.T) {
 		}
 		return out
 	}
-	proven := provenPermissions(t, "sc-all")
+	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"}}
 	without := func(ps []permission, drop ...permission) []permission {
 		return slices.DeleteFunc(slices.Clone(ps), func(p permission) bool { return slices.Contains(drop, p) })
 	}
+	proven := without(provenPermissions(t, "sc-all"), quotas...) // no budget in these values
 	for _, tc := range []struct {
 		reason, values string
 		want           []permission
@@ -151,8 +164,7 @@ func TestOptionalRBAC(t *testing.T) {
 		values: everyOptionIn("sc-all"),
 		want: sorted(append(append(without(proven, leases("sc-all", "delete")...),
 			permission{"", "", "nodes", "get"}, permission{"", "", "nodes", "list"}, permission{"", "", "nodes", "watch"},
-			permission{"", "offloading.liqo.io", "quotas", "get"}, permission{"", "offloading.liqo.io", "quotas", "list"},
-			permission{"", "offloading.liqo.io", "quotas", "watch"},
+			permission{"", "offloading.liqo.io", "quotas", "list"}, permission{"", "offloading.liqo.io", "quotas", "watch"},
 			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"}),
 			leases("sc-all-leases", "get", "create", "update", "delete")...)),
 	}, {
