@@ -1,6 +1,9 @@
 package budget
 
 import (
+	"errors"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
@@ -9,21 +12,86 @@ import (
 // ReasonExhausted is the Resources condition reason of a slice denied for
 // lack of budget. Its message names each short resource with what was asked
 // and what is free.
-const ReasonExhausted = "BudgetExhausted"
+const ReasonExhausted = ledger.ReasonExhausted
+
+// ReasonConsumerLimit is the Resources condition reason of a slice denied
+// because its consumer would hold more than WithConsumerLimit allows. Its
+// message names the consumer, and each short resource with what was asked,
+// what the consumer holds and the limit.
+const ReasonConsumerLimit = ledger.ReasonConsumerLimit
 
 // Budget is a finite capacity shared by the classes that draw from it. It is
 // safe for concurrent use; every method is cheap (no API call).
 type Budget struct {
 	l *ledger.Ledger
+	// pool is set for a node-pool budget, whose total follows its nodes.
+	pool *nodePool
+}
+
+// Option configures a budget.
+type Option func(*options)
+
+type options struct {
+	consumerLimit corev1.ResourceList
+	oldestFirst   bool
+	// Node pools only.
+	resources []corev1.ResourceName
+	reserve   corev1.ResourceList
+	share     int
+	localPods bool
+	errs      []error
+}
+
+// WithConsumerLimit caps what one consumer holds from the budget, across
+// every class drawing from it, per resource limit names: an offer past it is
+// Denied with ReasonConsumerLimit (an Accepted slice keeps its offer) and
+// waits, and is admitted when that consumer's holding drops. The consumer is
+// the trusted one of resourceslice.Consumer: the tenant namespace's
+// liqo.io/remote-cluster-id, or the namespace, never a claim on the slice.
+func WithConsumerLimit(limit corev1.ResourceList) Option {
+	return func(o *options) {
+		if len(limit) == 0 {
+			o.errs = append(o.errs, errors.New("empty consumer limit"))
+			return
+		}
+		o.consumerLimit = limit.DeepCopy()
+	}
+}
+
+// WithOldestFirst admits waiting slices in plain creation order. By
+// default, waiting slices that fit are admitted consumer by consumer, the
+// consumer holding the least (by its dominant share of the budget) first,
+// oldest first within one consumer, so that one consumer's burst cannot
+// starve another's single slice. With one consumer both orders are the
+// same.
+func WithOldestFirst() Option {
+	return func(o *options) { o.oldestFirst = true }
+}
+
+func build(opts []Option) (options, error) {
+	o := options{share: 100}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o, errors.Join(o.errs...)
 }
 
 // New returns a Budget named name over total. The budget limits exactly
 // the resources total names: a resource it does not name is not limited
 // by it, and one named with zero admits none of it. It returns an error for
-// an empty name, an empty total (it would limit nothing) or a negative
-// quantity.
-func New(name string, total corev1.ResourceList) (*Budget, error) {
-	l, err := ledger.New(name, total)
+// an empty name, an empty total (it would limit nothing), a negative
+// quantity or a bad option.
+func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error) {
+	o, err := build(opts)
+	if err == nil && (o.resources != nil || o.reserve != nil || o.share != 100 || o.localPods) {
+		err = errors.New("WithResources, WithReserve, WithSharePercent and WithLocalPods apply to NewNodePool")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
+	}
+	l, err := ledger.New(name, total, ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst})
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +112,19 @@ func (b *Budget) Used() corev1.ResourceList { return b.l.Used() }
 // Free returns, per resource in Total, total − used, never below zero.
 func (b *Budget) Free() corev1.ResourceList { return b.l.Free() }
 
-// SetTotal changes the capacity at run time (e.g. from node capacity). A
-// resource the budget limits that total does not name becomes zero: it is
-// never unlimited. Growing it re-evaluates waiting slices, oldest first.
-// Shrinking it admits nothing new until usage fits, and never revokes an
-// existing acceptance by itself. It returns an error, and keeps the old
-// total, for a negative quantity or a resource the budget was not created
-// with.
-func (b *Budget) SetTotal(total corev1.ResourceList) error { return b.l.SetTotal(total) }
+// SetTotal changes the capacity at run time. A resource the budget limits
+// that total does not name becomes zero: it is never unlimited. Growing it
+// re-evaluates waiting slices. Shrinking it admits nothing new until usage
+// fits, and never revokes an existing acceptance by itself. It returns an
+// error, and keeps the old total, for a negative quantity, a resource the
+// budget was not created with, or a node-pool budget (whose total follows
+// its nodes).
+func (b *Budget) SetTotal(total corev1.ResourceList) error {
+	if b.pool != nil {
+		return fmt.Errorf("budget %q follows its nodes: its total cannot be set", b.l.Name())
+	}
+	return b.l.SetTotal(total)
+}
 
 // Ledger is for sliceclass's own packages: it returns the admission ledger
 // behind the budget. Users cannot call it (they cannot name its argument's

@@ -256,10 +256,10 @@ func (cs *ClassSet) start(class string, sc *servedClass) {
 }
 
 func (cs *ClassSet) release(class string, r *Reconciler) {
+	// Detach from the budgets first: once the name is unclaimed, a
+	// concurrent Serve of the class attaches again.
+	r.detach()
 	classes.unclaim(cs.mgr, class)
-	if r.ledger != nil {
-		r.ledger.Detach(class)
-	}
 }
 
 // newController builds an unmanaged controller for r, fed by informer

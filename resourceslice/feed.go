@@ -79,6 +79,15 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 func (*budgetFeed) NeedLeaderElection() bool { return true }
 
 func (f *budgetFeed) register(ctx context.Context) error {
+	// Each slice's consumer is its namespace's label: the namespaces come
+	// first.
+	namespaces, err := f.cache.GetInformer(ctx, namespaceMetadata())
+	if err != nil {
+		return fmt.Errorf("watching namespaces: %w", err)
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), namespaces.HasSynced) {
+		return fmt.Errorf("waiting for namespaces: %w", ctx.Err())
+	}
 	slices, err := f.cache.GetInformer(ctx, &authv1beta1.ResourceSlice{})
 	if err != nil {
 		return fmt.Errorf("watching ResourceSlices: %w", err)
@@ -161,9 +170,16 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 }
 
 func (f *budgetFeed) slice(o any) {
-	if rs, ok := o.(*authv1beta1.ResourceSlice); ok {
-		f.l.ObserveSlice(observation(f.scope, rs))
+	rs, ok := o.(*authv1beta1.ResourceSlice)
+	if !ok {
+		return
 	}
+	// The namespaces' informer synced before this handler was added: the
+	// read does not block. A failed read (none expected from a synced
+	// cache) counts the slice as its namespace's, which only the
+	// reconciler's own observation, with the label, then corrects.
+	c, _ := namespaceConsumer(context.Background(), f.cache, rs.Namespace)
+	f.l.ObserveSlice(observation(f.scope, rs, c.id))
 }
 
 func (f *budgetFeed) sliceGone(o any) {
@@ -171,7 +187,7 @@ func (f *budgetFeed) sliceGone(o any) {
 		o = t.Obj
 	}
 	if rs, ok := o.(*authv1beta1.ResourceSlice); ok {
-		f.l.ForgetSlice(client.ObjectKeyFromObject(rs))
+		f.l.ForgetSlice(client.ObjectKeyFromObject(rs), rs.UID)
 	}
 }
 
@@ -200,13 +216,15 @@ func isAuthGroup(apiVersion string) bool {
 	return err == nil && gv.Group == authv1beta1.GroupVersion.Group
 }
 
-// observation is what the ledger reads of rs.
-func observation(s scope, rs *authv1beta1.ResourceSlice) ledger.Slice {
+// observation is what the ledger reads of rs, whose trusted consumer is
+// consumer.
+func observation(s scope, rs *authv1beta1.ResourceSlice, consumer string) ledger.Slice {
 	o := ledger.Slice{
 		Key:      client.ObjectKeyFromObject(rs),
 		UID:      rs.UID,
 		RV:       rs.ResourceVersion,
 		Class:    s.classOf(rs),
+		Consumer: consumer,
 		Labels:   rs.Labels,
 		Accepted: conditions.IsAccepted(rs),
 	}

@@ -69,9 +69,7 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 	}
 	if err := b.Complete(r); err != nil {
 		classes.unclaim(mgr, class)
-		if r.ledger != nil {
-			r.ledger.Detach(class)
-		}
+		r.detach()
 		return fmt.Errorf("class %q: building controller %q: %w", class, name, err)
 	}
 	if cfg.leaseNamespace != "" {
@@ -122,11 +120,13 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 	}
 	cfg.statusClasses = views
 	w := wiring{apiReader: mgr.GetAPIReader()}
-	if cfg.budget != nil {
-		if w.feed, err = classes.feed(mgr, cfg.budget.Ledger(ledger.Access{}), views); err != nil {
+	for _, b := range cfg.budgets {
+		f, err := classes.feed(mgr, b.Ledger(ledger.Access{}), views)
+		if err != nil {
 			classes.unclaim(mgr, class)
 			return nil, nil, fmt.Errorf("class %q: %w", class, err)
 		}
+		w.feeds = append(w.feeds, f)
 	}
 	r, err := newReconciler(mgr.GetClient(), class, h, cfg, w)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // Metric names. controller-runtime already exports reconcile counts, errors
@@ -27,8 +28,16 @@ const (
 	// MetricWatchPasses counts WithWatch passes over a class's slices.
 	MetricWatchPasses = "sliceclass_watch_passes_total"
 	// MetricBudgetExhausted counts decisions written Denied with reason
-	// BudgetExhausted, by class.
+	// BudgetExhausted, and Accepted slices kept from a larger offer for
+	// lack of budget, by class.
 	MetricBudgetExhausted = "sliceclass_budget_exhausted_total"
+	// MetricConsumerLimited counts decisions written Denied with reason
+	// ConsumerLimitReached, and Accepted slices kept from a larger offer by
+	// their consumer's limit, by class.
+	MetricConsumerLimited = "sliceclass_budget_consumer_limited_total"
+	// MetricBudgetWaiting is how many slices wait for a budget's capacity,
+	// by budget.
+	MetricBudgetWaiting = "sliceclass_budget_waiting"
 )
 
 // Outcome and error-kind label values.
@@ -47,13 +56,14 @@ const (
 )
 
 type metrics struct {
-	reg       prometheus.Registerer
-	exhausted *prometheus.CounterVec
-	gaveUp    *prometheus.CounterVec
-	passes    *prometheus.CounterVec
-	decisions *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	errors    *prometheus.CounterVec
+	reg             prometheus.Registerer
+	exhausted       *prometheus.CounterVec
+	consumerLimited *prometheus.CounterVec
+	gaveUp          *prometheus.CounterVec
+	passes          *prometheus.CounterVec
+	decisions       *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	errors          *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors on reg, or reuses the ones already
@@ -81,6 +91,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	var err error
 	m := &metrics{reg: reg}
 	m.exhausted, err = register(reg, exhausted)
+	if err != nil {
+		return nil, err
+	}
+	m.consumerLimited, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricConsumerLimited,
+		Help: "Decisions written Denied because the consumer reached its limit in a budget (reason ConsumerLimitReached), by class.",
+	}, []string{"class"}))
 	if err != nil {
 		return nil, err
 	}
@@ -131,21 +148,23 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 // sharing b share one collector.
 func (m *metrics) registerBudget(b *budget.Budget) error {
 	_, err := register(m.reg, &budgetCollector{
-		b:     b,
-		total: prometheus.NewDesc(MetricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
-		used:  prometheus.NewDesc(MetricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+		b:       b,
+		total:   prometheus.NewDesc(MetricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+		used:    prometheus.NewDesc(MetricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+		waiting: prometheus.NewDesc(MetricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": b.Name()}),
 	})
 	return err
 }
 
 type budgetCollector struct {
-	b           *budget.Budget
-	total, used *prometheus.Desc
+	b                    *budget.Budget
+	total, used, waiting *prometheus.Desc
 }
 
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.total
 	ch <- c.used
+	ch <- c.waiting
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -156,4 +175,5 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(c.total, c.b.Total())
 	emit(c.used, c.b.Used())
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(c.b.Ledger(ledger.Access{}).WaitingCount()))
 }

@@ -52,7 +52,7 @@ type config struct {
 	logger        *logr.Logger
 	registerer    prometheus.Registerer
 	events        DecisionEvents
-	budget        *budget.Budget
+	budgets       []*budget.Budget
 	maxRetries    int
 	timeout       time.Duration
 	dryRun        bool
@@ -220,18 +220,29 @@ func WithDecisionEvents(mode DecisionEvents) Option {
 }
 
 // WithBudget makes the class draw from b: an offer the handler accepts is
-// admitted only if it fits what b has free, atomically across workers and
-// across every class sharing b in this manager, and is written Denied with
-// reason budget.ReasonExhausted otherwise. See package budget for what is
-// released when, and the order waiting slices are re-admitted in. A budget
-// lives in one manager: two managers must not share one.
+// admitted only if it fits what b has free (and keeps its consumer within
+// b's consumer limit), atomically across workers and across every class
+// sharing b in this manager, and is written Denied with reason
+// budget.ReasonExhausted (or budget.ReasonConsumerLimit) otherwise. Given
+// more than once, an offer is admitted only if it fits every budget of the
+// class, all at once (never a partial hold), and a denial names the budget
+// that refused: classes may share any subset of budgets (gold ⊂ premium ⊂
+// the whole provider). See package budget for what a budget counts and the
+// order waiting slices are admitted in. A budget lives in one manager: two
+// managers must not share one.
 func WithBudget(b *budget.Budget) Option {
 	return func(c *config) {
 		if b == nil {
 			c.errs = append(c.errs, errors.New("nil budget"))
 			return
 		}
-		c.budget = b
+		for _, x := range c.budgets {
+			if x == b {
+				c.errs = append(c.errs, fmt.Errorf("budget %q given twice", b.Name()))
+				return
+			}
+		}
+		c.budgets = append(c.budgets, b)
 	}
 }
 

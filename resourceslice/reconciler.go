@@ -35,6 +35,11 @@ import (
 // yet seen the controller's own last write to it.
 const cacheLagRetry = 100 * time.Millisecond
 
+// inFlightBound bounds how long a write whose answer was lost may still be
+// applied by the API server: its request timeout (60s by default) and a
+// margin.
+const inFlightBound = 70 * time.Second
+
 // Reconciler decides the ResourceSlices of one class with a Handler. Build it
 // with NewReconciler when wiring your own controller; AddToManager is the
 // one-line path that builds and registers it.
@@ -48,9 +53,10 @@ type Reconciler struct {
 	fieldOwner client.FieldOwner
 	// conflicts spaces out quiet retries after a write conflict.
 	conflicts workqueue.TypedRateLimiter[reconcile.Request]
-	// ledger is the budget's admission ledger; nil without WithBudget.
-	ledger *ledger.Ledger
-	wiring wiring
+	// ledgers are the admission ledgers of the class's budgets, in
+	// WithBudget's order; none without WithBudget.
+	ledgers []*ledger.Ledger
+	wiring  wiring
 	// seeded: without a feed, the ledger was told once what the client
 	// lists (see observe).
 	seedMu sync.Mutex
@@ -93,9 +99,10 @@ type wiring struct {
 	// apiReader reads from the API server, uncached: it settles whether a
 	// write whose answer was lost was applied. nil outside a manager.
 	apiReader client.Reader
-	// feed tells the budget's ledger what the cluster shows; nil outside a
-	// manager, where the Reconciler tells it what it reads itself.
-	feed *budgetFeed
+	// feeds tell the budgets' ledgers what the cluster shows; none
+	// outside a manager, where the Reconciler tells them what it reads
+	// itself.
+	feeds []*budgetFeed
 }
 
 // newReconciler builds the Reconciler from a configuration built once.
@@ -130,14 +137,17 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		queueReady: make(chan struct{}),
 		wiring:     w,
 	}
-	if cfg.budget != nil {
-		if err := m.registerBudget(cfg.budget); err != nil {
+	for _, b := range cfg.budgets {
+		if err := m.registerBudget(b); err != nil {
+			r.detach()
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
-		r.ledger = cfg.budget.Ledger(ledger.Access{})
-		if err := r.ledger.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector}); err != nil {
+		l := b.Ledger(ledger.Access{})
+		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector}); err != nil {
+			r.detach()
 			return nil, err
 		}
+		r.ledgers = append(r.ledgers, l)
 	}
 	return r, nil
 }
@@ -162,12 +172,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	if current == nil || !r.scope.serves(current) {
 		r.release(req)
-		if r.ledger != nil && r.wiring.feed == nil { // no feed tells it
-			if current == nil {
-				r.ledger.ForgetSlice(req.NamespacedName)
-			} else {
-				r.ledger.ObserveSlice(observation(r.scope, current))
-			}
+		if err := r.observeOutside(ctx, req, current); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
@@ -179,14 +185,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		log.FromContext(ctx).V(1).Info("waiting for Liqo to accept the slice's authentication")
 		return ctrl.Result{}, nil
 	}
-	if r.ledger != nil {
-		switch wait, err := r.observe(ctx, current); {
+	consumer, err := r.consumerOf(ctx, current)
+	if err != nil {
+		r.leaveLine(req)
+		return ctrl.Result{}, r.errorf(req, "%w", err)
+	}
+	var settleIn time.Duration
+	if len(r.ledgers) > 0 {
+		wait, later, err := r.observe(ctx, current, consumer)
+		switch {
 		case err != nil:
 			r.leaveLine(req)
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		case wait:
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
+		settleIn = later
 	}
 	if r.releaser() != nil {
 		if err := r.seedHolding(); err != nil {
@@ -200,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 
 	// 2. Decide: the tenant rule or the handler, validated; then the budget
 	// admits the offer or turns it into a BudgetExhausted denial.
-	d, err := r.decide(ctx, current)
+	d, err := r.decide(withConsumer(ctx, consumer), current)
 	if err != nil {
 		r.leaveLine(req)
 		if isHandlerFailure(err) && r.noteFailure(req.NamespacedName, current.ResourceVersion) {
@@ -212,9 +226,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.noteSuccess(req.NamespacedName)
-	var attempt *ledger.Attempt
-	if r.ledger != nil {
-		attempt = r.admit(req, current, d.desired)
+	var attempts []*ledger.Attempt
+	if len(r.ledgers) > 0 {
+		attempts = r.admit(req, current, d.desired, consumer)
 	}
 
 	// 3. Save: only owned fields, only when they changed, one patch; then
@@ -225,9 +239,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		r.dryRun(ctx, current, d.desired)
 		return r.withResync(d.result), nil
 	case ownedEqual(current, d.desired):
-		r.done(attempt, ledger.NotApplied) // the cluster already shows it
+		r.done(attempts, ledger.NotApplied) // the cluster already shows it
 	default:
-		switch outcome, err := r.write(ctx, req, current, d.desired, attempt); {
+		switch outcome, err := r.write(ctx, req, current, d.desired, attempts, consumer); {
 		case err != nil:
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		case outcome == writeConflicted:
@@ -243,7 +257,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.conflicts.Forget(req)
-	return r.withResync(d.result), nil
+	res := r.withResync(d.result)
+	if settleIn > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > settleIn) {
+		res.RequeueAfter = settleIn // to settle a lost answer
+	}
+	return res, nil
 }
 
 // decision is what the decide step settled on.
@@ -331,85 +349,162 @@ func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *auth
 	return false, nil
 }
 
-// admit asks the budget to admit an acceptance. An offer that does not fit
-// leaves a slice Accepted with what it holds (its growth waits) and turns
-// any other acceptance into a BudgetExhausted denial; either way the slice
-// waits in line. A denial takes the slice out of the line and releases
-// nothing: the cluster still shows what it holds.
-func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) *ledger.Attempt {
+// admit asks the class's budgets to admit an acceptance, all at once. An
+// offer that does not fit leaves a slice Accepted with what it holds (its
+// growth waits) and turns any other acceptance into a denial with the
+// refusing budget's reason; either way the slice waits in line. A denial
+// takes the slice out of the lines and releases nothing: the cluster still
+// shows what it holds.
+func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) []*ledger.Attempt {
 	h := r.holder(req)
 	if !conditions.IsAccepted(desired) {
-		r.ledger.Leave(h)
+		r.leaveLine(req)
 		return nil
 	}
+	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
+		Consumer: consumer.id, Offer: desired.Status.Resources}
 	if r.cfg.dryRun { // consulted, not charged
-		if ok, msg := r.ledger.Check(h, desired.Status.Resources); !ok {
-			r.short(current, desired, msg)
+		if refusal := ledger.CheckAll(r.ledgers, ask); refusal != nil {
+			r.short(current, desired, refusal)
 		}
 		return nil
 	}
-	a, msg := r.ledger.Admit(h, current.ResourceVersion, current.CreationTimestamp.Time, desired.Status.Resources)
-	if a == nil {
-		r.short(current, desired, msg)
+	as, refusal := ledger.AdmitAll(r.ledgers, ask)
+	if refusal != nil {
+		r.short(current, desired, refusal)
 	}
-	return a
+	return as
 }
 
 // short turns desired into what the SDK writes when its offer does not fit
-// the budget: an Accepted slice keeps its current offer (a Warning event and
+// a budget: an Accepted slice keeps its current offer (a Warning event and
 // the condition's message name what is short), any other is denied.
-func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, msg string) {
+func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal *ledger.Refusal) {
 	if !conditions.IsAccepted(current) {
 		desired.Status.Resources = nil
-		conditions.Deny(desired, budget.ReasonExhausted, msg)
+		conditions.Deny(desired, refusal.Reason, refusal.Message)
 		return
 	}
+	// The condition names the budget and the short resources, not the
+	// amounts: what is free moves on every admission, and the slice would
+	// be written again each time. The event gives the amounts.
 	was := conditions.Get(current, conditions.Resources)
-	note := "keeps its current offer; the larger one waits: " + msg
+	note := fmt.Sprintf("keeps its current offer; the larger one waits (%s, budget %s: %s)",
+		refusal.Reason, refusal.Budget, strings.Join(refusal.Resources, ", "))
 	copyOwned(desired, current)
 	conditions.Accept(desired, was.Reason, note)
-	if was.Message != note {
-		r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
-		r.warn(current, budget.ReasonExhausted, actionAdmit, "class %q %s", r.scope.class, note)
+	if was.Message != note && !r.cfg.dryRun {
+		r.countShort(refusal.Reason)
+		r.warn(current, refusal.Reason, actionAdmit, "class %q: the slice keeps its current offer; the larger one waits: %s", r.scope.class, refusal.Message)
 	}
 }
 
-// observe brings the budget's ledger up to date with the slice as the cache
-// shows it, before deciding; wait asks for a retry shortly, when the cache
-// has not yet seen the SDK's own last write. A write whose answer was lost
-// is settled here: the API server says whether it was applied.
-func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice) (wait bool, err error) {
-	if f := r.wiring.feed; f != nil {
+// countShort counts a slice kept from what it asked by a budget.
+func (r *Reconciler) countShort(reason string) {
+	if reason == budget.ReasonConsumerLimit {
+		r.metrics.consumerLimited.WithLabelValues(r.scope.class).Inc()
+		return
+	}
+	r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
+}
+
+// observe brings the budgets' ledgers up to date with the slice as the
+// cache shows it, before deciding; wait asks for a retry shortly, when the
+// cache is behind what the ledgers have seen (the SDK's own last write). A
+// write whose answer was lost is settled here when the API server shows it
+// was not applied; settleIn > 0 asks to come back then when it cannot tell
+// yet.
+func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, settleIn time.Duration, err error) {
+	for _, f := range r.wiring.feeds {
 		if err := f.WaitForSync(ctx); err != nil {
-			return false, err
+			return false, 0, err
 		}
-	} else if err := r.seedLedger(ctx); err != nil {
-		return false, err
+	}
+	if len(r.wiring.feeds) == 0 {
+		if err := r.seedLedger(ctx); err != nil {
+			return false, 0, err
+		}
 	}
 	key := client.ObjectKeyFromObject(current)
-	r.ledger.ObserveSlice(observation(r.scope, current))
-	if r.ledger.AwaitsOwnWrite(key, current.ResourceVersion) {
-		return true, nil
+	r.observeSlice(observation(r.scope, current, consumer.id))
+	for _, l := range r.ledgers {
+		if l.Ahead(key, current.UID, current.ResourceVersion) {
+			return true, 0, nil
+		}
 	}
-	if r.wiring.apiReader == nil || !r.ledger.Unsettled(key, current.ResourceVersion) {
-		return false, nil
+	if r.wiring.apiReader == nil || !r.unsettled(key, current.ResourceVersion) {
+		return false, 0, nil
 	}
 	var live authv1beta1.ResourceSlice
+	readAt := time.Now()
 	switch err := r.wiring.apiReader.Get(ctx, key, &live); {
 	case apierrors.IsNotFound(err):
-		return true, nil // the watch brings the deletion
+		return true, 0, nil // the watch brings the deletion
 	case err != nil:
 		// Without get on resourceslices (or with the server unreachable),
 		// the lost answer stays assumed until the watch settles it: the
 		// budget under-counts nothing.
 		log.FromContext(ctx).V(1).Info("cannot read the slice to settle a lost answer; the watch will", "error", err.Error())
-		return false, nil
+		return false, 0, nil
 	case live.ResourceVersion == current.ResourceVersion:
-		r.ledger.NotApplied(key, current.ResourceVersion)
-		return false, nil
+		// Not applied by the time of the read; one answered less than the
+		// server's request timeout before it may still be in flight there.
+		unsettled := false
+		for _, l := range r.ledgers {
+			if l.NotApplied(key, current.ResourceVersion, readAt.Add(-inFlightBound)) {
+				unsettled = true
+			}
+		}
+		if unsettled {
+			return false, inFlightBound, nil
+		}
+		return false, 0, nil
 	default:
-		r.ledger.ObserveSlice(observation(r.scope, &live))
-		return true, nil // the cache is behind the server
+		r.observeSlice(observation(r.scope, &live, consumer.id))
+		return true, 0, nil // the cache is behind the server
+	}
+}
+
+func (r *Reconciler) unsettled(key types.NamespacedName, rv string) bool {
+	for _, l := range r.ledgers {
+		if l.Unsettled(key, rv) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reconciler) observeSlice(o ledger.Slice) {
+	for _, l := range r.ledgers {
+		l.ObserveSlice(o)
+	}
+}
+
+// observeOutside tells the budgets about a slice the class does not serve
+// now: gone (always: the cache may be ahead of the feed), or, when no feed
+// does, being deleted or moved away.
+func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
+	if current == nil { // the cache is ahead of the feed: forget it now
+		for _, l := range r.ledgers {
+			l.ForgetSlice(req.NamespacedName, "")
+		}
+		return nil
+	}
+	if len(r.ledgers) == 0 || len(r.wiring.feeds) > 0 {
+		return nil
+	}
+	consumer, err := r.consumerOf(ctx, current)
+	if err != nil {
+		return err
+	}
+	r.observeSlice(observation(r.scope, current, consumer.id))
+	return nil
+}
+
+// detach stops the class drawing from its budgets.
+func (r *Reconciler) detach() {
+	for _, l := range r.ledgers {
+		l.Detach(r.scope.class)
 	}
 }
 
@@ -427,7 +522,11 @@ func (r *Reconciler) seedLedger(ctx context.Context) error {
 		return fmt.Errorf("listing slices to count what they hold: %w", err)
 	}
 	for i := range list.Items {
-		r.ledger.ObserveSlice(observation(r.scope, &list.Items[i]))
+		consumer, err := r.consumerOf(ctx, &list.Items[i])
+		if err != nil {
+			return err
+		}
+		r.observeSlice(observation(r.scope, &list.Items[i], consumer.id))
 	}
 	r.seeded = true
 	return nil
@@ -443,7 +542,7 @@ const (
 
 // write patches desired's owned fields with one optimistic-lock merge patch
 // against current and records the decision transition.
-func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice, a *ledger.Attempt) (writeOutcome, error) {
+func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice, a []*ledger.Attempt, consumer consumerInfo) (writeOutcome, error) {
 	// The patch is computed from current to desired: a JSON merge patch of
 	// the owned fields that changed, plus metadata.resourceVersion. Fields
 	// the Go types do not know are never in it.
@@ -451,9 +550,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	switch {
 	case err == nil:
 		r.done(a, ledger.Applied)
-		if r.ledger != nil {
-			r.ledger.ObserveSlice(observation(r.scope, desired)) // the server's answer
-		}
+		r.observeSlice(observation(r.scope, desired, consumer.id)) // the server's answer
 		r.recordTransition(ctx, current, desired)
 		return written, nil
 	case apierrors.IsConflict(err):
@@ -463,8 +560,8 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	case apierrors.IsNotFound(err):
 		r.done(a, ledger.NotApplied)
 		r.release(req)
-		if r.ledger != nil && r.wiring.feed == nil {
-			r.ledger.ForgetSlice(req.NamespacedName)
+		for _, l := range r.ledgers {
+			l.ForgetSlice(req.NamespacedName, current.UID)
 		}
 		return writeGone, nil
 	case apierrors.IsInvalid(err):
@@ -492,8 +589,8 @@ func (r *Reconciler) recordTransition(ctx context.Context, current, desired *aut
 		outcome = outcomeDenied
 	}
 	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()
-	if after.Reason == budget.ReasonExhausted {
-		r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
+	if after.Reason == budget.ReasonExhausted || after.Reason == budget.ReasonConsumerLimit {
+		r.countShort(after.Reason)
 	}
 	r.decisionEvent(desired, after)
 	log.FromContext(ctx).Info("decided", "decision", after.Status, "reason", after.Reason)
@@ -516,17 +613,17 @@ func (r *Reconciler) holder(req reconcile.Request) ledger.Holder {
 	return ledger.Holder{Class: r.scope.class, Key: req.NamespacedName}
 }
 
-func (r *Reconciler) done(a *ledger.Attempt, o ledger.Outcome) {
-	if r.ledger != nil {
-		r.ledger.Done(a, o)
+func (r *Reconciler) done(as []*ledger.Attempt, o ledger.Outcome) {
+	for i, a := range as {
+		r.ledgers[i].Done(a, o)
 	}
 }
 
 // leaveLine takes the slice out of the budget's waiting line: its
 // reconcile ended without reaching the budget.
 func (r *Reconciler) leaveLine(req reconcile.Request) {
-	if r.ledger != nil {
-		r.ledger.Leave(r.holder(req))
+	for _, l := range r.ledgers {
+		l.Leave(r.holder(req))
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,14 +54,15 @@ func severity(c authv1beta1.TenantCondition) int {
 // the disagreement when the slice's own claims (spec.consumerClusterID, the
 // liqo.io/originID label) contradict the namespace or each other.
 func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.ResourceSlice) (id, mismatch string, err error) {
-	ns := namespaceMetadata()
+	c, ok := ctx.Value(consumerKey{}).(consumerInfo)
+	if !ok {
+		if c, err = r.consumerOf(ctx, rs); err != nil {
+			return "", "", err
+		}
+	}
 	var nsID string
-	switch err := r.client.Get(ctx, types.NamespacedName{Name: rs.Namespace}, ns); {
-	case err == nil:
-		nsID = ns.Labels[LabelRemoteClusterID]
-	case apierrors.IsNotFound(err):
-	default:
-		return "", "", fmt.Errorf("reading namespace %q: %w", rs.Namespace, err)
+	if c.labelled {
+		nsID = c.id
 	}
 	var spec string
 	if c := rs.Spec.ConsumerClusterID; c != nil {

@@ -33,8 +33,9 @@ type Attempt struct {
 	base  string // the resourceVersion the decision was computed from
 	offer corev1.ResourceList
 	done  bool
-	// outcome is set when done.
+	// outcome and doneAt are set when done.
 	outcome Outcome
+	doneAt  time.Time
 	// superseded: the slice was observed at a version newer than base, so
 	// once the write ends the observation covers whatever it did.
 	superseded bool
@@ -66,6 +67,8 @@ func (e *entry) settle(rv string) {
 // slice of a class, from the slice at resourceVersion Base.
 type Request struct {
 	Holder
+	// UID is the slice's UID: a slice already deleted is admitted nothing.
+	UID      types.UID
 	Base     string
 	Created  time.Time
 	Consumer string
@@ -79,6 +82,8 @@ type Refusal struct {
 	Budget  string
 	Reason  string
 	Message string
+	// Resources are the short resources' names, sorted.
+	Resources []string
 }
 
 // The reasons of a Refusal.
@@ -118,15 +123,15 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	locked := lockAll(ls)
 	var refusal *Refusal
 	for _, l := range ls {
-		if reason, msg := l.fitLocked(r); reason != "" && refusal == nil {
-			refusal = &Refusal{Budget: l.name, Reason: reason, Message: msg}
+		if reason, msg, short := l.fitLocked(r); reason != "" && refusal == nil {
+			refusal = &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
 		}
 	}
 	var wakes []func()
 	if refusal != nil {
 		for _, l := range ls {
 			released := false
-			if reason, _ := l.fitLocked(r); reason != "" {
+			if reason, _, _ := l.fitLocked(r); reason != "" {
 				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
 			} else {
 				released = l.line.remove(r.Holder)
@@ -144,6 +149,12 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	as := make([]*Attempt, len(ls))
 	for i, l := range ls {
 		released := l.line.remove(r.Holder)
+		if _, gone := l.gone[r.UID]; gone && r.UID != "" {
+			// Deleted while it was decided: its write will find it gone,
+			// and nothing must stay counted for it.
+			as[i] = &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}
+			continue
+		}
 		e := l.slices[r.Key]
 		if e == nil {
 			e = &entry{consumer: r.Consumer}
@@ -213,8 +224,8 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 	locked := lockAll(ls)
 	defer unlockAll(locked)
 	for _, l := range ls {
-		if reason, msg := l.fitLocked(r); reason != "" {
-			return &Refusal{Budget: l.name, Reason: reason, Message: msg}
+		if reason, msg, short := l.fitLocked(r); reason != "" {
+			return &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
 		}
 	}
 	return nil
@@ -230,7 +241,7 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 		l.mu.Unlock()
 		return
 	}
-	a.done, a.outcome = true, o
+	a.done, a.outcome, a.doneAt = true, o, time.Now()
 	wake := func() {}
 	if o == NotApplied || a.superseded {
 		wake = l.forgetAttempt(a)
@@ -286,15 +297,24 @@ func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool
 	return false
 }
 
-// NotApplied records that the API server still has the slice at rv: the
-// writes computed from rv whose answers were lost were not applied.
-func (l *Ledger) NotApplied(key types.NamespacedName, rv string) {
+// NotApplied records that the API server still had the slice at rv when
+// it was read after answeredBefore: the writes computed from rv whose
+// answers were lost before that time were not applied (one still in flight
+// on the server when it was read could still be; the server's request
+// timeout bounds how long that lasts). It reports whether any attempt
+// computed from rv is left unsettled.
+func (l *Ledger) NotApplied(key types.NamespacedName, rv string, answeredBefore time.Time) (unsettled bool) {
 	l.mu.Lock()
 	var wakes []func()
 	if e := l.slices[key]; e != nil {
 		for _, a := range append([]*Attempt(nil), e.attempts...) {
-			if a.done && a.outcome == Unknown && a.base == rv {
+			if !a.done || a.outcome != Unknown || a.base != rv {
+				continue
+			}
+			if a.doneAt.Before(answeredBefore) {
 				wakes = append(wakes, l.forgetAttempt(a))
+			} else {
+				unsettled = true
 			}
 		}
 	}
@@ -302,6 +322,7 @@ func (l *Ledger) NotApplied(key types.NamespacedName, rv string) {
 	for _, w := range wakes {
 		w()
 	}
+	return unsettled
 }
 
 // Leave takes h out of the waiting line: its decision ended without
@@ -323,8 +344,14 @@ func (l *Ledger) Leave(h Holder) {
 	}
 }
 
-// Waiting returns the holders waiting for capacity, in the order they are
-// admitted.
+// WaitingCount returns how many slices wait for capacity.
+func (l *Ledger) WaitingCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.line.len()
+}
+
+// Waiting returns the holders waiting for capacity, in creation order.
 func (l *Ledger) Waiting() []Holder {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -340,29 +367,38 @@ func (l *Ledger) Waiting() []Holder {
 // naming what is short (and how many other waiting slices the free capacity
 // is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
 // when it fits.
-func (l *Ledger) fitLocked(r Request) (reason, msg string) {
+func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 	var mine corev1.ResourceList
 	if e := l.slices[r.Key]; e != nil {
 		mine = e.counted
 	}
 	free := l.freeLocked()
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, 0)
+		return ReasonExhausted, l.message(short, 0), shortNames(short)
 	}
 	if short := l.consumerShortLocked(r.Consumer, r.Offer, mine, nil); len(short) > 0 {
-		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(short, "; "))
+		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(short, "; ")), shortNames(short)
 	}
 	promised, n := l.line.promisedExcept(r.Holder)
 	if n == 0 {
-		return "", ""
+		return "", "", nil
 	}
 	for name, q := range promised {
 		sub(free, name, q)
 	}
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, n)
+		return ReasonExhausted, l.message(short, n), shortNames(short)
 	}
-	return "", ""
+	return "", "", nil
+}
+
+// shortNames are the resource names of shortfall lines ("cpu: asked ...").
+func shortNames(short []string) []string {
+	out := make([]string, len(short))
+	for i, s := range short {
+		out[i], _, _ = strings.Cut(s, ":")
+	}
+	return out
 }
 
 // consumerShortLocked lists what keeps consumer within its limit if one of

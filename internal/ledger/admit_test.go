@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,7 +100,7 @@ func TestAttempt(t *testing.T) {
 			reason: "The server still at the base version: the lost write was not applied.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
 				l.Done(a, ledger.Unknown)
-				l.NotApplied(key("a"), "5")
+				l.NotApplied(key("a"), "5", time.Now().Add(time.Second))
 			},
 			want: want{used: "0"},
 		},
@@ -107,7 +108,7 @@ func TestAttempt(t *testing.T) {
 			reason: "NotApplied concerns only attempts computed from that version.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
 				l.Done(a, ledger.Unknown)
-				l.NotApplied(key("a"), "4")
+				l.NotApplied(key("a"), "4", time.Now().Add(time.Second))
 			},
 			want: want{used: "4", unsettled: true},
 		},
@@ -115,7 +116,7 @@ func TestAttempt(t *testing.T) {
 			reason: "NotApplied concerns only lost answers, not writes the server said it applied.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
 				l.Done(a, ledger.Applied)
-				l.NotApplied(key("a"), "5")
+				l.NotApplied(key("a"), "5", time.Now().Add(time.Second))
 			},
 			want: want{used: "4", awaits: true},
 		},
@@ -132,7 +133,7 @@ func TestAttempt(t *testing.T) {
 		"ForgetSlice": {
 			reason: "A deleted slice's attempts go with it; a late Done changes nothing.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
-				l.ForgetSlice(key("a"))
+				l.ForgetSlice(key("a"), "")
 				l.Done(a, ledger.Applied)
 			},
 			want: want{used: "0"},
@@ -237,7 +238,7 @@ func TestNoLeak(t *testing.T) {
 				case 5:
 					l.ObserveQuota(key(name(i)), types.UID(fmt.Sprintf("%s-%d", name(i), gen[i])), "q", q)
 				case 6:
-					l.ForgetSlice(key(name(i)))
+					l.ForgetSlice(key(name(i)), "")
 					gen[i]++
 				}
 				for _, q := range l.Used() {
@@ -248,7 +249,7 @@ func TestNoLeak(t *testing.T) {
 				l.Done(a, outcomes[r.IntN(3)])
 			}
 			for i := range n {
-				l.ForgetSlice(key(name(i)))
+				l.ForgetSlice(key(name(i)), "")
 			}
 			assertList(t, cpu("0"), l.Used(), "every slice is deleted")
 		})
@@ -310,7 +311,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 						held = 1
 					}
 				case 3:
-					l.ForgetSlice(key(name))
+					l.ForgetSlice(key(name), "")
 					gen, held = gen+1, 0
 				}
 				check()
@@ -321,7 +322,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 	close(stop)
 	assert.Zero(t, over.Load(), "Used exceeded Total")
 	for g := range 8 {
-		l.ForgetSlice(key(fmt.Sprintf("s%d", g)))
+		l.ForgetSlice(key(fmt.Sprintf("s%d", g)), "")
 	}
 	assertList(t, cpu("0"), l.Used(), "every slice is deleted")
 }

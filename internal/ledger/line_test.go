@@ -56,7 +56,7 @@ func TestAdmitMessage(t *testing.T) {
 			setup: func(t *testing.T, l *ledger.Ledger) {
 				hold(l, "x", cpu("4"))
 				wait(t, l, gold("old"), at(0), cpu("3"))
-				l.ForgetSlice(key("x"))
+				l.ForgetSlice(key("x"), "")
 			},
 			offer: cpu("2"),
 			want:  "budget pool: cpu: asked 2, 1 free (free capacity is promised to 1 other waiting slice(s))",
@@ -117,7 +117,7 @@ func TestWake(t *testing.T) {
 	wait(t, l, gold("e"), at(4), cpu("1"))
 	assert.Empty(t, w.take(), "nothing freed, nobody woken")
 
-	l.ForgetSlice(key("x"))
+	l.ForgetSlice(key("x"), "")
 	assert.Equal(t, []string{"b", "d"}, w.take(), "b (5) then d (1) fit 6; c (2) does not fit the 1 left, nothing is left for e")
 	assert.Len(t, l.Waiting(), 4, "woken waiters keep their place until admitted")
 
@@ -138,7 +138,7 @@ func TestWakeTriggers(t *testing.T) {
 	}{
 		"ForgetSlice": {
 			reason: "A deletion frees what the slice held.",
-			free:   func(_ *testing.T, l *ledger.Ledger) { l.ForgetSlice(key("x")) },
+			free:   func(_ *testing.T, l *ledger.Ledger) { l.ForgetSlice(key("x"), "") },
 			want:   []string{"b"},
 		},
 		"SmallerGrant": {
@@ -200,7 +200,7 @@ func TestLeaveReleasesPromise(t *testing.T) {
 	hold(l, "x", cpu("4"))
 	wait(t, l, gold("old"), at(0), cpu("4"))
 	wait(t, l, gold("young"), at(1), cpu("4"))
-	l.ForgetSlice(key("x"))
+	l.ForgetSlice(key("x"), "")
 	require.Equal(t, []string{"old"}, w.take())
 	_, msg := l.Admit(gold("young"), "1", at(1), cpu("4"))
 	require.Contains(t, msg, "promised to 1 other waiting slice(s)")
@@ -230,9 +230,9 @@ func TestForgetPromisedWaiter(t *testing.T) {
 	hold(l, "x", cpu("4"))
 	wait(t, l, gold("a"), at(0), cpu("3"))
 	wait(t, l, gold("b"), at(1), cpu("3"))
-	l.ForgetSlice(key("x"))
+	l.ForgetSlice(key("x"), "")
 	require.Equal(t, []string{"a"}, w.take())
-	l.ForgetSlice(key("a"))
+	l.ForgetSlice(key("a"), "")
 	assert.Equal(t, []string{"b"}, w.take(), "a deleted waiter's promise goes to the next")
 	assert.Equal(t, []string{"gold/ns/b"}, names(l.Waiting()))
 }
@@ -262,7 +262,7 @@ func TestAdmitLessThanPromised(t *testing.T) {
 	hold(l, "x", cpu("4"))
 	wait(t, l, gold("b"), at(0), cpu("4"))
 	wait(t, l, gold("c"), at(1), cpu("3"))
-	l.ForgetSlice(key("x"))
+	l.ForgetSlice(key("x"), "")
 	require.Equal(t, []string{"b"}, w.take())
 
 	admit(t, l, gold("b"), "1", at(0), cpu("1"))

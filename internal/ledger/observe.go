@@ -121,9 +121,12 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	}
 	if e.uid != "" && e.uid != s.UID {
 		// Deleted and created again under the same name, with no deletion
-		// seen in between (a watch cut): a new slice.
+		// seen in between (a watch cut): a new slice, which may already
+		// have a Quota of its own.
+		quotas := e.quotas
+		l.bury(e.uid)
 		l.dropLocked(s.Key, e)
-		e = &entry{}
+		e = &entry{consumer: s.Consumer, quotas: othersQuotas(quotas, e.uid)}
 		l.slices[s.Key] = e
 	}
 	prev := e.held() // what it held as a member, if it is leaving now
@@ -143,20 +146,37 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	wake()
 }
 
-// ForgetSlice records that a slice is gone: it holds nothing any more.
-func (l *Ledger) ForgetSlice(key types.NamespacedName) {
+// ForgetSlice records that the slice key with UID uid is gone: it holds
+// nothing any more. An empty uid forgets whatever slice has that name; a
+// uid other than the one observed forgets nothing but that UID (the slice
+// was created again under the same name, and the new one was seen first).
+func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	l.mu.Lock()
 	e := l.slices[key]
+	if e != nil && uid != "" && e.uid != "" && e.uid != uid {
+		l.bury(uid)
+		l.notifyLocked()
+		l.mu.Unlock()
+		return
+	}
 	promised := l.line.removeKey(key)
 	if e == nil && !promised {
+		l.bury(uid)
 		l.notifyLocked()
 		l.mu.Unlock()
 		return
 	}
 	before := l.usedLocked()
 	if e != nil {
-		l.bury(e.uid)
+		if uid == "" {
+			uid = e.uid
+		}
+		l.bury(uid)
+		quotas := othersQuotas(e.quotas, uid)
 		l.dropLocked(key, e)
+		if len(quotas) > 0 { // a Quota of a newer slice of that name, seen first
+			l.slices[key] = &entry{quotas: quotas}
+		}
 	}
 	wake := l.wakeIfFreedLocked(before)
 	if promised {
@@ -165,6 +185,38 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName) {
 	l.notifyLocked()
 	l.mu.Unlock()
 	wake()
+}
+
+// othersQuotas are the quotas not owned by uid.
+func othersQuotas(quotas map[string]quota, uid types.UID) map[string]quota {
+	var out map[string]quota
+	for n, q := range quotas {
+		if q.owner != "" && q.owner != uid {
+			if out == nil {
+				out = map[string]quota{}
+			}
+			out[n] = q
+		}
+	}
+	return out
+}
+
+// Gone reports whether the slice with uid was deleted (recently).
+func (l *Ledger) Gone(uid types.UID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, gone := l.gone[uid]
+	return uid != "" && gone
+}
+
+// Ahead reports whether the ledger has observed the slice key (with uid)
+// at a version newer than rv: a cache showing rv is behind, and deciding
+// from it would decide twice.
+func (l *Ledger) Ahead(key types.NamespacedName, uid types.UID, rv string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.slices[key]
+	return e != nil && e.seen && e.uid == uid && newer(e.rv, rv)
 }
 
 // tombstoneTTL is how long a deleted slice's UID is remembered, so that a
@@ -278,7 +330,7 @@ func (l *Ledger) recountFrom(key types.NamespacedName, e *entry, prev corev1.Res
 	}
 	e.member = member
 	l.account(e, e.count())
-	if e.seen && e.idle() && len(e.counted) == 0 {
+	if e.idle() && len(e.counted) == 0 {
 		delete(l.slices, key)
 	}
 }

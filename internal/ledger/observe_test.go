@@ -102,7 +102,7 @@ func TestObserve(t *testing.T) {
 				l.ObserveQuota(key("a"), uid("a"), "q1", cpu("2"))
 				a, _ := l.Admit(gold("a"), "1", at(0), cpu("3"))
 				l.Done(a, ledger.Applied)
-				l.ForgetSlice(key("a"))
+				l.ForgetSlice(key("a"), "")
 			},
 			want: res("0", "0"),
 		},
@@ -110,7 +110,7 @@ func TestObserve(t *testing.T) {
 			reason: "A read from before the deletion cannot bring the slice back, whatever its resourceVersion.",
 			steps: func(l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "4", cpu("2")))
-				l.ForgetSlice(key("a"))
+				l.ForgetSlice(key("a"), "")
 				l.ObserveSlice(slice("a", "4", cpu("2")))
 				l.ObserveSlice(slice("a", "5", cpu("2")))
 			},
@@ -128,7 +128,7 @@ func TestObserve(t *testing.T) {
 			reason: "The tombstone is per UID: a new slice of the same name counts.",
 			steps: func(l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "4", cpu("3")))
-				l.ForgetSlice(key("a"))
+				l.ForgetSlice(key("a"), "")
 				l.ObserveSlice(slice("a", "9", cpu("1"), withUID("uid-a2")))
 			},
 			want: res("1", "0"),
@@ -265,7 +265,7 @@ func TestObserved(t *testing.T) {
 	assert.True(t, known)
 	assert.Equal(t, "7", rv, "a stale observation does not move the resourceVersion back")
 
-	l.ForgetSlice(key("a"))
+	l.ForgetSlice(key("a"), "")
 	_, known = l.Observed(key("a"))
 	assert.False(t, known, "forgotten")
 }
@@ -287,10 +287,10 @@ func TestNotify(t *testing.T) {
 
 	c = l.Notify()
 	assert.False(t, closed(c), "a fresh channel")
-	l.ForgetSlice(key("a"))
+	l.ForgetSlice(key("a"), "")
 	assert.True(t, closed(c), "a deletion is an observation")
 
 	c = l.Notify()
-	l.ForgetSlice(key("never-seen"))
+	l.ForgetSlice(key("never-seen"), "")
 	assert.True(t, closed(c), "a deletion of an unknown slice is an observation too")
 }

@@ -104,7 +104,15 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	rs := get(t, ns, "a")
 	c := conditions.Get(rs, conditions.Resources)
 	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
-	assert.Contains(t, c.Message, "cpu: asked 8, holds 4, 2 free", "the message names what is short")
+	assert.Contains(t, c.Message, "BudgetExhausted, budget cpu-10: cpu", "the message names the budget and what is short")
+	var notes []string
+	for _, e := range eventsFor(t, ns, "a") {
+		if e.Reason == budget.ReasonExhausted {
+			notes = append(notes, e.Note)
+		}
+	}
+	require.NotEmpty(t, notes)
+	assert.Contains(t, notes[0], "cpu: asked 8, holds 4, 2 free", "the event gives the amounts")
 	assert.Zero(t, rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")), "a keeps its 4 CPU")
 
 	waitNextSecond()
