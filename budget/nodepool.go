@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sync"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -129,7 +131,7 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 		return nil, fmt.Errorf("budget %q: building its node cache: %w", name, err)
 	}
 	p := &nodePool{
-		l: l, c: c, names: names, reserve: o.reserve, share: o.share, localPods: o.localPods,
+		l: l, c: c, selector: nodes, names: names, reserve: o.reserve, share: o.share, localPods: o.localPods,
 		nodes: map[string]*poolNode{}, pods: map[types.NamespacedName]podUse{},
 		alloc: corev1.ResourceList{}, podSum: corev1.ResourceList{},
 	}
@@ -145,6 +147,7 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 type nodePool struct {
 	l         *ledger.Ledger
 	c         cache.Cache
+	selector  labels.Selector
 	names     []corev1.ResourceName
 	reserve   corev1.ResourceList
 	share     int
@@ -423,6 +426,53 @@ func trimPod(obj any) (any, error) {
 	}
 	for _, c := range pod.Spec.InitContainers {
 		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+	}
+	return out, nil
+}
+
+// Pin pins an offer to a node-pool budget's nodes: it sets the slice's
+// status.nodeSelector to the pool's selector, so that the consumer's
+// virtual kubelet asks for those nodes, and adds the selector's labels to
+// status.nodeLabels, so that the consumer's virtual node shows them. Call it
+// from Handle when accepting. Liqo's provider does not enforce
+// nodeSelector: the consumer's virtual kubelet applies it to the pods it
+// offloads. It returns an error for a budget that is not a node pool, or a
+// pool whose selector is not made of key=value terms (a nodeSelector can
+// express no other).
+func (b *Budget) Pin(rs *authv1beta1.ResourceSlice) error {
+	if b.pool == nil {
+		return fmt.Errorf("budget %q is not a node pool", b.l.Name())
+	}
+	pin, err := b.pool.pin()
+	if err != nil {
+		return fmt.Errorf("budget %q: %w", b.l.Name(), err)
+	}
+	if rs.Status.NodeSelector == nil {
+		rs.Status.NodeSelector = map[string]string{}
+	}
+	if rs.Status.NodeLabels == nil {
+		rs.Status.NodeLabels = map[string]string{}
+	}
+	for k, v := range pin {
+		rs.Status.NodeSelector[k] = v
+		rs.Status.NodeLabels[k] = v
+	}
+	return nil
+}
+
+// pin is the pool's selector as key=value pairs.
+func (p *nodePool) pin() (map[string]string, error) {
+	reqs, selectable := p.selector.Requirements()
+	if !selectable {
+		return nil, errors.New("its node selector selects nothing")
+	}
+	out := map[string]string{}
+	for _, r := range reqs {
+		vals := r.Values().List()
+		if (r.Operator() != selection.Equals && r.Operator() != selection.DoubleEquals && r.Operator() != selection.In) || len(vals) != 1 {
+			return nil, fmt.Errorf("its node selector term %q is not key=value: a nodeSelector cannot express it", r.String())
+		}
+		out[r.Key()] = vals[0]
 	}
 	return out, nil
 }
