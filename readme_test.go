@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sliceclass/sliceclass/budget"
@@ -38,6 +39,22 @@ func setup(mgr ctrl.Manager) error {
 	})
 	return resourceslice.AddToManager(mgr, "gold", gold,
 		resourceslice.WithMaxConcurrentReconciles(4))
+}
+
+func setupGPU(mgr ctrl.Manager, policy handler.Handler) error {
+	gpus, err := budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
+		budget.WithResources("nvidia.com/gpu", corev1.ResourceCPU, corev1.ResourceMemory),
+		budget.WithReserve(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}),
+		budget.WithConsumerLimit(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}))
+	if err != nil {
+		return err
+	}
+	provider, err := budget.New("provider", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("256")})
+	if err != nil {
+		return err
+	}
+	// An offer is admitted only if it fits both budgets, at once.
+	return resourceslice.AddToManager(mgr, "gpu", policy, resourceslice.WithBudget(gpus), resourceslice.WithBudget(provider))
 }
 
 func setupBudget(mgr ctrl.Manager, grant handler.Handler) error {
@@ -104,6 +121,8 @@ func TestGoldWithABudget(t *testing.T) {
 
 var _ = setup
 var _ = setupBudget
+
+var _ = setupGPU
 
 // TestREADMESnippetsCompile checks that every Go snippet in README.md is in
 // this file, so a snippet that does not compile fails the build.
