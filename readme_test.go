@@ -121,7 +121,6 @@ func TestGoldWithABudget(t *testing.T) {
 
 var _ = setup
 var _ = setupBudget
-
 var _ = setupGPU
 
 // TestREADMESnippetsCompile checks that every Go snippet in README.md is in

@@ -7,6 +7,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -95,4 +96,59 @@ func Example_sharedByTwoClasses() {
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		panic(err)
 	}
+}
+
+// A GPU class sells the GPU nodes: the pool's total follows the nodes
+// labelled pool=gpu (Ready, schedulable, not Liqo virtual nodes), keeps one
+// GPU back, and no consumer holds more than 2 GPUs from it. The handler pins
+// each offer to the pool's nodes in one line.
+func ExampleNewNodePool() {
+	setup := func(mgr manager.Manager) error {
+		gpu := corev1.ResourceName("nvidia.com/gpu")
+		pool, err := budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
+			budget.WithResources(gpu, corev1.ResourceCPU, corev1.ResourceMemory),
+			budget.WithReserve(corev1.ResourceList{gpu: resource.MustParse("1")}),
+			budget.WithConsumerLimit(corev1.ResourceList{gpu: resource.MustParse("2")}))
+		if err != nil {
+			return err
+		}
+		policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+			if err := pool.Pin(rs); err != nil {
+				return ctrl.Result{}, err
+			}
+			conditions.Accept(rs, "Granted", "granted on the GPU pool")
+			return ctrl.Result{}, nil
+		})
+		return resourceslice.AddToManager(mgr, "gpu", policy, resourceslice.WithBudget(pool))
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if err := setup(mgr); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}
+
+// A consumer limit and the fair order on a plain budget: no consumer holds
+// more than 8 CPU of the 64, and waiting slices are admitted consumer by
+// consumer, least-holding first.
+func ExampleWithConsumerLimit() {
+	b, err := budget.New("premium", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
+		budget.WithConsumerLimit(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}))
+	if err != nil {
+		panic(err)
+	}
+	limit := b.Total()[corev1.ResourceCPU]
+	fmt.Println(b.Name(), limit.String())
+	_, err = budget.New("premium", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}, budget.WithConsumerLimit(nil))
+	fmt.Println(err)
+	// Output:
+	// premium 64
+	// budget "premium": empty consumer limit
 }

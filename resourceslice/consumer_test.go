@@ -92,3 +92,50 @@ func TestConsumerMismatchIsNeverAccepted(t *testing.T) {
 		})
 	}
 }
+
+// Consumer(ctx) is the namespace's liqo.io/remote-cluster-id label, or the
+// namespace itself: never the slice's own claims, so a consumer cannot
+// switch IDs to reset a per-consumer limit.
+func TestConsumerIsTheTrustedOne(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		ns     *corev1.Namespace
+		claim  string
+		want   string
+	}{
+		"Labelled": {
+			reason: "Liqo labels every tenant namespace with the consumer's cluster ID.",
+			ns:     &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{resourceslice.LabelRemoteClusterID: "cluster-a"}}},
+			claim:  "cluster-a", want: "cluster-a",
+		},
+		"UnlabelledNamespaceIsTheConsumer": {
+			reason: "Without the label, the slice's claim is not trusted: the namespace is the consumer.",
+			ns:     &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b"}},
+			claim:  "anything", want: "tenant-b",
+		},
+		"NoNamespaceObject": {
+			reason: "A namespace the reader cannot find is still its own consumer.",
+			claim:  "anything", want: "tenant-c",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got string
+			h := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+				got = resourceslice.Consumer(ctx)
+				conditions.Deny(rs, "Recorded", "recorded the consumer")
+				return ctrl.Result{}, nil
+			})
+			ns := tc.want
+			var objs []client.Object
+			if tc.ns != nil {
+				ns = tc.ns.Name
+				objs = append(objs, tc.ns)
+			}
+			rs := slicetest.NewSlice("s", slicetest.WithNamespace(ns), slicetest.WithClass("gold"), slicetest.WithConsumer(tc.claim))
+			res := slicetest.Run(t, "gold", h, rs, objs...)
+			require.NoError(t, res.Err)
+			assert.Equal(t, tc.want, got, tc.reason)
+		})
+	}
+}

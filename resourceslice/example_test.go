@@ -96,3 +96,22 @@ func ExampleNewReconciler() {
 		panic(err)
 	}
 }
+
+// Inside Handle, Consumer is the slice's trusted consumer: its namespace's
+// liqo.io/remote-cluster-id label, or the namespace. A policy keyed on it
+// cannot be fooled by what a consumer writes on its slice.
+func ExampleConsumer() {
+	vip := map[string]bool{"cluster-a": true}
+	policy := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		if !vip[resourceslice.Consumer(ctx)] {
+			conditions.Deny(rs, "NotAVIP", "this class serves VIP consumers only")
+			return ctrl.Result{}, nil
+		}
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, "Granted", "granted to a VIP consumer")
+		return ctrl.Result{}, nil
+	})
+	_ = policy
+	fmt.Printf("%q\n", resourceslice.Consumer(context.Background()))
+	// Output: ""
+}
