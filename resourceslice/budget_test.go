@@ -431,3 +431,30 @@ func TestBudgetAnswerLost(t *testing.T) {
 	assert.Empty(t, res.Writes, "the retry finds the decision applied: nothing to write")
 	assertUsed(t, b, "4", "counted once")
 }
+
+// A budget created anew under an existing budget's name (a class's budget
+// changed in a classes file) replaces the old one's figures: never a stale
+// total.
+func TestBudgetMetricsFollowTheLiveBudget(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	opts := func(b *budget.Budget) []resourceslice.Option {
+		return []resourceslice.Option{resourceslice.WithBudget(b), resourceslice.WithMetricsRegisterer(reg)}
+	}
+	c := slicetest.New(t, "gold", &budgetPolicy{}).Client
+	_, err := resourceslice.NewReconciler(c, "gold", &budgetPolicy{}, opts(cpuBudget(t, "4"))...)
+	require.NoError(t, err)
+	_, err = resourceslice.NewReconciler(c, "silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...)
+	require.NoError(t, err)
+
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var totals []float64
+	for _, mf := range mfs {
+		if mf.GetName() == resourceslice.MetricBudgetTotal {
+			for _, m := range mf.GetMetric() {
+				totals = append(totals, m.GetGauge().GetValue())
+			}
+		}
+	}
+	assert.Equal(t, []float64{16}, totals, "one series for budget pool: the live one's total")
+}

@@ -145,15 +145,32 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 }
 
 // registerBudget exports b's total and usage, read at scrape time. Classes
-// sharing b share one collector.
+// sharing b share one collector. A budget created anew under the name of
+// one already exported (a class's budget changed in the example manager's
+// classes file) replaces it: the figures are always the live budget's.
 func (m *metrics) registerBudget(b *budget.Budget) error {
-	_, err := register(m.reg, &budgetCollector{
+	c := &budgetCollector{
 		b:       b,
 		total:   prometheus.NewDesc(MetricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
 		used:    prometheus.NewDesc(MetricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
 		waiting: prometheus.NewDesc(MetricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": b.Name()}),
-	})
-	return err
+	}
+	err := m.reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) {
+		if err != nil {
+			return fmt.Errorf("registering budget %q's metrics: %w", b.Name(), err)
+		}
+		return nil
+	}
+	if old, ok := are.ExistingCollector.(*budgetCollector); ok && old.b == b {
+		return nil
+	}
+	m.reg.Unregister(are.ExistingCollector)
+	if err := m.reg.Register(c); err != nil {
+		return fmt.Errorf("registering budget %q's metrics: %w", b.Name(), err)
+	}
+	return nil
 }
 
 type budgetCollector struct {
