@@ -34,6 +34,14 @@
 //     calls the handler, validates its decision, writes only the status fields
 //     a class controller owns with one optimistic-lock patch, records events
 //     and exports metrics.
+//   - budget: a finite capacity one or several classes draw from, counted
+//     from what the cluster shows each slice holds (its Accepted offer and
+//     Liqo's Quota for it), never over-committed; node pools whose total
+//     follows the provider's nodes, per-consumer limits and a fair order
+//     between consumers. Attach one or more with resourceslice.WithBudget.
+//   - resourceslice.ClassSet serves classes that come and go at run time;
+//     resourceslice.AddUnservedReporter reports slices whose class nobody
+//     serves.
 //   - testing: a harness to unit-test a Handler by running the real Reconciler
 //     on controller-runtime's fake client, and slice builders.
 //   - testing/controlplane: starts a real kube-apiserver and etcd with the
