@@ -3,6 +3,7 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -39,7 +40,9 @@ type options struct {
 	reserve   corev1.ResourceList
 	share     int
 	localPods bool
-	errs      []error
+	// poolOnly names the pool-only options given, which New refuses.
+	poolOnly []string
+	errs     []error
 }
 
 // WithConsumerLimit caps what one consumer holds from the budget, across
@@ -85,8 +88,8 @@ func build(opts []Option) (options, error) {
 // quantity or a bad option.
 func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error) {
 	o, err := build(opts)
-	if err == nil && (o.resources != nil || o.reserve != nil || o.share != 100 || o.localPods) {
-		err = errors.New("WithResources, WithReserve, WithSharePercent and WithLocalPods apply to NewNodePool")
+	if err == nil && len(o.poolOnly) > 0 {
+		err = fmt.Errorf("%s apply to NewNodePool only", strings.Join(o.poolOnly, ", "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)

@@ -44,6 +44,7 @@ var defaultPoolResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.Reso
 // none, never unlimited.
 func WithResources(names ...corev1.ResourceName) Option {
 	return func(o *options) {
+		o.poolOnly = append(o.poolOnly, "WithResources")
 		if len(names) == 0 {
 			o.errs = append(o.errs, errors.New("WithResources names no resource"))
 			return
@@ -55,13 +56,17 @@ func WithResources(names ...corev1.ResourceName) Option {
 // WithReserve keeps reserve back from a node pool for the provider's own
 // use: the total is what the pool offers minus reserve, never below zero.
 func WithReserve(reserve corev1.ResourceList) Option {
-	return func(o *options) { o.reserve = reserve.DeepCopy() }
+	return func(o *options) {
+		o.poolOnly = append(o.poolOnly, "WithReserve")
+		o.reserve = reserve.DeepCopy()
+	}
 }
 
 // WithSharePercent offers p percent of a node pool (1–100, default 100),
 // before the reserve is taken.
 func WithSharePercent(p int) Option {
 	return func(o *options) {
+		o.poolOnly = append(o.poolOnly, "WithSharePercent")
 		if p < minSharePercent || p > maxSharePercent {
 			o.errs = append(o.errs, fmt.Errorf("share percent %d is not within %d–%d", p, minSharePercent, maxSharePercent))
 			return
@@ -77,7 +82,10 @@ func WithSharePercent(p int) Option {
 // subtracted, since the consumer's grant already counts it; pods that
 // finished (Succeeded, Failed) hold nothing. It needs list and watch on pods.
 func WithLocalPods() Option {
-	return func(o *options) { o.localPods = true }
+	return func(o *options) {
+		o.poolOnly = append(o.poolOnly, "WithLocalPods")
+		o.localPods = true
+	}
 }
 
 // NewNodePool returns a Budget whose total follows the nodes matching
@@ -223,15 +231,19 @@ func (p *nodePool) node(o any, gone bool) {
 	}
 	p.count(pn, -1)
 	if gone {
-		delete(p.nodes, n.Name)
+		// Its pods may outlive it, or it may come back under its name:
+		// keep what they request until they go.
+		pn.eligible, pn.allocatable = false, nil
+		if isZero(pn.pods) {
+			delete(p.nodes, n.Name)
+		}
 	} else {
 		pn.eligible = eligible(n)
 		pn.allocatable = pick(n.Status.Allocatable, p.names)
 		p.count(pn, +1)
 	}
-	total := p.totalLocked()
+	p.setLocked()
 	p.mu.Unlock()
-	p.set(total)
 }
 
 func (p *nodePool) pod(o any, gone bool) {
@@ -247,15 +259,17 @@ func (p *nodePool) pod(o any, gone bool) {
 	if old, ok := p.pods[key]; ok {
 		p.podOn(old, -1)
 		delete(p.pods, key)
+		if pn := p.nodes[old.node]; pn != nil && pn.allocatable == nil && !pn.eligible && isZero(pn.pods) {
+			delete(p.nodes, old.node) // the last pod of a node that is gone
+		}
 	}
 	if !gone && local(pod) {
 		use := podUse{node: pod.Spec.NodeName, requests: pick(podRequests(pod), p.names)}
 		p.pods[key] = use
 		p.podOn(use, +1)
 	}
-	total := p.totalLocked()
+	p.setLocked()
 	p.mu.Unlock()
-	p.set(total)
 }
 
 // count adds (sign +1) or removes (-1) an eligible node's allocatable and
@@ -312,10 +326,21 @@ func (p *nodePool) totalLocked() corev1.ResourceList {
 	return total
 }
 
-func (p *nodePool) set(total corev1.ResourceList) {
+// setLocked gives the ledger the pool's total, under the pool's lock so
+// that a node and a pod event handled at once store their totals in order.
+func (p *nodePool) setLocked() {
 	// The total only names the pool's resources, never negative: SetTotal
 	// cannot refuse it.
-	_ = p.l.SetTotal(total)
+	_ = p.l.SetTotal(p.totalLocked())
+}
+
+func isZero(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // eligible reports whether a node offers its capacity to the pool: Ready,
@@ -341,16 +366,34 @@ func local(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// podRequests is what a pod holds on its node: the larger of its
-// containers' requests summed and its largest init container's, plus its
-// overhead.
+// podRequests is what a pod holds on its node, as the scheduler counts
+// it: pod-level requests when set; else the larger of its containers'
+// requests plus its sidecars' (init containers that keep running,
+// restartPolicy Always) and, for each other init container, its requests
+// plus the sidecars started before it; plus its overhead, and one pod.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for _, c := range pod.Spec.Containers {
-		addTo(out, c.Resources.Requests, +1)
-	}
-	for _, c := range pod.Spec.InitContainers {
-		for n, q := range c.Resources.Requests {
+	if pr := pod.Spec.Resources; pr != nil && len(pr.Requests) > 0 {
+		addTo(out, pr.Requests, +1)
+	} else {
+		sidecars, initMax := corev1.ResourceList{}, corev1.ResourceList{}
+		for _, c := range pod.Spec.InitContainers {
+			step := sidecars.DeepCopy()
+			addTo(step, c.Resources.Requests, +1)
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				addTo(sidecars, c.Resources.Requests, +1)
+			}
+			for n, q := range step {
+				if cur, ok := initMax[n]; !ok || q.Cmp(cur) > 0 {
+					initMax[n] = q
+				}
+			}
+		}
+		for _, c := range pod.Spec.Containers {
+			addTo(out, c.Resources.Requests, +1)
+		}
+		addTo(out, sidecars, +1)
+		for n, q := range initMax {
 			if cur, ok := out[n]; !ok || q.Cmp(cur) > 0 {
 				out[n] = q.DeepCopy()
 			}
@@ -418,6 +461,9 @@ func trimPod(obj any) (any, error) {
 		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName, Overhead: pod.Spec.Overhead},
 		Status:     corev1.PodStatus{Phase: pod.Status.Phase},
 	}
+	if pr := pod.Spec.Resources; pr != nil && len(pr.Requests) > 0 {
+		out.Spec.Resources = &corev1.ResourceRequirements{Requests: pr.Requests}
+	}
 	if v, ok := pod.Labels[labelManagedBy]; ok {
 		out.Labels = map[string]string{labelManagedBy: v}
 	}
@@ -425,7 +471,8 @@ func trimPod(obj any) (any, error) {
 		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
 	}
 	for _, c := range pod.Spec.InitContainers {
-		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+		out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy,
+			Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
 	}
 	return out, nil
 }

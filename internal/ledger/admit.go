@@ -376,7 +376,9 @@ func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
 		return ReasonExhausted, l.message(short, 0), shortNames(short)
 	}
-	if short := l.consumerShortLocked(r.Consumer, r.Offer, mine, nil); len(short) > 0 {
+	// What is promised to the consumer's other waiters is theirs: a newer
+	// slice must not take an older one's place under the limit.
+	if short := l.consumerShortLocked(r.Consumer, r.Offer, mine, l.line.promisedToOthers(r.Consumer, r.Holder)); len(short) > 0 {
 		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(short, "; ")), shortNames(short)
 	}
 	promised, n := l.line.promisedExcept(r.Holder)

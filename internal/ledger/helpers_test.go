@@ -140,3 +140,52 @@ func names(hs []ledger.Holder) []string {
 	}
 	return out
 }
+
+// consumer sets the slice's trusted consumer.
+func consumer(c string) func(*ledger.Slice) { return func(s *ledger.Slice) { s.Consumer = c } }
+
+// gpus is a ResourceList with only nvidia.com/gpu.
+func gpus(q string) corev1.ResourceList {
+	return corev1.ResourceList{resourceGPU: resource.MustParse(q)}
+}
+
+const resourceGPU corev1.ResourceName = "nvidia.com/gpu"
+
+// newLedgerOpts is newLedger for a ledger called name with opts.
+func newLedgerOpts(t testing.TB, name string, total corev1.ResourceList, opts ledger.Options) (*ledger.Ledger, *wakes) {
+	t.Helper()
+	l, err := ledger.New(name, total, opts)
+	require.NoError(t, err)
+	w := &wakes{}
+	require.NoError(t, l.Attach("gold", ledger.Class{Wake: w.wake}))
+	return l, w
+}
+
+// holdAs makes slice name of gold, consumer c, observed at rv "1" hold grant.
+func holdAs(l *ledger.Ledger, name, c string, grant corev1.ResourceList) {
+	l.ObserveSlice(slice(name, "1", grant, consumer(c)))
+}
+
+// request is gold's request for slice name of consumer c, decided at rv "1".
+func request(name, c string, created time.Time, offer corev1.ResourceList) ledger.Request {
+	return ledger.Request{Holder: gold(name), UID: uid(name), Base: "1", Created: created, Consumer: c, Offer: offer}
+}
+
+// refused has r ask the ledgers ls, expecting a refusal; it returns it.
+func refused(t *testing.T, ls []*ledger.Ledger, r ledger.Request) *ledger.Refusal {
+	t.Helper()
+	as, refusal := ledger.AdmitAll(ls, r)
+	require.Nil(t, as, "%s asking %v should wait", r.Key.Name, r.Offer)
+	require.NotNil(t, refusal, "%s asking %v should wait", r.Key.Name, r.Offer)
+	return refusal
+}
+
+// admitted has r ask the ledgers ls, expecting it to fit; it returns the
+// attempts.
+func admitted(t *testing.T, ls []*ledger.Ledger, r ledger.Request) []*ledger.Attempt {
+	t.Helper()
+	as, refusal := ledger.AdmitAll(ls, r)
+	require.Nil(t, refusal, "%s asking %v should be admitted", r.Key.Name, r.Offer)
+	require.Len(t, as, len(ls))
+	return as
+}

@@ -188,6 +188,20 @@ func (q *waitLine) promisedTo(consumer string) corev1.ResourceList {
 	return q.promisedBy[consumer]
 }
 
+// promisedToOthers is what is promised to consumer's waiters other than h.
+func (q *waitLine) promisedToOthers(consumer string, h Holder) corev1.ResourceList {
+	mine := q.promisedBy[consumer]
+	w, ok := q.by[h]
+	if !ok || !w.promised || w.consumer != consumer {
+		return mine
+	}
+	out := mine.DeepCopy()
+	for n, v := range w.increase {
+		sub(out, n, v)
+	}
+	return out
+}
+
 // promisedExcept is what is promised to waiters other than h, and to how
 // many.
 func (q *waitLine) promisedExcept(h Holder) (corev1.ResourceList, int) {

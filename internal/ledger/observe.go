@@ -130,6 +130,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		l.slices[s.Key] = e
 	}
 	prev := e.held() // what it held as a member, if it is leaving now
+	movedConsumer := e.consumer != s.Consumer && e.counted != nil
 	if e.consumer != s.Consumer {
 		l.account(e, nil) // recounted below, as the new consumer's
 		e.consumer = s.Consumer
@@ -141,6 +142,9 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	e.settle(s.RV)
 	l.recountFrom(s.Key, e, prev)
 	wake := l.wakeIfFreedLocked(before)
+	if movedConsumer && len(l.opts.ConsumerLimit) > 0 {
+		wake = l.wakeLocked() // the old consumer's holding dropped
+	}
 	l.notifyLocked()
 	l.mu.Unlock()
 	wake()

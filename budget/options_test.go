@@ -1,0 +1,164 @@
+package budget_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+func TestNewOptions(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		opts      []budget.Option
+		wantErr   string
+		wantLimit corev1.ResourceList
+	}{
+		"NoOption": {
+			reason: "No consumer is limited by default.",
+		},
+		"ConsumerLimit": {
+			reason: "The limit reaches the ledger.",
+			opts:   []budget.Option{budget.WithConsumerLimit(list("nvidia.com/gpu", "2"))}, wantLimit: list("nvidia.com/gpu", "2"),
+		},
+		"EmptyConsumerLimit": {
+			reason: "An empty limit would limit nothing: refused.",
+			opts:   []budget.Option{budget.WithConsumerLimit(corev1.ResourceList{})}, wantErr: `budget "pool": empty consumer limit`,
+		},
+		"NilConsumerLimit": {
+			reason: "A nil limit is empty too.",
+			opts:   []budget.Option{budget.WithConsumerLimit(nil)}, wantErr: `budget "pool": empty consumer limit`,
+		},
+		"NegativeConsumerLimit": {
+			reason: "A negative limit is refused, naming it.",
+			opts:   []budget.Option{budget.WithConsumerLimit(list("cpu", "-1"))}, wantErr: `budget "pool": consumer limit: negative quantity in total: cpu=-1`,
+		},
+		"OldestFirst": {
+			reason: "WithOldestFirst applies to New.",
+			opts:   []budget.Option{budget.WithOldestFirst()},
+		},
+		"NilOption": {
+			reason: "A nil option is ignored.",
+			opts:   []budget.Option{nil},
+		},
+		"WithResources": {
+			reason: "A pool-only option given to New is an error, not silently ignored.",
+			opts:   []budget.Option{budget.WithResources(corev1.ResourceCPU)}, wantErr: "apply to NewNodePool",
+		},
+		"WithReserve": {
+			reason: "A pool-only option given to New is an error.",
+			opts:   []budget.Option{budget.WithReserve(list("cpu", "1"))}, wantErr: "apply to NewNodePool",
+		},
+		"WithSharePercent": {
+			reason: "A pool-only option given to New is an error.",
+			opts:   []budget.Option{budget.WithSharePercent(50)}, wantErr: "apply to NewNodePool",
+		},
+		"WithLocalPods": {
+			reason: "A pool-only option given to New is an error.",
+			opts:   []budget.Option{budget.WithLocalPods()}, wantErr: "apply to NewNodePool",
+		},
+		"EmptyWithResources": {
+			reason: "A bad option is reported as such.",
+			opts:   []budget.Option{budget.WithResources()}, wantErr: "WithResources names no resource",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := budget.New("pool", list("cpu", "8", "nvidia.com/gpu", "4"), tc.opts...)
+			if tc.wantErr != "" {
+				require.Error(t, err, tc.reason)
+				assert.Contains(t, err.Error(), tc.wantErr, tc.reason)
+				assert.Nil(t, b)
+				return
+			}
+			require.NoError(t, err, tc.reason)
+			assert.Empty(t, cmp.Diff(tc.wantLimit, b.Ledger(ledger.Access{}).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
+		})
+	}
+}
+
+// Every pool-only option given to New is an error, including the ones whose
+// value equals the pool's default.
+func TestNewRejectsDefaultValuedPoolOptions(t *testing.T) {
+	for name, opt := range map[string]budget.Option{
+		"WithSharePercent(100)": budget.WithSharePercent(100),
+		"WithReserve(nil)":      budget.WithReserve(nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := budget.New("pool", list("cpu", "8"), opt)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "apply to NewNodePool")
+		})
+	}
+}
+
+// The options reach the ledger's behaviour: a consumer limit refuses with
+// its reason; OldestFirst changes who is woken first.
+func TestOptionsReachTheLedger(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		opts   []budget.Option
+		want   []string
+	}{
+		"Fair": {
+			reason: "By default consumer B, holding nothing, is served before A's older waiter (A holds 1 of 3).",
+			want:   []string{"b"},
+		},
+		"OldestFirst": {
+			reason: "WithOldestFirst: A's older waiter first.",
+			opts:   []budget.Option{budget.WithOldestFirst()}, want: []string{"a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := budget.New("pool", list("cpu", "3"), tc.opts...)
+			require.NoError(t, err)
+			l := b.Ledger(ledger.Access{})
+			var woken []string
+			require.NoError(t, l.Attach("gold", ledger.Class{Wake: func(k types.NamespacedName) { woken = append(woken, k.Name) }}))
+			l.ObserveSlice(ledger.Slice{Key: nsName("x"), UID: "x", RV: "1", Class: "gold", Consumer: "A", Accepted: true, Grant: list("cpu", "3")})
+			for i, w := range []struct{ name, consumer string }{{"a", "A"}, {"b", "B"}} {
+				_, refusal := ledger.AdmitAll([]*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "gold", Key: nsName(w.name)},
+					Consumer: w.consumer, Created: t0Plus(i), Offer: list("cpu", "2")})
+				require.NotNil(t, refusal)
+			}
+			l.ObserveSlice(ledger.Slice{Key: nsName("x"), UID: "x", RV: "2", Class: "gold", Consumer: "A", Accepted: true, Grant: list("cpu", "1")})
+			assert.Equal(t, tc.want, woken, tc.reason)
+		})
+	}
+}
+
+func TestConsumerLimitRefusal(t *testing.T) {
+	b, err := budget.New("gpu", list("nvidia.com/gpu", "8"), budget.WithConsumerLimit(list("nvidia.com/gpu", "2")))
+	require.NoError(t, err)
+	l := b.Ledger(ledger.Access{})
+	for i, n := range []string{"a", "b", "c"} {
+		as, refusal := ledger.AdmitAll([]*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "gold", Key: nsName(n)},
+			Consumer: "peer-1", Created: t0Plus(i), Offer: list("nvidia.com/gpu", "1")})
+		if i < 2 {
+			require.Nil(t, refusal)
+			require.Len(t, as, 1)
+			continue
+		}
+		want := &ledger.Refusal{Budget: "gpu", Reason: budget.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
+			Message: `budget gpu: consumer "peer-1" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`}
+		assert.Empty(t, cmp.Diff(want, refusal), "(-want +got)")
+	}
+	assert.Equal(t, "ConsumerLimitReached", budget.ReasonConsumerLimit)
+	assert.Equal(t, "BudgetExhausted", budget.ReasonExhausted)
+}
+
+func nsName(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
+
+func t0Plus(s int) time.Time {
+	return time.Date(2025, 1, 1, 0, 0, s, 0, time.UTC)
+}
