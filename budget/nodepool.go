@@ -9,10 +9,12 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -134,7 +136,10 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 	if o.localPods {
 		byObject[&corev1.Pod{}] = cache.ByObject{Field: fields.OneTermNotEqualSelector("spec.nodeName", ""), Transform: trimPod}
 	}
-	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), ByObject: byObject})
+	// Nodes and pods are core types: a mapper of their own spares the
+	// discovery call the manager's would make here, so a pool is built
+	// without an API server, like the rest of the wiring.
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: coreMapper(), ByObject: byObject})
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: building its node cache: %w", name, err)
 	}
@@ -522,4 +527,12 @@ func (p *nodePool) pin() (map[string]string, error) {
 		out[r.Key()] = vals[0]
 	}
 	return out, nil
+}
+
+// coreMapper maps the two core types a pool reads.
+func coreMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
+	m.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	return m
 }

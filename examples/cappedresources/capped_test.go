@@ -26,6 +26,7 @@ func TestPolicy(t *testing.T) {
 		req          []slicetest.SliceOption
 		wantDecision authv1beta1.ResourceSliceConditionStatus
 		wantReason   string
+		wantMessage  string
 		want         map[corev1.ResourceName]string
 	}{
 		"UnderCaps": {
@@ -41,10 +42,24 @@ func TestPolicy(t *testing.T) {
 			want: map[corev1.ResourceName]string{"cpu": "4", "memory": "1Gi"},
 		},
 		"Uncapped": {
-			reason:       "A resource without a cap is granted as requested.",
-			req:          []slicetest.SliceOption{slicetest.WithRequest("pods", "500")},
-			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonGranted,
-			want: map[corev1.ResourceName]string{"pods": "500"},
+			reason:       "A resource without a cap is not offered: the standard class must not grant 100 GPUs.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("nvidia.com/gpu", "100"), slicetest.WithRequest("pods", "10")},
+			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
+			wantMessage: "not offered: nvidia.com/gpu, pods",
+			want:        map[corev1.ResourceName]string{"cpu": "2"},
+		},
+		"CappedAndUncapped": {
+			reason:       "The message names what was capped and what was dropped.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "16"), slicetest.WithRequest("nvidia.com/gpu", "1")},
+			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
+			wantMessage: "capped: cpu 16→4; not offered: nvidia.com/gpu",
+			want:        map[corev1.ResourceName]string{"cpu": "4"},
+		},
+		"OnlyUncapped": {
+			reason:       "A slice asking only for what the policy does not offer is denied, naming it.",
+			req:          []slicetest.SliceOption{slicetest.WithRequest("nvidia.com/gpu", "100")},
+			wantDecision: conditions.Denied, wantReason: cappedresources.ReasonNotOffered,
+			wantMessage: "not offered: nvidia.com/gpu",
 		},
 		"Absurd": {
 			reason:       "Absurd quantities are capped, not trusted.",
@@ -65,6 +80,9 @@ func TestPolicy(t *testing.T) {
 			require.NoError(t, res.Err, tc.reason)
 			assert.Equal(t, tc.wantDecision, res.Decision, "%s (%s)", tc.reason, res.Message)
 			assert.Equal(t, tc.wantReason, res.Reason, "%s (%s)", tc.reason, res.Message)
+			if tc.wantMessage != "" {
+				assert.Equal(t, tc.wantMessage, res.Message, tc.reason)
+			}
 			if diff := cmp.Diff(list(tc.want), res.Resources, cmpopts.EquateEmpty(), quantityByValue); diff != "" {
 				t.Errorf("%s\ngranted (-want +got):\n%s", tc.reason, diff)
 			}
@@ -97,4 +115,6 @@ func TestParseCaps(t *testing.T) {
 	}
 	_, err = cappedresources.New(corev1.ResourceList{"cpu": resource.MustParse("-1")})
 	assert.Error(t, err, "New with a negative cap")
+	_, err = cappedresources.New(corev1.ResourceList{})
+	assert.Error(t, err, "New with no cap: the policy would offer nothing")
 }

@@ -18,3 +18,22 @@ func ExamplePolicy() {
 	fmt.Println(res.Decision, res.Reason, cpu.String(), len(res.Writes))
 	// Output: Accepted ResourcesCapped 4 1
 }
+
+// A resource without a cap is not offered: the class grants what it caps,
+// and the message names what it dropped.
+func ExamplePolicy_notOffered() {
+	caps, _ := cappedresources.ParseCaps("cpu=4,memory=8Gi")
+	policy, _ := cappedresources.New(caps)
+
+	slice := slicetest.NewSlice("gpus", slicetest.WithClass("gold"),
+		slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("nvidia.com/gpu", "100"))
+	res := slicetest.Run(&testing.T{}, "gold", policy, slice)
+	fmt.Println(res.Decision, res.Reason, len(res.Resources), res.Message)
+
+	only := slicetest.NewSlice("only-gpus", slicetest.WithClass("gold"), slicetest.WithRequest("nvidia.com/gpu", "1"))
+	res = slicetest.Run(&testing.T{}, "gold", policy, only)
+	fmt.Println(res.Decision, res.Reason, res.Message)
+	// Output:
+	// Accepted ResourcesCapped 1 not offered: nvidia.com/gpu
+	// Denied ResourcesNotOffered not offered: nvidia.com/gpu
+}

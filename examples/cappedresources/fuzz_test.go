@@ -17,7 +17,8 @@ import (
 )
 
 // FuzzParseCaps: ParseCaps never panics on any --cap value; what it accepts
-// holds no negative cap, is accepted by New, and reads back equal (by value)
+// holds no negative cap, is accepted by New unless it is empty (a policy
+// with no cap would offer nothing, so New refuses it), and reads back equal (by value)
 // when written out again in its own name=quantity,... form (apimachinery
 // prints a value of 1000E or more without its suffix, 10^21 as "1", so
 // ParseCaps must refuse those: seed beyond-exa); a value with a well-formed
@@ -42,7 +43,11 @@ func FuzzParseCaps(f *testing.F) {
 			assert.GreaterOrEqual(t, q.Sign(), 0, "cap %s=%s from %q", name, q.String(), s)
 		}
 		_, err = cappedresources.New(caps)
-		assert.NoError(t, err, "New refuses what ParseCaps accepted from %q", s)
+		if len(caps) == 0 {
+			assert.Error(t, err, "New accepts no cap at all (from %q): the policy would offer nothing", s)
+		} else {
+			assert.NoError(t, err, "New refuses what ParseCaps accepted from %q", s)
+		}
 
 		text := formatCaps(caps)
 		again, err := cappedresources.ParseCaps(text)

@@ -3,7 +3,10 @@
 // classes with different policies (one drawing from a budget), plays a
 // consumer (creating and deleting slices) and Liqo (authenticating them,
 // draining a tenant), reports a slice of a class nobody serves, adds that
-// class at run time, and prints the decisions.
+// class at run time, and prints the decisions. Then a GPU class over a node
+// pool: a GPU node added at run time raises the pool, a consumer is stopped
+// at its limit of 2 GPUs while another is admitted, and one consumer's
+// burst does not starve another's single slice (fair order).
 //
 //	make demo        # builds the control-plane binaries on first use
 //	go run ./examples/demo   # with KUBEBUILDER_ASSETS set
@@ -85,13 +88,15 @@ func run(progress, out io.Writer) error {
 	if err := eventsv1.AddToScheme(cp.Scheme); err != nil {
 		return err
 	}
-	for _, name := range []string{ns(alice), ns(bob), system} {
+	for _, name := range []string{ns(alice), ns(bob), ns(carol), system} {
 		if err := cp.CreateNamespace(ctx, name); err != nil {
 			return err
 		}
 	}
 	// Liqo keeps a Tenant per consumer; bob's has been drained by an operator.
-	for consumer, cond := range map[string]authv1beta1.TenantCondition{alice: authv1beta1.TenantConditionActive, bob: authv1beta1.TenantConditionDrained} {
+	for consumer, cond := range map[string]authv1beta1.TenantCondition{
+		alice: authv1beta1.TenantConditionActive, bob: authv1beta1.TenantConditionDrained, carol: authv1beta1.TenantConditionActive,
+	} {
 		t := slicetest.NewTenant(consumer, cond)
 		t.Namespace = ns(consumer)
 		if err := c.Create(ctx, t); err != nil {
@@ -127,6 +132,14 @@ func run(progress, out io.Writer) error {
 		return err
 	}
 	if err := resourceslice.AddToManager(mgr, "shared", shared, shared.Option(), leases); err != nil {
+		return err
+	}
+	// The GPU pool starts with one node of 2 GPUs.
+	if err := createGPUNode(ctx, c, "gpu-1", "2"); err != nil {
+		return err
+	}
+	gpus, err := addPools(mgr, leases)
+	if err != nil {
 		return err
 	}
 	// Classes added while the manager runs, and slices nobody serves.
@@ -249,6 +262,13 @@ func run(progress, out io.Writer) error {
 	}
 	_, _ = fmt.Fprintln(out)
 	printTable(out, after)
+
+	say("serving class gpu (a node pool of the nodes labelled pool=gpu, at most 2 GPUs per consumer) and burst (a budget of cpu=4)")
+	if err := gpus.tour(ctx, c, say, out, func(consumer, name, class string, req map[corev1.ResourceName]string) *authv1beta1.ResourceSlice {
+		return slice(consumer, name, class, req)
+	}); err != nil {
+		return err
+	}
 
 	cancel()
 	if err := <-mgrDone; err != nil && !errors.Is(err, context.Canceled) {

@@ -20,7 +20,9 @@ func TestDemo(t *testing.T) {
 	}
 	var out bytes.Buffer
 	require.NoError(t, run(io.Discard, &out), out.String())
-	for _, want := range []string{"ResourcesCapped", "TenantDrained", "BudgetExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided", "2 slices: 2 Accepted, 0 Denied, 0 undecided"} {
+	for _, want := range []string{"ResourcesCapped", "TenantDrained", "BudgetExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided", "2 slices: 2 Accepted, 0 Denied, 0 undecided",
+		"GPU node added: pool gpu total nvidia.com/gpu: 2 → 6", "ConsumerLimitReached", "4 slices: 3 Accepted, 1 Denied, 0 undecided",
+		"burst: carol's single slice Accepted (fair order); alice's burst: 3 of 6 Accepted, the rest wait"} {
 		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -23,53 +25,258 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// classSpec is one entry of the --classes-file:
+// The --classes-file is either a YAML list of classes (classSpec):
 //
 //   - name: gold
 //     caps: {cpu: "4", memory: 8Gi}
 //     budget: {cpu: "64", memory: 256Gi}
+//     consumerLimit: {cpu: "16"}
+//   - name: gpu
+//     caps: {nvidia.com/gpu: "2", cpu: "8", memory: 32Gi}
+//     pool: {selector: {pool: gpu}, resources: [nvidia.com/gpu, cpu, memory], reserve: {cpu: "2"}, sharePercent: 90}
+//     consumerLimit: {nvidia.com/gpu: "2"}
 //   - name: silver
 //
-// caps defaults to --cap. budget, when given, is the class's own; without it
-// the class draws from the --budget shared by all classes, or from none.
-type classSpec struct {
-	Name   string              `json:"name"`
-	Caps   corev1.ResourceList `json:"caps,omitempty"`
-	Budget corev1.ResourceList `json:"budget,omitempty"`
+// or an object that also declares budgets shared by several classes
+// (budgetSpec), which a class names in budgets:
+//
+//	budgets:
+//	  - name: provider
+//	    pool: {selector: {}, resources: [cpu, memory]}
+//	    consumerLimit: {cpu: "32"}
+//	classes:
+//	  - name: gold
+//	    caps: {cpu: "8"}
+//	    budget: {cpu: "64"}
+//	    budgets: [provider]
+//	  - name: silver
+//	    caps: {cpu: "2"}
+//	    budgets: [provider]
+type classesConfig struct {
+	// Budgets are the shared budgets, by name.
+	Budgets []budgetSpec `json:"budgets,omitempty"`
+	// Classes are the classes to serve.
+	Classes []classSpec `json:"classes"`
 }
 
-// parseClassesFile reads a --classes-file: a YAML list of classSpec. It
-// refuses an empty file (a half-written file must not stop every class; an
-// explicit [] serves none), unknown fields, a repeated or invalid class
-// name, and caps or budgets that --cap and --budget would refuse.
-func parseClassesFile(data []byte) ([]classSpec, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("the file is empty (write [] to serve no class)")
+// classSpec is one class of the --classes-file. caps defaults to --cap:
+// the capped policy offers only the resources it has a cap for. budget
+// (a fixed total) or pool (a node pool's) is the class's own budget, which
+// consumerLimit limits per consumer; budgets names shared budgets it also
+// draws from, all at once. A class with none of budget, pool and budgets
+// draws from the --budget shared by such classes, or from none.
+type classSpec struct {
+	Name          string              `json:"name"`
+	Caps          corev1.ResourceList `json:"caps,omitempty"`
+	Budget        corev1.ResourceList `json:"budget,omitempty"`
+	Pool          *poolSpec           `json:"pool,omitempty"`
+	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
+	Budgets       []string            `json:"budgets,omitempty"`
+}
+
+// budgetSpec is a budget: a fixed total or a node pool, with an optional
+// per-consumer limit (budget.WithConsumerLimit).
+type budgetSpec struct {
+	Name          string              `json:"name"`
+	Total         corev1.ResourceList `json:"total,omitempty"`
+	Pool          *poolSpec           `json:"pool,omitempty"`
+	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
+}
+
+// poolSpec is a node-pool budget (budget.NewNodePool): the Ready,
+// schedulable nodes whose labels match selector ({} for every node), for
+// resources (default cpu, memory, pods), sharePercent of them (default
+// 100), minus reserve and, with localPods, the provider's own pods'
+// requests. The manager then needs list and watch on nodes (and on pods
+// with localPods).
+type poolSpec struct {
+	Selector     map[string]string     `json:"selector"`
+	Resources    []corev1.ResourceName `json:"resources,omitempty"`
+	Reserve      corev1.ResourceList   `json:"reserve,omitempty"`
+	SharePercent int                   `json:"sharePercent,omitempty"`
+	LocalPods    bool                  `json:"localPods,omitempty"`
+}
+
+// own returns the class's own budget, if it has one.
+func (s classSpec) own() (budgetSpec, bool) {
+	if s.Budget == nil && s.Pool == nil {
+		return budgetSpec{}, false
 	}
-	var specs []classSpec
-	if err := yaml.UnmarshalStrict(data, &specs); err != nil {
-		return nil, err
+	return budgetSpec{Name: s.Name, Total: s.Budget, Pool: s.Pool, ConsumerLimit: s.ConsumerLimit}, true
+}
+
+// parseClassesFile reads a --classes-file: a YAML list of classSpec, or a
+// classesConfig object. It refuses an empty file (a half-written file must
+// not stop every class; an explicit [] serves none), unknown fields, a
+// repeated or invalid class or budget name, caps or budgets that --cap and
+// --budget would refuse, a bad node pool, a consumer limit without a budget
+// of the class's own, and a class naming a budget the file does not
+// declare. Each error names the entry.
+func parseClassesFile(data []byte) (classesConfig, error) {
+	var cfg classesConfig
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, errors.New("the file is empty (write [] to serve no class)")
+	}
+	var shape any
+	if err := yaml.Unmarshal(data, &shape); err != nil {
+		return cfg, err
+	}
+	switch m := shape.(type) {
+	case []any:
+		if err := yaml.UnmarshalStrict(data, &cfg.Classes); err != nil {
+			return cfg, err
+		}
+	case map[string]any:
+		if _, ok := m["classes"]; !ok {
+			return cfg, errors.New("the file has no classes (write classes: [] to serve none)")
+		}
+		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+			return cfg, err
+		}
+	default:
+		return cfg, errors.New("the file is neither a list of classes nor {budgets, classes}")
+	}
+	if cfg.Classes == nil {
+		cfg.Classes = []classSpec{}
+	}
+	return cfg, cfg.validate()
+}
+
+// validate checks cfg as parseClassesFile says.
+func (cfg classesConfig) validate() error {
+	shared := map[string]bool{}
+	for i, b := range cfg.Budgets {
+		if b.Name == "" {
+			return fmt.Errorf("budget entry %d: no name", i+1)
+		}
+		if shared[b.Name] {
+			return fmt.Errorf("budget entry %d: budget %q given twice", i+1, b.Name)
+		}
+		shared[b.Name] = true
+		if b.Total == nil && b.Pool == nil {
+			return fmt.Errorf("budget %q: give a total or a pool", b.Name)
+		}
+		if err := validateBudget(b); err != nil {
+			return fmt.Errorf("budget %q: %w", b.Name, err)
+		}
 	}
 	seen := map[string]bool{}
-	for i, s := range specs {
+	for i, s := range cfg.Classes {
 		if err := resourceslice.ValidateClass(s.Name); err != nil {
-			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+			return fmt.Errorf("entry %d: %w", i+1, err)
 		}
 		if seen[s.Name] {
-			return nil, fmt.Errorf("entry %d: class %q given twice", i+1, s.Name)
+			return fmt.Errorf("entry %d: class %q given twice", i+1, s.Name)
 		}
 		seen[s.Name] = true
-		if _, err := cappedresources.New(s.Caps); err != nil {
-			return nil, fmt.Errorf("class %q: caps: %w", s.Name, err)
-		}
-		if s.Budget != nil {
-			if _, err := budget.New(s.Name, s.Budget); err != nil {
-				return nil, fmt.Errorf("class %q: budget: %w", s.Name, err)
-			}
+		if err := validateClass(s, shared); err != nil {
+			return fmt.Errorf("class %q: %w", s.Name, err)
 		}
 	}
-	return specs, nil
+	return nil
 }
+
+// validateClass checks one class against the shared budgets' names.
+func validateClass(s classSpec, shared map[string]bool) error {
+	if s.Caps != nil {
+		if _, err := cappedresources.New(s.Caps); err != nil {
+			return fmt.Errorf("caps: %w", err)
+		}
+	}
+	if own, ok := s.own(); ok {
+		if err := validateBudget(own); err != nil {
+			return err
+		}
+	} else if s.ConsumerLimit != nil {
+		return errors.New("consumerLimit limits the class's own budget or pool: give one, or set consumerLimit on a shared budget")
+	}
+	named := map[string]bool{}
+	for _, n := range s.Budgets {
+		switch {
+		case !shared[n]:
+			return fmt.Errorf("budgets: %q is not among the file's budgets", n)
+		case named[n]:
+			return fmt.Errorf("budgets: %q given twice", n)
+		}
+		named[n] = true
+	}
+	return nil
+}
+
+// validateBudget checks what building b would check, without a manager.
+func validateBudget(b budgetSpec) error {
+	var opts []budget.Option
+	if b.ConsumerLimit != nil {
+		opts = append(opts, budget.WithConsumerLimit(b.ConsumerLimit))
+	}
+	if b.Pool == nil {
+		if _, err := budget.New(b.Name, b.Total, opts...); err != nil {
+			return fmt.Errorf("budget: %w", err)
+		}
+		return nil
+	}
+	if b.Total != nil {
+		return errors.New("budget and pool are exclusive: a pool's total follows its nodes")
+	}
+	p := b.Pool
+	if p.Selector == nil {
+		return errors.New("pool: no selector (write selector: {} for every node)")
+	}
+	if _, err := labels.ValidatedSelectorFromSet(p.Selector); err != nil {
+		return fmt.Errorf("pool: selector: %w", err)
+	}
+	if p.SharePercent != 0 && (p.SharePercent < 1 || p.SharePercent > 100) {
+		return fmt.Errorf("pool: sharePercent %d is not within 1–100", p.SharePercent)
+	}
+	if p.Resources != nil && len(p.Resources) == 0 {
+		return errors.New("pool: resources names no resource (omit it for cpu, memory, pods)")
+	}
+	// The pool's total names its resources; a budget over them at zero
+	// checks the names and the consumer limit as the pool's ledger will.
+	zero := corev1.ResourceList{}
+	for _, n := range p.resources() {
+		if _, dup := zero[n]; dup {
+			return fmt.Errorf("pool: resource %s given twice", n)
+		}
+		zero[n] = resource.Quantity{}
+	}
+	for n, q := range p.Reserve {
+		if q.Sign() < 0 {
+			return fmt.Errorf("pool: negative reserve %s=%s", n, q.String())
+		}
+	}
+	if _, err := budget.New(b.Name, zero, opts...); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	return nil
+}
+
+// resources are the resources the pool counts.
+func (p *poolSpec) resources() []corev1.ResourceName {
+	if p.Resources == nil {
+		return []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods}
+	}
+	return p.Resources
+}
+
+// options are the pool's budget options.
+func (p *poolSpec) options() []budget.Option {
+	opts := []budget.Option{budget.WithResources(p.resources()...)}
+	if p.Reserve != nil {
+		opts = append(opts, budget.WithReserve(p.Reserve))
+	}
+	if p.SharePercent != 0 {
+		opts = append(opts, budget.WithSharePercent(p.SharePercent))
+	}
+	if p.LocalPods {
+		opts = append(opts, budget.WithLocalPods())
+	}
+	return opts
+}
+
+// newPoolFunc builds a node-pool budget: budget.NewNodePool on the
+// manager.
+type newPoolFunc func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error)
 
 // reloadsTotal counts reads of the classes file that found it changed (or
 // unreadable), by result: "applied" when the running set now matches the
@@ -85,28 +292,60 @@ func init() { metrics.Registry.MustRegister(reloadsTotal) }
 
 // classesFile serves the classes a --classes-file lists through a
 // ClassSet, and follows the file: a class added is served, one removed is
-// stopped, one changed is served again with its new caps and budget (which
-// re-evaluates its slices and writes only what changes); classes the change
-// does not touch are undisturbed. A bad file changes nothing.
+// stopped, one changed (or drawing from a budget that changed) is served
+// again with its new caps and budgets (which re-evaluates its slices and
+// writes only what changes); classes and budgets the change does not touch
+// are undisturbed, and keep what they hold. A bad file changes nothing.
+//
+// A node pool is built when it first appears (its node watch starts then,
+// even on a running manager) and kept while the file declares it
+// unchanged; a pool removed or changed keeps watching its nodes until the
+// process restarts (a manager cannot remove a runnable), counting nothing.
 type classesFile struct {
 	path     string
 	set      *resourceslice.ClassSet
 	caps     corev1.ResourceList // --cap, for entries without caps
 	shared   *budget.Budget      // --budget, for entries without a budget
+	newPool  newPoolFunc
 	interval time.Duration
 	log      logr.Logger
 
 	mu      sync.Mutex
-	last    []byte               // the content last applied
-	refused []byte               // the content last refused, reported once
-	running map[string]classSpec // what each served class was served with
+	last    []byte // the content last applied
+	refused []byte // the content last refused, reported once
+	// running is what each served class was served with.
+	running map[string]runningClass
+	// budgets are the budgets built from the file, by budgetKey.
+	budgets map[string]builtBudget
 }
 
-// newClassesFile reads path and serves its classes through set. A bad file
-// is an error: at start-up there is no running set to keep.
-func newClassesFile(path string, set *resourceslice.ClassSet, caps corev1.ResourceList, shared *budget.Budget, log logr.Logger) (*classesFile, error) {
-	f := &classesFile{path: path, set: set, caps: caps, shared: shared, interval: 2 * time.Second,
-		log: log.WithValues("classesFile", path), running: map[string]classSpec{}}
+// runningClass is a served class: its entry and the budgets it draws from.
+type runningClass struct {
+	spec    classSpec
+	budgets []*budget.Budget
+}
+
+// builtBudget is a budget built from the file, and the entry it was built
+// from.
+type builtBudget struct {
+	spec budgetSpec
+	b    *budget.Budget
+}
+
+// budgetKey tells a shared budget from a class's own of the same name.
+func budgetKey(shared bool, name string) string {
+	if shared {
+		return "budgets/" + name
+	}
+	return "classes/" + name
+}
+
+// newClassesFile reads path and serves its classes through set, building
+// node pools with newPool. A bad file is an error: at start-up there is no
+// running set to keep.
+func newClassesFile(path string, set *resourceslice.ClassSet, caps corev1.ResourceList, shared *budget.Budget, newPool newPoolFunc, log logr.Logger) (*classesFile, error) {
+	f := &classesFile{path: path, set: set, caps: caps, shared: shared, newPool: newPool, interval: 2 * time.Second,
+		log: log.WithValues("classesFile", path), running: map[string]runningClass{}, budgets: map[string]builtBudget{}}
 	if _, err := f.reload(); err != nil {
 		return nil, fmt.Errorf("--classes-file %s: %w", path, err)
 	}
@@ -164,13 +403,21 @@ func (f *classesFile) reload() (bool, error) {
 	if f.refused != nil && bytes.Equal(data, f.refused) {
 		return false, nil
 	}
-	specs, err := parseClassesFile(data)
+	cfg, err := parseClassesFile(data)
+	if err == nil && len(f.caps) == 0 {
+		for _, s := range cfg.Classes {
+			if s.Caps == nil {
+				err = fmt.Errorf("class %q: no caps, and no --cap to default to: the capped policy offers only the resources it caps", s.Name)
+				break
+			}
+		}
+	}
 	if err != nil {
 		f.refused = data
 		return false, err
 	}
 	f.refused = nil
-	if err := f.apply(specs); err != nil {
+	if err := f.apply(cfg); err != nil {
 		return true, err
 	}
 	f.last = data
@@ -179,17 +426,50 @@ func (f *classesFile) reload() (bool, error) {
 
 // served is a class ready to be served: its handler and options.
 type served struct {
-	spec classSpec
+	run  runningClass
 	h    *cappedresources.Policy
 	opts []resourceslice.Option
 }
 
-// apply serves specs. Everything that can fail on the file's content (caps,
-// budgets) is built before any class is stopped, so a bad entry leaves the
-// running set as it was; f.mu is held.
-func (f *classesFile) apply(specs []classSpec) error {
+// budget returns the budget built from s, reusing the one built before
+// from the same entry; built collects what the file now declares.
+func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBudget) (*budget.Budget, error) {
+	if b, ok := built[key]; ok {
+		return b.b, nil
+	}
+	if old, ok := f.budgets[key]; ok && equality.Semantic.DeepEqual(old.spec, s) {
+		built[key] = old
+		return old.b, nil
+	}
+	var opts []budget.Option
+	if s.ConsumerLimit != nil {
+		opts = append(opts, budget.WithConsumerLimit(s.ConsumerLimit))
+	}
+	var b *budget.Budget
+	var err error
+	if s.Pool == nil {
+		b, err = budget.New(s.Name, s.Total, opts...)
+	} else {
+		b, err = f.newPool(s.Name, labels.SelectorFromSet(s.Pool.Selector), append(opts, s.Pool.options()...)...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	built[key] = builtBudget{spec: s, b: b}
+	return b, nil
+}
+
+// apply serves cfg. Everything that can fail on the file's content (caps,
+// budgets, pools) is built before any class is stopped, so a bad entry
+// leaves the running set as it was; f.mu is held.
+func (f *classesFile) apply(cfg classesConfig) error {
+	shared := map[string]budgetSpec{}
+	for _, b := range cfg.Budgets {
+		shared[b.Name] = b
+	}
+	built := map[string]builtBudget{}
 	want := map[string]served{}
-	for _, s := range specs {
+	for _, s := range cfg.Classes {
 		caps := s.Caps
 		if caps == nil {
 			caps = f.caps
@@ -198,19 +478,39 @@ func (f *classesFile) apply(specs []classSpec) error {
 		if err != nil {
 			return fmt.Errorf("class %q: %w", s.Name, err)
 		}
-		var opts []resourceslice.Option
-		switch {
-		case s.Budget != nil:
-			b, err := budget.New(s.Name, s.Budget)
+		var budgets []*budget.Budget
+		if own, ok := s.own(); ok {
+			b, err := f.budget(budgetKey(false, s.Name), own, built)
 			if err != nil {
-				return fmt.Errorf("class %q: budget: %w", s.Name, err)
+				return fmt.Errorf("class %q: %w", s.Name, err)
 			}
-			opts = append(opts, resourceslice.WithBudget(b))
-		case f.shared != nil:
-			opts = append(opts, resourceslice.WithBudget(f.shared))
+			budgets = append(budgets, b)
 		}
-		want[s.Name] = served{spec: s, h: h, opts: opts}
+		for _, n := range s.Budgets {
+			b, err := f.budget(budgetKey(true, n), shared[n], built)
+			if err != nil {
+				return fmt.Errorf("budget %q: %w", n, err)
+			}
+			budgets = append(budgets, b)
+		}
+		if len(budgets) == 0 && f.shared != nil {
+			budgets = append(budgets, f.shared)
+		}
+		var opts []resourceslice.Option
+		for _, b := range budgets {
+			opts = append(opts, resourceslice.WithBudget(b))
+		}
+		want[s.Name] = served{run: runningClass{spec: s, budgets: budgets}, h: h, opts: opts}
 	}
+	// A shared budget no class draws from is built all the same: a pool's
+	// node watch starts with the file, not with its first class.
+	for _, b := range cfg.Budgets {
+		if _, err := f.budget(budgetKey(true, b.Name), b, built); err != nil {
+			return fmt.Errorf("budget %q: %w", b.Name, err)
+		}
+	}
+	f.budgets = built
+
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(f.running)) {
 		if _, keep := want[name]; keep {
@@ -224,7 +524,7 @@ func (f *classesFile) apply(specs []classSpec) error {
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		w := want[name]
 		old, ok := f.running[name]
-		if ok && sameSpec(old, w.spec) {
+		if ok && sameClass(old, w.run) {
 			continue
 		}
 		if ok {
@@ -237,16 +537,17 @@ func (f *classesFile) apply(specs []classSpec) error {
 			errs = append(errs, err)
 			continue
 		}
-		f.running[name] = w.spec
+		f.running[name] = w.run
 	}
 	return errors.Join(errs...)
 }
 
-// sameSpec reports whether two entries serve a class the same way
-// (quantities compared by value).
-func sameSpec(a, b classSpec) bool {
-	// nil (use --cap, --budget) and {} (no cap, a budget of its own) differ,
-	// though Semantic.DeepEqual holds them equal.
-	return a.Name == b.Name && (a.Caps == nil) == (b.Caps == nil) && (a.Budget == nil) == (b.Budget == nil) &&
-		equality.Semantic.DeepEqual(a.Caps, b.Caps) && equality.Semantic.DeepEqual(a.Budget, b.Budget)
+// sameClass reports whether two entries serve a class the same way: the
+// same entry (quantities compared by value) drawing from the very same
+// budgets.
+func sameClass(a, b runningClass) bool {
+	// nil (use --cap) and {} differ, though Semantic.DeepEqual holds them
+	// equal (the file refuses caps: {}, which offers nothing).
+	return (a.spec.Caps == nil) == (b.spec.Caps == nil) && equality.Semantic.DeepEqual(a.spec, b.spec) &&
+		slices.Equal(a.budgets, b.budgets)
 }

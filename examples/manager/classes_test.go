@@ -14,23 +14,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
 func TestParseClassesFile(t *testing.T) {
-	specs, err := parseClassesFile([]byte(`
+	cfg, err := parseClassesFile([]byte(`
 - name: gold
   caps: {cpu: 4, memory: 8Gi}
   budget: {cpu: "64"}
 - name: silver
 `))
 	require.NoError(t, err)
+	specs := cfg.Classes
 	require.Len(t, specs, 2)
 	assert.Equal(t, "gold", specs[0].Name)
 	assert.Equal(t, int64(4), specs[0].Caps.Cpu().Value(), "an unquoted number is a quantity too")
@@ -41,7 +46,40 @@ func TestParseClassesFile(t *testing.T) {
 
 	none, err := parseClassesFile([]byte("[]\n"))
 	require.NoError(t, err, "an explicit empty list serves no class")
-	assert.Empty(t, none)
+	assert.Empty(t, none.Classes)
+	none, err = parseClassesFile([]byte("classes: []\n"))
+	require.NoError(t, err, "an explicit empty list serves no class")
+	assert.Empty(t, none.Classes)
+
+	cfg, err = parseClassesFile([]byte(`
+budgets:
+  - name: provider
+    pool: {selector: {}, resources: [cpu, memory]}
+    consumerLimit: {cpu: "32"}
+  - name: premium
+    total: {cpu: "64"}
+classes:
+  - name: gpu
+    caps: {nvidia.com/gpu: 2}
+    pool: {selector: {pool: gpu}, resources: [nvidia.com/gpu], reserve: {nvidia.com/gpu: 1}, sharePercent: 90, localPods: true}
+    consumerLimit: {nvidia.com/gpu: 2}
+  - name: gold
+    budget: {cpu: "16"}
+    consumerLimit: {cpu: "4"}
+    budgets: [premium, provider]
+`))
+	require.NoError(t, err)
+	require.Len(t, cfg.Budgets, 2)
+	assert.Equal(t, "provider", cfg.Budgets[0].Name)
+	assert.Equal(t, map[string]string{}, cfg.Budgets[0].Pool.Selector, "{} selects every node")
+	require.Len(t, cfg.Classes, 2)
+	gpu := cfg.Classes[0]
+	require.NotNil(t, gpu.Pool)
+	assert.Equal(t, map[string]string{"pool": "gpu"}, gpu.Pool.Selector)
+	assert.Equal(t, 90, gpu.Pool.SharePercent)
+	assert.True(t, gpu.Pool.LocalPods)
+	assert.Equal(t, int64(2), gpu.ConsumerLimit.Name("nvidia.com/gpu", "").Value())
+	assert.Equal(t, []string{"premium", "provider"}, cfg.Classes[1].Budgets)
 
 	bad := []struct {
 		reason string
@@ -59,6 +97,27 @@ func TestParseClassesFile(t *testing.T) {
 		{"a cap beyond int64 would be reported wrong", "- name: gold\n  caps: {cpu: 1000E}\n"},
 		{"not a quantity", "- name: gold\n  caps: {cpu: lots}\n"},
 		{"a negative budget", "- name: gold\n  budget: {cpu: -1}\n"},
+		{"caps of nothing offer nothing", "- name: gold\n  caps: {}\n"},
+		{"neither a list nor an object", "gold\n"},
+		{"an object without classes", "budgets: []\n"},
+		{"a typo in the object", "classes: []\nbudget_list: []\n"},
+		{"budget and pool are exclusive", "- name: gold\n  budget: {cpu: 1}\n  pool: {selector: {}}\n"},
+		{"a pool without a selector", "- name: gold\n  pool: {resources: [cpu]}\n"},
+		{"a selector that is not a label", "- name: gold\n  pool: {selector: {\"a b\": c}}\n"},
+		{"a share beyond 100", "- name: gold\n  pool: {selector: {}, sharePercent: 101}\n"},
+		{"a negative share", "- name: gold\n  pool: {selector: {}, sharePercent: -1}\n"},
+		{"a pool of no resource", "- name: gold\n  pool: {selector: {}, resources: []}\n"},
+		{"a resource counted twice", "- name: gold\n  pool: {selector: {}, resources: [cpu, cpu]}\n"},
+		{"a negative reserve", "- name: gold\n  pool: {selector: {}, reserve: {cpu: -1}}\n"},
+		{"a consumer limit with no budget to limit", "- name: gold\n  consumerLimit: {cpu: 1}\n"},
+		{"an empty consumer limit", "- name: gold\n  budget: {cpu: 1}\n  consumerLimit: {}\n"},
+		{"a negative consumer limit", "- name: gold\n  budget: {cpu: 1}\n  consumerLimit: {cpu: -1}\n"},
+		{"a budget the file does not declare", "classes: [{name: gold, budgets: [nope]}]\n"},
+		{"a budget named twice by a class", "budgets: [{name: a, total: {cpu: 1}}]\nclasses: [{name: gold, budgets: [a, a]}]\n"},
+		{"a shared budget declared twice", "budgets: [{name: a, total: {cpu: 1}}, {name: a, total: {cpu: 2}}]\nclasses: []\n"},
+		{"a shared budget without a name", "budgets: [{total: {cpu: 1}}]\nclasses: []\n"},
+		{"a shared budget of nothing", "budgets: [{name: a}]\nclasses: []\n"},
+		{"a shared budget with total and pool", "budgets: [{name: a, total: {cpu: 1}, pool: {selector: {}}}]\nclasses: []\n"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -197,11 +256,81 @@ func TestShippedClassesConfigMapParses(t *testing.T) {
 	require.NoError(t, err)
 	var cm corev1.ConfigMap
 	require.NoError(t, yaml.UnmarshalStrict(raw, &cm))
-	specs, err := parseClassesFile([]byte(cm.Data["classes.yaml"]))
+	cfg, err := parseClassesFile([]byte(cm.Data["classes.yaml"]))
 	require.NoError(t, err)
-	names := make([]string, 0, len(specs))
-	for _, s := range specs {
+	names := make([]string, 0, len(cfg.Classes))
+	for _, s := range cfg.Classes {
 		names = append(names, s.Name)
 	}
 	assert.Equal(t, []string{"gold", "silver"}, names)
+}
+
+// A file declaring a node pool as a shared budget with a consumer limit:
+// the pool is sized from a Node created through the API, and one consumer
+// gets no more than its limit from it.
+func TestClassesFileNodePool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane")
+	}
+	cp := controlplane.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = slicetest.DefaultNamespace
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pool-node", Labels: map[string]string{"pool": "test"}}}
+	require.NoError(t, cp.Client.Create(ctx, node))
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, cp.Client.Status().Update(ctx, node))
+
+	path := filepath.Join(t.TempDir(), "classes.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+budgets:
+  - name: provider
+    pool: {selector: {pool: test}, resources: [cpu]}
+    consumerLimit: {cpu: "3"}
+classes:
+  - name: poolgold
+    caps: {cpu: "2"}
+    budgets: [provider]
+`), 0o600))
+	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, cp.Config) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	})
+
+	for _, name := range []string{"p1", "p2"} {
+		require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client,
+			slicetest.NewSlice(name, slicetest.WithClass("poolgold"), slicetest.WithRequest("cpu", "2"))))
+	}
+	reasons := map[string]int{}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		clear(reasons)
+		for _, name := range []string{"p1", "p2"} {
+			var rs authv1beta1.ResourceSlice
+			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
+				return false, err
+			}
+			c := conditions.Get(&rs, conditions.Resources)
+			if c == nil {
+				return false, nil
+			}
+			reasons[string(c.Status)+"/"+c.Reason]++
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "waiting for both slices to be decided")
+	assert.Equal(t, map[string]int{"Accepted/" + cappedresources.ReasonGranted: 1, "Denied/" + budget.ReasonConsumerLimit: 1}, reasons,
+		"the pool has 8 CPU, the consumer may hold 3: one slice of 2")
 }

@@ -16,7 +16,14 @@
 // The manager caches only what the SDK reads: ResourceSlices, trimmed with
 // resourceslice.TrimCache, Tenants and namespaces' metadata, all without
 // managed fields. A read of any other type fails instead of starting an
-// informer; events are written, never read.
+// informer; events are written, never read. Node pools of the classes file
+// watch their nodes (and pods, with localPods) through trimmed caches of
+// their own, which need list and watch on nodes (and pods): see
+// deploy/rbac-nodepools.yaml.
+//
+// The capped policy offers only the resources it has a cap for: --cap is
+// required with --class-name, and with --classes-file for classes without
+// caps of their own.
 package main
 
 import (
@@ -37,6 +44,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -87,6 +95,9 @@ func (o *options) complete() error {
 		return fmt.Errorf("--cap: %w", err)
 	}
 	o.caps = caps
+	if len(o.ClassNames) > 0 && len(caps) == 0 {
+		return errors.New("--cap is required with --class-name: the capped policy offers only the resources it has a cap for")
+	}
 	if o.SharedBudget != "" {
 		total, err := cappedresources.ParseCaps(o.SharedBudget)
 		if err != nil {
@@ -224,8 +235,9 @@ func homeDir() string {
 
 // managerOptions returns the manager's options. Its scheme holds only the
 // types the manager reads and writes through its client: Liqo's
-// authentication types, and with --class-lease-namespace coordination/v1
-// (leader election and events use clients of their own). Its cache holds
+// authentication types, with --class-lease-namespace coordination/v1
+// (leader election and events use clients of their own), and with
+// --classes-file core/v1, for the caches of node pools. Its cache holds
 // only what the controllers watch: ResourceSlices (trimmed by
 // resourceslice.TrimCache), Tenants and namespaces' metadata (without
 // managed fields). Reading any other type through the client fails
@@ -239,6 +251,14 @@ func managerOptions(o options) (manager.Options, error) {
 	if o.ClassLeaseNamespace != "" {
 		// Class Leases are written through the manager's client.
 		if err := coordinationv1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
+	}
+	if o.ClassesFile != "" {
+		// Node pools in the file watch nodes (and pods) through caches of
+		// their own, built with the manager's scheme; the manager's own
+		// cache still refuses to read them.
+		if err := corev1.AddToScheme(scheme); err != nil {
 			return manager.Options{}, err
 		}
 	}
@@ -268,10 +288,6 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	policy, err := cappedresources.New(o.caps)
-	if err != nil {
-		return nil, err
-	}
 	copts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(o.MaxConcurrentReconciles)}
 	if o.ClassLeaseNamespace != "" {
 		copts = append(copts, resourceslice.WithClassLease(o.ClassLeaseNamespace))
@@ -281,7 +297,10 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, mgr.GetLogger())
+		newPool := func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
+			return budget.NewNodePool(mgr, name, nodes, opts...)
+		}
+		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, newPool, mgr.GetLogger())
 		if err != nil {
 			return nil, err
 		}
@@ -292,8 +311,12 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if o.budget != nil {
 		copts = append(copts, resourceslice.WithBudget(o.budget))
 	}
-	for _, class := range o.ClassNames {
-		if err := resourceslice.AddToManager(mgr, class, policy, copts...); err != nil {
+	if len(o.ClassNames) > 0 {
+		policy, err := cappedresources.New(o.caps)
+		if err != nil {
+			return nil, err
+		}
+		if err := addClasses(mgr, o.ClassNames, policy, copts); err != nil {
 			return nil, err
 		}
 	}
@@ -309,6 +332,16 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// addClasses serves each --class-name with policy.
+func addClasses(mgr manager.Manager, classes []string, policy *cappedresources.Policy, opts []resourceslice.Option) error {
+	for _, class := range classes {
+		if err := resourceslice.AddToManager(mgr, class, policy, opts...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // run serves the classes until ctx ends.

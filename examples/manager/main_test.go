@@ -44,7 +44,7 @@ func TestParseFlags(t *testing.T) {
 	assert.True(t, o.Zap.Development, "logs default to development mode, as kubebuilder scaffolds")
 	assert.Nil(t, o.budget, "no budget unless --budget")
 
-	o, err = parseFlags([]string{"--class-name", "gold,silver", "--budget", "cpu=64,memory=256Gi"}, io.Discard)
+	o, err = parseFlags([]string{"--class-name", "gold,silver", "--cap", "cpu=4", "--budget", "cpu=64,memory=256Gi"}, io.Discard)
 	require.NoError(t, err)
 	require.NotNil(t, o.budget, "--budget builds one budget shared by the classes")
 	total := o.budget.Total()
@@ -53,12 +53,13 @@ func TestParseFlags(t *testing.T) {
 
 	bad := map[string][]string{
 		"no class":       {},
+		"no cap":         {"--class-name", "gold"},
 		"reserved class": {"--class-name", "default"},
 		"bad class":      {"--class-name", "a b"},
 		"duplicate":      {"--class-name", "gold,gold"},
 		"bad cap":        {"--class-name", "gold", "--cap", "cpu"},
-		"bad budget":     {"--class-name", "gold", "--budget", "cpu=-1"},
-		"zero workers":   {"--class-name", "gold", "--max-concurrent-reconciles", "0"},
+		"bad budget":     {"--class-name", "gold", "--cap", "cpu=4", "--budget", "cpu=-1"},
+		"zero workers":   {"--class-name", "gold", "--cap", "cpu=4", "--max-concurrent-reconciles", "0"},
 		"unknown flag":   {"--class-name", "gold", "--nope"},
 		"stray argument": {"--class-name", "gold", "extra"},
 		"bad log level":  {"--class-name", "gold", "--zap-log-level", "loud"},
@@ -75,7 +76,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestParseFlagsLogging(t *testing.T) {
-	o, err := parseFlags([]string{"--class-name", "gold", "--zap-devel=false", "--zap-log-level", "error", "--zap-encoder", "json"}, io.Discard)
+	o, err := parseFlags([]string{"--class-name", "gold", "--cap", "cpu=4", "--zap-devel=false", "--zap-log-level", "error", "--zap-encoder", "json"}, io.Discard)
 	require.NoError(t, err)
 	assert.False(t, o.Zap.Development)
 	require.NotNil(t, o.Zap.Level, "--zap-log-level must set the level")
@@ -125,7 +126,7 @@ func withoutKubeconfig(t *testing.T) string {
 func TestNoKubeconfigPrintsOneLine(t *testing.T) {
 	home := withoutKubeconfig(t)
 	var stdout, stderr bytes.Buffer
-	code := realMain(context.Background(), []string{"--class-name", "gold"}, &stdout, &stderr)
+	code := realMain(context.Background(), []string{"--class-name", "gold", "--cap", "cpu=4"}, &stdout, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Empty(t, stdout.String())
 	out := stderr.String()
@@ -175,7 +176,7 @@ current-context: x
 }
 
 func TestManagerOptionsCacheOnlyWhatIsRead(t *testing.T) {
-	o, err := parseFlags([]string{"--class-name", "gold"}, io.Discard)
+	o, err := parseFlags([]string{"--class-name", "gold", "--cap", "cpu=4"}, io.Discard)
 	require.NoError(t, err)
 	opts, err := managerOptions(o)
 	require.NoError(t, err)
@@ -259,7 +260,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 	defer cancel()
 	// Not "gold": controller names are unique per process, and
 	// TestRunDecidesOnARealAPIServer serves gold.
-	o, err := parseFlags([]string{"--class-name", "silver", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+	o, err := parseFlags([]string{"--class-name", "silver", "--cap", "cpu=4", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--leader-elect", "--leader-election-namespace", "default"}, io.Discard)
 	require.NoError(t, err)
 	mgr, err := newManager(o, cp.Config)

@@ -156,6 +156,8 @@ func TestOptionalRBAC(t *testing.T) {
 		return slices.DeleteFunc(slices.Clone(ps), func(p permission) bool { return slices.Contains(drop, p) })
 	}
 	proven := without(provenPermissions(t, "sc-all"), quotas...) // no budget in these values
+	nodes := []permission{{"", "", "nodes", "get"}, {"", "", "nodes", "list"}, {"", "", "nodes", "watch"}}
+	pods := []permission{{"", "", "pods", "list"}, {"", "", "pods", "watch"}}
 	for _, tc := range []struct {
 		reason, values string
 		want           []permission
@@ -180,6 +182,22 @@ func TestOptionalRBAC(t *testing.T) {
 		values: "replicaCount: 1\nleaderElection: {enabled: false}\nclassLease: {enabled: false}",
 		want: without(proven, append(leases("sc-all", "get", "create", "update", "delete"),
 			permission{"sc-all", "", "events", "create"})...),
+	}, {
+		reason: "a class's node pool: nodes, and the Quota rule its budget needs, with no switch set",
+		values: "classes: [{name: gpu, caps: {nvidia.com/gpu: 2}, pool: {selector: {pool: gpu}, resources: [nvidia.com/gpu]}}]",
+		want:   sorted(append(slices.Clone(proven), append(nodes, quotas...)...)),
+	}, {
+		reason: "a shared node pool with localPods in the object form: nodes, pods, Quotas",
+		values: "classes: {budgets: [{name: provider, pool: {selector: {}, localPods: true}}], classes: [{name: gold, caps: {cpu: 2}, budgets: [provider]}]}",
+		want:   sorted(append(slices.Clone(proven), append(append(nodes, quotas...), pods...)...)),
+	}, {
+		reason: "a shared fixed budget in the object form: the Quota rule only",
+		values: "classes: {budgets: [{name: premium, total: {cpu: 64}}], classes: [{name: gold, caps: {cpu: 2}, budgets: [premium]}]}",
+		want:   sorted(append(slices.Clone(proven), quotas...)),
+	}, {
+		reason: "the object form without budgets: nothing more",
+		values: "classes: {classes: [{name: gold, caps: {cpu: 2}}]}",
+		want:   proven,
 	}} {
 		t.Run(tc.reason, func(t *testing.T) {
 			got := renderedPermissions(t, render(t, "sc-all", tc.values))

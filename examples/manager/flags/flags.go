@@ -16,10 +16,11 @@ import (
 type Values struct {
 	// ClassNames are the --class-name values.
 	ClassNames ClassList
-	// ClassesFile is --classes-file: a YAML list of classes to serve
-	// instead of ClassNames.
+	// ClassesFile is --classes-file: the classes to serve instead of
+	// ClassNames, a YAML list of classes or {budgets, classes}.
 	ClassesFile string
-	// Cap is --cap, unparsed: the capped policy's caps.
+	// Cap is --cap, unparsed: the capped policy's caps, which are also the
+	// only resources it offers.
 	Cap string
 	// SharedBudget is --budget, unparsed: one budget shared by the classes.
 	SharedBudget string
@@ -62,8 +63,8 @@ func (c *ClassList) Set(v string) error {
 // Bind registers every flag on fs, writing into v.
 func (v *Values) Bind(fs *flag.FlagSet) {
 	fs.Var(&v.ClassNames, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); this or --classes-file is required")
-	fs.StringVar(&v.ClassesFile, "classes-file", "", "YAML list of classes to serve ({name, caps, budget}), re-read when it changes; replaces --class-name")
-	fs.StringVar(&v.Cap, "cap", "", "caps of the capped policy, e.g. cpu=4,memory=8Gi,pods=110 (with --classes-file: for classes without caps)")
+	fs.StringVar(&v.ClassesFile, "classes-file", "", "YAML classes to serve, re-read when it changes; replaces --class-name: a list of {name, caps, budget | pool, consumerLimit, budgets}, or {budgets: [{name, total | pool, consumerLimit}], classes: [...]}")
+	fs.StringVar(&v.Cap, "cap", "", "caps of the capped policy, which offers only the resources it caps, e.g. cpu=4,memory=8Gi,pods=110; required with --class-name (with --classes-file: for classes without caps)")
 	fs.StringVar(&v.SharedBudget, "budget", "", "a budget shared by all served classes (with --classes-file: those without a budget), e.g. cpu=64,memory=256Gi (default: none)")
 	fs.StringVar(&v.ClassLeaseNamespace, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
 	fs.StringVar(&v.MetricsBindAddress, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")

@@ -65,7 +65,7 @@ func (w world) args(kubeconfig string) []string {
 	return []string{
 		"--kubeconfig", kubeconfig,
 		"--class-name", w.class,
-		"--cap", "cpu=2",
+		"--cap", "cpu=2,pods=110", // the capped policy offers only what it has a cap for
 		"--budget", "cpu=3",
 		"--leader-elect", "--leader-election-namespace", saNamespace,
 		"--class-lease-namespace", saNamespace,

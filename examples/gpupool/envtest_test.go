@@ -1,0 +1,131 @@
+package gpupool_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/examples/gpupool"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// On a real API server, with the pool sized from two GPU Nodes created
+// through the API: a consumer's 3 slices of 1 GPU, decided by 4 workers
+// from a cold cache, against a limit of 2 per consumer, give exactly 2
+// Accepted slices pinned to the pool and 1 ConsumerLimitReached, though the
+// pool has 4 GPUs.
+func TestConsumerLimitOnANodePool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ns = slicetest.DefaultNamespace
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	for _, name := range []string{"gpu-a", "gpu-b"} {
+		require.NoError(t, createNode(ctx, cp.Client, name, map[string]string{"pool": "gpu"}, "2"))
+	}
+	require.NoError(t, createNode(ctx, cp.Client, "cpu-only", map[string]string{"pool": "cpu"}, "0"), "a node outside the pool")
+	var names []string
+	for i := range 3 {
+		s := slicetest.NewSlice(fmt.Sprintf("train-%d", i), slicetest.WithClass(class), slicetest.WithRequest(gpupool.GPU, "1"))
+		require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, s))
+		names = append(names, s.Name)
+	}
+
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	pool, err := budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
+		budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
+		budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}))
+	require.NoError(t, err)
+	require.NoError(t, resourceslice.AddToManager(mgr, class, gpupool.New(pool),
+		resourceslice.WithBudget(pool), resourceslice.WithMaxConcurrentReconciles(4)))
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "manager")
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	})
+
+	decided := map[string]*authv1beta1.ResourceSlice{}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			var rs authv1beta1.ResourceSlice
+			if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &rs); err != nil {
+				return false, err
+			}
+			if !conditions.IsDecided(&rs) {
+				return false, nil
+			}
+			decided[n] = &rs
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "waiting for the 3 slices to be decided")
+	gpus := pool.Total()[gpupool.GPU]
+	assert.Equal(t, int64(4), gpus.Value(), "the pool is the 2 GPU nodes' 4 GPUs")
+
+	var accepted, limited int
+	for n, rs := range decided {
+		c := conditions.Get(rs, conditions.Resources)
+		switch {
+		case conditions.IsAccepted(rs):
+			accepted++
+			assert.Equal(t, map[string]string{"pool": "gpu"}, rs.Status.NodeSelector, "%s pinned to the pool", n)
+			assert.Equal(t, map[string]string{"pool": "gpu"}, rs.Status.NodeLabels, "%s shows the pool's labels", n)
+			assert.Equal(t, gpupool.ReasonGranted, c.Reason)
+		case c.Reason == budget.ReasonConsumerLimit:
+			limited++
+			assert.Contains(t, c.Message, ns, "the message names the consumer")
+		default:
+			t.Errorf("%s: unexpected %s %s: %s", n, c.Status, c.Reason, c.Message)
+		}
+	}
+	assert.Equal(t, 2, accepted, "exactly the consumer's limit is granted")
+	assert.Equal(t, 1, limited, "the third slice waits at the consumer's limit")
+}
+
+// createNode creates a Ready node labelled lbls, with gpus GPUs, 32 CPUs
+// and 128Gi allocatable: a node's status is written through its
+// subresource, as the kubelet does.
+func createNode(ctx context.Context, c client.Client, name string, lbls map[string]string, gpus string) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+	if err := c.Create(ctx, n); err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		gpupool.GPU: resource.MustParse(gpus), corev1.ResourceCPU: resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	}
+	n.Status = corev1.NodeStatus{
+		Capacity: capacity, Allocatable: capacity,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	if err := c.Status().Update(ctx, n); err != nil {
+		return fmt.Errorf("writing node %s's status: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package gpupool_test
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/examples/gpupool"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// A GPU class over the nodes labelled pool=gpu: the pool's total follows
+// those nodes (their allocatable GPUs, cpu and memory), no consumer holds
+// more than 2 GPUs of it, and each offer is pinned to the pool's nodes.
+// The manager's client needs list and watch on nodes.
+func ExampleNew() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	pool, err := budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
+		budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
+		budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}))
+	if err != nil {
+		panic(err)
+	}
+	if err := resourceslice.AddToManager(mgr, "gpu", gpupool.New(pool), resourceslice.WithBudget(pool)); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}
