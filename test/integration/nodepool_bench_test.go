@@ -70,7 +70,12 @@ func BenchmarkNodePool(b *testing.B) {
 		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Minute, true,
 			func(context.Context) (bool, error) { return ready(), nil }))
 		after := heap()
-		return after - min(after, before), func() { cancel(); _ = <-done }
+		return after - min(after, before), func() {
+			cancel()
+			if err := <-done; err != nil {
+				b.Errorf("manager: %v", err)
+			}
+		}
 	}
 	cpuOf := func(p *budget.Budget) int64 { q := p.Total()[corev1.ResourceCPU]; return q.Value() }
 	allocatable := int64(nodes) * 8
