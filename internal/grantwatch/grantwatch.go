@@ -1,7 +1,8 @@
 // Package grantwatch is a test helper of this module: an independent
 // observer that watches a namespace's ResourceSlices and Liqo's Quotas on
 // the API server and checks, at every event, that what the provider grants
-// never exceeds a budget. The integration and reliability suites share it.
+// never exceeds a budget, and the way to run Liqo's own QuotaCreator beside
+// a class controller. The integration and reliability suites share it.
 package grantwatch
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	quotacreator "github.com/liqotech/liqo/pkg/liqo-controller-manager/quotacreator-controller"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
 )
@@ -150,4 +153,14 @@ func (w *Watcher) Check(t *testing.T) {
 	defer w.mu.Unlock()
 	assert.Empty(t, w.violations, "the provider granted more than the budget (%d events watched)", w.events)
 	t.Logf("grant watcher: %d events, peak granted %s of %s CPU", w.events, w.peak.String(), w.limit.String())
+}
+
+// RunLiqoQuotas registers Liqo v1.2.0's own QuotaCreatorReconciler in mgr,
+// as the provider's liqo-controller-manager runs it: a Quota (Hard limits)
+// for each Accepted replicated slice, which is what the grants a Watcher
+// checks are made of.
+func RunLiqoQuotas(mgr manager.Manager) error {
+	r := quotacreator.NewQuotaCreatorReconciler(mgr.GetClient(), mgr.GetScheme(),
+		mgr.GetEventRecorderFor("liqo-quotacreator"), offloadingv1beta1.HardLimitsEnforcement) //nolint:staticcheck // Liqo's constructor takes the old recorder
+	return r.SetupWithManager(mgr)
 }

@@ -15,7 +15,6 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
-	quotacreator "github.com/liqotech/liqo/pkg/liqo-controller-manager/quotacreator-controller"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -38,13 +37,8 @@ import (
 // webhook enforces, and ignores slices that are not Accepted. A budget must
 // hold what those Quotas enforce, whatever the class controller last wrote.
 
-// withLiqoQuotas registers Liqo's QuotaCreator in mgr, as the provider's
-// liqo-controller-manager runs it.
-func withLiqoQuotas(mgr manager.Manager) error {
-	r := quotacreator.NewQuotaCreatorReconciler(mgr.GetClient(), mgr.GetScheme(),
-		mgr.GetEventRecorderFor("liqo-quotacreator"), offloadingv1beta1.HardLimitsEnforcement) //nolint:staticcheck // Liqo's constructor takes the old recorder
-	return r.SetupWithManager(mgr)
-}
+// withLiqoQuotas runs Liqo's QuotaCreator in mgr (see grantwatch).
+func withLiqoQuotas(mgr manager.Manager) error { return grantwatch.RunLiqoQuotas(mgr) }
 
 // quotaCPU is the CPU Liqo's Quota for the slice enforces; ok is false
 // while there is none.

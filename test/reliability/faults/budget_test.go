@@ -8,8 +8,6 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
-	quotacreator "github.com/liqotech/liqo/pkg/liqo-controller-manager/quotacreator-controller"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -46,9 +44,7 @@ func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
 	in := newInjector(faultySetting, faultSeed(t))
 	var calls atomic.Int64
 	startManager(t, in.config(cp.Config), cp, func(mgr manager.Manager) error {
-		liqo := quotacreator.NewQuotaCreatorReconciler(mgr.GetClient(), mgr.GetScheme(),
-			mgr.GetEventRecorderFor("liqo-quotacreator"), offloadingv1beta1.HardLimitsEnforcement) //nolint:staticcheck // Liqo's constructor takes the old recorder
-		if err := liqo.SetupWithManager(mgr); err != nil {
+		if err := grantwatch.RunLiqoQuotas(mgr); err != nil {
 			return err
 		}
 		return resourceslice.AddToManager(mgr, class, capped(0, &calls), resourceslice.WithBudget(b),
