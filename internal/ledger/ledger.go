@@ -84,9 +84,6 @@ type Ledger struct {
 	// gone remembers recently deleted slices (see bury).
 	gone     map[types.UID]time.Time
 	goneNext int
-	// observed is closed and replaced whenever an observation arrives, so
-	// a reconciler waiting for the feed to catch up is woken.
-	observed chan struct{}
 }
 
 // New returns an empty ledger limiting exactly the resources of total. It
@@ -125,7 +122,6 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		classes:    map[string]Class{},
 		line:       newWaitLine(),
 		gone:       map[types.UID]time.Time{},
-		observed:   make(chan struct{}),
 	}, nil
 }
 

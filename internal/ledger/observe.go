@@ -145,7 +145,6 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	if movedConsumer && len(l.opts.ConsumerLimit) > 0 {
 		wake = l.wakeLocked() // the old consumer's holding dropped
 	}
-	l.notifyLocked()
 	l.mu.Unlock()
 	wake()
 }
@@ -159,14 +158,12 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	e := l.slices[key]
 	if e != nil && uid != "" && e.uid != "" && e.uid != uid {
 		l.bury(uid)
-		l.notifyLocked()
 		l.mu.Unlock()
 		return
 	}
 	promised := l.line.removeKey(key)
 	if e == nil && !promised {
 		l.bury(uid)
-		l.notifyLocked()
 		l.mu.Unlock()
 		return
 	}
@@ -186,7 +183,6 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	if promised {
 		wake = l.wakeLocked()
 	}
-	l.notifyLocked()
 	l.mu.Unlock()
 	wake()
 }
@@ -203,14 +199,6 @@ func othersQuotas(quotas map[string]quota, uid types.UID) map[string]quota {
 		}
 	}
 	return out
-}
-
-// Gone reports whether the slice with uid was deleted (recently).
-func (l *Ledger) Gone(uid types.UID) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, gone := l.gone[uid]
-	return uid != "" && gone
 }
 
 // Ahead reports whether the ledger has observed the slice key (with uid)
@@ -278,31 +266,6 @@ func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
 	wake := l.wakeIfFreedLocked(before)
 	l.mu.Unlock()
 	wake()
-}
-
-// Observed returns the resourceVersion of the slice the ledger last
-// observed; known is false when it never observed the slice (or forgot it
-// as holding nothing).
-func (l *Ledger) Observed(key types.NamespacedName) (rv string, known bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.slices[key]
-	if e == nil || !e.seen {
-		return "", false
-	}
-	return e.rv, true
-}
-
-// Notify returns a channel closed at the next observation.
-func (l *Ledger) Notify() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.observed
-}
-
-func (l *Ledger) notifyLocked() {
-	close(l.observed)
-	l.observed = make(chan struct{})
 }
 
 // selects reports whether a slice of class with labels is served by an

@@ -254,43 +254,15 @@ func TestObserveLeftClassDoesNotReboundAfterLowering(t *testing.T) {
 	assertList(t, cpu("4"), l.Used(), "bronze's acceptance must not draw from this budget")
 }
 
-func TestObserved(t *testing.T) {
+func TestStaleObservationDoesNotMoveBack(t *testing.T) {
 	l, _ := newLedger(t, cpu("10"))
-	_, known := l.Observed(key("a"))
-	assert.False(t, known, "never observed")
+	assert.False(t, l.Ahead(key("a"), uid("a"), "1"), "never observed")
 
 	l.ObserveSlice(slice("a", "7", cpu("1")))
 	l.ObserveSlice(slice("a", "5", cpu("1")))
-	rv, known := l.Observed(key("a"))
-	assert.True(t, known)
-	assert.Equal(t, "7", rv, "a stale observation does not move the resourceVersion back")
+	assert.True(t, l.Ahead(key("a"), uid("a"), "6"), "a stale observation does not move the resourceVersion back from 7")
+	assert.False(t, l.Ahead(key("a"), uid("a"), "7"))
 
 	l.ForgetSlice(key("a"), "")
-	_, known = l.Observed(key("a"))
-	assert.False(t, known, "forgotten")
-}
-
-func TestNotify(t *testing.T) {
-	l, _ := newLedger(t, cpu("10"))
-	closed := func(c <-chan struct{}) bool {
-		select {
-		case <-c:
-			return true
-		default:
-			return false
-		}
-	}
-	c := l.Notify()
-	assert.False(t, closed(c), "nothing observed yet")
-	l.ObserveSlice(slice("a", "1", nil))
-	assert.True(t, closed(c), "an observation closes the channel")
-
-	c = l.Notify()
-	assert.False(t, closed(c), "a fresh channel")
-	l.ForgetSlice(key("a"), "")
-	assert.True(t, closed(c), "a deletion is an observation")
-
-	c = l.Notify()
-	l.ForgetSlice(key("never-seen"), "")
-	assert.True(t, closed(c), "a deletion of an unknown slice is an observation too")
+	assert.False(t, l.Ahead(key("a"), uid("a"), "1"), "forgotten")
 }
