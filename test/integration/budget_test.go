@@ -243,10 +243,15 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 
 	// Half the backlog before the first manager starts.
 	names := make([]string, 0, nSlice)
+	// created counts the slices whose creation (object, then Liqo's status)
+	// is done: Liqo's writer below touches only those, or its write could
+	// land between a creation's two requests and fail the second.
+	var created atomic.Int32
 	add := func(i int) {
 		name := fmt.Sprintf("s-%03d", i)
 		names = append(names, name)
 		create(t, cpuSlice(ns, name, classes[i%len(classes)], 1+rng.Intn(4)))
+		created.Store(int32(i + 1))
 	}
 	for i := range nSlice / 2 {
 		add(i)
@@ -261,7 +266,7 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 		defer liqoWG.Done()
 		r := rand.New(rand.NewSource(9))
 		for round := 0; !stopLiqo.Load(); round++ {
-			name := fmt.Sprintf("s-%03d", r.Intn(nSlice))
+			name := fmt.Sprintf("s-%03d", r.Intn(int(created.Load())))
 			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				var rs authv1beta1.ResourceSlice
 				if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
