@@ -337,7 +337,7 @@ func decisions(reg *prometheus.Registry) int {
 	}
 	total := 0.0
 	for _, mf := range mfs {
-		if mf.GetName() != resourceslice.MetricDecisions {
+		if mf.GetName() != "sliceclass_decisions_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

@@ -6,22 +6,10 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TrimSlice is a cache transform for ResourceSlices that drops what a class
-// controller never reads: metadata.managedFields, spec.csr (the consumer's
-// certificate signing request) and status.authParams (the signed
-// certificate, CA and API server address Liqo hands back). Other objects
-// pass through unchanged.
-//
-// It is safe with the SDK's status writes: the patch is the difference
-// between the cached object and the desired one, so fields missing from both
-// are never in it and stay as they are on the server. Handlers of a trimmed
-// cache must not read spec.csr or status.authParams; everything else
-// (labels, spec.resources, spec.class, the consumer ID, conditions, the
-// offered status) is kept.
-func TrimSlice(obj any) (any, error) {
+// trimSlice is the transform TrimCache installs.
+func trimSlice(obj any) (any, error) {
 	rs, ok := obj.(*authv1beta1.ResourceSlice)
 	if !ok {
 		return obj, nil
@@ -32,30 +20,40 @@ func TrimSlice(obj any) (any, error) {
 	return rs, nil
 }
 
-var _ toolscache.TransformFunc = TrimSlice
+var _ toolscache.TransformFunc = trimSlice
 
-// TrimCache sets TrimSlice as the ResourceSlice transform of a manager's
-// cache options, keeping any ByObject settings (label selector, namespaces)
-// already there and running an existing transform first:
+// TrimCache makes a manager's cache drop from ResourceSlices what a class
+// controller never reads (metadata.managedFields, spec.csr, and
+// status.authParams: the signed certificate, CA and API server address
+// Liqo hands back), whatever the scheme holds when it is called:
 //
 //	opts := manager.Options{...}
 //	resourceslice.TrimCache(&opts.Cache)
 //	mgr, err := manager.New(cfg, opts)
+//
+// It chains the trim after the cache's default transform (which applies to
+// every type without a transform of its own), so it needs no scheme entry;
+// when opts already configures ResourceSlices (ByObject: a label selector,
+// namespaces, a transform), it chains after that entry's transform and
+// keeps the rest. Other objects pass through unchanged.
+//
+// It is safe with the SDK's status writes: the patch is the difference
+// between the cached object and the desired one, so fields missing from both
+// are never in it and stay as they are on the server. Handlers of a trimmed
+// cache must not read spec.csr or status.authParams; everything else
+// (labels, spec.resources, spec.class, the consumer ID, conditions, the
+// offered status) is kept.
 func TrimCache(opts *cache.Options) {
-	if opts.ByObject == nil {
-		opts.ByObject = map[client.Object]cache.ByObject{}
-	}
 	sliceType := reflect.TypeOf(&authv1beta1.ResourceSlice{})
 	for k, v := range opts.ByObject {
 		if reflect.TypeOf(k) != sliceType {
 			continue
 		}
-		prev := v.Transform
-		v.Transform = chain(prev, TrimSlice)
+		v.Transform = chain(v.Transform, trimSlice)
 		opts.ByObject[k] = v
 		return
 	}
-	opts.ByObject[&authv1beta1.ResourceSlice{}] = cache.ByObject{Transform: TrimSlice}
+	opts.DefaultTransform = chain(opts.DefaultTransform, trimSlice)
 }
 
 func chain(first, second toolscache.TransformFunc) toolscache.TransformFunc {

@@ -15,9 +15,12 @@ import (
 )
 
 func TestTrimSlice(t *testing.T) {
+	var opts cache.Options
+	resourceslice.TrimCache(&opts)
+	trim := opts.DefaultTransform
 	rs := goldSlice("a")
 	rs.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
-	out, err := resourceslice.TrimSlice(rs)
+	out, err := trim(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,13 +28,13 @@ func TestTrimSlice(t *testing.T) {
 	if got.ManagedFields != nil || got.Spec.CSR != nil || got.Status.AuthParams != nil {
 		t.Errorf("managedFields, csr and authParams must be dropped: %+v", got)
 	}
-	if got.Spec.Resources.Cpu().Value() != 2 || resourceslice.ClassOf(got) != gold || resourceslice.ConsumerID(got) != slicetest.DefaultConsumer ||
-		!conditions.IsAuthenticated(got) || got.Labels[resourceslice.LabelReplicated] != "true" {
+	if got.Spec.Resources.Cpu().Value() != 2 || string(got.Spec.Class) != gold || got.Labels["liqo.io/originID"] != slicetest.DefaultConsumer ||
+		!conditions.IsAuthenticated(got) || got.Labels["liqo.io/replicated"] != "true" {
 		t.Errorf("what a handler reads must be kept: %+v", got)
 	}
 	tenant := slicetest.NewTenant("c", authv1beta1.TenantConditionActive)
 	tenant.Spec.PublicKey = []byte("k")
-	if out, _ := resourceslice.TrimSlice(tenant); string(out.(*authv1beta1.Tenant).Spec.PublicKey) != "k" {
+	if out, _ := trim(tenant); string(out.(*authv1beta1.Tenant).Spec.PublicKey) != "k" {
 		t.Error("other objects must pass through unchanged")
 	}
 }
@@ -57,7 +60,13 @@ func TestTrimCacheKeepsExistingSettings(t *testing.T) {
 	}
 	var empty cache.Options
 	resourceslice.TrimCache(&empty)
-	if len(empty.ByObject) != 1 {
-		t.Errorf("TrimCache on empty options: want one entry, got %d", len(empty.ByObject))
+	if len(empty.ByObject) != 0 || empty.DefaultTransform == nil {
+		t.Errorf("TrimCache on empty options must need no scheme entry: want no ByObject entry and a default transform, got %d entries", len(empty.ByObject))
+	}
+	prior := false
+	withDefault := cache.Options{DefaultTransform: func(o any) (any, error) { prior = true; return o, nil }}
+	resourceslice.TrimCache(&withDefault)
+	if out, _ := withDefault.DefaultTransform(goldSlice("a")); !prior || out.(*authv1beta1.ResourceSlice).Spec.CSR != nil {
+		t.Error("an existing default transform must run, then the trim")
 	}
 }

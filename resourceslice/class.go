@@ -7,25 +7,23 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// ClassOf returns the class a controller must serve the slice as.
-//
-// Liqo releases after v1.2.0 add ResourceSlice.EffectiveClass(), which class
-// controllers must rely on; the pinned v1.2.0 types lack it. ClassOf uses the
-// method when the type has it and spec.class otherwise, so a build against a
-// newer Liqo picks it up with no code change.
-func ClassOf(rs *authv1beta1.ResourceSlice) string {
+// typedEffectiveClass is the slice's effective class when the Go type has
+// Liqo's EffectiveClass() (releases after v1.2.0, which the pinned types
+// lack), so that a build against a newer Liqo picks it up with no code
+// change; ok is false on the pinned types.
+func typedEffectiveClass(rs *authv1beta1.ResourceSlice) (string, bool) {
 	if rs == nil {
-		return ""
+		return "", true
 	}
 	switch v := any(rs).(type) {
 	case interface {
 		EffectiveClass() authv1beta1.ResourceSliceClass
 	}:
-		return string(v.EffectiveClass())
+		return string(v.EffectiveClass()), true
 	case interface{ EffectiveClass() string }:
-		return v.EffectiveClass()
+		return v.EffectiveClass(), true
 	}
-	return string(rs.Spec.Class)
+	return "", false
 }
 
 // ControllerName is the name of the controller serving class:

@@ -9,14 +9,8 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/handler"
 )
@@ -48,10 +42,7 @@ type ClassSet struct {
 }
 
 type servedClass struct {
-	r      *Reconciler
-	ctrl   controller.Controller
-	cfg    *config
-	reads  []client.Object // what the class's sources read from the cache
+	cc     *classController
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -74,7 +65,7 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 		return nil, fmt.Errorf("class set: adding Liqo's types to the manager's scheme: %w", err)
 	}
 	cs := &ClassSet{mgr: mgr, defaults: append([]Option(nil), opts...), classes: map[string]*servedClass{}}
-	if err := mgr.Add(cs); err != nil {
+	if err := mgr.Add(classSetRunnable{cs}); err != nil {
 		return nil, fmt.Errorf("class set: adding to the manager: %w", err)
 	}
 	return cs, nil
@@ -89,22 +80,18 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 // set or by AddToManager; errors.Is ErrClassRegistered).
 func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error {
 	all := append(append([]Option(nil), cs.defaults...), opts...)
-	r, cfg, err := prepare(cs.mgr, class, h, all)
+	cc, err := newClassController(cs.mgr, class, h, all, true)
 	if err != nil {
 		return err
 	}
-	ctrl, reads, err := cs.newController(r, cfg)
-	if err != nil {
-		cs.release(class, r)
-		return err
-	}
-	sc := &servedClass{r: r, ctrl: ctrl, cfg: cfg, reads: reads}
+	sc := &servedClass{cc: cc}
+	reads := cc.reads
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.classes[class] = sc
 	switch {
 	case cs.ctx != nil:
-		cs.start(class, sc)
+		cs.start(sc)
 	case cs.warmCtx != nil:
 		// A class served by a warm standby is warm too when it is elected.
 		go func() {
@@ -116,14 +103,21 @@ func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error
 	return nil
 }
 
-// Stop stops deciding class's slices: decisions in flight finish, then the
-// class decides nothing more; its decisions stay as they are. What its
-// Accepted slices hold in a budget stays counted, since they still hold it:
-// serving the class again brings that up to date, and until then a slice
-// deleted meanwhile is still counted (the budget under-commits, never
-// over-commits). Other classes are undisturbed. It returns an error wrapping
-// ErrClassNotServed if the set does not serve class.
-func (cs *ClassSet) Stop(class string) error {
+// Stop stops deciding class's slices: the class takes no new slice, and
+// Stop returns when its decisions in flight have ended (each is finished
+// and written) or when ctx ends, whichever comes first. Its decisions stay
+// as they are. What its Accepted slices hold in a budget stays counted,
+// since they still hold it: serving the class again brings that up to
+// date, and until then a slice deleted meanwhile is still counted (the
+// budget under-commits, never over-commits). Other classes are undisturbed.
+//
+// When ctx ends first, Stop ends the context of the decisions in flight and
+// returns ctx's error; the class is released (its budgets, then its name)
+// only when they have returned, so until then Serve of the class fails with
+// ErrClassRegistered: a handler is never called twice at once for a slice.
+// Stop returns an error wrapping ErrClassNotServed if the set does not
+// serve class.
+func (cs *ClassSet) Stop(ctx context.Context, class string) error {
 	cs.mu.Lock()
 	sc, ok := cs.classes[class]
 	delete(cs.classes, class)
@@ -131,12 +125,23 @@ func (cs *ClassSet) Stop(class string) error {
 	if !ok {
 		return fmt.Errorf("class %q: %w", class, ErrClassNotServed)
 	}
-	if sc.cancel != nil {
-		sc.cancel()
-		<-sc.done
+	if sc.cancel == nil { // never started
+		sc.cc.release()
+		return nil
 	}
-	cs.release(class, sc.r)
-	return nil
+	sc.cancel()
+	select {
+	case <-sc.done:
+		sc.cc.release()
+		return nil
+	case <-ctx.Done():
+		sc.cc.abortStop()
+		go func() {
+			<-sc.done
+			sc.cc.release()
+		}()
+		return fmt.Errorf("class %q: stopped taking slices, but decisions still in flight did not end in time: %w", class, ctx.Err())
+	}
 }
 
 // Classes returns the classes the set serves, sorted.
@@ -151,13 +156,18 @@ func (cs *ClassSet) Classes() []string {
 	return out
 }
 
+// classSetRunnable runs the set in the manager: on the leader only, warm
+// before election when the manager enables warm-up.
+type classSetRunnable struct{ cs *ClassSet }
+
 // Start implements manager.Runnable: it starts the classes served so far
-// and those served later, until ctx ends.
-func (cs *ClassSet) Start(ctx context.Context) error {
+// and those served later, until ctx ends, then waits for them.
+func (r classSetRunnable) Start(ctx context.Context) error {
+	cs := r.cs
 	cs.mu.Lock()
 	cs.ctx = ctx
-	for class, sc := range cs.classes {
-		cs.start(class, sc)
+	for _, sc := range cs.classes {
+		cs.start(sc)
 	}
 	cs.mu.Unlock()
 	<-ctx.Done()
@@ -177,9 +187,12 @@ func (cs *ClassSet) Start(ctx context.Context) error {
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: classes are
 // decided on the leader only.
-func (cs *ClassSet) NeedLeaderElection() bool { return true }
+func (classSetRunnable) NeedLeaderElection() bool { return true }
 
-// Warmup is called by the manager before it is elected, as it warms up its
+// Warmup implements the manager's warm-up runnable.
+func (r classSetRunnable) Warmup(ctx context.Context) error { return r.cs.warmup(ctx) }
+
+// warmup is called by the manager before it is elected, as it warms up its
 // own controllers. When the manager's controller options enable warm-up
 // (EnableWarmup), it starts and syncs the informers of ResourceSlices and of
 // what the served classes read (Tenants, namespaces, WithWatch objects), so
@@ -188,7 +201,7 @@ func (cs *ClassSet) NeedLeaderElection() bool { return true }
 // decided until the set is elected. Warming up is best effort: an informer
 // that cannot start is logged, and fails its class when elected, as without
 // warm-up.
-func (cs *ClassSet) Warmup(ctx context.Context) error {
+func (cs *ClassSet) warmup(ctx context.Context) error {
 	if on := cs.mgr.GetControllerOptions().EnableWarmup; on == nil || !*on {
 		return nil
 	}
@@ -196,7 +209,7 @@ func (cs *ClassSet) Warmup(ctx context.Context) error {
 	cs.warmCtx = ctx
 	reads := []client.Object{&authv1beta1.ResourceSlice{}}
 	for _, sc := range cs.classes {
-		reads = append(reads, sc.reads...)
+		reads = append(reads, sc.cc.reads...)
 	}
 	cs.mu.Unlock()
 	if err := cs.warm(ctx, reads); err != nil && ctx.Err() == nil {
@@ -224,109 +237,15 @@ func (cs *ClassSet) warm(ctx context.Context, objs []client.Object) error {
 	return nil
 }
 
-// start runs one class's controller (and its lease) under the set's
-// context; cs.mu is held.
-func (cs *ClassSet) start(class string, sc *servedClass) {
+// start runs one class's controller (and what runs beside it) under the
+// set's context; cs.mu is held.
+func (cs *ClassSet) start(sc *servedClass) {
 	ctx, cancel := context.WithCancel(cs.ctx)
 	sc.cancel, sc.done = cancel, make(chan struct{})
-	logger := cs.mgr.GetLogger().WithValues("controller", ControllerName(class))
 	go func() {
 		defer close(sc.done)
-		var wg sync.WaitGroup
-		if sc.cfg.leaseNamespace != "" {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = newClassLease(cs.mgr.GetAPIReader(), cs.mgr.GetClient(), class, sc.cfg.leaseNamespace).Start(ctx)
-			}()
+		if err := sc.cc.run(ctx); err != nil {
+			sc.cc.logger().Error(err, "class controller stopped with an error")
 		}
-		if inv, ok := sc.r.handler.(handler.Inventory); ok && inv != nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = inventoryRunnable{r: sc.r, synced: cs.mgr.GetCache().WaitForCacheSync}.Start(ctx)
-			}()
-		}
-		if err := sc.ctrl.Start(ctx); err != nil {
-			logger.Error(err, "class controller stopped with an error")
-		}
-		cancel()
-		wg.Wait()
 	}()
-}
-
-func (cs *ClassSet) release(class string, r *Reconciler) {
-	// Detach from the budgets first: once the name is unclaimed, a
-	// concurrent Serve of the class attaches again.
-	r.detach()
-	classes.unclaim(cs.mgr, class)
-}
-
-// newController builds an unmanaged controller for r, fed by informer
-// sources that leave the manager's informers when the class stops; it
-// returns the objects those sources read. The manager's controller defaults
-// (RecoverPanic, CacheSyncTimeout, ...) apply as they do to AddToManager's
-// controllers.
-func (cs *ClassSet) newController(r *Reconciler, cfg *config) (controller.Controller, []client.Object, error) {
-	class := r.scope.class
-	name := ControllerName(class)
-	copts := controller.Options{
-		// Stop cancels the class's context; a decision in flight must still
-		// be written, so reconciles run on a context Stop does not cancel.
-		Reconciler: reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			rctx := context.WithoutCancel(ctx)
-			if d, ok := ctx.Deadline(); ok { // the manager's ReconciliationTimeout
-				var cancel context.CancelFunc
-				rctx, cancel = context.WithDeadline(rctx, d)
-				defer cancel()
-			}
-			return r.Reconcile(rctx, req)
-		}),
-		MaxConcurrentReconciles: cfg.maxConcurrent,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
-		// The name comes back each time the class is served again.
-		SkipNameValidation: ptr.To(true),
-	}
-	base := cs.mgr.GetLogger()
-	if cfg.logger != nil {
-		base = *cfg.logger
-	}
-	copts.LogConstructor = requestLogger(base.WithValues("controller", name))
-	copts.DefaultFromConfig(cs.mgr.GetControllerOptions())
-	c, err := controller.NewUnmanaged(name, copts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("class %q: building controller %q: %w", class, name, err)
-	}
-	cache := cs.mgr.GetCache()
-	sources := []*informerSource{{
-		cache: cache, obj: &authv1beta1.ResourceSlice{},
-		handler: &crhandler.EnqueueRequestForObject{}, preds: []predicate.Predicate{r.scope.predicate()},
-	}}
-	if cfg.tenantRule {
-		sources = append(sources, &informerSource{
-			cache: cache, obj: &authv1beta1.Tenant{},
-			handler: crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant), preds: []predicate.Predicate{TenantPredicate()},
-		})
-	}
-	sources = append(sources, &informerSource{
-		cache: cache, obj: namespaceMetadata(),
-		handler: crhandler.EnqueueRequestsFromMapFunc(r.SlicesInNamespace), preds: []predicate.Predicate{NamespacePredicate()},
-	})
-	for _, w := range cfg.watches {
-		sources = append(sources, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
-	}
-	reads := make([]client.Object, 0, len(sources))
-	for _, s := range sources {
-		if err := c.Watch(s); err != nil {
-			return nil, nil, fmt.Errorf("class %q: %w", class, err)
-		}
-		reads = append(reads, s.obj)
-	}
-	if err := c.Watch(cfg.statusClasses.source(r.scope)); err != nil {
-		return nil, nil, fmt.Errorf("class %q: %w", class, err)
-	}
-	if err := c.Watch(r.Source()); err != nil {
-		return nil, nil, fmt.Errorf("class %q: %w", class, err)
-	}
-	return c, reads, nil
 }

@@ -1,6 +1,7 @@
 package resourceslice_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -109,7 +110,7 @@ func TestClassSetAndAddToManagerExcludeEachOther(t *testing.T) {
 
 	// Once the first set stops the class, it is free for the other set, and
 	// then no longer for AddToManager.
-	require.NoError(t, cs.Stop("dynamic"))
+	require.NoError(t, cs.Stop(context.Background(), "dynamic"))
 	require.NoError(t, other.Serve("dynamic", grant), "a stopped class is free again")
 	assert.ErrorIs(t, resourceslice.AddToManager(mgr, "dynamic", grant), resourceslice.ErrClassRegistered)
 
@@ -127,15 +128,15 @@ func TestClassSetServeStopServeBeforeStart(t *testing.T) {
 	}
 	assert.Equal(t, []string{"alpha", "beta", "mid", "zeta"}, cs.Classes(), "Classes is sorted")
 
-	require.NoError(t, cs.Stop("mid"))
+	require.NoError(t, cs.Stop(context.Background(), "mid"))
 	assert.Equal(t, []string{"alpha", "beta", "zeta"}, cs.Classes())
 
-	err = cs.Stop("mid")
+	err = cs.Stop(context.Background(), "mid")
 	require.Error(t, err, "stopping a class twice")
 	assert.ErrorIs(t, err, resourceslice.ErrClassNotServed)
 	assert.ErrorContains(t, err, `"mid"`, "the error names the class")
 
-	err = cs.Stop("never-served")
+	err = cs.Stop(context.Background(), "never-served")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, resourceslice.ErrClassNotServed)
 
@@ -158,7 +159,7 @@ func TestClassSetConcurrentServeStop(t *testing.T) {
 	// starts after it (see TestClassSetConcurrentFirstServe for the storm
 	// that includes it).
 	require.NoError(t, cs.Serve("warm-up", grant))
-	require.NoError(t, cs.Stop("warm-up"))
+	require.NoError(t, cs.Stop(context.Background(), "warm-up"))
 	serveStopStorm(t, cs)
 }
 
@@ -200,7 +201,7 @@ func serveStopStorm(t *testing.T, cs *resourceslice.ClassSet) {
 					mu.Unlock()
 				}
 				_ = cs.Classes()
-				if err := cs.Stop(classes[(g+i+1)%len(classes)]); err != nil && !errors.Is(err, resourceslice.ErrClassNotServed) {
+				if err := cs.Stop(context.Background(), classes[(g+i+1)%len(classes)]); err != nil && !errors.Is(err, resourceslice.ErrClassNotServed) {
 					mu.Lock()
 					unexpected = append(unexpected, err)
 					mu.Unlock()
@@ -215,11 +216,11 @@ func serveStopStorm(t *testing.T, cs *resourceslice.ClassSet) {
 	// What Classes reports is exactly what Stop can stop; afterwards every
 	// class is free again, in the set and in the manager.
 	for _, class := range cs.Classes() {
-		require.NoError(t, cs.Stop(class), "Classes lists %q, so Stop must find it", class)
+		require.NoError(t, cs.Stop(context.Background(), class), "Classes lists %q, so Stop must find it", class)
 	}
 	assert.Empty(t, cs.Classes())
 	for _, class := range classes {
-		assert.ErrorIs(t, cs.Stop(class), resourceslice.ErrClassNotServed)
+		assert.ErrorIs(t, cs.Stop(context.Background(), class), resourceslice.ErrClassNotServed)
 		assert.NoError(t, cs.Serve(class, grant), "class %q left claimed after the storm", class)
 	}
 	assert.Equal(t, classes, cs.Classes())

@@ -25,7 +25,7 @@ type consumerInfo struct {
 // every tenant namespace) or, in a namespace without it, the namespace
 // itself. A consumer's credentials reach only its tenant namespace, so it
 // can neither choose nor switch this value, unlike the IDs it writes on its
-// slice (see ConsumerID). Consumer limits (budget.WithConsumerLimit) and a
+// slice (see consumerID). Consumer limits (budget.WithConsumerLimit) and a
 // budget's fair order key on the same value. It returns "" outside Handle.
 func Consumer(ctx context.Context) string {
 	c, _ := ctx.Value(consumerKey{}).(consumerInfo)
@@ -49,7 +49,7 @@ func namespaceConsumer(ctx context.Context, c client.Reader, ns string) (consume
 	meta := namespaceMetadata()
 	switch err := c.Get(ctx, types.NamespacedName{Name: ns}, meta); {
 	case err == nil:
-		if id := meta.Labels[LabelRemoteClusterID]; id != "" {
+		if id := meta.Labels[labelRemoteClusterID]; id != "" {
 			return consumerInfo{id: id, labelled: true}, nil
 		}
 	case apierrors.IsNotFound(err):

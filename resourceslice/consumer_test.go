@@ -24,13 +24,13 @@ import (
 // disagree is never handed to the handler, gate or no gate.
 func TestConsumerMismatchIsNeverAccepted(t *testing.T) {
 	tenantNS := func(id string) *corev1.Namespace {
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-ns", Labels: map[string]string{resourceslice.LabelRemoteClusterID: id}}}
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-ns", Labels: map[string]string{"liqo.io/remote-cluster-id": id}}}
 	}
 	claim := func(spec, origin string) slicetest.SliceOption {
 		return func(rs *authv1beta1.ResourceSlice) {
 			c := liqov1beta1.ClusterID(spec)
 			rs.Spec.ConsumerClusterID = &c
-			rs.Labels[resourceslice.LabelOriginID] = origin
+			rs.Labels["liqo.io/originID"] = origin
 		}
 	}
 	cases := map[string]struct {
@@ -81,11 +81,11 @@ func TestConsumerMismatchIsNeverAccepted(t *testing.T) {
 			}
 			assert.False(t, called, tc.reason)
 			assert.Equal(t, conditions.Denied, res.Decision, tc.reason)
-			assert.Equal(t, resourceslice.ReasonConsumerMismatch, res.Reason)
+			assert.Equal(t, "ConsumerMismatch", res.Reason)
 			assert.Empty(t, res.Resources)
 			var warned bool
 			for _, e := range res.Events {
-				warned = warned || (e.Type == corev1.EventTypeWarning && e.Reason == resourceslice.ReasonConsumerMismatch)
+				warned = warned || (e.Type == corev1.EventTypeWarning && e.Reason == "ConsumerMismatch")
 			}
 			assert.True(t, warned, "a Warning event says why")
 			hs.AssertIdempotent(s)
@@ -105,7 +105,7 @@ func TestConsumerIsTheTrustedOne(t *testing.T) {
 	}{
 		"Labelled": {
 			reason: "Liqo labels every tenant namespace with the consumer's cluster ID.",
-			ns:     &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{resourceslice.LabelRemoteClusterID: "cluster-a"}}},
+			ns:     &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{"liqo.io/remote-cluster-id": "cluster-a"}}},
 			claim:  "cluster-a", want: "cluster-a",
 		},
 		"UnlabelledNamespaceIsTheConsumer": {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -125,17 +126,33 @@ func (s *statusClasses) detect(ctx context.Context) bool {
 	return s.enabled.Load()
 }
 
-// source enqueues, for the class of sc, slices whose status.class is the
-// class; it starts watching only if the server's schema has status.class.
+// source enqueues, for the class of sc, every slice whose status.class or
+// spec.class is (or was) the class: a slice whose status.class comes to
+// name another class leaves it, one whose status.class names the class
+// joins it. It starts watching only if the server's schema has
+// status.class.
 func (s *statusClasses) source(sc scope) source.Source {
-	views := &informerSource{cache: s.cache, obj: &classView{}, handler: crhandler.EnqueueRequestsFromMapFunc(
-		func(_ context.Context, o client.Object) []reconcile.Request {
-			v, ok := o.(*classView)
-			if !ok || v.Spec.Class != "" || v.Status.Class != sc.class || !sc.selector.Matches(labels.Set(v.Labels)) {
-				return nil
+	ours := func(o client.Object) bool {
+		v, ok := o.(*classView)
+		return ok && (v.Spec.Class == sc.class || v.Status.Class == sc.class) && sc.selector.Matches(labels.Set(v.Labels))
+	}
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+	}
+	views := &informerSource{cache: s.cache, obj: &classView{}, handler: crhandler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if v, ok := e.Object.(*classView); ok && v.Status.Class != "" && ours(v) {
+				enqueue(q, v)
 			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}}}
-		})}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, ok1 := e.ObjectOld.(*classView)
+			n, ok2 := e.ObjectNew.(*classView)
+			if ok1 && ok2 && o.Status.Class != n.Status.Class && (ours(o) || ours(n)) {
+				enqueue(q, n)
+			}
+		},
+	}}
 	return &gatedSource{s: s, inner: views}
 }
 

@@ -14,43 +14,43 @@ import (
 // Event reasons the SDK records on a slice. Decision events carry the reason
 // the handler set on the Resources condition instead.
 const (
-	// ReasonHandlerFailed: the handler returned an error; it is retried
+	// reasonHandlerFailed: the handler returned an error; it is retried
 	// with backoff unless the error is terminal.
-	ReasonHandlerFailed = "HandlerFailed"
-	// ReasonHandlerPanicked: the handler panicked; the panic became an error.
-	ReasonHandlerPanicked = "HandlerPanicked"
-	// ReasonNoDecision: the handler returned without setting the Resources
+	reasonHandlerFailed = "HandlerFailed"
+	// reasonHandlerPanicked: the handler panicked; the panic became an error.
+	reasonHandlerPanicked = "HandlerPanicked"
+	// reasonNoDecision: the handler returned without setting the Resources
 	// condition to Accepted or Denied; not retried.
-	ReasonNoDecision = "NoDecision"
-	// ReasonInvalidResources: the handler offered a negative quantity, or
+	reasonNoDecision = "NoDecision"
+	// reasonInvalidResources: the handler offered a negative quantity, or
 	// one beyond int64 (which would be written as another value); not
 	// retried.
-	ReasonInvalidResources = "InvalidResources"
-	// ReasonChangesDiscarded: the handler changed fields a class controller
+	reasonInvalidResources = "InvalidResources"
+	// reasonChangesDiscarded: the handler changed fields a class controller
 	// does not own; the changes were dropped and the decision saved.
-	ReasonChangesDiscarded = "ChangesDiscarded"
-	// ReasonStatusRejected: the API server refused the status patch as
+	reasonChangesDiscarded = "ChangesDiscarded"
+	// reasonStatusRejected: the API server refused the status patch as
 	// invalid; not retried.
-	ReasonStatusRejected = "StatusRejected"
+	reasonStatusRejected = "StatusRejected"
 
 	// ReasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
 	// not retried until it changes, the resync period passes, or a
 	// WithWatch pass runs.
 	ReasonGaveUp = "GaveUp"
 
-	// ReasonConsumerMismatch is the Resources condition reason (and a
+	// reasonConsumerMismatch is the Resources condition reason (and a
 	// Warning event) when the slice's spec.consumerClusterID or
 	// liqo.io/originID label disagrees with its namespace's
 	// liqo.io/remote-cluster-id label (or with each other): a consumer
 	// claiming to be another. Such a slice is never accepted.
-	ReasonConsumerMismatch = "ConsumerMismatch"
+	reasonConsumerMismatch = "ConsumerMismatch"
 
-	// ReasonTenantDrained is the Resources condition reason when the SDK
+	// reasonTenantDrained is the Resources condition reason when the SDK
 	// denies a slice because its Tenant is Drained.
-	ReasonTenantDrained = "TenantDrained"
-	// ReasonTenantCordoned is the Resources condition reason when the SDK
+	reasonTenantDrained = "TenantDrained"
+	// reasonTenantCordoned is the Resources condition reason when the SDK
 	// denies an undecided slice because its Tenant is Cordoned.
-	ReasonTenantCordoned = "TenantCordoned"
+	reasonTenantCordoned = "TenantCordoned"
 )
 
 // Event actions (the events API's "action" field).

@@ -9,8 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -54,18 +53,12 @@ func ExampleValidateClass() {
 	// class "default" is reserved: Liqo's own controller serves it
 }
 
-// ClassOf is how the SDK reads a slice's class; ControllerName names the
-// controller serving it.
-func ExampleClassOf() {
-	rs := &authv1beta1.ResourceSlice{Spec: authv1beta1.ResourceSliceSpec{Class: "gold"}}
-	fmt.Println(resourceslice.ClassOf(rs), resourceslice.ControllerName(resourceslice.ClassOf(rs)))
-	// Output: gold resourceslice-gold
-}
-
-// Wiring the Reconciler into your own controller, e.g. to add watches of
-// your own: the predicates and the Tenant mapping are the ones AddToManager
-// uses, and a budget's re-admissions arrive through Source.
-func ExampleNewReconciler() {
+// Wiring the Reconciler into your own controller, e.g. to choose its
+// workers and rate limiter or to add watches of your own: SetupWithManager
+// adds every watch the Reconciler needs to your builder (the class's
+// slices, Tenants, namespaces, status.class, budget re-admissions) and
+// completes it, so it decides exactly as AddToManager's controller would.
+func ExampleReconciler_SetupWithManager() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
 		panic(err)
@@ -79,20 +72,12 @@ func ExampleNewReconciler() {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})
-	r, err := resourceslice.NewReconciler(mgr.GetClient(), "gold", policy,
-		resourceslice.WithBudget(gold),
-		resourceslice.WithEventRecorder(mgr.GetEventRecorder(resourceslice.ControllerName("gold"))))
+	r, err := resourceslice.NewReconciler(mgr.GetClient(), "gold", policy, resourceslice.WithBudget(gold))
 	if err != nil {
 		panic(err)
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(resourceslice.ControllerName("gold")).
-		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(resourceslice.SlicePredicate("gold", resourceslice.ReplicatedSelector()))).
-		Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
-			builder.WithPredicates(resourceslice.TenantPredicate())).
-		WatchesRawSource(r.Source()).
-		Complete(r)
-	if err != nil {
+	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	if err := r.SetupWithManager(mgr, b); err != nil {
 		panic(err)
 	}
 }

@@ -1,6 +1,7 @@
 package resourceslice
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -8,14 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/ledger"
@@ -40,100 +35,81 @@ var ErrClassRegistered = errors.New("class already registered in this manager")
 // WithoutTenantRule) and patch resourceslices/status; its cache must see the
 // namespaces where Liqo replicates slices.
 func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...Option) error {
-	r, cfg, err := prepare(mgr, class, h, opts)
+	cc, err := newClassController(mgr, class, h, opts, false)
 	if err != nil {
 		return err
 	}
-	name := ControllerName(class)
-	views := cfg.statusClasses
-	copts := controller.Options{
-		MaxConcurrentReconciles: cfg.maxConcurrent,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
-	}
-	b := builder.ControllerManagedBy(mgr).
-		Named(name).
-		For(&authv1beta1.ResourceSlice{}, builder.WithPredicates(r.scope.predicate())).
-		WithOptions(copts)
-	if cfg.logger != nil {
-		b = b.WithLogConstructor(requestLogger(cfg.logger.WithValues("controller", name)))
-	}
-	if cfg.tenantRule {
-		b = b.Watches(&authv1beta1.Tenant{}, crhandler.EnqueueRequestsFromMapFunc(r.SlicesForTenant),
-			builder.WithPredicates(TenantPredicate()))
-	}
-	b = b.WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(namespaceMetadata()),
-		crhandler.EnqueueRequestsFromMapFunc(r.SlicesInNamespace), NamespacePredicate()))
-	b = b.WatchesRawSource(views.source(r.scope)).WatchesRawSource(r.Source())
-	for _, w := range cfg.watches {
-		b = b.Watches(w.obj, r.watchHandler(), builder.WithPredicates(w.preds...))
-	}
-	if err := b.Complete(r); err != nil {
-		classes.unclaim(mgr, class)
-		r.detach()
-		return fmt.Errorf("class %q: building controller %q: %w", class, name, err)
-	}
-	if cfg.leaseNamespace != "" {
-		l := newClassLease(mgr.GetAPIReader(), mgr.GetClient(), class, cfg.leaseNamespace)
-		if err := mgr.Add(leaseRunnable{l: l}); err != nil {
-			return fmt.Errorf("class %q: adding the class Lease: %w", class, err)
-		}
-	}
-	if _, ok := h.(handler.Inventory); ok {
-		if err := mgr.Add(inventoryRunnable{r: r, synced: mgr.GetCache().WaitForCacheSync}); err != nil {
-			return fmt.Errorf("class %q: adding the inventory sweep: %w", class, err)
-		}
+	if err := mgr.Add(managedClass{cc: cc}); err != nil {
+		cc.release()
+		return fmt.Errorf("class %q: adding controller %q to the manager: %w", class, ControllerName(class), err)
 	}
 	return nil
 }
 
-// prepare validates a class's registration and builds its Reconciler:
-// shared by AddToManager and ClassSet, so both apply the same rules. On
-// success the class is claimed in mgr; the caller unclaims it if it fails
-// later.
-func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option) (*Reconciler, *config, error) {
+// prepare validates a class's registration and builds its Reconciler,
+// bound to mgr: shared by AddToManager and ClassSet, so both apply the same
+// rules. On success the class is claimed in mgr; the caller releases it if
+// it fails later.
+func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option) (*classController, error) {
 	if mgr == nil {
-		return nil, nil, fmt.Errorf("class %q: nil manager", class)
+		return nil, fmt.Errorf("class %q: nil manager", class)
 	}
 	if err := ValidateClass(class); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if h == nil {
-		return nil, nil, fmt.Errorf("class %q: nil handler", class)
+		return nil, fmt.Errorf("class %q: nil handler", class)
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("class %q: invalid options: %w", class, err)
-	}
-	if cfg.recorder == nil {
-		cfg.recorder = mgr.GetEventRecorder(ControllerName(class))
+		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
 	}
 	if err := classes.addTypes(mgr, cfg.leaseNamespace != ""); err != nil {
-		return nil, nil, fmt.Errorf("class %q: adding Liqo's types (and coordination/v1 for class Leases) to the manager's scheme: %w", class, err)
+		return nil, fmt.Errorf("class %q: adding Liqo's types (and coordination/v1 for class Leases) to the manager's scheme: %w", class, err)
+	}
+	r, err := newReconciler(mgr.GetClient(), class, h, cfg, wiring{})
+	if err != nil {
+		return nil, err
+	}
+	return bindClass(mgr, r)
+}
+
+// bindClass claims r's class in mgr and gives r what a manager has beyond
+// its client: the event recorder (unless WithEventRecorder), the
+// status.class view, the budgets' feeds and the API reader.
+func bindClass(mgr manager.Manager, r *Reconciler) (*classController, error) {
+	class := r.scope.class
+	if err := classes.addTypes(mgr, r.cfg.leaseNamespace != ""); err != nil {
+		r.detach()
+		return nil, fmt.Errorf("class %q: adding Liqo's types to the manager's scheme: %w", class, err)
 	}
 	if err := classes.claim(mgr, class); err != nil {
-		return nil, nil, err
+		r.detach()
+		return nil, err
 	}
+	cc := &classController{mgr: mgr, r: r, cfg: r.cfg}
+	cc.abort, cc.abortStop = context.WithCancel(context.Background())
 	views, err := classes.statusClasses(mgr)
 	if err != nil {
-		classes.unclaim(mgr, class)
-		return nil, nil, fmt.Errorf("class %q: %w", class, err)
+		cc.release()
+		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
-	cfg.statusClasses = views
-	w := wiring{apiReader: mgr.GetAPIReader()}
-	for _, b := range cfg.budgets {
-		f, err := classes.feed(mgr, b.Ledger(ledger.Access{}), views)
+	var feeds []*budgetFeed
+	for _, l := range r.ledgers {
+		f, err := classes.feed(mgr, l, views)
 		if err != nil {
-			classes.unclaim(mgr, class)
-			return nil, nil, fmt.Errorf("class %q: %w", class, err)
+			cc.release()
+			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
-		w.feeds = append(w.feeds, f)
+		feeds = append(feeds, f)
 	}
-	r, err := newReconciler(mgr.GetClient(), class, h, cfg, w)
-	if err != nil {
-		classes.unclaim(mgr, class)
-		return nil, nil, err
+	r.cfg.statusClasses = views
+	r.scope.status = views
+	r.wiring = wiring{apiReader: mgr.GetAPIReader(), feeds: feeds}
+	if r.cfg.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(ControllerName(class))
 	}
-	return r, cfg, nil
+	return cc, nil
 }
 
 // requestLogger builds controller-runtime's per-request logger from base:

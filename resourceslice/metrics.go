@@ -15,29 +15,29 @@ import (
 // and durations per controller ("resourceslice-<class>"); these add what it
 // lacks.
 const (
-	MetricDecisions       = "sliceclass_decisions_total"
-	MetricHandlerDuration = "sliceclass_handler_duration_seconds"
-	MetricHandlerErrors   = "sliceclass_handler_errors_total"
-	// MetricBudgetTotal is a budget's capacity, by budget and resource.
-	MetricBudgetTotal = "sliceclass_budget_total"
-	// MetricBudgetUsed is what a budget's admitted slices hold (writes in
+	metricDecisions       = "sliceclass_decisions_total"
+	metricHandlerDuration = "sliceclass_handler_duration_seconds"
+	metricHandlerErrors   = "sliceclass_handler_errors_total"
+	// metricBudgetTotal is a budget's capacity, by budget and resource.
+	metricBudgetTotal = "sliceclass_budget_total"
+	// metricBudgetUsed is what a budget's admitted slices hold (writes in
 	// flight included), by budget and resource.
-	MetricBudgetUsed = "sliceclass_budget_used"
-	// MetricGaveUp counts slices WithMaxRetries stopped retrying, by class.
-	MetricGaveUp = "sliceclass_handler_gave_up_total"
-	// MetricWatchPasses counts WithWatch passes over a class's slices.
-	MetricWatchPasses = "sliceclass_watch_passes_total"
-	// MetricBudgetExhausted counts decisions written Denied with reason
+	metricBudgetUsed = "sliceclass_budget_used"
+	// metricGaveUp counts slices WithMaxRetries stopped retrying, by class.
+	metricGaveUp = "sliceclass_handler_gave_up_total"
+	// metricWatchPasses counts WithWatch passes over a class's slices.
+	metricWatchPasses = "sliceclass_watch_passes_total"
+	// metricBudgetExhausted counts decisions written Denied with reason
 	// BudgetExhausted, and Accepted slices kept from a larger offer for
 	// lack of budget, by class.
-	MetricBudgetExhausted = "sliceclass_budget_exhausted_total"
-	// MetricConsumerLimited counts decisions written Denied with reason
+	metricBudgetExhausted = "sliceclass_budget_exhausted_total"
+	// metricConsumerLimited counts decisions written Denied with reason
 	// ConsumerLimitReached, and Accepted slices kept from a larger offer by
 	// their consumer's limit, by class.
-	MetricConsumerLimited = "sliceclass_budget_consumer_limited_total"
-	// MetricBudgetWaiting is how many slices wait for a budget's capacity,
+	metricConsumerLimited = "sliceclass_budget_consumer_limited_total"
+	// metricBudgetWaiting is how many slices wait for a budget's capacity,
 	// by budget.
-	MetricBudgetWaiting = "sliceclass_budget_waiting"
+	metricBudgetWaiting = "sliceclass_budget_waiting"
 )
 
 // Outcome and error-kind label values.
@@ -70,21 +70,21 @@ type metrics struct {
 // there, so that every class of a process shares one set.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricDecisions,
+		Name: metricDecisions,
 		Help: "Decision transitions written to ResourceSlices, by class and outcome (accepted, denied; dryrun-accepted, dryrun-denied with WithDryRun).",
 	}, []string{"class", "outcome"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    MetricHandlerDuration,
+		Name:    metricHandlerDuration,
 		Help:    "Time spent in the class handler per call, by class.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5},
 	}, []string{"class"})
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricHandlerErrors,
+		Name: metricHandlerErrors,
 		Help: "Handler calls that failed, by class and kind (error, panic, timeout, contract, release).",
 	}, []string{"class", "kind"})
 
 	exhausted := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricBudgetExhausted,
+		Name: metricBudgetExhausted,
 		Help: "Decisions written Denied for lack of budget (reason BudgetExhausted), by class.",
 	}, []string{"class"})
 
@@ -95,21 +95,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	m.consumerLimited, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricConsumerLimited,
+		Name: metricConsumerLimited,
 		Help: "Decisions written Denied because the consumer reached its limit in a budget (reason ConsumerLimitReached), by class.",
 	}, []string{"class"}))
 	if err != nil {
 		return nil, err
 	}
 	m.gaveUp, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricGaveUp,
+		Name: metricGaveUp,
 		Help: "Slices the controller stopped retrying after WithMaxRetries consecutive handler failures, by class.",
 	}, []string{"class"}))
 	if err != nil {
 		return nil, err
 	}
 	m.passes, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricWatchPasses,
+		Name: metricWatchPasses,
 		Help: "Passes over a class's slices triggered by WithWatch inputs, by class.",
 	}, []string{"class"}))
 	if err != nil {
@@ -151,9 +151,9 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 func (m *metrics) registerBudget(b *budget.Budget) error {
 	c := &budgetCollector{
 		b:       b,
-		total:   prometheus.NewDesc(MetricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
-		used:    prometheus.NewDesc(MetricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
-		waiting: prometheus.NewDesc(MetricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": b.Name()}),
+		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
+		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": b.Name()}),
 	}
 	err := m.reg.Register(c)
 	var are prometheus.AlreadyRegisteredError

@@ -18,26 +18,37 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 )
 
-// Label keys Liqo's CRD replicator sets on the provider's copy of a slice.
+// Label keys Liqo's CRD replicator sets on the provider's copy of a slice
+// (labelOriginID, labelReplicated) and on a tenant namespace and Tenant
+// (labelRemoteClusterID).
 const (
-	// LabelOriginID holds the cluster ID of the consumer that created the slice.
-	LabelOriginID = "liqo.io/originID"
-	// LabelReplicated is "true" on a slice replicated from a consumer.
-	LabelReplicated = "liqo.io/replicated"
-	// LabelRemoteClusterID holds, on a Tenant, the consumer's cluster ID.
-	LabelRemoteClusterID = "liqo.io/remote-cluster-id"
+	labelOriginID        = "liqo.io/originID"
+	labelReplicated      = "liqo.io/replicated"
+	labelRemoteClusterID = "liqo.io/remote-cluster-id"
 )
 
 // Defaults for the options.
 const (
-	// DefaultMaxConcurrentReconciles is the number of workers per class.
-	DefaultMaxConcurrentReconciles = 1
+	defaultMaxConcurrentReconciles = 1
 	defaultBackoffBase             = 50 * time.Millisecond
 	defaultBackoffMax              = 5 * time.Minute
 )
 
-// Option configures a class controller. Options are validated eagerly by
-// NewReconciler and AddToManager.
+// Option configures a class. Options come in two kinds, each documented as
+// such:
+//
+//   - decision options (WithSelector, WithoutAuthenticationGate,
+//     WithoutTenantRule, WithBudget, WithMaxRetries, WithHandlerTimeout,
+//     WithDryRun, WithDecisionEvents, WithEventRecorder,
+//     WithMetricsRegisterer, WithResyncPeriod) say how slices are decided
+//     and reported; every constructor takes them.
+//   - controller options (WithMaxConcurrentReconciles, WithRetryBackoff,
+//     WithLogger, WithWatch, WithClassLease) configure the controller the
+//     SDK builds and what runs beside it: AddToManager, NewClassSet and
+//     ClassSet.Serve take them; NewReconciler, which builds no controller,
+//     refuses them with an error naming each one.
+//
+// Options are validated eagerly: a bad value is an error naming the class.
 type Option func(*config)
 
 type config struct {
@@ -61,16 +72,28 @@ type config struct {
 	leaseNamespace string
 	// statusClasses is set by AddToManager: the manager's status.class view.
 	statusClasses *statusClasses
+	// controllerOpts names the controller options given, in order.
+	controllerOpts []string
 
 	errs []error
 }
 
+// controllerOption marks an option as configuring the controller.
+func (c *config) controllerOption(name string) {
+	for _, n := range c.controllerOpts {
+		if n == name {
+			return
+		}
+	}
+	c.controllerOpts = append(c.controllerOpts, name)
+}
+
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
-		maxConcurrent: DefaultMaxConcurrentReconciles,
+		maxConcurrent: defaultMaxConcurrentReconciles,
 		backoffBase:   defaultBackoffBase,
 		backoffMax:    defaultBackoffMax,
-		selector:      ReplicatedSelector(),
+		selector:      replicatedSelector(),
 		authGate:      true,
 		tenantRule:    true,
 		registerer:    ctrlmetrics.Registry,
@@ -106,31 +129,35 @@ func newConfig(opts []Option) (*config, error) {
 	return c, errors.Join(c.errs...)
 }
 
-// ReplicatedSelector selects slices Liqo replicated into this cluster from a
+// replicatedSelector selects slices Liqo replicated into this cluster from a
 // consumer: label liqo.io/originID exists and liqo.io/replicated=true. It is
 // the default selector.
-func ReplicatedSelector() labels.Selector {
-	origin, _ := labels.NewRequirement(LabelOriginID, selection.Exists, nil)
-	replicated, _ := labels.NewRequirement(LabelReplicated, selection.Equals, []string{"true"})
+func replicatedSelector() labels.Selector {
+	origin, _ := labels.NewRequirement(labelOriginID, selection.Exists, nil)
+	replicated, _ := labels.NewRequirement(labelReplicated, selection.Equals, []string{"true"})
 	return labels.NewSelector().Add(*origin, *replicated)
 }
 
-// WithMaxConcurrentReconciles sets how many slices of the class are decided
-// in parallel (default 1). Above 1 the handler must be safe for concurrent
+// WithMaxConcurrentReconciles (a controller option) sets how many slices of
+// the class are decided in parallel (default 1). Above 1 the handler must be safe for concurrent
 // use.
 func WithMaxConcurrentReconciles(n int) Option {
-	return func(c *config) { c.maxConcurrent = n }
+	return func(c *config) { c.controllerOption("WithMaxConcurrentReconciles"); c.maxConcurrent = n }
 }
 
-// WithRetryBackoff sets the per-slice exponential backoff for retries after
+// WithRetryBackoff (a controller option) sets the per-slice exponential backoff for retries after
 // an error and after a write conflict (default 50ms doubling up to 5m).
 func WithRetryBackoff(base, maxDelay time.Duration) Option {
-	return func(c *config) { c.backoffBase, c.backoffMax = base, maxDelay }
+	return func(c *config) {
+		c.controllerOption("WithRetryBackoff")
+		c.backoffBase, c.backoffMax = base, maxDelay
+	}
 }
 
-// WithSelector replaces the default label selector (ReplicatedSelector).
-// labels.Everything() serves every slice of the class, e.g. slices created
-// locally in tests.
+// WithSelector (a decision option) replaces the default label selector:
+// slices Liqo replicated into this cluster from a consumer (label
+// liqo.io/originID exists and liqo.io/replicated=true). labels.Everything()
+// serves every slice of the class, e.g. slices created locally in tests.
 func WithSelector(s labels.Selector) Option {
 	return func(c *config) {
 		if s == nil {
@@ -141,27 +168,30 @@ func WithSelector(s labels.Selector) Option {
 	}
 }
 
-// WithoutAuthenticationGate lets the handler decide slices whose
+// WithoutAuthenticationGate (a decision option) lets the handler decide slices whose
 // Authentication condition is not (yet) Accepted. By default they wait.
 func WithoutAuthenticationGate() Option {
 	return func(c *config) { c.authGate = false }
 }
 
-// WithoutTenantRule turns off Liqo's tenant rule (Drained or Cordoned tenants'
+// WithoutTenantRule (a decision option) turns off Liqo's tenant rule (Drained or Cordoned tenants'
 // slices Denied) and the Tenant watch. Only do this when the handler applies
 // its own rule: otherwise the controller re-accepts slices an operator drained.
 func WithoutTenantRule() Option {
 	return func(c *config) { c.tenantRule = false }
 }
 
-// WithResyncPeriod re-evaluates every decided slice of the class at least
-// this often, for handlers whose answer depends on state outside the slice.
-// Zero (the default) re-evaluates only on relevant changes.
+// WithResyncPeriod (a decision option) is the class's one period: every
+// decided slice is re-evaluated at least this often (for handlers whose
+// answer depends on state outside the slice), a slice WithMaxRetries gave
+// up on is tried again after it, and a handler.Inventory is swept again at
+// it. Zero (the default) re-evaluates only on relevant changes and sweeps
+// once, at start.
 func WithResyncPeriod(d time.Duration) Option {
 	return func(c *config) { c.resync = d }
 }
 
-// WithEventRecorder overrides the recorder (by default the manager's, named
+// WithEventRecorder (a decision option) overrides the recorder (by default the manager's, named
 // after the controller; none for a bare NewReconciler).
 func WithEventRecorder(r events.EventRecorder) Option {
 	return func(c *config) {
@@ -173,18 +203,19 @@ func WithEventRecorder(r events.EventRecorder) Option {
 	}
 }
 
-// WithLogger sends every log line of the class's controller to l instead of
+// WithLogger (a controller option) sends every log line of the class's controller to l instead of
 // the manager's logger: controller-runtime's own lines (start, errors
 // returned by Reconcile) and the reconciler's, which read the logger from
 // the context. Each line carries the controller name and the slice's
 // namespace and name.
 func WithLogger(l logr.Logger) Option {
-	return func(c *config) { c.logger = &l }
+	return func(c *config) { c.controllerOption("WithLogger"); c.logger = &l }
 }
 
-// WithMetricsRegisterer registers the SDK's collectors on r instead of
-// controller-runtime's registry. Collectors already registered there are
-// reused, so many classes share one set.
+// WithMetricsRegisterer (a decision option) registers the SDK's collectors
+// on r instead of controller-runtime's registry. Collectors already
+// registered there are reused, so many classes share one set.
+// AddUnservedReporter, which takes no option, uses controller-runtime's.
 func WithMetricsRegisterer(r prometheus.Registerer) Option {
 	return func(c *config) {
 		if r == nil {
@@ -212,14 +243,14 @@ const (
 	DecisionEventsNone
 )
 
-// WithDecisionEvents chooses which decision transitions are recorded as
+// WithDecisionEvents (a decision option) chooses which decision transitions are recorded as
 // events. An event costs one API write; at high decision rates,
 // DecisionEventsDenied or DecisionEventsNone save it.
 func WithDecisionEvents(mode DecisionEvents) Option {
 	return func(c *config) { c.events = mode }
 }
 
-// WithBudget makes the class draw from b: an offer the handler accepts is
+// WithBudget (a decision option) makes the class draw from b: an offer the handler accepts is
 // admitted only if it fits what b has free (and keeps its consumer within
 // b's consumer limit), atomically across workers and across every class
 // sharing b in this manager, and is written Denied with reason
@@ -246,7 +277,7 @@ func WithBudget(b *budget.Budget) Option {
 	}
 }
 
-// WithMaxRetries bounds a failing handler: a slice whose handler returns an
+// WithMaxRetries (a decision option) bounds a failing handler: a slice whose handler returns an
 // error (or panics, or times out) n times in a row is not retried after the
 // n-th failure; a Warning event with reason ReasonGaveUp says so and
 // sliceclass_handler_gave_up_total counts it. The slice is tried again on its
@@ -256,19 +287,19 @@ func WithMaxRetries(n int) Option {
 	return func(c *config) { c.maxRetries = n }
 }
 
-// WithHandlerTimeout gives each Handle call a context with this deadline. A
-// handler that overruns counts as a failure (a HandlerFailed Warning event
-// saying it timed out, retried with backoff), and whatever it returns late
-// is discarded, never written. A handler that ignores its context keeps its
-// goroutine until it returns, so after a timeout Handle may run again for
-// the same slice while the late call is still running: a handler with this
-// option must be safe for concurrent use. Zero (the default) sets no
-// deadline.
+// WithHandlerTimeout (a decision option) gives each Handle call a context
+// with this deadline. A call that returns after the deadline counts as one
+// failure: one HandlerFailed Warning event saying it timed out, retried
+// with backoff, and whatever it returned is discarded, never written. As
+// with controller-runtime's ReconciliationTimeout, the SDK waits for the
+// call to return before the slice can be decided again: a handler is never
+// called twice at once for one slice, and one that ignores its context
+// holds its worker until it returns. Zero (the default) sets no deadline.
 func WithHandlerTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
 
-// WithDryRun decides the class's slices without ever writing them: each
+// WithDryRun (a decision option) decides the class's slices without ever writing them: each
 // decision is made by the handler, validated, logged, counted in
 // sliceclass_decisions_total under the outcomes "dryrun-accepted" and
 // "dryrun-denied", and each would-be transition is a Normal event with
@@ -285,15 +316,15 @@ type watchSpec struct {
 	preds []predicate.Predicate
 }
 
-// WithWatch re-evaluates every slice of the class when an object of obj's
+// WithWatch (a controller option) re-evaluates every slice of the class when an object of obj's
 // type changes (and passes preds): a ConfigMap holding caps, the Nodes whose
 // capacity a policy shares. Bursts are coalesced into one pass (100 Node
 // updates within a second cause one pass, not 100), and, as always, only
 // slices whose decision or offer changes are written. The manager's cache
-// must be able to list and watch obj's type (RBAC and cache options). It
-// takes effect with AddToManager.
+// must be able to list and watch obj's type (RBAC and cache options).
 func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
 	return func(c *config) {
+		c.controllerOption("WithWatch")
 		if obj == nil {
 			c.errs = append(c.errs, errors.New("nil object to watch"))
 			return
@@ -302,7 +333,7 @@ func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
 	}
 }
 
-// WithClassLease makes the class's controller hold, while it serves the
+// WithClassLease (a controller option) makes the class's controller hold, while it serves the
 // class (on the leader only, with leader election), a coordination.k8s.io
 // Lease named LeaseName(class) in namespace, labelled LabelClass=<class>
 // and renewed every 10 seconds (LeaseDuration 40 seconds); it is deleted on
@@ -312,6 +343,7 @@ func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
 // leases in namespace.
 func WithClassLease(namespace string) Option {
 	return func(c *config) {
+		c.controllerOption("WithClassLease")
 		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 			c.errs = append(c.errs, fmt.Errorf("class lease namespace %q: %v", namespace, errs))
 			return

@@ -21,7 +21,7 @@ import (
 func BenchmarkStatusPatch(b *testing.B) {
 	current := &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "42",
-			Labels:        map[string]string{LabelOriginID: "consumer", LabelReplicated: "true"},
+			Labels:        map[string]string{labelOriginID: "consumer", labelReplicated: "true"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "liqo", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(40)}}}},
 		Spec: authv1beta1.ResourceSliceSpec{Class: "gold", CSR: bytes.Repeat([]byte("C"), 1024),
 			Resources: corev1.ResourceList{"cpu": resource.MustParse("4"), "memory": resource.MustParse("8Gi")}},

@@ -19,18 +19,25 @@ type scope struct {
 	class    string
 	selector labels.Selector
 	// status reads status.class, which the pinned Liqo types drop; nil
-	// outside a manager (NewReconciler), where ClassOf alone decides.
+	// outside a manager (NewReconciler), where classOf alone decides.
 	status *statusClasses
 }
 
-// classOf is the slice's effective class: status.class when the slice has
-// no spec.class and the server set one, else ClassOf.
+// classOf is the slice's effective class, as Liqo's
+// ResourceSlice.EffectiveClass() defines it: status.class when set, else
+// spec.class. The pinned types drop status.class, so it is read from the
+// manager's status.class view (none outside a manager, where the typed
+// object alone decides).
 func (s scope) classOf(rs *authv1beta1.ResourceSlice) string {
-	c := ClassOf(rs)
-	if c == "" && s.status != nil {
-		c = s.status.lookup(types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name})
+	if c, ok := typedEffectiveClass(rs); ok {
+		return c
 	}
-	return c
+	if s.status != nil {
+		if c := s.status.lookup(types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}); c != "" {
+			return c
+		}
+	}
+	return string(rs.Spec.Class)
 }
 
 // selects reports whether rs is of the class (its effective class) and
@@ -45,7 +52,7 @@ func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
 	return s.selects(rs) && rs.DeletionTimestamp.IsZero()
 }
 
-// SlicePredicate passes the slice events a controller for class must see:
+// slicePredicate passes the slice events a controller for class must see:
 //
 //   - the slice matches sel and is of class, on the old OR the new object, so
 //     a slice moving between classes (or out of the selector) is seen by
@@ -56,7 +63,7 @@ func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
 //     writes do not trigger it again;
 //   - deletions of a matching slice, so what it held (budget, release hook)
 //     is given back.
-func SlicePredicate(class string, sel labels.Selector) predicate.Predicate {
+func slicePredicate(class string, sel labels.Selector) predicate.Predicate {
 	return scope{class: class, selector: sel}.predicate()
 }
 
@@ -95,10 +102,10 @@ func (s scope) relevantChange(oldObj, newObj client.Object) bool {
 	return !conditions.Equal(oa, na)
 }
 
-// TenantPredicate passes Tenant events that can change the tenant rule's
+// tenantPredicate passes Tenant events that can change the tenant rule's
 // verdict: creation, deletion, and updates of the tenant condition, the
 // cluster ID or the labels.
-func TenantPredicate() predicate.Predicate {
+func tenantPredicate() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*authv1beta1.Tenant)

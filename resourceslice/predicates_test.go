@@ -1,4 +1,4 @@
-package resourceslice_test
+package resourceslice
 
 import (
 	"testing"
@@ -11,13 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
-	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
 func TestSlicePredicate(t *testing.T) {
-	p := resourceslice.SlicePredicate(gold, resourceslice.ReplicatedSelector())
-	base := goldSlice("a")
+	p := scope{class: predGold, selector: replicatedSelector()}.predicate()
+	base := replicatedSlice("a", predGold)
 	mut := func(f func(*authv1beta1.ResourceSlice)) *authv1beta1.ResourceSlice {
 		c := base.DeepCopy()
 		f(c)
@@ -71,9 +69,9 @@ func TestSlicePredicate(t *testing.T) {
 		},
 		"NotReplicated": {
 			reason: "The default selector serves replicated slices only.",
-			old:    slicetest.NewSlice("a", slicetest.WithClass(gold), slicetest.NotReplicated()),
+			old:    localSlice("a", predGold),
 			new: func() *authv1beta1.ResourceSlice {
-				rs := slicetest.NewSlice("a", slicetest.WithClass(gold), slicetest.NotReplicated())
+				rs := localSlice("a", predGold)
 				rs.Generation++
 				return rs
 			}(),
@@ -90,27 +88,27 @@ func TestSlicePredicate(t *testing.T) {
 	if !p.Create(event.CreateEvent{Object: base}) {
 		t.Error("creating a slice of the class must pass")
 	}
-	if p.Create(event.CreateEvent{Object: slicetest.NewSlice("b", slicetest.WithClass("silver"))}) {
+	if p.Create(event.CreateEvent{Object: replicatedSlice("b", "silver")}) {
 		t.Error("creating a slice of another class must not pass")
 	}
 	if !p.Delete(event.DeleteEvent{Object: base}) {
 		t.Error("deleting a slice of the class must pass: what it held is given back")
 	}
-	if p.Delete(event.DeleteEvent{Object: slicetest.NewSlice("b", slicetest.WithClass("silver"))}) {
+	if p.Delete(event.DeleteEvent{Object: replicatedSlice("b", "silver")}) {
 		t.Error("deleting a slice of another class must not pass")
 	}
-	if p.Create(event.CreateEvent{Object: slicetest.NewTenant("c", authv1beta1.TenantConditionActive)}) {
+	if p.Create(event.CreateEvent{Object: &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "liqo-tenant-c"}, Spec: authv1beta1.TenantSpec{TenantCondition: authv1beta1.TenantConditionActive}}}) {
 		t.Error("objects that are not slices must not pass")
 	}
-	all := resourceslice.SlicePredicate(gold, labels.Everything())
-	if !all.Create(event.CreateEvent{Object: slicetest.NewSlice("a", slicetest.WithClass(gold), slicetest.NotReplicated())}) {
+	all := scope{class: predGold, selector: labels.Everything()}.predicate()
+	if !all.Create(event.CreateEvent{Object: localSlice("a", predGold)}) {
 		t.Error("labels.Everything() must serve local slices too")
 	}
 }
 
 func TestTenantPredicate(t *testing.T) {
-	p := resourceslice.TenantPredicate()
-	a := slicetest.NewTenant("c", authv1beta1.TenantConditionActive)
+	p := tenantPredicate()
+	a := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "liqo-tenant-c"}, Spec: authv1beta1.TenantSpec{TenantCondition: authv1beta1.TenantConditionActive}}
 	d := a.DeepCopy()
 	d.Spec.TenantCondition = authv1beta1.TenantConditionDrained
 	if !p.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: d}) {
@@ -121,4 +119,26 @@ func TestTenantPredicate(t *testing.T) {
 	if p.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: same}) {
 		t.Error("changes that cannot move the verdict must not pass")
 	}
+}
+
+const predGold = "gold"
+
+// localSlice is a slice of class created in this cluster (not replicated),
+// authenticated by Liqo.
+func localSlice(name, class string) *authv1beta1.ResourceSlice {
+	rs := &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "liqo-tenant-consumer", ResourceVersion: "1", Generation: 1},
+		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class),
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
+	}
+	conditions.Set(rs, conditions.Authentication, conditions.Accepted, "Accepted", "")
+	rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca")}
+	return rs
+}
+
+// replicatedSlice is a slice of class replicated from a consumer.
+func replicatedSlice(name, class string) *authv1beta1.ResourceSlice {
+	rs := localSlice(name, class)
+	rs.Labels = map[string]string{labelOriginID: "consumer", labelReplicated: "true"}
+	return rs
 }

@@ -124,8 +124,8 @@ func TestReconcileDecisions(t *testing.T) {
 			reason: "A drained tenant's slice is denied by the SDK without asking the handler.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)},
 			h:            acceptAll("Granted"),
-			wantDecision: conditions.Denied, wantReason: resourceslice.ReasonTenantDrained, wantWrites: 1,
-			wantEvents: []string{"Warning/" + resourceslice.ReasonTenantDrained},
+			wantDecision: conditions.Denied, wantReason: "TenantDrained", wantWrites: 1,
+			wantEvents: []string{"Warning/" + "TenantDrained"},
 		},
 		"TenantDrainedRuleOff": {
 			reason: "With the tenant rule off the handler decides.",
@@ -138,8 +138,8 @@ func TestReconcileDecisions(t *testing.T) {
 			reason: "A cordoned tenant gets no new resources.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionCordoned)},
 			h:            acceptAll("Granted"),
-			wantDecision: conditions.Denied, wantReason: resourceslice.ReasonTenantCordoned, wantWrites: 1,
-			wantEvents: []string{"Warning/" + resourceslice.ReasonTenantCordoned},
+			wantDecision: conditions.Denied, wantReason: "TenantCordoned", wantWrites: 1,
+			wantEvents: []string{"Warning/" + "TenantCordoned"},
 		},
 		"TenantCordonedDecided": {
 			reason: "A cordoned tenant keeps what it has: no call, no write.",
@@ -227,21 +227,21 @@ func TestHandlerFailures(t *testing.T) {
 			f: func(context.Context, *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 				return ctrl.Result{}, boom
 			},
-			wantEvent: resourceslice.ReasonHandlerFailed,
+			wantEvent: "HandlerFailed",
 		},
 		"Terminal": {
 			reason: "A terminal handler error stays terminal.",
 			f: func(context.Context, *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 				return ctrl.Result{}, reconcile.TerminalError(boom)
 			},
-			wantTerminal: true, wantEvent: resourceslice.ReasonHandlerFailed,
+			wantTerminal: true, wantEvent: "HandlerFailed",
 		},
 		"Panic": {
 			reason: "A panic becomes an error, not a crash.",
 			f: func(context.Context, *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 				panic("policy bug")
 			},
-			wantEvent: resourceslice.ReasonHandlerPanicked,
+			wantEvent: "HandlerPanicked",
 		},
 		"NoDecision": {
 			reason: "Returning without a decision breaks the contract: terminal, no retry storm.",
@@ -249,7 +249,7 @@ func TestHandlerFailures(t *testing.T) {
 				rs.Status.Resources = rs.Spec.Resources
 				return ctrl.Result{}, nil
 			},
-			wantTerminal: true, wantEvent: resourceslice.ReasonNoDecision,
+			wantTerminal: true, wantEvent: "NoDecision",
 		},
 		"BadStatus": {
 			reason: "A Resources condition that is neither Accepted nor Denied is no decision.",
@@ -257,7 +257,7 @@ func TestHandlerFailures(t *testing.T) {
 				conditions.Set(rs, conditions.Resources, "Maybe", "Thinking", "")
 				return ctrl.Result{}, nil
 			},
-			wantTerminal: true, wantEvent: resourceslice.ReasonNoDecision,
+			wantTerminal: true, wantEvent: "NoDecision",
 		},
 		"NegativeQuantity": {
 			reason: "A negative offer is refused like a missing decision.",
@@ -266,7 +266,7 @@ func TestHandlerFailures(t *testing.T) {
 				conditions.Accept(rs, "Granted", "")
 				return ctrl.Result{}, nil
 			},
-			wantTerminal: true, wantEvent: resourceslice.ReasonInvalidResources,
+			wantTerminal: true, wantEvent: "InvalidResources",
 		},
 		"QuantityBeyondInt64": {
 			reason: "An offer of 1000E would be written as 1: refused rather than a different offer sent.",
@@ -275,7 +275,7 @@ func TestHandlerFailures(t *testing.T) {
 				conditions.Accept(rs, "Granted", "")
 				return ctrl.Result{}, nil
 			},
-			wantTerminal: true, wantEvent: resourceslice.ReasonInvalidResources,
+			wantTerminal: true, wantEvent: "InvalidResources",
 		},
 	}
 	for name, tc := range cases {
@@ -300,7 +300,7 @@ func TestHandlerFailures(t *testing.T) {
 			if len(res.Writes) != 0 || res.Decision != "" {
 				t.Errorf("%s\nnothing must be saved, got writes %+v decision %q", tc.reason, res.Writes, res.Decision)
 			}
-			n, err := testutil.GatherAndCount(reg, resourceslice.MetricHandlerErrors)
+			n, err := testutil.GatherAndCount(reg, "sliceclass_handler_errors_total")
 			if err != nil || n != 1 {
 				t.Errorf("%s\nhandler error series: want 1, got %d (%v)", tc.reason, n, err)
 			}
@@ -331,7 +331,7 @@ func TestForeignChangesAreDiscarded(t *testing.T) {
 		t.Errorf("foreign changes were saved: class %q labels %v crt %q conditions %+v",
 			got.Spec.Class, got.Labels, got.Status.AuthParams.SignedCRT, got.Status.Conditions)
 	}
-	if diff := cmp.Diff([]string{"Warning/" + resourceslice.ReasonChangesDiscarded, "Normal/Granted"}, reasons(res.Events)); diff != "" {
+	if diff := cmp.Diff([]string{"Warning/" + "ChangesDiscarded", "Normal/Granted"}, reasons(res.Events)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -364,7 +364,7 @@ func TestWriteErrors(t *testing.T) {
 	}{
 		"ServerError": {err: apierrors.NewInternalError(errors.New("etcd down")), wantErr: true},
 		"Invalid": {err: apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: "ResourceSlice"}, "a", nil),
-			wantErr: true, wantTerminal: true, wantEvents: []string{"Warning/" + resourceslice.ReasonStatusRejected}},
+			wantErr: true, wantTerminal: true, wantEvents: []string{"Warning/" + "StatusRejected"}},
 		"Gone": {err: apierrors.NewNotFound(gr, "a")},
 	}
 	for name, tc := range cases {
@@ -425,31 +425,9 @@ func TestTenantBackToActiveRedecides(t *testing.T) {
 	if err := hs.Client.Update(context.Background(), tenant); err != nil {
 		t.Fatal(err)
 	}
-	reqs := hs.Reconciler.SlicesForTenant(context.Background(), tenant)
-	if len(reqs) != 1 || reqs[0].Name != "a" {
-		t.Fatalf("SlicesForTenant: want [a], got %v", reqs)
-	}
 	res := hs.Reconcile(s)
 	if res.Decision != conditions.Accepted || h.calls.Load() != 1 {
 		t.Errorf("active again: want Accepted by the handler, got %q after %d calls", res.Decision, h.calls.Load())
-	}
-}
-
-func TestSlicesForTenantOnlyThisClassAndConsumer(t *testing.T) {
-	objs := []client.Object{
-		goldSlice("mine"),
-		slicetest.NewSlice("silver", slicetest.WithClass("silver")),
-		goldSlice("other-consumer", slicetest.WithConsumer("bob")),
-		goldSlice("other-ns", slicetest.WithNamespace("elsewhere")),
-	}
-	hs := slicetest.New(t, gold, acceptAll("Granted"), slicetest.WithObjects(objs...))
-	reqs := hs.Reconciler.SlicesForTenant(context.Background(), slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained))
-	var names []string
-	for _, r := range reqs {
-		names = append(names, r.Name)
-	}
-	if diff := cmp.Diff([]string{"mine"}, names); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
@@ -474,10 +452,10 @@ func TestDecisionMetrics(t *testing.T) {
 sliceclass_decisions_total{class="gold",outcome="accepted"} 1
 sliceclass_decisions_total{class="gold",outcome="denied"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), resourceslice.MetricDecisions); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sliceclass_decisions_total"); err != nil {
 		t.Error(err)
 	}
-	if n, _ := testutil.GatherAndCount(reg, resourceslice.MetricHandlerDuration); n != 1 {
+	if n, _ := testutil.GatherAndCount(reg, "sliceclass_handler_duration_seconds"); n != 1 {
 		t.Errorf("handler duration series: want 1, got %d", n)
 	}
 }

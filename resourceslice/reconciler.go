@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -64,8 +63,14 @@ type Reconciler struct {
 	// queue receives slices the SDK enqueues itself (budget re-admissions,
 	// WithWatch passes, inventory sweeps); set when the controller starts.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
-	// life remembers release holdings, give-ups and passes.
-	life *lifecycle
+	// calls calls the handler, one call per slice at a time.
+	calls *handlerCalls
+	// releases, retries and passes are what the Reconciler remembers
+	// between reconciles: what release hooks are owed, which failing slices
+	// it gave up on, and the WithWatch passes asked for.
+	releases *releases
+	retries  *retries
+	passes   *passes
 	// queueReady is closed once queue is set.
 	queueReady chan struct{}
 	readyOnce  sync.Once
@@ -73,22 +78,26 @@ type Reconciler struct {
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// NewReconciler returns a Reconciler serving class with h. c reads slices
-// (and Tenants, unless WithoutTenantRule) and patches their status; with a
-// manager, pass mgr.GetClient() so reads come from the cache. It returns an
-// error naming the class for a reserved or invalid class, a nil handler or
-// client, or a bad option.
-//
-// When wiring your own controller, watch slices with SlicePredicate, Tenants
-// with TenantPredicate and SlicesForTenant, and add Source with
-// WatchesRawSource (budget re-admissions and inventory sweeps arrive
-// through it). WithWatch takes effect only with AddToManager.
+// NewReconciler returns a Reconciler serving class with h, for users who
+// build their own controller: pass it to SetupWithManager with your
+// builder. c reads slices (and Tenants, unless WithoutTenantRule) and
+// patches their status; with a manager, pass mgr.GetClient() so reads come
+// from the cache. It takes decision options only: a controller option
+// (WithMaxConcurrentReconciles, WithRetryBackoff, WithLogger, WithWatch,
+// WithClassLease) configures a controller NewReconciler does not build, and
+// is refused with an error naming it; set workers, backoff and logger on
+// your builder instead. It returns an error naming the class for a reserved
+// or invalid class, a nil handler or client, or a bad option.
 func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Option) (*Reconciler, error) {
+	if err := ValidateClass(class); err != nil {
+		return nil, err
+	}
 	cfg, err := newConfig(opts)
+	if err == nil && len(cfg.controllerOpts) > 0 {
+		err = fmt.Errorf("%s configure the controller, which NewReconciler does not build: give them to AddToManager or ClassSet.Serve, or set workers, backoff and logger on your own builder",
+			strings.Join(cfg.controllerOpts, ", "))
+	}
 	if err != nil {
-		if verr := ValidateClass(class); verr != nil {
-			return nil, verr
-		}
 		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
 	}
 	return newReconciler(c, class, h, cfg, wiring{})
@@ -133,10 +142,13 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		metrics:    m,
 		fieldOwner: client.FieldOwner(FieldManager(class)),
 		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
-		life:       newLifecycle(),
+		releases:   newReleases(),
+		retries:    newRetries(cfg.maxRetries, cfg.resync),
+		passes:     newPasses(),
 		queueReady: make(chan struct{}),
 		wiring:     w,
 	}
+	r.calls = &handlerCalls{h: h, timeout: cfg.timeout, class: class, metrics: m, warn: r.warn}
 	for _, b := range cfg.budgets {
 		if err := m.registerBudget(b); err != nil {
 			r.detach()
@@ -203,11 +215,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		settleIn = later
 	}
 	if r.releaser() != nil {
-		if err := r.seedHolding(); err != nil {
+		if err := r.seedHolding(ctx); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 	}
-	if r.skipGivenUp(req.NamespacedName, current.ResourceVersion) {
+	if r.retries.skip(req.NamespacedName, current.ResourceVersion) {
 		r.leaveLine(req)
 		return ctrl.Result{}, nil
 	}
@@ -217,7 +229,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	d, err := r.decide(withConsumer(ctx, consumer), current)
 	if err != nil {
 		r.leaveLine(req)
-		if isHandlerFailure(err) && r.noteFailure(req.NamespacedName, current.ResourceVersion) {
+		if isHandlerFailure(err) && r.retries.fail(req.NamespacedName, current.ResourceVersion) {
 			r.metrics.gaveUp.WithLabelValues(r.scope.class).Inc()
 			r.warn(current, ReasonGaveUp, actionHandle, "class %q gave up after %d consecutive handler failures; the slice is tried again on its next change: %v",
 				r.scope.class, r.cfg.maxRetries, err)
@@ -225,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
-	r.noteSuccess(req.NamespacedName)
+	r.retries.forget(req.NamespacedName)
 	var attempts []*ledger.Attempt
 	if len(r.ledgers) > 0 {
 		attempts = r.admit(req, current, d.desired, consumer)
@@ -253,7 +265,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			return ctrl.Result{}, nil
 		}
 	}
-	if err := r.settleHolding(ctx, req.NamespacedName, accepted(d.desired)); err != nil {
+	if err := r.settleHolding(ctx, req.NamespacedName, conditions.IsAccepted(d.desired)); err != nil {
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.conflicts.Forget(req)
@@ -294,9 +306,9 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 		// Whatever the gate: a slice claiming another consumer is never
 		// handed to the handler.
 		desired.Status.Resources = nil
-		conditions.Deny(desired, ReasonConsumerMismatch, "the slice's consumer claims disagree: "+mismatch)
-		if !conditions.IsDenied(current) || conditions.Get(current, conditions.Resources).Reason != ReasonConsumerMismatch {
-			r.warn(current, ReasonConsumerMismatch, actionValidate, "class %q refuses the slice: %s", r.scope.class, mismatch)
+		conditions.Deny(desired, reasonConsumerMismatch, "the slice's consumer claims disagree: "+mismatch)
+		if !conditions.IsDenied(current) || conditions.Get(current, conditions.Resources).Reason != reasonConsumerMismatch {
+			r.warn(current, reasonConsumerMismatch, actionValidate, "class %q refuses the slice: %s", r.scope.class, mismatch)
 		}
 		return decision{desired: desired}, nil
 	}
@@ -307,21 +319,21 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 		}
 	}
 	out := current.DeepCopy()
-	res, err := r.handle(ctx, current, out)
+	res, err := r.calls.call(ctx, current, out)
 	if err != nil {
 		return decision{}, err
 	}
 	if err := validate(out); err != nil {
 		r.metrics.errors.WithLabelValues(r.scope.class, errKindContract).Inc()
-		reason := ReasonNoDecision
+		reason := reasonNoDecision
 		if errors.Is(err, errNegative) || errors.Is(err, errTooLarge) {
-			reason = ReasonInvalidResources
+			reason = reasonInvalidResources
 		}
 		r.warn(current, reason, actionValidate, "class %q handler broke its contract: %v", r.scope.class, err)
 		return decision{}, reconcile.TerminalError(fmt.Errorf("handler broke its contract: %w", err))
 	}
 	if changed := foreignChanges(current, out); len(changed) > 0 {
-		r.warn(current, ReasonChangesDiscarded, actionValidate,
+		r.warn(current, reasonChangesDiscarded, actionValidate,
 			"class %q handler changed fields a class controller does not own; discarded: %s", r.scope.class, strings.Join(changed, ", "))
 	}
 	copyOwned(desired, out)
@@ -338,11 +350,11 @@ func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *auth
 	}
 	switch tc {
 	case authv1beta1.TenantConditionDrained:
-		conditions.Deny(desired, ReasonTenantDrained, "the consumer's Tenant is drained")
+		conditions.Deny(desired, reasonTenantDrained, "the consumer's Tenant is drained")
 		return true, nil
 	case authv1beta1.TenantConditionCordoned:
 		if !conditions.IsDecided(current) {
-			conditions.Deny(desired, ReasonTenantCordoned, "the consumer's Tenant is cordoned: no new resources")
+			conditions.Deny(desired, reasonTenantCordoned, "the consumer's Tenant is cordoned: no new resources")
 		}
 		return true, nil
 	}
@@ -566,7 +578,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 		return writeGone, nil
 	case apierrors.IsInvalid(err):
 		r.done(a, ledger.NotApplied)
-		r.warn(current, ReasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.scope.class, err)
+		r.warn(current, reasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.scope.class, err)
 		return written, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
 	default:
 		// The outcome is unknown (the server may have applied it): the
@@ -629,15 +641,15 @@ func (r *Reconciler) leaveLine(req reconcile.Request) {
 
 func (r *Reconciler) release(req reconcile.Request) {
 	r.conflicts.Forget(req)
-	r.noteSuccess(req.NamespacedName) // a slice gone or not ours keeps no failure count
+	r.retries.forget(req.NamespacedName) // a slice gone or not ours keeps no failure count
 	r.leaveLine(req)
 }
 
 // held lists what the class's Accepted slices hold, from the cache: the
 // budget's rebuild after a restart or a failover.
-func (r *Reconciler) held() (map[types.NamespacedName]corev1.ResourceList, error) {
+func (r *Reconciler) held(ctx context.Context) (map[types.NamespacedName]corev1.ResourceList, error) {
 	var list authv1beta1.ResourceSliceList
-	if err := r.client.List(context.Background(), &list); err != nil {
+	if err := r.client.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	out := map[types.NamespacedName]corev1.ResourceList{}
@@ -654,80 +666,15 @@ func (r *Reconciler) held() (map[types.NamespacedName]corev1.ResourceList, error
 // there is nothing waiting to wake.
 func (r *Reconciler) wake(key types.NamespacedName) { r.enqueue(key) }
 
-// Source is the source through which the Reconciler enqueues slices
+// ownSource is the source through which the Reconciler enqueues slices
 // itself: a budget's re-admissions when capacity frees, WithWatch passes,
-// inventory sweeps. AddToManager adds it; add it with WatchesRawSource when
-// wiring your own controller.
-func (r *Reconciler) Source() source.Source {
+// inventory sweeps.
+func (r *Reconciler) ownSource() source.Source {
 	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		r.queue.Store(&q)
 		r.readyOnce.Do(func() { close(r.queueReady) })
 		return nil
 	})
-}
-
-// handle calls the handler on rs (a copy of current), turning a panic or
-// an overrun of WithHandlerTimeout into an error, and records the handler's
-// duration and failures. Its errors are handler failures (isHandlerFailure).
-func (r *Reconciler) handle(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-	start := time.Now()
-	defer func() { r.metrics.duration.WithLabelValues(r.scope.class).Observe(time.Since(start).Seconds()) }()
-	if r.cfg.timeout <= 0 {
-		return r.callHandler(ctx, current, rs)
-	}
-	hctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
-	defer cancel()
-	// The handler works on its own copy: a late return must not touch rs.
-	own := rs.DeepCopy()
-	type ret struct {
-		res ctrl.Result
-		err error
-	}
-	done := make(chan ret, 1)
-	go func() {
-		res, err := r.callHandler(hctx, current, own)
-		done <- ret{res, err}
-	}()
-	select {
-	case x := <-done:
-		if x.err == nil {
-			own.DeepCopyInto(rs)
-		}
-		return x.res, x.err
-	case <-hctx.Done():
-		r.metrics.errors.WithLabelValues(r.scope.class, errKindTimeout).Inc()
-		r.warn(current, ReasonHandlerFailed, actionHandle, "class %q handler timed out after %s; its late answer is discarded", r.scope.class, r.cfg.timeout)
-		return ctrl.Result{}, handlerFailure{fmt.Errorf("handler timed out after %s", r.cfg.timeout)}
-	}
-}
-
-func (r *Reconciler) callHandler(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (res ctrl.Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.metrics.errors.WithLabelValues(r.scope.class, errKindPanic).Inc()
-			log.FromContext(ctx).V(1).Info("handler panicked", "panic", p, "stack", string(debug.Stack()))
-			r.warn(current, ReasonHandlerPanicked, actionHandle, "class %q handler panicked: %v", r.scope.class, p)
-			res, err = ctrl.Result{}, handlerFailure{fmt.Errorf("handler panicked: %v", p)}
-		}
-	}()
-	res, err = r.handler.Handle(ctx, rs)
-	if err != nil {
-		r.metrics.errors.WithLabelValues(r.scope.class, errKindError).Inc()
-		r.warn(current, ReasonHandlerFailed, actionHandle, "class %q handler failed: %v", r.scope.class, err)
-		return ctrl.Result{}, handlerFailure{fmt.Errorf("handler: %w", err)}
-	}
-	return res, nil
-}
-
-// handlerFailure marks an error as the handler's (counted by
-// WithMaxRetries), keeping it terminal if the handler made it so.
-type handlerFailure struct{ error }
-
-func (h handlerFailure) Unwrap() error { return h.error }
-
-func isHandlerFailure(err error) bool {
-	var h handlerFailure
-	return errors.As(err, &h)
 }
 
 // dryRun reports what would be written: a Normal DryRun event and a

@@ -16,8 +16,10 @@ import (
 )
 
 // informerSource feeds a controller from one of the manager's shared
-// informers and, unlike controller-runtime's Kind source, takes its event
-// handler off the informer when the controller stops: a ClassSet that
+// informers, as controller-runtime's Kind source does (it forwards
+// isInInitialList, so the initial replay is low priority on the priority
+// queue) and, unlike it, takes its event handler off the informer when the
+// controller stops: a ClassSet that
 // serves and stops classes in a loop leaves nothing behind, and never
 // re-lists from the API server (the informer replays its store to a new
 // handler).
@@ -44,13 +46,13 @@ func (s *informerSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 		}
 		return true
 	}
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, isInInitialList bool) {
 			obj, ok := o.(client.Object)
 			if !ok {
 				return
 			}
-			e := event.CreateEvent{Object: obj}
+			e := event.CreateEvent{Object: obj, IsInInitialList: isInInitialList}
 			if pass(func(p predicate.Predicate) bool { return p.Create(e) }) {
 				s.handler.Create(ctx, e, q)
 			}

@@ -15,25 +15,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// ConsumerID returns the cluster ID the slice claims for its consumer:
+// consumerID returns the cluster ID the slice claims for its consumer:
 // spec.consumerClusterID, or else the liqo.io/originID label. Both are set by
 // the consumer; the reconciler trusts them only when they agree with the
 // slice's namespace (see the README's "What the SDK trusts").
-func ConsumerID(rs *authv1beta1.ResourceSlice) string {
+func consumerID(rs *authv1beta1.ResourceSlice) string {
 	if rs == nil {
 		return ""
 	}
 	if id := rs.Spec.ConsumerClusterID; id != nil && *id != "" {
 		return string(*id)
 	}
-	return rs.Labels[LabelOriginID]
+	return rs.Labels[labelOriginID]
 }
 
 func tenantClusterID(t *authv1beta1.Tenant) string {
 	if t.Spec.ClusterID != "" {
 		return string(t.Spec.ClusterID)
 	}
-	return t.Labels[LabelRemoteClusterID]
+	return t.Labels[labelRemoteClusterID]
 }
 
 // severity orders tenant conditions from least to most restrictive.
@@ -68,10 +68,10 @@ func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.Resour
 	if c := rs.Spec.ConsumerClusterID; c != nil {
 		spec = string(*c)
 	}
-	origin := rs.Labels[LabelOriginID]
+	origin := rs.Labels[labelOriginID]
 	claims := []struct{ what, id string }{
-		{"the namespace's " + LabelRemoteClusterID + " label", nsID},
-		{"the " + LabelOriginID + " label", origin},
+		{"the namespace's " + labelRemoteClusterID + " label", nsID},
+		{"the " + labelOriginID + " label", origin},
 		{"spec.consumerClusterID", spec},
 	}
 	var first string
@@ -97,7 +97,7 @@ func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.Resour
 	}
 	var tenants authv1beta1.TenantList
 	if err := r.client.List(ctx, &tenants, client.InNamespace(rs.Namespace),
-		client.MatchingLabels{LabelRemoteClusterID: id}); err != nil {
+		client.MatchingLabels{labelRemoteClusterID: id}); err != nil {
 		return "", fmt.Errorf("listing Tenants of consumer %q in namespace %q: %w", id, rs.Namespace, err)
 	}
 	var worst authv1beta1.TenantCondition
@@ -113,13 +113,13 @@ func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.Resour
 	return worst, nil
 }
 
-// SlicesForTenant maps a Tenant to the requests for the slices this
+// slicesForTenant maps a Tenant to the requests for the slices this
 // controller serves in the Tenant's namespace that belong to its consumer.
 // AddToManager wires it to the Tenant watch; use it when wiring your own
 // controller. It lists the namespace from the reader the Reconciler was
 // built with (the cache, with a manager): a Tenant's namespace holds its
 // consumer's slices only, so no extra index is kept.
-func (r *Reconciler) SlicesForTenant(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) slicesForTenant(ctx context.Context, obj client.Object) []reconcile.Request {
 	t, ok := obj.(*authv1beta1.Tenant)
 	if !ok {
 		return nil
@@ -137,7 +137,7 @@ func (r *Reconciler) SlicesForTenant(ctx context.Context, obj client.Object) []r
 	var reqs []reconcile.Request
 	for i := range slices.Items {
 		rs := &slices.Items[i]
-		if !r.scope.serves(rs) || ConsumerID(rs) != id {
+		if !r.scope.serves(rs) || consumerID(rs) != id {
 			continue
 		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
@@ -145,12 +145,12 @@ func (r *Reconciler) SlicesForTenant(ctx context.Context, obj client.Object) []r
 	return reqs
 }
 
-// SlicesInNamespace maps a Namespace (its metadata) to the requests for the
+// slicesInNamespace maps a Namespace (its metadata) to the requests for the
 // slices this controller serves in it: a change of the namespace's
 // liqo.io/remote-cluster-id label changes whom its slices belong to.
 // AddToManager wires it to a metadata-only watch of Namespaces, which also
 // makes the manager's cache hold the namespace labels the reconciler reads.
-func (r *Reconciler) SlicesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) slicesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	var slices authv1beta1.ResourceSliceList
 	if err := r.client.List(ctx, &slices, client.InNamespace(obj.GetName())); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list ResourceSlices for a namespace change; they are re-evaluated on their next change",
@@ -166,13 +166,13 @@ func (r *Reconciler) SlicesInNamespace(ctx context.Context, obj client.Object) [
 	return reqs
 }
 
-// NamespacePredicate passes namespace events that can change whom a
+// namespacePredicate passes namespace events that can change whom a
 // namespace's slices belong to: creation, deletion, and changes of the
 // liqo.io/remote-cluster-id label.
-func NamespacePredicate() predicate.Predicate {
+func namespacePredicate() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetLabels()[LabelRemoteClusterID] != e.ObjectNew.GetLabels()[LabelRemoteClusterID]
+			return e.ObjectOld.GetLabels()[labelRemoteClusterID] != e.ObjectNew.GetLabels()[labelRemoteClusterID]
 		},
 	}
 }

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // Defaults of the builders.
@@ -34,8 +33,8 @@ func NewSlice(name string, opts ...SliceOption) *authv1beta1.ResourceSlice {
 			Name:      name,
 			Namespace: DefaultNamespace,
 			Labels: map[string]string{
-				resourceslice.LabelOriginID:   DefaultConsumer,
-				resourceslice.LabelReplicated: "true",
+				"liqo.io/originID":   DefaultConsumer,
+				"liqo.io/replicated": "true",
 			},
 		},
 		Spec: authv1beta1.ResourceSliceSpec{
@@ -87,7 +86,7 @@ func WithConsumer(id string) SliceOption {
 		if rs.Labels == nil {
 			rs.Labels = map[string]string{}
 		}
-		rs.Labels[resourceslice.LabelOriginID] = id
+		rs.Labels["liqo.io/originID"] = id
 	}
 }
 
@@ -120,8 +119,8 @@ func Unauthenticated() SliceOption {
 // NotReplicated removes the replication labels, as on a slice created locally.
 func NotReplicated() SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
-		delete(rs.Labels, resourceslice.LabelOriginID)
-		delete(rs.Labels, resourceslice.LabelReplicated)
+		delete(rs.Labels, "liqo.io/originID")
+		delete(rs.Labels, "liqo.io/replicated")
 	}
 }
 
@@ -140,7 +139,7 @@ func NewTenant(consumer string, condition authv1beta1.TenantCondition) *authv1be
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      consumer,
 			Namespace: DefaultNamespace,
-			Labels:    map[string]string{resourceslice.LabelRemoteClusterID: consumer},
+			Labels:    map[string]string{"liqo.io/remote-cluster-id": consumer},
 		},
 		Spec: authv1beta1.TenantSpec{
 			ClusterID:       liqov1beta1.ClusterID(consumer),

@@ -240,11 +240,11 @@ func run(progress, out io.Writer) error {
 	say("shared-3 Accepted; budget shared: used cpu=%s, free cpu=%s", ptrQ(b.Used(), corev1.ResourceCPU), ptrQ(free, corev1.ResourceCPU))
 
 	// Nobody serves bronze: the reporter says so, then the class is added.
-	note, err := waitEvent(ctx, c, exps[4].slice, resourceslice.ReasonNoClassController)
+	note, err := waitEvent(ctx, c, exps[4].slice, "NoClassController")
 	if err != nil {
 		return err
 	}
-	say("reported on bronze-1: %s: %s", resourceslice.ReasonNoClassController, note)
+	say("reported on bronze-1: %s: %s", "NoClassController", note)
 	say("serving class bronze at run time (no restart)")
 	if err := classes.Serve("bronze", capped); err != nil {
 		return err

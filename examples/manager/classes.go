@@ -462,6 +462,19 @@ func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBud
 // apply serves cfg. Everything that can fail on the file's content (caps,
 // budgets, pools) is built before any class is stopped, so a bad entry
 // leaves the running set as it was; f.mu is held.
+// stopTimeout bounds how long a reload waits for a stopped class's
+// decisions in flight.
+const stopTimeout = 30 * time.Second
+
+// stop stops serving class, waiting at most stopTimeout for its decisions
+// in flight; a class whose decisions outlast it is released when they end,
+// and serving it again fails (and is retried) until then.
+func (f *classesFile) stop(class string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return f.set.Stop(ctx, class)
+}
+
 func (f *classesFile) apply(cfg classesConfig) error {
 	shared := map[string]budgetSpec{}
 	for _, b := range cfg.Budgets {
@@ -516,7 +529,7 @@ func (f *classesFile) apply(cfg classesConfig) error {
 		if _, keep := want[name]; keep {
 			continue
 		}
-		if err := f.set.Stop(name); err != nil {
+		if err := f.stop(name); err != nil {
 			errs = append(errs, err)
 		}
 		delete(f.running, name)
@@ -528,7 +541,7 @@ func (f *classesFile) apply(cfg classesConfig) error {
 			continue
 		}
 		if ok {
-			if err := f.set.Stop(name); err != nil {
+			if err := f.stop(name); err != nil {
 				errs = append(errs, err)
 			}
 			delete(f.running, name)

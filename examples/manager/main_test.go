@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -183,24 +182,21 @@ func TestManagerOptionsCacheOnlyWhatIsRead(t *testing.T) {
 
 	assert.True(t, opts.Cache.ReaderFailOnMissingInformer, "a read of an unwatched type must fail, not start an informer")
 	assert.Nil(t, opts.Client.Cache, "the client reads through the cache, with controller-runtime's defaults (no unstructured caching)")
-	require.Len(t, opts.Cache.ByObject, 1)
-	for obj, by := range opts.Cache.ByObject {
-		assert.Equal(t, reflect.TypeOf(&authv1beta1.ResourceSlice{}), reflect.TypeOf(obj))
-		require.NotNil(t, by.Transform, "ResourceSlices must be trimmed")
-		rs := slicetest.NewSlice("s", slicetest.WithClass("gold"))
-		rs.Spec.CSR = []byte("csr")
-		rs.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
-		out, err := by.Transform(rs)
-		require.NoError(t, err)
-		trimmed := out.(*authv1beta1.ResourceSlice)
-		assert.Nil(t, trimmed.Spec.CSR)
-		assert.Nil(t, trimmed.ManagedFields)
-	}
+	assert.Empty(t, opts.Cache.ByObject, "trimming needs no per-type entry, hence no scheme entry")
+	require.NotNil(t, opts.Cache.DefaultTransform, "ResourceSlices must be trimmed")
+	rs := slicetest.NewSlice("s", slicetest.WithClass("gold"))
+	rs.Spec.CSR = []byte("csr")
+	rs.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
+	out, err := opts.Cache.DefaultTransform(rs)
+	require.NoError(t, err)
+	trimmed := out.(*authv1beta1.ResourceSlice)
+	assert.Nil(t, trimmed.Spec.CSR)
+	assert.Nil(t, trimmed.ManagedFields)
 
 	require.NotNil(t, opts.Cache.DefaultTransform, "Tenants must be cached without managed fields")
 	tenant := slicetest.NewTenant("consumer", authv1beta1.TenantConditionActive)
 	tenant.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
-	out, err := opts.Cache.DefaultTransform(tenant)
+	out, err = opts.Cache.DefaultTransform(tenant)
 	require.NoError(t, err)
 	assert.Nil(t, out.(*authv1beta1.Tenant).ManagedFields)
 }

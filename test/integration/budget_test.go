@@ -92,7 +92,7 @@ func (w *budgetWatcher) observe(typ watch.EventType, rs *authv1beta1.ResourceSli
 func (w *budgetWatcher) heldLocked() resource.Quantity {
 	var held resource.Quantity
 	for _, rs := range w.slices {
-		if w.classes[resourceslice.ClassOf(rs)] && conditions.IsAccepted(rs) {
+		if w.classes[string(rs.Spec.Class)] && conditions.IsAccepted(rs) {
 			held.Add(rs.Status.Resources[corev1.ResourceCPU])
 		}
 	}
@@ -127,7 +127,7 @@ func heldByAccepted(t *testing.T, ns string, classes ...string) (resource.Quanti
 	var held resource.Quantity
 	for _, rs := range list.Items {
 		for _, c := range classes {
-			if resourceslice.ClassOf(&rs) == c && conditions.IsAccepted(&rs) {
+			if string(rs.Spec.Class) == c && conditions.IsAccepted(&rs) {
 				held.Add(rs.Status.Resources[corev1.ResourceCPU])
 			}
 		}

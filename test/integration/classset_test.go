@@ -27,6 +27,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -96,7 +97,7 @@ func TestClassSetServeStopAtRunTime(t *testing.T) {
 		}
 		start := time.Now()
 		defer func() { maxStop = max(maxStop, time.Since(start)) }()
-		return cs.Stop(dyn)
+		return cs.Stop(context.Background(), dyn)
 	}
 	tick := time.NewTicker(toggleEvery)
 	served := false
@@ -177,7 +178,7 @@ loop:
 	t.Logf("%d waiting %s slices decided %s after Serve", len(allDyn), dyn, time.Since(start))
 
 	// Stopped again: decisions stay as they are; new slices wait.
-	require.NoError(t, cs.Stop(dyn))
+	require.NoError(t, cs.Stop(context.Background(), dyn))
 	var late []string
 	for i := range 3 {
 		name := fmt.Sprintf("dyn-late-%d", i)
@@ -208,7 +209,7 @@ loop:
 
 	// Served again with the same policy: every slice re-evaluated, none
 	// written (nothing changes).
-	require.NoError(t, cs.Stop(dyn))
+	require.NoError(t, cs.Stop(context.Background(), dyn))
 	for _, name := range allDyn {
 		before[name] = log.get(name).writes
 	}
@@ -259,7 +260,7 @@ func TestClassSetStopFinishesInFlight(t *testing.T) {
 	}
 
 	stopped := make(chan error, 1)
-	go func() { stopped <- cs.Stop("inflight") }()
+	go func() { stopped <- cs.Stop(context.Background(), "inflight") }()
 	consistently(t, 500*time.Millisecond, "Stop waiting for the decision in flight", func() bool { return len(stopped) == 0 })
 	assert.Empty(t, cs.Classes(), "a stopping class is no longer listed")
 	close(release)
@@ -325,7 +326,7 @@ func TestClassSetDuplicateRules(t *testing.T) {
 
 	// Stopped by its set, the class is free for the other set, which
 	// re-evaluates its slice.
-	require.NoError(t, cs.Stop("dup-dynamic"))
+	require.NoError(t, cs.Stop(context.Background(), "dup-dynamic"))
 	require.NoError(t, other.Serve("dup-dynamic", accept("Other", nil)), "a stopped class is free again")
 	eventually(t, 10*time.Second, "the other set decides the class now", decision(ns, "d", "Accepted/Other"))
 	assert.Empty(t, cs.Classes())
@@ -352,17 +353,17 @@ func TestClassSetLease(t *testing.T) {
 	for _, class := range []string{"lease-a", "lease-b", "lease-none"} {
 		eventually(t, 10*time.Second, "the Lease of "+class, leaseExists(leases, class))
 		l := getLease(t, leases, class)
-		assert.Equal(t, class, l.Labels[resourceslice.LabelClass], "the Lease is labelled with its class")
+		assert.Equal(t, class, l.Labels[classlease.Label], "the Lease is labelled with its class")
 		assert.NotEmpty(t, ptr.Deref(l.Spec.HolderIdentity, ""), "the Lease names its holder")
-		assert.Equal(t, int32(resourceslice.LeaseDuration/time.Second), ptr.Deref(l.Spec.LeaseDurationSeconds, 0))
+		assert.Equal(t, int32(classlease.Duration/time.Second), ptr.Deref(l.Spec.LeaseDurationSeconds, 0))
 		require.NotNil(t, l.Spec.RenewTime)
 		if class == "lease-a" {
 			first = *l
 		}
 	}
 	var list coordinationv1.LeaseList
-	require.NoError(t, cp.Client.List(ctx, &list, client.InNamespace(leases), client.HasLabels{resourceslice.LabelClass}))
-	assert.Len(t, list.Items, 3, "kubectl get leases -l %s lists the served classes", resourceslice.LabelClass)
+	require.NoError(t, cp.Client.List(ctx, &list, client.InNamespace(leases), client.HasLabels{classlease.Label}))
+	assert.Len(t, list.Items, 3, "kubectl get leases -l %s lists the served classes", classlease.Label)
 
 	eventually(t, 20*time.Second, "the Lease of lease-a renewed", func() bool {
 		l := getLease(t, leases, "lease-a")
@@ -373,7 +374,7 @@ func TestClassSetLease(t *testing.T) {
 	assert.True(t, first.Spec.AcquireTime.Equal(renewed.Spec.AcquireTime), "a renewal keeps acquireTime")
 	t.Logf("lease-a renewed %s after its previous renewal", renewed.Spec.RenewTime.Sub(first.Spec.RenewTime.Time))
 
-	require.NoError(t, cs.Stop("lease-a"))
+	require.NoError(t, cs.Stop(context.Background(), "lease-a"))
 	assert.False(t, leaseExists(leases, "lease-a")(), "Stop deletes the Lease before it returns")
 	assert.True(t, leaseExists(leases, "lease-b")(), "stopping one class leaves the others' Leases")
 
@@ -435,7 +436,7 @@ func TestUnservedReporter(t *testing.T) {
 		return noUnservedEvent(t, ns, slices.Concat(unservedNow, neverFlagged, []string{"crash", "gone"})...)
 	})
 	for _, name := range unservedNow {
-		eventually(t, 20*time.Second, "a NoClassController event on "+name, hasEvent(t, ns, name, resourceslice.ReasonNoClassController))
+		eventually(t, 20*time.Second, "a NoClassController event on "+name, hasEvent(t, ns, name, "NoClassController"))
 	}
 	t.Logf("unserved slices flagged %s after creation (delay %s)", time.Since(created), after)
 	for _, name := range unservedNow {
@@ -444,29 +445,29 @@ func TestUnservedReporter(t *testing.T) {
 			assert.Equal(t, corev1.EventTypeWarning, evs[0].Type, name)
 			assert.Contains(t, evs[0].Note, fmt.Sprintf("%q", slicesByClass[name]), "the event names the class")
 		}
-		assert.Equal(t, 1.0, unservedGauge(t, resourceslice.MetricUnservedSlices, slicesByClass[name]), "%s counts its slice", slicesByClass[name])
+		assert.Equal(t, 1.0, unservedGauge(t, "sliceclass_unserved_slices", slicesByClass[name]), "%s counts its slice", slicesByClass[name])
 	}
-	assert.GreaterOrEqual(t, unservedGauge(t, resourceslice.MetricUnservedOldest, "rep-orphan"), after.Seconds(), "the oldest unserved slice's age")
+	assert.GreaterOrEqual(t, unservedGauge(t, "sliceclass_unserved_oldest_seconds", "rep-orphan"), after.Seconds(), "the oldest unserved slice's age")
 	eventually(t, 30*time.Second, "the served class decides its slice", decision(ns, "served", "Accepted/Granted"))
 
 	// A controller for rep-late appears: its gauge drops to zero, no event.
 	require.NoError(t, cs.Serve("rep-late", accept("Granted", nil)))
 	eventually(t, 10*time.Second, "the gauge of rep-late drops to zero", func() bool {
-		return unservedGauge(t, resourceslice.MetricUnservedSlices, "rep-late") == 0
+		return unservedGauge(t, "sliceclass_unserved_slices", "rep-late") == 0
 	})
 	eventually(t, 30*time.Second, "rep-late decides its slice", decision(ns, "late", "Accepted/Granted"))
 
 	// rep-gone's only controller stops: Stop deletes the Lease, the slice is
 	// flagged after the delay.
-	require.NoError(t, cs.Stop("rep-gone"))
+	require.NoError(t, cs.Stop(context.Background(), "rep-gone"))
 	require.False(t, leaseExists(leases, "rep-gone")(), "Stop deletes the Lease")
-	eventually(t, 20*time.Second, "a NoClassController event on gone", hasEvent(t, ns, "gone", resourceslice.ReasonNoClassController))
+	eventually(t, 20*time.Second, "a NoClassController event on gone", hasEvent(t, ns, "gone", "NoClassController"))
 	eventually(t, 5*time.Second, "the gauge counts rep-gone", func() bool {
-		return unservedGauge(t, resourceslice.MetricUnservedSlices, "rep-gone") == 1
+		return unservedGauge(t, "sliceclass_unserved_slices", "rep-gone") == 1
 	})
 
 	// rep-crash's Lease expires: flagged only after expiry plus the delay.
-	eventually(t, 20*time.Second, "a NoClassController event on crash", hasEvent(t, ns, "crash", resourceslice.ReasonNoClassController))
+	eventually(t, 20*time.Second, "a NoClassController event on crash", hasEvent(t, ns, "crash", "NoClassController"))
 	crashEvent := unservedEvents(t, ns, "crash")[0]
 	assert.False(t, crashEvent.EventTime.Time.Before(crashExpiry.Add(after-time.Second)),
 		"flagged at %s, before its Lease expired (%s) plus the delay", crashEvent.EventTime.Time, crashExpiry)
@@ -478,10 +479,10 @@ func TestUnservedReporter(t *testing.T) {
 				return false
 			}
 		}
-		return noUnservedEvent(t, ns, neverFlagged...) && unservedGauge(t, resourceslice.MetricUnservedSlices, "rep-late") == 0
+		return noUnservedEvent(t, ns, neverFlagged...) && unservedGauge(t, "sliceclass_unserved_slices", "rep-late") == 0
 	})
 	for _, class := range []string{"rep-served", "", "default"} {
-		assert.Zero(t, unservedGauge(t, resourceslice.MetricUnservedSlices, class), "class %q is never counted", class)
+		assert.Zero(t, unservedGauge(t, "sliceclass_unserved_slices", class), "class %q is never counted", class)
 	}
 	assert.Equal(t, orphanRV, get(t, ns, "orphan").ResourceVersion, "the reporter writes nothing to slices")
 }
@@ -605,7 +606,7 @@ func mapKeys[V any](m map[string]V) []string {
 func leaseExists(ns, class string) func() bool {
 	return func() bool {
 		var l coordinationv1.Lease
-		err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resourceslice.LeaseName(class)}, &l)
+		err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: classlease.Name(class)}, &l)
 		return err == nil
 	}
 }
@@ -613,7 +614,7 @@ func leaseExists(ns, class string) func() bool {
 func getLease(t *testing.T, ns, class string) *coordinationv1.Lease {
 	t.Helper()
 	var l coordinationv1.Lease
-	require.NoError(t, cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resourceslice.LeaseName(class)}, &l))
+	require.NoError(t, cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: classlease.Name(class)}, &l))
 	return &l
 }
 
@@ -621,7 +622,7 @@ func getLease(t *testing.T, ns, class string) *coordinationv1.Lease {
 // seconds.
 func handLease(ns, class string, renew time.Time, seconds int32) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resourceslice.LeaseName(class), Labels: map[string]string{resourceslice.LabelClass: class}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: classlease.Name(class), Labels: map[string]string{classlease.Label: class}},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To("crashed-pod"),
 			LeaseDurationSeconds: ptr.To(seconds),
@@ -636,7 +637,7 @@ func unservedEvents(t *testing.T, ns, name string) []eventsv1.Event {
 	t.Helper()
 	var out []eventsv1.Event
 	for _, e := range eventsFor(t, ns, name) {
-		if e.Reason == resourceslice.ReasonNoClassController {
+		if e.Reason == "NoClassController" {
 			out = append(out, e)
 		}
 	}
@@ -802,7 +803,7 @@ func TestClassSetServeStopLeavesNothingBehind(t *testing.T) {
 				name := fmt.Sprintf("leak-%03d", i)
 				create(t, sliceIn(ns, name, "leak"))
 				eventually(t, 30*time.Second, "the class serving "+name, decided(ns, name))
-				require.NoError(t, cs.Stop("leak"))
+				require.NoError(t, cs.Stop(context.Background(), "leak"))
 			}
 			const warmUp, cycles = 3, 20
 			for i := range warmUp {
@@ -846,7 +847,7 @@ func TestClassSetStopKeepsBudgetHoldings(t *testing.T) {
 	denied := "Denied/" + budget.ReasonExhausted
 	eventually(t, 30*time.Second, "the other class's slice waiting for the budget", decision(ns, "o1", denied))
 
-	require.NoError(t, cs.Stop(holder))
+	require.NoError(t, cs.Stop(context.Background(), holder))
 	consistently(t, 3*time.Second, "the stopped class's slices still hold the budget: o1 keeps waiting",
 		func() bool {
 			used := usedCPU(b)

@@ -32,7 +32,7 @@ import (
 func tenantNamespace(t *testing.T, name, clusterID string) string {
 	t.Helper()
 	require.NoError(t, cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: map[string]string{resourceslice.LabelRemoteClusterID: clusterID},
+		Name: name, Labels: map[string]string{"liqo.io/remote-cluster-id": clusterID},
 	}}))
 	return name
 }
@@ -45,7 +45,7 @@ func sliceStates(t *testing.T, ns, class string) map[string][]authv1beta1.Resour
 	require.NoError(t, cp.Client.List(context.Background(), &list, client.InNamespace(ns)))
 	out := map[string][]authv1beta1.ResourceSlice{}
 	for _, rs := range list.Items {
-		if resourceslice.ClassOf(&rs) != class || !rs.DeletionTimestamp.IsZero() {
+		if string(rs.Spec.Class) != class || !rs.DeletionTimestamp.IsZero() {
 			continue
 		}
 		key := ""
@@ -238,7 +238,7 @@ func TestConsumerIsTheTenantNamespace(t *testing.T) {
 	assert.Equal(t, "cluster-lab", c, "a labelled namespace gives its label")
 	_, ok = rec.get(tenant, "liar")
 	assert.False(t, ok, "a slice claiming another consumer never reaches the handler")
-	assert.True(t, decision(tenant, "liar", "Denied/"+resourceslice.ReasonConsumerMismatch)())
+	assert.True(t, decision(tenant, "liar", "Denied/"+"ConsumerMismatch")())
 	assert.True(t, decision(tenant, "lab", "Accepted/Granted")())
 
 	states := sliceStates(t, plain, class)

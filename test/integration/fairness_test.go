@@ -90,7 +90,7 @@ func (w *classWatcher) heldLocked(classes []string) resource.Quantity {
 	var held resource.Quantity
 	for _, rs := range w.slices {
 		for _, c := range classes {
-			if resourceslice.ClassOf(rs) == c && conditions.IsAccepted(rs) {
+			if string(rs.Spec.Class) == c && conditions.IsAccepted(rs) {
 				held.Add(rs.Status.Resources[corev1.ResourceCPU])
 			}
 		}

@@ -69,9 +69,9 @@ func TestFaultyHandlers(t *testing.T) {
 	for _, n := range []string{"boom", "mute"} {
 		assert.False(t, conditions.IsDecided(get(t, ns, n)), "%s must stay undecided", n)
 	}
-	eventually(t, 30*time.Second, "HandlerPanicked event on boom", hasEvent(t, ns, "boom", resourceslice.ReasonHandlerPanicked))
-	eventually(t, 30*time.Second, "NoDecision event on mute", hasEvent(t, ns, "mute", resourceslice.ReasonNoDecision))
-	eventually(t, 30*time.Second, "HandlerFailed event on flaky", hasEvent(t, ns, "flaky", resourceslice.ReasonHandlerFailed))
+	eventually(t, 30*time.Second, "HandlerPanicked event on boom", hasEvent(t, ns, "boom", "HandlerPanicked"))
+	eventually(t, 30*time.Second, "NoDecision event on mute", hasEvent(t, ns, "mute", "NoDecision"))
+	eventually(t, 30*time.Second, "HandlerFailed event on flaky", hasEvent(t, ns, "flaky", "HandlerFailed"))
 	require.Equal(t, 1, c.get("mute"), "a handler that decides nothing is called once")
 	consistently(t, 2*time.Second, "a contract error is not retried", func() bool { return c.get("mute") == 1 })
 }
@@ -113,7 +113,7 @@ func TestInvalidInput(t *testing.T) {
 	assert.Zero(t, abs.Status.Resources.Cpu().Cmp(resource.MustParse("4")), "cpu capped at 4, got %v", abs.Status.Resources)
 	assert.Zero(t, abs.Status.Resources.Memory().Cmp(resource.MustParse("8Gi")), "memory capped at 8Gi, got %v", abs.Status.Resources)
 
-	eventually(t, 30*time.Second, "InvalidResources event", hasEvent(t, ns, "neg", resourceslice.ReasonInvalidResources))
+	eventually(t, 30*time.Second, "InvalidResources event", hasEvent(t, ns, "neg", "InvalidResources"))
 	consistently(t, 2*time.Second, "no crash loop", func() bool {
 		if c.get("empty") > 3 || c.get("absurd") > 3 || cneg.get("neg") != 1 {
 			t.Logf("handler calls: empty=%d absurd=%d neg=%d", c.get("empty"), c.get("absurd"), cneg.get("neg"))

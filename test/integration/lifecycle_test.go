@@ -244,7 +244,7 @@ func TestReleaseHookOnTheServer(t *testing.T) {
 	eventually(t, 30*time.Second, "one release per exit, the failing one retried until it succeeds", p.releasedExactly(t, want))
 	consistently(t, 2*time.Second, "no further Release call (never, idle: none)", p.releasedExactly(t, want))
 	assert.True(t, decision(ns, "denied", "Denied/PolicyDenied")(), "denied is written Denied")
-	assert.True(t, decision(ns, "drained", "Denied/"+resourceslice.ReasonTenantDrained)(), "drained is written Denied")
+	assert.True(t, decision(ns, "drained", "Denied/"+"TenantDrained")(), "drained is written Denied")
 	assert.True(t, conditions.IsAccepted(get(t, ns, "idle")), "idle stays Accepted")
 }
 
@@ -428,7 +428,7 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 			resourceslice.WithWatch(&corev1.ConfigMap{}, onlyCaps), resourceslice.WithMetricsRegisterer(reg))
 	})
 	passes := func() float64 {
-		return seriesValue(t, reg, resourceslice.MetricWatchPasses, map[string]string{"class": class})
+		return seriesValue(t, reg, "sliceclass_watch_passes_total", map[string]string{"class": class})
 	}
 	eventually(t, 30*time.Second, "small slices offered 1 CPU", offeredCPU(t, ns, "1", small...))
 	eventually(t, 30*time.Second, "big slices offered the cap, 4 CPU", offeredCPU(t, ns, "4", big...))
@@ -567,7 +567,7 @@ func TestHandlerTimeoutOnTheServer(t *testing.T) {
 	})
 	eventually(t, 30*time.Second, "a HandlerFailed Warning event saying the handler timed out",
 		hasEventWhere(t, ns, "a", func(_, typ, reason, note string) bool {
-			return typ == corev1.EventTypeWarning && reason == resourceslice.ReasonHandlerFailed && strings.Contains(note, "timed out")
+			return typ == corev1.EventTypeWarning && reason == "HandlerFailed" && strings.Contains(note, "timed out")
 		}))
 	eventually(t, 30*time.Second, "three late answers (WithMaxRetries(3))", func() bool { return late.Load() >= 3 })
 	consistently(t, 2*time.Second, "no late answer is written", func() bool {
@@ -629,7 +629,7 @@ func TestDryRunBesideLive(t *testing.T) {
 	dryOutcomes := func() map[string]float64 {
 		out := map[string]float64{}
 		for _, o := range []string{"dryrun-accepted", "dryrun-denied", "accepted", "denied"} {
-			out[o] = seriesValue(t, dryReg, resourceslice.MetricDecisions, map[string]string{"class": class, "outcome": o})
+			out[o] = seriesValue(t, dryReg, "sliceclass_decisions_total", map[string]string{"class": class, "outcome": o})
 		}
 		return out
 	}

@@ -46,7 +46,7 @@ func TestTenantEventHonoursSelector(t *testing.T) {
 	// The replicated slice being denied proves the Tenant event was handled.
 	eventually(t, 30*time.Second, "the replicated slice denied after the drain", func() bool {
 		c := conditions.Get(get(t, ns, "replicated"), conditions.Resources)
-		return c != nil && c.Reason == resourceslice.ReasonTenantDrained
+		return c != nil && c.Reason == "TenantDrained"
 	})
 	consistently(t, 2*time.Second, "the slice outside the selector stays unwritten", func() bool {
 		return get(t, ns, "local").ResourceVersion == localRV

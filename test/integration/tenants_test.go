@@ -52,13 +52,13 @@ func TestTenantRule(t *testing.T) {
 	eventually(t, 30*time.Second, "a accepted", is("a", "Accepted/Granted"))
 
 	setTenant(authv1beta1.TenantConditionDrained)
-	eventually(t, 30*time.Second, "a denied after drain", is("a", "Denied/"+resourceslice.ReasonTenantDrained))
+	eventually(t, 30*time.Second, "a denied after drain", is("a", "Denied/"+"TenantDrained"))
 
 	setTenant(authv1beta1.TenantConditionActive)
 	eventually(t, 30*time.Second, "a accepted again", is("a", "Accepted/Granted"))
 
 	setTenant(authv1beta1.TenantConditionCordoned)
 	create(t, sliceIn(ns, "b", "ten"))
-	eventually(t, 30*time.Second, "new slice denied while cordoned", is("b", "Denied/"+resourceslice.ReasonTenantCordoned))
+	eventually(t, 30*time.Second, "new slice denied while cordoned", is("b", "Denied/"+"TenantCordoned"))
 	consistently(t, time.Second, "a cordoned tenant keeps what it has", is("a", "Accepted/Granted"))
 }

@@ -256,7 +256,7 @@ func TestForeignChangesDiscarded(t *testing.T) {
 		assert.Equal(t, "crt", string(got.Status.AuthParams.SignedCRT), "the handler's authParams reached the server")
 	}
 	assert.True(t, conditions.IsAuthenticated(got), "the handler's Authentication condition reached the server: %+v", got.Status.Conditions)
-	eventually(t, 30*time.Second, "ChangesDiscarded event", hasEvent(t, ns, "f", resourceslice.ReasonChangesDiscarded))
+	eventually(t, 30*time.Second, "ChangesDiscarded event", hasEvent(t, ns, "f", "ChangesDiscarded"))
 }
 
 // A handler's RequeueAfter brings the slice back, and re-deciding the same

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // The soak's final check, without a cluster: it must tell a slice decided
@@ -50,9 +49,9 @@ func TestCheckSlice(t *testing.T) {
 		{"bronze waiting", "a budget may make a bronze slice wait", decided(bronze, conditions.Denied, budget.ReasonExhausted, 0), bronze, active, true},
 		{"gold waiting", "gold has no budget", decided(gold, conditions.Denied, budget.ReasonExhausted, 0), gold, active, false},
 		{"drained accepted", "a Drained tenant's slices lose their grants", decided(gold, conditions.Accepted, reasonGranted, 2), gold, drained, false},
-		{"drained denied", "", decided(gold, conditions.Denied, resourceslice.ReasonTenantDrained, 0), gold, drained, true},
+		{"drained denied", "", decided(gold, conditions.Denied, "TenantDrained", 0), gold, drained, true},
 		{"cordoned keeps", "a Cordoned tenant's decided slices keep their decision", decided(gold, conditions.Accepted, reasonGranted, 2), gold, cordoned, true},
-		{"active still drained", "an Active tenant's slices are decided again", decided(gold, conditions.Denied, resourceslice.ReasonTenantDrained, 0), gold, active, false},
+		{"active still drained", "an Active tenant's slices are decided again", decided(gold, conditions.Denied, "TenantDrained", 0), gold, active, false},
 		{"undecided", "every slice ends decided", f.object(&gold), gold, cordoned, false},
 		{"stale rewrite", "the server must hold Liqo's last rewrite", decided(bronze, conditions.Denied, budget.ReasonExhausted, 0), sliceRecord{key: bronze.key, class: classBronze, cpu: 1, rev: 4}, active, false},
 	}

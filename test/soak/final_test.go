@@ -16,7 +16,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // checkFinal reads every slice from the API server and lists how the
@@ -70,7 +69,7 @@ func checkFinal(ctx context.Context, t *testing.T, f *fleet, bronze *budget.Budg
 				switch {
 				case conditions.IsAccepted(rs):
 					held.Add(rs.Status.Resources[corev1.ResourceCPU])
-				case c != nil && c.Reason == resourceslice.ReasonTenantDrained:
+				case c != nil && c.Reason == "TenantDrained":
 					// The tenant rule's denial keeps status.resources: the
 					// grant the slice had, which it still holds.
 					held.Add(rs.Status.Resources[corev1.ResourceCPU])
@@ -113,7 +112,7 @@ func checkSlice(rs *authv1beta1.ResourceSlice, r sliceRecord, tenant authv1beta1
 	var allowed []string
 	switch tenant {
 	case authv1beta1.TenantConditionDrained:
-		allowed = []string{"Denied/" + resourceslice.ReasonTenantDrained}
+		allowed = []string{"Denied/" + "TenantDrained"}
 	case authv1beta1.TenantConditionCordoned:
 		return ""
 	default:

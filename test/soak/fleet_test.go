@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -226,7 +225,7 @@ func (f *fleet) object(r *sliceRecord) *authv1beta1.ResourceSlice {
 func (t *tenantRecord) namespaceObject() *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   t.namespace,
-		Labels: map[string]string{resourceslice.LabelRemoteClusterID: t.consumer},
+		Labels: map[string]string{"liqo.io/remote-cluster-id": t.consumer},
 	}}
 }
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 const (
@@ -116,7 +115,7 @@ func countSlices(ctx context.Context, c client.Reader) (total, undecided, backlo
 	}
 	for i := range list.Items {
 		rs := &list.Items[i]
-		if !served[resourceslice.ClassOf(rs)] {
+		if !served[string(rs.Spec.Class)] {
 			continue
 		}
 		total++
@@ -139,7 +138,7 @@ func decisionsTotal(g prometheus.Gatherer) (float64, error) {
 	}
 	var sum float64
 	for _, mf := range families {
-		if mf.GetName() != resourceslice.MetricDecisions {
+		if mf.GetName() != "sliceclass_decisions_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

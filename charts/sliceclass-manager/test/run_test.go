@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -97,15 +96,15 @@ func TestDefaultsServe(t *testing.T) {
 
 	lease := &coordinationv1.Lease{}
 	eventually(ctx, t, "the class Lease of gold held by the pod", func() bool {
-		err := cp.Client.Get(ctx, types.NamespacedName{Namespace: v.ClassLeaseNamespace, Name: resourceslice.LeaseName("gold")}, lease)
+		err := cp.Client.Get(ctx, types.NamespacedName{Namespace: v.ClassLeaseNamespace, Name: "sliceclass-class-gold"}, lease)
 		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == podName
 	})
-	assert.Equal(t, "gold", lease.Labels[resourceslice.LabelClass], "kubectl get leases -l %s lists it", resourceslice.LabelClass)
+	assert.Equal(t, "gold", lease.Labels["sliceclass.io/class"], "kubectl get leases -l %s lists it", "sliceclass.io/class")
 
 	// A consumer's slice of the default class, within its caps.
 	tenantNS := ns + "-tenant"
 	require.NoError(t, cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS,
-		Labels: map[string]string{resourceslice.LabelRemoteClusterID: slicetest.DefaultConsumer}}}))
+		Labels: map[string]string{"liqo.io/remote-cluster-id": slicetest.DefaultConsumer}}}))
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
 	tenant.Namespace = tenantNS
 	require.NoError(t, cp.Client.Create(ctx, tenant))

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // Values holds the flags as given. Adding a flag takes a field here and one
@@ -72,7 +70,7 @@ func (v *Values) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&v.LeaderElect, "leader-elect", false, "enable leader election")
 	fs.StringVar(&v.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	fs.StringVar(&v.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: derived from --class-name, or sliceclass-classes-file)")
-	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", resourceslice.DefaultMaxConcurrentReconciles, "slices decided in parallel per class")
+	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "slices decided in parallel per class")
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
 	v.Zap = zap.Options{Development: true}
 	v.Zap.BindFlags(fs)

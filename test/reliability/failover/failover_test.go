@@ -14,6 +14,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -96,7 +97,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	waitFor(t, 60*time.Second, fmt.Sprintf("replica-a to decide %d slices", crashAfter),
 		func() bool { return a.tap.patches.Load() >= crashAfter })
 	waitFor(t, 30*time.Second, "replica-a to hold the class Lease",
-		func() bool { return leaseHolder(t, ns, resourceslice.LeaseName(class)) == "replica-a" })
+		func() bool { return leaseHolder(t, ns, classlease.Name(class)) == "replica-a" })
 	require.False(t, b.leads(), "replica-b leads while replica-a is alive")
 
 	vanished := a.crash(t)
@@ -106,7 +107,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	require.NoError(t, <-produced, "creating slices")
 	waitFor(t, 120*time.Second, "every slice decided", func() bool { return decidedCount(t, ns) == slices })
 	waitFor(t, 30*time.Second, "the class Lease held by replica-b",
-		func() bool { return leaseHolder(t, ns, resourceslice.LeaseName(class)) == "replica-b" })
+		func() bool { return leaseHolder(t, ns, classlease.Name(class)) == "replica-b" })
 	firstByB := at(b.tap.firstPatch.Load()).Sub(vanished)
 	allByB := at(b.tap.lastPatch.Load()).Sub(vanished)
 	tookOver := at(b.elected.Load()).Sub(vanished)

@@ -22,7 +22,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
-	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/internal/classlease"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -55,7 +55,7 @@ func newWorld(tag string) world {
 		// The example manager names its leader-election lease after the
 		// served classes.
 		leaderLease: "sliceclass-" + class,
-		classLease:  resourceslice.LeaseName(class),
+		classLease:  classlease.Name(class),
 	}
 }
 
@@ -89,7 +89,7 @@ const (
 // manager finds when it starts.
 func (w world) setup(ctx context.Context) error {
 	for ns, id := range map[string]string{w.ns: consumer, w.tenantNS: tenantConsumer} {
-		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{resourceslice.LabelRemoteClusterID: id}}}
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"liqo.io/remote-cluster-id": id}}}
 		if err := cp.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
@@ -178,10 +178,10 @@ func (r *run) decidedOnMerits(ctx context.Context) error {
 }
 
 func (r *run) consumerChecked(ctx context.Context) error {
-	if err := r.waitDecision(ctx, r.w.ns, sliceIntruder, conditions.Denied, resourceslice.ReasonConsumerMismatch); err != nil {
+	if err := r.waitDecision(ctx, r.w.ns, sliceIntruder, conditions.Denied, "ConsumerMismatch"); err != nil {
 		return err
 	}
-	return r.waitEvent(ctx, r.w.ns, sliceIntruder, resourceslice.ReasonConsumerMismatch)
+	return r.waitEvent(ctx, r.w.ns, sliceIntruder, "ConsumerMismatch")
 }
 
 func (r *run) budgetExhausted(ctx context.Context) error {
@@ -205,7 +205,7 @@ func (r *run) tenantFollowed(ctx context.Context) error {
 		status    authv1beta1.ResourceSliceConditionStatus
 		reason    string
 	}{
-		{authv1beta1.TenantConditionDrained, conditions.Denied, resourceslice.ReasonTenantDrained},
+		{authv1beta1.TenantConditionDrained, conditions.Denied, "TenantDrained"},
 		{authv1beta1.TenantConditionActive, conditions.Accepted, cappedresources.ReasonGranted},
 	} {
 		if err := setTenant(ctx, r.w.tenantNS, tenantConsumer, step.condition); err != nil {
@@ -215,7 +215,7 @@ func (r *run) tenantFollowed(ctx context.Context) error {
 			return fmt.Errorf("Tenant %s: %w", step.condition, err)
 		}
 	}
-	return r.waitEvent(ctx, r.w.tenantNS, sliceTenant, resourceslice.ReasonTenantDrained)
+	return r.waitEvent(ctx, r.w.tenantNS, sliceTenant, "TenantDrained")
 }
 
 func (r *run) leaderEvent(ctx context.Context) error {
@@ -254,7 +254,7 @@ func (r *run) classLeaseRenewed(ctx context.Context) error {
 			return false, err
 		}
 		first = lease.Spec.RenewTime.Time
-		return lease.Labels[resourceslice.LabelClass] == r.w.class, nil
+		return lease.Labels[classlease.Label] == r.w.class, nil
 	}); err != nil {
 		return err
 	}

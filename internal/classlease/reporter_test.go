@@ -1,4 +1,4 @@
-package resourceslice
+package classlease
 
 import (
 	"context"
@@ -14,14 +14,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // The reporter's check, step by step on a fake client and a clock the test
@@ -73,7 +70,7 @@ func (l *eventLog) total() int {
 // reporterFixture is a reporter wired to a fake client, its own event log
 // and its own metrics registry.
 type reporterFixture struct {
-	u      *unservedReporter
+	u      *Reporter
 	c      client.Client
 	events *eventLog
 	reg    *prometheus.Registry
@@ -86,22 +83,24 @@ func newReporterFixture(t *testing.T, after time.Duration, objs ...client.Object
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	reg := prometheus.NewRegistry()
-	count := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricUnservedSlices}, []string{"class"})
-	oldest := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricUnservedOldest}, []string{"class"})
+	count, oldest := NewGauges()
 	require.NoError(t, reg.Register(count))
 	require.NoError(t, reg.Register(oldest))
 	log := &eventLog{}
-	u := &unservedReporter{
-		slices: c, leases: c, recorder: log, synced: func(context.Context) bool { return true },
-		namespace: reporterNS, after: after, count: count, oldest: oldest,
-		since: map[types.NamespacedName]time.Time{}, reported: map[types.NamespacedName]bool{},
-	}
+	replicated, err := labels.Parse("liqo.io/originID,liqo.io/replicated=true")
+	require.NoError(t, err)
+	u, err := NewReporter(ReporterConfig{
+		Slices: c, Leases: c, Recorder: log, Synced: func(context.Context) bool { return true },
+		ClassOf: func(rs *authv1beta1.ResourceSlice) string { return string(rs.Spec.Class) }, Replicated: replicated,
+		Namespace: reporterNS, After: after, Count: count, Oldest: oldest,
+	})
+	require.NoError(t, err)
 	return &reporterFixture{u: u, c: c, events: log, reg: reg}
 }
 
 func (f *reporterFixture) check(t *testing.T, now time.Time) {
 	t.Helper()
-	require.NoError(t, f.u.check(context.Background(), now))
+	require.NoError(t, f.u.Check(context.Background(), now))
 }
 
 // gauge returns the value of the metric for class, and whether the series
@@ -138,7 +137,7 @@ func replicatedSlice(name, class string, created time.Time) *authv1beta1.Resourc
 	return &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "liqo-tenant-consumer", CreationTimestamp: metav1.NewTime(created),
-			Labels: map[string]string{LabelOriginID: "consumer", LabelReplicated: "true"},
+			Labels: map[string]string{"liqo.io/originID": "consumer", "liqo.io/replicated": "true"},
 		},
 		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class)},
 	}
@@ -148,7 +147,7 @@ func replicatedSlice(name, class string, created time.Time) *authv1beta1.Resourc
 // d (nil: the field is unset).
 func classLeaseObj(class, holder string, renew time.Time, d *int32) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(class), Namespace: reporterNS, Labels: map[string]string{LabelClass: class}},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(class), Namespace: reporterNS, Labels: map[string]string{Label: class}},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To(holder), RenewTime: ptr.To(metav1.NewMicroTime(renew)), LeaseDurationSeconds: d,
 		},
@@ -195,7 +194,7 @@ func TestUnservedReporterFlagsAfterDelayOnce(t *testing.T) {
 		assert.Empty(t, f.events.about(name), "slice %s must never be flagged", name)
 	}
 	assert.Equal(t, 2.0, f.unserved(t, "orphan"))
-	assert.Equal(t, 1.0, f.unserved(t, "expired"), "a Lease past renewTime+leaseDurationSeconds does not serve")
+	assert.Equal(t, 1.0, f.unserved(t, "expired"), "a Lease past renewTime+leaseLeaseDurationSeconds does not serve")
 	assert.Equal(t, 1.0, f.unserved(t, "elsewhere"), "only Leases in the reporter's namespace count")
 	oldest, _ := f.gauge(t, MetricUnservedOldest, "orphan")
 	assert.InDelta(t, time.Hour.Seconds()+after.Seconds(), oldest, 0.001, "the oldest unserved slice's age, from its creation")
@@ -284,12 +283,12 @@ func TestLeaseLive(t *testing.T) {
 			lease: classLeaseObj("c", "pod", now.Add(-39900*time.Millisecond), ptr.To(int32(40))), want: true},
 		"AtExpiry": {reason: "renewTime+duration is now: expired",
 			lease: classLeaseObj("c", "pod", now.Add(-40*time.Second), ptr.To(int32(40))), want: false},
-		"ShortDuration": {reason: "a short leaseDurationSeconds is honoured",
+		"ShortDuration": {reason: "a short leaseLeaseDurationSeconds is honoured",
 			lease: classLeaseObj("c", "pod", now.Add(-10*time.Second), ptr.To(int32(5))), want: false},
-		"DefaultDuration": {reason: "no leaseDurationSeconds: LeaseDuration applies",
-			lease: classLeaseObj("c", "pod", now.Add(-LeaseDuration+time.Second), nil), want: true},
-		"DefaultDurationExpired": {reason: "no leaseDurationSeconds: LeaseDuration applies",
-			lease: classLeaseObj("c", "pod", now.Add(-LeaseDuration-time.Second), nil), want: false},
+		"DefaultDuration": {reason: "no leaseLeaseDurationSeconds: Duration applies",
+			lease: classLeaseObj("c", "pod", now.Add(-Duration+time.Second), nil), want: true},
+		"DefaultDurationExpired": {reason: "no leaseLeaseDurationSeconds: Duration applies",
+			lease: classLeaseObj("c", "pod", now.Add(-Duration-time.Second), nil), want: false},
 		"NoHolder": {reason: "a released Lease serves nothing",
 			lease: func() *coordinationv1.Lease {
 				l := classLeaseObj("c", "pod", now, ptr.To(int32(40)))
@@ -306,22 +305,12 @@ func TestLeaseLive(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, leaseLive(tc.lease, now), tc.reason)
+			assert.Equal(t, tc.want, Live(tc.lease, now), tc.reason)
 		})
 	}
 }
 
-func TestAddUnservedReporterRejectsBadSetup(t *testing.T) {
-	err := AddUnservedReporter(nil, reporterNS, time.Second)
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "nil manager")
-
-	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
-		Scheme:                 runtime.NewScheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	require.NoError(t, err)
+func TestNewReporterRejectsBadSetup(t *testing.T) {
 	cases := map[string]struct {
 		reason    string
 		namespace string
@@ -333,8 +322,8 @@ func TestAddUnservedReporterRejectsBadSetup(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			assert.Error(t, AddUnservedReporter(mgr, tc.namespace, tc.after), tc.reason)
+			_, err := NewReporter(ReporterConfig{Namespace: tc.namespace, After: tc.after})
+			assert.Error(t, err, tc.reason)
 		})
 	}
-	assert.NoError(t, AddUnservedReporter(mgr, reporterNS, time.Second), "a good setup, with no API call")
 }

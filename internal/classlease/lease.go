@@ -1,4 +1,4 @@
-package resourceslice
+package classlease
 
 import (
 	"context"
@@ -15,19 +15,19 @@ import (
 
 // Class lease names and timing.
 const (
-	// LabelClass labels a class Lease with the class it stands for:
+	// Label labels a class Lease with the class it stands for:
 	// kubectl get leases -l sliceclass.io/class lists the served classes.
-	LabelClass = "sliceclass.io/class"
-	// LeaseDuration is how long a class Lease stays live without renewal.
-	LeaseDuration = 40 * time.Second
-	leaseRenew    = 10 * time.Second
+	Label = "sliceclass.io/class"
+	// Duration is how long a class Lease stays live without renewal.
+	Duration   = 40 * time.Second
+	leaseRenew = 10 * time.Second
 )
 
-// LeaseName is the name of class's Lease: "sliceclass-class-<class>".
-func LeaseName(class string) string { return "sliceclass-class-" + class }
+// Name is the name of class's Lease: "sliceclass-class-<class>".
+func Name(class string) string { return "sliceclass-class-" + class }
 
-// classLease keeps class's Lease renewed while its controller runs.
-type classLease struct {
+// Lease keeps class's Lease renewed while its controller runs.
+type Lease struct {
 	// r reads the Lease from the API server (no Lease informer is started);
 	// c writes it.
 	r         client.Reader
@@ -37,7 +37,9 @@ type classLease struct {
 	identity  string
 }
 
-func newClassLease(r client.Reader, c client.Client, class, namespace string) *classLease {
+// New returns the Lease of class in namespace: r reads it from the API
+// server (no Lease informer is started), c writes it.
+func New(r client.Reader, c client.Client, class, namespace string) *Lease {
 	id, err := os.Hostname()
 	if err != nil || id == "" {
 		id = "unknown"
@@ -45,12 +47,12 @@ func newClassLease(r client.Reader, c client.Client, class, namespace string) *c
 	if pod := os.Getenv("POD_NAME"); pod != "" {
 		id = pod
 	}
-	return &classLease{r: r, c: c, class: class, namespace: namespace, identity: id}
+	return &Lease{r: r, c: c, class: class, namespace: namespace, identity: id}
 }
 
 // Start renews the Lease every leaseRenew until ctx ends, then releases it.
-func (l *classLease) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithValues("lease", LeaseName(l.class), "namespace", l.namespace)
+func (l *Lease) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("lease", Name(l.class), "namespace", l.namespace)
 	for {
 		if err := l.renew(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "cannot renew the class Lease; retrying")
@@ -68,16 +70,16 @@ func (l *classLease) Start(ctx context.Context) error {
 	}
 }
 
-func (l *classLease) renew(ctx context.Context) error {
+func (l *Lease) renew(ctx context.Context) error {
 	now := metav1.NewMicroTime(time.Now())
 	var lease coordinationv1.Lease
-	err := l.r.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: LeaseName(l.class)}, &lease)
+	err := l.r.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: Name(l.class)}, &lease)
 	if apierrors.IsNotFound(err) {
 		lease = coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: l.namespace, Name: LeaseName(l.class), Labels: map[string]string{LabelClass: l.class}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: l.namespace, Name: Name(l.class), Labels: map[string]string{Label: l.class}},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(l.identity),
-				LeaseDurationSeconds: ptr.To(int32(LeaseDuration / time.Second)),
+				LeaseDurationSeconds: ptr.To(int32(Duration / time.Second)),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
@@ -91,19 +93,19 @@ func (l *classLease) renew(ctx context.Context) error {
 		lease.Spec.AcquireTime = &now
 	}
 	lease.Spec.HolderIdentity = ptr.To(l.identity)
-	lease.Spec.LeaseDurationSeconds = ptr.To(int32(LeaseDuration / time.Second))
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(Duration / time.Second))
 	lease.Spec.RenewTime = &now
 	if lease.Labels == nil {
 		lease.Labels = map[string]string{}
 	}
-	lease.Labels[LabelClass] = l.class
+	lease.Labels[Label] = l.class
 	return l.c.Update(ctx, &lease)
 }
 
 // release deletes the Lease if this process still holds it.
-func (l *classLease) release(ctx context.Context) error {
+func (l *Lease) release(ctx context.Context) error {
 	var lease coordinationv1.Lease
-	if err := l.r.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: LeaseName(l.class)}, &lease); err != nil {
+	if err := l.r.Get(ctx, client.ObjectKey{Namespace: l.namespace, Name: Name(l.class)}, &lease); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.identity {
@@ -112,24 +114,15 @@ func (l *classLease) release(ctx context.Context) error {
 	return client.IgnoreNotFound(l.c.Delete(ctx, &lease, client.Preconditions{ResourceVersion: &lease.ResourceVersion}))
 }
 
-// leaseLive reports whether a class Lease is held and renewed recently.
-func leaseLive(lease *coordinationv1.Lease, now time.Time) bool {
+// Live reports whether a class Lease is held and renewed recently.
+func Live(lease *coordinationv1.Lease, now time.Time) bool {
 	s := lease.Spec
 	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
 		return false
 	}
-	d := LeaseDuration
+	d := Duration
 	if s.LeaseDurationSeconds != nil {
 		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
 	return s.RenewTime.Add(d).After(now)
 }
-
-// leaseRunnable holds an AddToManager class's Lease on the leader.
-type leaseRunnable struct{ l *classLease }
-
-// Start implements manager.Runnable.
-func (r leaseRunnable) Start(ctx context.Context) error { return r.l.Start(ctx) }
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (leaseRunnable) NeedLeaderElection() bool { return true }

@@ -1,0 +1,265 @@
+package resourceslice
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/classlease"
+)
+
+// The one way a class's controller is built. AddToManager, ClassSet.Serve
+// and SetupWithManager (a user's own builder) all take from here:
+//
+//   - the same sources (sources), each forwarding controller-runtime's
+//     isInInitialList, so that the initial replay is low priority on the
+//     priority queue;
+//   - the same shutdown policy (shutdownPolicy): stopping the class stops
+//     new decisions, and a decision in flight is finished and written;
+//   - the same things running beside the controller (runBeside): the class
+//     Lease, the inventory sweep and the WithWatch passes, all bound to the
+//     controller's context;
+//   - the same logger (logger).
+
+// classController is one class's controller and what runs beside it.
+type classController struct {
+	mgr  manager.Manager
+	r    *Reconciler
+	cfg  *config
+	ctrl controller.Controller
+	// reads are the objects the sources read from the manager's cache.
+	reads []client.Object
+	// abort ends the context of decisions in flight: a Stop that gave up
+	// waiting for them.
+	abort     context.Context
+	abortStop context.CancelFunc
+}
+
+// newClassController validates and claims class in mgr, and builds its
+// Reconciler and controller. unmanaged names controllers that come and go
+// (ClassSet): controller-runtime's process-wide name check is skipped, the
+// manager's claim already refusing a second controller for the class.
+func newClassController(mgr manager.Manager, class string, h handler.Handler, opts []Option, comesAndGoes bool) (*classController, error) {
+	cc, err := prepare(mgr, class, h, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg := cc.cfg
+	name := ControllerName(class)
+	copts := controller.Options{
+		Reconciler:              cc.shutdownPolicy(),
+		MaxConcurrentReconciles: cfg.maxConcurrent,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
+		LogConstructor:          requestLogger(cc.logger()),
+	}
+	if comesAndGoes {
+		copts.SkipNameValidation = ptr.To(true)
+	}
+	copts.DefaultFromConfig(mgr.GetControllerOptions())
+	c, err := controller.NewUnmanaged(name, copts)
+	if err != nil {
+		cc.release()
+		return nil, fmt.Errorf("class %q: building controller %q: %w", class, name, err)
+	}
+	for _, s := range cc.sources() {
+		if err := c.Watch(s); err != nil {
+			cc.release()
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		if is, ok := s.(*informerSource); ok {
+			cc.reads = append(cc.reads, is.obj)
+		}
+	}
+	cc.ctrl = c
+	return cc, nil
+}
+
+// logger is the class's one logger: WithLogger's, else the manager's, with
+// the controller's name.
+func (cc *classController) logger() logr.Logger {
+	base := cc.mgr.GetLogger()
+	if cc.cfg.logger != nil {
+		base = *cc.cfg.logger
+	}
+	return base.WithValues("controller", ControllerName(cc.r.scope.class))
+}
+
+// sources are everything the class's decisions depend on: its slices, the
+// Tenants (tenant rule), the namespaces (the trusted consumer), status.class
+// (the effective class), the WithWatch inputs, and the Reconciler's own
+// queue (budget re-admissions, passes, sweeps).
+func (cc *classController) sources() []source.Source {
+	r, cache := cc.r, cc.mgr.GetCache()
+	out := []source.Source{&informerSource{
+		cache: cache, obj: &authv1beta1.ResourceSlice{},
+		handler: &crhandler.EnqueueRequestForObject{}, preds: []predicate.Predicate{r.scope.predicate()},
+	}}
+	if cc.cfg.tenantRule {
+		out = append(out, &informerSource{
+			cache: cache, obj: &authv1beta1.Tenant{},
+			handler: crhandler.EnqueueRequestsFromMapFunc(r.slicesForTenant), preds: []predicate.Predicate{tenantPredicate()},
+		})
+	}
+	out = append(out, &informerSource{
+		cache: cache, obj: namespaceMetadata(),
+		handler: crhandler.EnqueueRequestsFromMapFunc(r.slicesInNamespace), preds: []predicate.Predicate{namespacePredicate()},
+	})
+	for _, w := range cc.cfg.watches {
+		out = append(out, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
+	}
+	return append(out, cc.cfg.statusClasses.source(r.scope), r.ownSource())
+}
+
+// shutdownPolicy wraps the Reconciler: a stopping controller (Stop, or the
+// manager shutting down) takes no new slice, and a decision in flight runs
+// to its end and is written, on a context the stop does not cancel. Its
+// deadline (the manager's ReconciliationTimeout) still applies, and a Stop
+// that gives up waiting ends it.
+func (cc *classController) shutdownPolicy() reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		if d, ok := ctx.Deadline(); ok {
+			var cancelDeadline context.CancelFunc
+			rctx, cancelDeadline = context.WithDeadline(rctx, d)
+			defer cancelDeadline()
+		}
+		stop := context.AfterFunc(cc.abort, cancel)
+		defer stop()
+		return cc.r.Reconcile(rctx, req)
+	})
+}
+
+// run runs the controller and what runs beside it until ctx ends, then
+// waits for them all.
+func (cc *classController) run(ctx context.Context) error {
+	ctx = log.IntoContext(ctx, cc.logger())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cc.runBeside(ctx)
+	}()
+	err := cc.ctrl.Start(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// runBeside runs the class Lease, the inventory sweep and the WithWatch
+// passes until ctx ends.
+func (cc *classController) runBeside(ctx context.Context) {
+	var wg sync.WaitGroup
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(ctx)
+		}()
+	}
+	if ns := cc.cfg.leaseNamespace; ns != "" {
+		l := classlease.New(cc.mgr.GetAPIReader(), cc.mgr.GetClient(), cc.r.scope.class, ns)
+		goRun(func(ctx context.Context) { _ = l.Start(ctx) })
+	}
+	goRun(func(ctx context.Context) { cc.r.sweepLoop(ctx, cc.mgr.GetCache().WaitForCacheSync) })
+	if len(cc.cfg.watches) > 0 {
+		goRun(func(ctx context.Context) { cc.r.passes.run(ctx, cc.r.runPass) })
+	}
+	wg.Wait()
+}
+
+// release gives back what the class holds in the manager: first its
+// budgets, then its name, so that a concurrent Serve of the class finds
+// both free or neither.
+func (cc *classController) release() {
+	cc.r.detach()
+	classes.unclaim(cc.mgr, cc.r.scope.class)
+}
+
+// managedClass runs an AddToManager class as a manager runnable: on the
+// leader only (unless the manager's controller options say otherwise), warm
+// before election when the manager enables warm-up.
+type managedClass struct{ cc *classController }
+
+// Start implements manager.Runnable.
+func (m managedClass) Start(ctx context.Context) error { return m.cc.run(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (m managedClass) NeedLeaderElection() bool {
+	if le, ok := m.cc.ctrl.(manager.LeaderElectionRunnable); ok {
+		return le.NeedLeaderElection()
+	}
+	return true
+}
+
+// Warmup implements manager.WarmupRunnable.
+func (m managedClass) Warmup(ctx context.Context) error {
+	if w, ok := m.cc.ctrl.(interface{ Warmup(context.Context) error }); ok {
+		return w.Warmup(ctx)
+	}
+	return nil
+}
+
+// besideRunnable runs what runs beside a controller a user built
+// (SetupWithManager), on the leader only.
+type besideRunnable struct{ cc *classController }
+
+// Start implements manager.Runnable.
+func (b besideRunnable) Start(ctx context.Context) error {
+	b.cc.runBeside(log.IntoContext(ctx, b.cc.logger()))
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (besideRunnable) NeedLeaderElection() bool { return true }
+
+// SetupWithManager completes b, a builder of the user's own (from
+// ctrl.NewControllerManagedBy(mgr), with their options, event filters and
+// extra watches), into the controller that decides r's class in mgr: it
+// names it ControllerName(class), adds every watch r needs (the class's
+// slices, Tenants, namespaces, status.class, and r's own queue for budget
+// re-admissions and inventory sweeps, with the same predicates and the same
+// shutdown policy as AddToManager), binds r to mgr's budgets feeds and API
+// reader, and runs the inventory sweep beside it. b must not have called
+// For. r then decides exactly as AddToManager's controller would. Call it
+// once, before mgr starts; the class is claimed in mgr (errors.Is
+// ErrClassRegistered when it already is).
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) error {
+	if mgr == nil || b == nil {
+		return fmt.Errorf("class %q: SetupWithManager needs a manager and a builder", r.scope.class)
+	}
+	cc, err := bindClass(mgr, r)
+	if err != nil {
+		return err
+	}
+	b = b.Named(ControllerName(r.scope.class))
+	for _, s := range cc.sources() {
+		b = b.WatchesRawSource(s)
+	}
+	if err := b.Complete(cc.shutdownPolicy()); err != nil {
+		cc.release()
+		return fmt.Errorf("class %q: building controller %q: %w", r.scope.class, ControllerName(r.scope.class), err)
+	}
+	if err := mgr.Add(besideRunnable{cc: cc}); err != nil {
+		return fmt.Errorf("class %q: adding the inventory sweep to the manager: %w", r.scope.class, err)
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package resourceslice
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxExports bounds the package's public surface (issue 18: a surface that
+// fits a screen): every exported constant, variable, function, type and
+// method of an exported type counts once.
+const maxExports = 45
+
+func TestPublicSurfaceFitsAScreen(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range pkgs["resourceslice"].Files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil {
+					recv := d.Recv.List[0].Type
+					if s, ok := recv.(*ast.StarExpr); ok {
+						recv = s.X
+					}
+					if id, ok := recv.(*ast.Ident); !ok || !id.IsExported() {
+						continue
+					}
+					names = append(names, recv.(*ast.Ident).Name+"."+d.Name.Name)
+					continue
+				}
+				names = append(names, d.Name.Name)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	if len(names) > maxExports {
+		t.Errorf("resourceslice exports %d identifiers, more than %d: %s", len(names), maxExports, strings.Join(names, ", "))
+	}
+	t.Logf("resourceslice exports %d identifiers: %s", len(names), strings.Join(names, ", "))
+}
