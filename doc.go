@@ -29,23 +29,32 @@
 //     It holds no controller machinery.
 //   - conditions: nil-safe helpers that read and set the Resources and
 //     Authentication conditions of a slice.
-//   - resourceslice: AddToManager, its options and the Reconciler. It fetches
-//     and filters slices, applies Liqo's tenant rule and authentication gate,
-//     calls the handler, validates its decision, writes only the status fields
-//     a class controller owns with one optimistic-lock patch, records events
-//     and exports metrics.
+//   - resourceslice: one way to build a class's controller, reached three
+//     ways: AddToManager (a class for the manager's life), ClassSet (classes
+//     that come and go at run time: Serve, Stop) and NewReconciler with
+//     Reconciler.SetupWithManager (the same decisions in a controller you
+//     build). It fetches and filters slices, applies Liqo's tenant rule and
+//     authentication gate, calls the handler (once at a time per slice),
+//     validates its decision, writes only the status fields a class
+//     controller owns with one optimistic-lock patch, records events and
+//     exports metrics; AddUnservedReporter reports slices whose class nobody
+//     serves (with class Leases, WithClassLease).
 //   - budget: a finite capacity one or several classes draw from, counted
 //     from what the cluster shows each slice holds (its Accepted offer and
 //     Liqo's Quota for it), never over-committed; node pools whose total
 //     follows the provider's nodes, per-consumer limits and a fair order
 //     between consumers. Attach one or more with resourceslice.WithBudget.
-//   - resourceslice.ClassSet serves classes that come and go at run time;
-//     resourceslice.AddUnservedReporter reports slices whose class nobody
-//     serves.
-//   - testing: a harness to unit-test a Handler by running the real Reconciler
-//     on controller-runtime's fake client, and slice builders.
+//   - testing (package slicetest): a harness to unit-test a Handler by
+//     running the real Reconciler on controller-runtime's fake client (with
+//     fault injection: conflicts, lost answers), and slice builders.
 //   - testing/controlplane: starts a real kube-apiserver and etcd with the
-//     Liqo CRDs installed, for integration tests.
+//     Liqo CRDs installed, for integration tests; testing/controlplane/
+//     install-envtest builds their binaries from source.
+//   - examples: policies to start from (cappedresources, pool, gpupool), the
+//     example manager binary with its flags package and classes file
+//     (examples/manager, deployed by the Helm chart in charts/), and a
+//     self-contained demo on an embedded control plane (examples/demo, make
+//     demo).
 //
 // # Testing a policy
 //

@@ -419,19 +419,24 @@ func TestBudgetAnswerLost(t *testing.T) {
 	assertUsed(t, b, "4", "counted once")
 }
 
-// A budget created anew under an existing budget's name (a class's budget
-// changed in a classes file) replaces the old one's figures: never a stale
-// total.
+// Budget metrics are keyed by the budget instance: a second live budget of
+// an existing name in one registry is refused (two series could not tell
+// them apart), and a budget created anew once no class draws from the old
+// one (a class's budget changed in a classes file) replaces its figures:
+// never a stale total.
 func TestBudgetMetricsFollowTheLiveBudget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	opts := func(b *budget.Budget) []resourceslice.Option {
 		return []resourceslice.Option{resourceslice.WithBudget(b), resourceslice.WithMetricsRegisterer(reg)}
 	}
-	c := slicetest.New(t, "gold", &budgetPolicy{}).Client
-	_, err := resourceslice.NewReconciler(c, "gold", &budgetPolicy{}, opts(cpuBudget(t, "4"))...)
+	cs, err := resourceslice.NewClassSet(unreachableManager(t))
 	require.NoError(t, err)
-	_, err = resourceslice.NewReconciler(c, "silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...)
-	require.NoError(t, err)
+	require.NoError(t, cs.Serve("gold", &budgetPolicy{}, opts(cpuBudget(t, "4"))...))
+	err = cs.Serve("silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...)
+	require.Error(t, err, "gold still draws from the first budget of that name")
+	assert.Contains(t, err.Error(), "another live budget")
+	require.NoError(t, cs.Stop(context.Background(), "gold"))
+	require.NoError(t, cs.Serve("silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...), "the old budget is drawn from no more")
 
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

@@ -198,8 +198,13 @@ func (cc *classController) release() {
 // before election when the manager enables warm-up.
 type managedClass struct{ cc *classController }
 
-// Start implements manager.Runnable.
-func (m managedClass) Start(ctx context.Context) error { return m.cc.run(ctx) }
+// Start implements manager.Runnable. When the manager stops, the class is
+// released: a manager does not start twice, and its budgets may be drawn
+// from by another.
+func (m managedClass) Start(ctx context.Context) error {
+	defer m.cc.release()
+	return m.cc.run(ctx)
+}
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (m managedClass) NeedLeaderElection() bool {
@@ -225,6 +230,7 @@ type besideRunnable struct{ cc *classController }
 func (b besideRunnable) Start(ctx context.Context) error {
 	b.cc.runBeside(log.IntoContext(ctx, b.cc.logger()))
 	<-ctx.Done()
+	b.cc.release()
 	return nil
 }
 
@@ -246,7 +252,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) e
 	if mgr == nil || b == nil {
 		return fmt.Errorf("class %q: SetupWithManager needs a manager and a builder", r.scope.class)
 	}
-	cc, err := bindClass(mgr, r)
+	cc, err := bindClass(mgr, r, false)
 	if err != nil {
 		return err
 	}

@@ -182,6 +182,11 @@ func (r classSetRunnable) Start(ctx context.Context) error {
 	for _, d := range wait {
 		<-d
 	}
+	cs.mu.Lock()
+	for _, sc := range cs.classes {
+		sc.cc.release()
+	}
+	cs.mu.Unlock()
 	return nil
 }
 

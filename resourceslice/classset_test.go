@@ -9,7 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
@@ -163,6 +166,25 @@ func TestClassSetConcurrentServeStop(t *testing.T) {
 	serveStopStorm(t, cs)
 }
 
+// The same storm with every class drawing from one budget: a Serve racing
+// a Stop of its class sees the class registered or free, never "already
+// draws from budget" (Stop detaches from the budgets before releasing the
+// name, and Serve claims the name before attaching).
+func TestClassSetConcurrentServeStopWithBudget(t *testing.T) {
+	cs, err := resourceslice.NewClassSet(unreachableManager(t))
+	require.NoError(t, err)
+	b, err := budget.New("storm", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")})
+	require.NoError(t, err)
+	require.NoError(t, cs.Serve("warm-up", grant, resourceslice.WithBudget(b)))
+	require.NoError(t, cs.Stop(context.Background(), "warm-up"))
+	for range 5 {
+		serveStopStorm(t, cs, resourceslice.WithBudget(b))
+		for _, class := range cs.Classes() {
+			require.NoError(t, cs.Stop(context.Background(), class))
+		}
+	}
+}
+
 // The same storm on a manager whose scheme lacks Liqo's types: the first
 // Serve calls race to add them.
 func TestClassSetConcurrentFirstServe(t *testing.T) {
@@ -173,7 +195,7 @@ func TestClassSetConcurrentFirstServe(t *testing.T) {
 
 // serveStopStorm runs Serve, Stop and Classes on cs from many goroutines
 // over four classes, and checks that the set is consistent afterwards.
-func serveStopStorm(t *testing.T, cs *resourceslice.ClassSet) {
+func serveStopStorm(t *testing.T, cs *resourceslice.ClassSet, opts ...resourceslice.Option) {
 	t.Helper()
 	classes := []string{"c0", "c1", "c2", "c3"}
 	const goroutines, rounds = 16, 40
@@ -190,7 +212,7 @@ func serveStopStorm(t *testing.T, cs *resourceslice.ClassSet) {
 			defer wg.Done()
 			for i := range rounds {
 				class := classes[(g+i)%len(classes)]
-				err := cs.Serve(class, grant)
+				err := cs.Serve(class, grant, opts...)
 				if err == nil {
 					mu.Lock()
 					served++
@@ -221,7 +243,7 @@ func serveStopStorm(t *testing.T, cs *resourceslice.ClassSet) {
 	assert.Empty(t, cs.Classes())
 	for _, class := range classes {
 		assert.ErrorIs(t, cs.Stop(context.Background(), class), resourceslice.ErrClassNotServed)
-		assert.NoError(t, cs.Serve(class, grant), "class %q left claimed after the storm", class)
+		assert.NoError(t, cs.Serve(class, grant, opts...), "class %q left claimed after the storm", class)
 	}
 	assert.Equal(t, classes, cs.Classes())
 }

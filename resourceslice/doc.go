@@ -1,19 +1,44 @@
 // Package resourceslice runs a Handler as a class controller for Liqo
 // ResourceSlices.
 //
-// AddToManager registers one controller per class in a controller-runtime
-// manager, named "resourceslice-<class>". Each controller:
+// # Wiring a class
+//
+// There is one way a class's controller is built, reached three ways:
+//
+//   - AddToManager(mgr, class, h, opts...) registers a controller named
+//     "resourceslice-<class>" that runs while the manager does;
+//   - NewClassSet(mgr) serves classes that come and go while the manager
+//     runs (ClassSet.Serve, ClassSet.Stop), on the manager's informers;
+//   - NewReconciler(mgr.GetClient(), class, h, opts...) followed by
+//     Reconciler.SetupWithManager(mgr, builder) puts the same decisions in a
+//     controller you build (your workers, rate limiter, extra watches).
+//
+// All three watch the same inputs with the same predicates (the class's
+// slices, old or new object; Tenants for the tenant rule; tenant
+// namespaces for the trusted consumer; status.class; budget re-admissions),
+// stop the same way (no new slice; a decision in flight is finished and
+// written), and run the same things beside the controller (the class Lease,
+// the inventory sweep, the WithWatch passes). Options say what they
+// configure: decision options apply everywhere; controller options
+// (workers, backoff, logger, watches, lease) only where the SDK builds the
+// controller, and NewReconciler refuses them by name.
+//
+// # What a class controller does
+//
+// Each controller:
 //
 //   - watches ResourceSlices replicated from a consumer (by default, label
-//     liqo.io/originID exists and liqo.io/replicated=true) whose class, on the
-//     old or the new object, is its own;
+//     liqo.io/originID exists and liqo.io/replicated=true) whose effective
+//     class (status.class when set, else spec.class, as Liqo's
+//     EffectiveClass), on the old or the new object, is its own;
 //   - skips slices being deleted, and by default waits until Liqo sets the
 //     Authentication condition to Accepted;
 //   - by default applies Liqo's tenant rule before calling the handler: a
 //     Drained tenant's slices are Denied, a Cordoned tenant's undecided slices
 //     are Denied, its decided ones are left alone; Tenant changes re-evaluate
 //     the tenant's slices;
-//   - calls the handler on a deep copy and validates its decision;
+//   - calls the handler on a deep copy, at most once at a time per slice,
+//     and validates its decision;
 //   - merges only the status fields a class controller owns onto the cached
 //     object and, when something changed, saves them with one status merge
 //     patch that carries the resourceVersion (optimistic lock); when nothing
@@ -25,4 +50,43 @@
 // status.nodeLabels and status.nodeSelector. Never written: spec, metadata,
 // the Authentication condition, status.authParams, and any status field the
 // pinned Liqo types do not know.
+//
+// # Event and condition reasons
+//
+// Besides the reasons a handler sets on the Resources condition, the SDK
+// uses these (strings, stable; budget.ReasonExhausted and
+// budget.ReasonConsumerLimit are the budget's):
+//
+//	reason            kind                    when
+//	HandlerFailed     Warning event           the handler returned an error, or overran WithHandlerTimeout (once per call); retried with backoff unless terminal
+//	HandlerPanicked   Warning event           the handler panicked; the panic became an error
+//	NoDecision        Warning event           the handler set no Accepted/Denied Resources condition; not retried
+//	InvalidResources  Warning event           a negative quantity, or one beyond int64, in status.resources; not retried
+//	ChangesDiscarded  Warning event           the handler changed fields a class controller does not own; they were dropped
+//	StatusRejected    Warning event           the API server refused the status patch as invalid; not retried
+//	GaveUp            Warning event           WithMaxRetries failures in a row (ReasonGaveUp)
+//	ConsumerMismatch  condition + Warning     the slice's consumer claims disagree with its namespace's; never accepted
+//	TenantDrained     condition               the consumer's Tenant is Drained
+//	TenantCordoned    condition               the consumer's Tenant is Cordoned and the slice undecided
+//	NoClassController Warning event           AddUnservedReporter: nobody serves the slice's class
+//
+// # Metrics
+//
+// Registered once, on controller-runtime's registry unless
+// WithMetricsRegisterer; controller-runtime's own per-controller metrics
+// (named after ControllerName) come on top:
+//
+//	name                                      type       labels              what
+//	sliceclass_decisions_total                counter    class, outcome      decision transitions written (accepted, denied; dryrun-accepted, dryrun-denied)
+//	sliceclass_handler_duration_seconds       histogram  class               time in the handler per call
+//	sliceclass_handler_errors_total           counter    class, kind         failures: error, panic, timeout, contract, release
+//	sliceclass_handler_gave_up_total          counter    class               slices WithMaxRetries stopped retrying
+//	sliceclass_watch_passes_total             counter    class               WithWatch passes
+//	sliceclass_budget_total                   gauge      budget, resource    a budget's capacity
+//	sliceclass_budget_used                    gauge      budget, resource    what its slices hold (writes in flight included)
+//	sliceclass_budget_waiting                 gauge      budget              slices waiting for its capacity
+//	sliceclass_budget_exhausted_total         counter    class               slices denied or kept from growing for lack of budget
+//	sliceclass_budget_consumer_limited_total  counter    class               the same, by a consumer's limit
+//	sliceclass_unserved_slices                gauge      class               AddUnservedReporter: slices nobody serves
+//	sliceclass_unserved_oldest_seconds        gauge      class               AddUnservedReporter: age of the oldest
 package resourceslice

@@ -67,25 +67,31 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 	if err := classes.addTypes(mgr, cfg.leaseNamespace != ""); err != nil {
 		return nil, fmt.Errorf("class %q: adding Liqo's types (and coordination/v1 for class Leases) to the manager's scheme: %w", class, err)
 	}
+	// Claim the name first: a concurrent registration of the class then
+	// fails with ErrClassRegistered before it touches the budgets.
+	if err := classes.claim(mgr, class); err != nil {
+		return nil, err
+	}
 	r, err := newReconciler(mgr.GetClient(), class, h, cfg, wiring{})
 	if err != nil {
+		classes.unclaim(mgr, class)
 		return nil, err
 	}
-	return bindClass(mgr, r)
+	return bindClass(mgr, r, true)
 }
 
-// bindClass claims r's class in mgr and gives r what a manager has beyond
+// bindClass claims r's class in mgr (unless claimed) and gives r what a manager has beyond
 // its client: the event recorder (unless WithEventRecorder), the
 // status.class view, the budgets' feeds and the API reader.
-func bindClass(mgr manager.Manager, r *Reconciler) (*classController, error) {
+func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classController, error) {
 	class := r.scope.class
-	if err := classes.addTypes(mgr, r.cfg.leaseNamespace != ""); err != nil {
-		r.detach()
-		return nil, fmt.Errorf("class %q: adding Liqo's types to the manager's scheme: %w", class, err)
-	}
-	if err := classes.claim(mgr, class); err != nil {
-		r.detach()
-		return nil, err
+	if !claimed {
+		if err := classes.addTypes(mgr, r.cfg.leaseNamespace != ""); err != nil {
+			return nil, fmt.Errorf("class %q: adding Liqo's types to the manager's scheme: %w", class, err)
+		}
+		if err := classes.claim(mgr, class); err != nil {
+			return nil, err
+		}
 	}
 	cc := &classController{mgr: mgr, r: r, cfg: r.cfg}
 	cc.abort, cc.abortStop = context.WithCancel(context.Background())

@@ -144,10 +144,12 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 	return c, nil
 }
 
-// registerBudget exports b's total and usage, read at scrape time. Classes
-// sharing b share one collector. A budget created anew under the name of
-// one already exported (a class's budget changed in the example manager's
-// classes file) replaces it: the figures are always the live budget's.
+// registerBudget exports b's total and usage, read at scrape time, keyed
+// by the budget instance: classes sharing b share one collector. A budget
+// created anew under the name of one already exported replaces it only
+// when no class draws from the old one any more (a class's budget changed
+// in the example manager's classes file): the figures are always a live
+// budget's. Two live budgets of one name in one registry are refused.
 func (m *metrics) registerBudget(b *budget.Budget) error {
 	c := &budgetCollector{
 		b:       b,
@@ -163,8 +165,12 @@ func (m *metrics) registerBudget(b *budget.Budget) error {
 		}
 		return nil
 	}
-	if old, ok := are.ExistingCollector.(*budgetCollector); ok && old.b == b {
+	old, ok := are.ExistingCollector.(*budgetCollector)
+	switch {
+	case ok && old.b == b:
 		return nil
+	case ok && old.b.Ledger(ledger.Access{}).Attached() > 0:
+		return fmt.Errorf("budget %q: another live budget of that name already exports its metrics in this registry; give each budget its own name", b.Name())
 	}
 	m.reg.Unregister(are.ExistingCollector)
 	if err := m.reg.Register(c); err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -28,6 +30,14 @@ func TestNewReconcilerRejectsBadSetup(t *testing.T) {
 		"NilRecorder":   {class: gold, opts: []resourceslice.Option{resourceslice.WithEventRecorder(nil)}, want: "recorder"},
 		"NilRegisterer": {class: gold, opts: []resourceslice.Option{resourceslice.WithMetricsRegisterer(nil)}, want: "registerer"},
 		"NilOption":     {class: gold, opts: []resourceslice.Option{nil}, want: "nil Option"},
+		// Controller options configure a controller NewReconciler does not
+		// build: refused, by name, rather than ignored.
+		"Workers":     {class: gold, opts: []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(4)}, want: "WithMaxConcurrentReconciles"},
+		"GoodBackoff": {class: gold, opts: []resourceslice.Option{resourceslice.WithRetryBackoff(time.Second, time.Minute)}, want: "WithRetryBackoff"},
+		"Logger":      {class: gold, opts: []resourceslice.Option{resourceslice.WithLogger(logr.Discard())}, want: "WithLogger"},
+		"Watch":       {class: gold, opts: []resourceslice.Option{resourceslice.WithWatch(&corev1.ConfigMap{})}, want: "WithWatch"},
+		"Lease":       {class: gold, opts: []resourceslice.Option{resourceslice.WithClassLease("sliceclass-system")}, want: "WithClassLease"},
+		"TwoOfThem":   {class: gold, opts: []resourceslice.Option{resourceslice.WithLogger(logr.Discard()), resourceslice.WithClassLease("ns")}, want: "WithLogger, WithClassLease"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -534,17 +534,23 @@ func (f *classesFile) apply(cfg classesConfig) error {
 		}
 		delete(f.running, name)
 	}
+	// Every changed class stops before any is served again: a new budget
+	// that replaces an old one of the same name exports its metrics only
+	// once no class draws from the old one.
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		w := want[name]
 		old, ok := f.running[name]
-		if ok && sameClass(old, w.run) {
+		if !ok || sameClass(old, want[name].run) {
 			continue
 		}
-		if ok {
-			if err := f.stop(name); err != nil {
-				errs = append(errs, err)
-			}
-			delete(f.running, name)
+		if err := f.stop(name); err != nil {
+			errs = append(errs, err)
+		}
+		delete(f.running, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		if _, ok := f.running[name]; ok {
+			continue
 		}
 		if err := f.set.Serve(name, w.h, w.opts...); err != nil {
 			errs = append(errs, err)

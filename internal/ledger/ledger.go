@@ -233,6 +233,13 @@ func (l *Ledger) Attach(class string, c Class) error {
 	return nil
 }
 
+// Attached is how many classes draw from the ledger now.
+func (l *Ledger) Attached() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.classes)
+}
+
 // Detach stops a class drawing from the ledger: its waiting slices leave
 // the line and it is woken no more. What its slices hold stays counted
 // while the cluster shows they hold it (they left the budget's classes, see

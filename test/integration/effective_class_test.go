@@ -141,3 +141,28 @@ func statusClass(t *testing.T, key types.NamespacedName) string {
 	v, _, _ := unstructured.NestedString(u.Object, "status", "class")
 	return v
 }
+
+// status.class wins over spec.class, as Liqo's EffectiveClass() says (issue
+// 18): a slice with spec.class "eff2-gold" and status.class "eff2-silver"
+// is decided by the silver controller only.
+func TestEffectiveClassStatusWinsOverSpec(t *testing.T) {
+	ns := namespace(t, "effective-class-wins")
+	extendCRDWithStatusClass(t)
+
+	rs := sliceIn(ns, "moved", "eff2-gold")
+	create(t, rs)
+	setStatusClass(t, client.ObjectKeyFromObject(rs), "eff2-silver")
+
+	var gold calls
+	startManager(t, func(mgr manager.Manager) error {
+		if err := resourceslice.AddToManager(mgr, "eff2-gold", accept("GoldPolicy", &gold)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "eff2-silver", accept("SilverPolicy", nil))
+	})
+	eventually(t, 30*time.Second, "the slice decided", decided(ns, "moved"))
+	assert.Equal(t, "SilverPolicy", conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason, "status.class names the class")
+	consistently(t, time.Second, "the spec's class never decides it", func() bool {
+		return gold.get("moved") == 0 && conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason == "SilverPolicy"
+	})
+}
