@@ -12,6 +12,8 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -458,4 +460,57 @@ sliceclass_decisions_total{class="gold",outcome="denied"} 1
 	if n, _ := testutil.GatherAndCount(reg, "sliceclass_handler_duration_seconds"); n != 1 {
 		t.Errorf("handler duration series: want 1, got %d", n)
 	}
+}
+
+// One handler call per decision (issue 20): a write that conflicts, fails
+// or whose answer is lost sends again the decision the handler made when
+// nothing it sees changed; a WithWatch pass or a spec change asks it again.
+func TestOneHandlerCallPerDecision(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		err    error
+	}{
+		"Conflict":   {reason: "a conflict is retried with the same decision", err: slicetest.Conflict()},
+		"Failed":     {reason: "a failed write is retried with the same decision", err: apierrors.NewServiceUnavailable("busy")},
+		"AnswerLost": {reason: "an applied write whose answer was lost needs no second call", err: slicetest.AnswerLost(apierrors.NewServiceUnavailable("busy"))},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := acceptAll("Granted")
+			s := goldSlice("a")
+			hs := slicetest.New(t, gold, h, slicetest.WithObjects(s), slicetest.WithStatusWriteErrors(tc.err))
+			first := hs.Reconcile(s)
+			require.True(t, first.Err != nil || first.Result.RequeueAfter > 0, "the first write does not go through")
+			res := hs.Reconcile(s)
+			require.NoError(t, res.Err)
+			assert.Equal(t, conditions.Accepted, res.Decision)
+			assert.Equal(t, int32(1), h.calls.Load(), tc.reason)
+		})
+	}
+
+	t.Run("PassAsksAgain", func(t *testing.T) {
+		h := acceptAll("Granted")
+		s := goldSlice("a")
+		hs := slicetest.New(t, gold, h, slicetest.WithObjects(s), slicetest.WithStatusWriteErrors(slicetest.Conflict()))
+		hs.Reconcile(s)
+		_, err := hs.Reconciler.Pass(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, hs.Reconcile(s).Err)
+		assert.Equal(t, int32(2), h.calls.Load(), "a WithWatch pass between the two calls the handler again")
+	})
+	t.Run("SpecChangeAsksAgain", func(t *testing.T) {
+		h := acceptAll("Granted")
+		s := goldSlice("a")
+		hs := slicetest.New(t, gold, h, slicetest.WithObjects(s), slicetest.WithStatusWriteErrors(slicetest.Conflict()))
+		hs.Reconcile(s)
+		var cur authv1beta1.ResourceSlice
+		require.NoError(t, hs.Client.Get(context.Background(), client.ObjectKeyFromObject(s), &cur))
+		cur.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("3")
+		cur.Generation++
+		require.NoError(t, hs.Client.Update(context.Background(), &cur))
+		res := hs.Reconcile(&cur)
+		require.NoError(t, res.Err)
+		assert.Equal(t, int32(2), h.calls.Load(), "a spec change calls the handler again")
+		assert.Equal(t, "3", res.Resources.Cpu().String(), "and its new answer is written")
+	})
 }

@@ -71,6 +71,9 @@ type Reconciler struct {
 	releases *releases
 	retries  *retries
 	passes   *passes
+	// memos keeps decisions whose write did not go through (one handler
+	// call per decision).
+	memos *memos
 	// queueReady is closed once queue is set.
 	queueReady chan struct{}
 	readyOnce  sync.Once
@@ -143,6 +146,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		fieldOwner: client.FieldOwner(FieldManager(class)),
 		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
 		releases:   newReleases(),
+		memos:      newMemos(),
 		retries:    newRetries(cfg.maxRetries, cfg.resync),
 		passes:     newPasses(),
 		queueReady: make(chan struct{}),
@@ -240,6 +244,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	r.retries.forget(req.NamespacedName)
 	var attempts []*ledger.Attempt
 	if len(r.ledgers) > 0 {
+		if d.handled {
+			d.out = ownedCopy(d.desired)
+		}
 		attempts = r.admit(req, current, d.desired, consumer)
 	}
 
@@ -255,8 +262,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	default:
 		switch outcome, err := r.write(ctx, req, current, d.desired, attempts, consumer); {
 		case err != nil:
+			r.remember(req, current, d, err)
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		case outcome == writeConflicted:
+			r.remember(req, current, d, nil)
 			return ctrl.Result{RequeueAfter: r.conflicts.When(req)}, nil
 		case outcome == writeGone:
 			if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
@@ -280,6 +289,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 type decision struct {
 	desired *authv1beta1.ResourceSlice
 	result  ctrl.Result
+	// handled is set when desired is the handler's decision (called now or
+	// remembered); inputs are what it depended on, out its output before a
+	// budget's verdict (set only when a budget may change desired).
+	handled bool
+	inputs  decisionInputs
+	out     *authv1beta1.ResourceSlice
+}
+
+// remember keeps the handler's decision whose write did not go through, to
+// send it again if nothing changes before the retry.
+func (r *Reconciler) remember(req reconcile.Request, current *authv1beta1.ResourceSlice, d decision, err error) {
+	if !d.handled || errors.Is(err, reconcile.TerminalError(nil)) {
+		return
+	}
+	out := d.out
+	if out == nil {
+		out = ownedCopy(d.desired)
+	}
+	r.memos.put(req.NamespacedName, &decisionMemo{inputs: d.inputs, base: ownedCopy(current), out: out, result: d.result})
 }
 
 // fetch reads the slice from the cache; nil when it is gone.
@@ -318,6 +346,13 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 			return decision{desired: desired}, err
 		}
 	}
+	in := r.inputsOf(current, consumer)
+	if m := r.memos.take(client.ObjectKeyFromObject(current), current, in); m != nil {
+		// The handler decided this already and nothing it sees changed:
+		// send the same decision again.
+		copyOwned(desired, m.out)
+		return decision{desired: desired, result: m.result, handled: true, inputs: in}, nil
+	}
 	out := current.DeepCopy()
 	res, err := r.calls.call(ctx, current, out)
 	if err != nil {
@@ -337,7 +372,7 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 			"class %q handler changed fields a class controller does not own; discarded: %s", r.scope.class, strings.Join(changed, ", "))
 	}
 	copyOwned(desired, out)
-	return decision{desired: desired, result: res}, nil
+	return decision{desired: desired, result: res, handled: true, inputs: in}, nil
 }
 
 // applyTenantRule denies desired as Liqo would for a Drained tenant, or a
@@ -642,6 +677,7 @@ func (r *Reconciler) leaveLine(req reconcile.Request) {
 func (r *Reconciler) release(req reconcile.Request) {
 	r.conflicts.Forget(req)
 	r.retries.forget(req.NamespacedName) // a slice gone or not ours keeps no failure count
+	r.memos.forget(req.NamespacedName)
 	r.leaveLine(req)
 }
 

@@ -88,3 +88,10 @@ func (t *retries) newEpoch() {
 	t.epoch++
 	t.mu.Unlock()
 }
+
+// currentEpoch is the number of WithWatch passes so far.
+func (t *retries) currentEpoch() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.epoch
+}
