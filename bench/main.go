@@ -11,8 +11,10 @@
 // patch through a plain client, the API server's limit for this work here.
 //
 // The defaults (-n 1000 -rounds 3 -rate 20 -latency-n 600 -mem-n 2000,10000
-// -settle 1m) take about 6 minutes on a quiet 2-core machine, so that a run
-// fits 10 minutes with margin (5 rounds of 2,000 slices took 40):
+// -settle 1m) take about 7 minutes on a quiet 2-core machine (estimated from
+// the earlier runs' cost per slice; the table's wall-time rows say what a run
+// took), so that a run fits 10 minutes with margin (5 rounds of 2,000 slices
+// took 40):
 //   - 3 throughput rounds, the fewest whose median drops an outlier round,
 //     of 6 backlogs each (our controllers with events all, events none, and
 //     events none with a budget; the three baselines) and one single-writer
@@ -25,7 +27,9 @@
 //     stated at: about a minute;
 //   - each round and the steady state first wait, up to -settle, for the
 //     1-minute load left by the stretch before them to fall to the number
-//     of cores: up to a minute each on a quiet machine.
+//     of cores: about 30 s each on a quiet machine, once the bench's own
+//     rounds have raised it, and no more waiting once a stretch has started
+//     busy (the run then has no verdict).
 //
 // The bench reads the machine's 1-minute load average (/proc/loadavg) and
 // core count at the start and end of each throughput round and of the
