@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -90,19 +89,7 @@ func TestDecisionEventsReachEveryClass(t *testing.T) {
 			args := append(tc.args(t), "--cap", "cpu=4", "--decision-events", "denied", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 			o, err := parseFlags(args, io.Discard)
 			require.NoError(t, err)
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, o, cp.Config) }()
-			defer func() {
-				cancel()
-				select {
-				case err := <-done:
-					if !errors.Is(err, context.Canceled) {
-						assert.NoError(t, err, "run")
-					}
-				case <-time.After(30 * time.Second):
-					t.Error("manager did not stop")
-				}
-			}()
+			serve(t, o, cp.Config)
 
 			decide := func(name, class string, accepted bool, opts ...slicetest.SliceOption) {
 				t.Helper()
