@@ -1,17 +1,56 @@
 // Command bench measures a sliceclass class controller on a real control
-// plane (kube-apiserver + etcd from envtest) and prints one table.
+// plane (kube-apiserver + etcd from envtest) and prints a table in two parts: the
+// targets first, each with its measured value, target and verdict, then the
+// figures behind them.
 //
-//	make bench                       # defaults: -n 2000 -k 4 -workers 4
+//	make bench                       # the defaults below
 //	go run ./bench -n 500 -markdown out.md
 //
 // Every throughput figure is a ratio against a baseline measured in the same
 // run: W goroutines each making the same decision with one optimistic status
 // patch through a plain client, the API server's limit for this work here.
 //
+// The defaults (-n 1000 -rounds 3 -rate 20 -latency-n 600 -mem-n 2000,10000
+// -settle 1m) take about 7 minutes on a quiet 2-core machine (estimated from
+// the earlier runs' cost per slice; the table's wall-time rows say what a run
+// took), so that a run fits 10 minutes with margin (5 rounds of 2,000 slices
+// took 40):
+//   - 3 throughput rounds, the fewest whose median drops an outlier round,
+//     of 6 backlogs each (our controllers with events all, events none, and
+//     events none with a budget; the three baselines) and one single-writer
+//     baseline: 19 backlogs of 1,000 slices, about 9 s each to create and
+//     decide, so about 3 minutes. 1,000 slices take seconds to decide, long
+//     beside a manager's start (reported apart) and the last workers' tail;
+//   - the steady state at 20 slices/s, the rate its target is stated at, for
+//     30 s: 600 slices, so the p99 is the 7th slowest, not the slowest;
+//   - memory at 2,000 and 10,000 cached slices, the count its target is
+//     stated at: about a minute;
+//   - each round and the steady state first wait, up to -settle, for the
+//     1-minute load left by the stretch before them to fall to the number
+//     of cores: about 30 s each on a quiet machine, once the bench's own
+//     rounds have raised it, and no more waiting once a stretch has started
+//     busy (the run then has no verdict).
+//
+// The bench reads the machine's 1-minute load average (/proc/loadavg) and
+// core count at the start and end of each throughput round and of the
+// steady state. It judges the figures only from medians of at least 3
+// rounds, each started with the load at most the number of cores; otherwise
+// it prints the figures marked noisy, without targets or verdict, and a line
+// saying why ("load 2.31 > 2 cores at the start of round 2/3: rerun later").
+// Where there is no load average to read, it says "unknown" and judges all
+// the same.
+//
+// Exit status: 0 when the table has a verdict (whether or not every target is
+// met), 1 when the bench failed, 2 for bad flags, 3 (exitNoVerdict) when it
+// printed the figures without a verdict. go run reports any non-zero status
+// as 1 (after printing "exit status 3"); make bench runs the built binary,
+// whose status is the bench's own.
+//
 // The phases live one to a file: throughput.go (backlog rounds of our
 // controllers), baseline.go (the plain-client baselines they are set
 // against), latency.go (steady state), memory.go (cache size, in child
-// processes); fixtures.go creates slices as Liqo leaves them.
+// processes); fixtures.go creates slices as Liqo leaves them; load.go
+// watches the machine's load and decides whether the run can be judged.
 package main
 
 import (
@@ -37,6 +76,7 @@ type flags struct {
 	memN                    string
 	markdown                string
 	rounds                  int
+	settle                  time.Duration
 	diag                    bool
 	noPriorityQueue         bool
 	cpuProfile              string
@@ -52,16 +92,21 @@ type flags struct {
 func (f flags) perClass() int    { return f.workers / f.k }
 func (f flags) concurrency() int { return f.perClass() * f.k }
 
+// exitNoVerdict is the exit status of a run that printed its figures
+// without a verdict (noVerdict says why).
+const exitNoVerdict = 3
+
 func main() {
 	var f flags
-	flag.IntVar(&f.n, "n", 2000, "slices in the backlog and the baseline")
+	flag.IntVar(&f.n, "n", 1000, "slices in each backlog and baseline")
 	flag.IntVar(&f.k, "k", 4, "served classes")
 	flag.IntVar(&f.workers, "workers", 4, "total concurrency, for our controllers (split over the classes) and the baseline")
-	flag.Float64Var(&f.rate, "rate", 50, "steady-state slice creations per second")
-	flag.IntVar(&f.latencyN, "latency-n", 300, "slices created in the steady-state phase")
+	flag.Float64Var(&f.rate, "rate", latencyTargetRate, "steady-state slice creations per second (the p99 target is stated at 20)")
+	flag.IntVar(&f.latencyN, "latency-n", 600, "slices created in the steady-state phase")
 	flag.StringVar(&f.memN, "mem-n", "2000,10000", "cached slice counts for the memory phase")
 	flag.StringVar(&f.markdown, "markdown", "", "also write the table as markdown to this file")
-	flag.IntVar(&f.rounds, "rounds", 3, "throughput rounds; medians are reported")
+	flag.IntVar(&f.rounds, "rounds", 3, "throughput rounds; medians are reported, and judged from 3 rounds up")
+	flag.DurationVar(&f.settle, "settle", time.Minute, "before each round and the steady state, wait up to this long for the load to fall to the number of cores (0: do not wait)")
 	flag.BoolVar(&f.noPriorityQueue, "no-priority-queue", false, "run our controllers on client-go's plain workqueue instead of controller-runtime's priority queue")
 	flag.BoolVar(&f.diag, "diag", false, "print controller-runtime's reconcile and queue timings for each run of ours")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first backlog phase")
@@ -71,82 +116,191 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
-	var err error
 	if f.memChild >= 0 {
-		err = memChild(f)
-	} else {
-		err = run(f)
+		if err := memChild(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
-	if err != nil {
+	judged, err := run(f)
+	switch {
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
+	case !judged:
+		os.Exit(exitNoVerdict)
 	}
 }
 
 func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...) }
 
-// run starts a control plane and runs the phases in order, each adding its
-// rows to one table.
-func run(f flags) error {
-	if f.n < 1 || f.k < 1 || f.workers < f.k || f.rounds < 1 {
-		return fmt.Errorf("need n ≥ 1, k ≥ 1, workers ≥ k and rounds ≥ 1 (got n=%d k=%d workers=%d rounds=%d)", f.n, f.k, f.workers, f.rounds)
+// run starts a control plane, runs the phases in order, each adding its
+// rows to one table, and prints it. It reports whether the table has a
+// verdict.
+func run(f flags) (bool, error) {
+	if f.n < 1 || f.k < 1 || f.workers < f.k || f.rounds < 1 || f.rate <= 0 || f.latencyN < 1 {
+		return false, fmt.Errorf("need n ≥ 1, k ≥ 1, workers ≥ k, rounds ≥ 1, rate > 0 and latency-n ≥ 1 (got n=%d k=%d workers=%d rounds=%d rate=%g latency-n=%d)",
+			f.n, f.k, f.workers, f.rounds, f.rate, f.latencyN)
 	}
 	start := time.Now()
 	say("starting the control plane...")
 	cp, err := controlplane.New()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() { _ = cp.Stop() }()
 	ctx := context.Background()
-	var t table
-	t.add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", goruntime.NumCPU()), "", "")
-	t.add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, f.concurrency(), f.perClass()), "", "")
+	t := table{loads: loadWatch{cores: goruntime.NumCPU(), settle: f.settle}}
+	t.add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", t.loads.cores))
+	t.add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, f.concurrency(), f.perClass()))
 
 	// a) and b): throughput rounds, ours and the baselines interleaved.
+	phase := time.Now()
 	if err := throughputPhase(ctx, cp, f, &t); err != nil {
-		return err
+		return false, err
 	}
+	throughputTook := time.Since(phase)
 	// c) steady-state latency.
+	phase = time.Now()
 	if err := latencyPhase(ctx, cp, f, &t); err != nil {
-		return err
+		return false, err
 	}
+	latencyTook := time.Since(phase)
 	// e) memory, each configuration in a fresh child process.
+	phase = time.Now()
 	if err := memoryPhase(ctx, cp, f, &t); err != nil {
-		return err
+		return false, err
 	}
-	t.add("bench wall time", time.Since(start).Round(time.Second).String(), "< 10m", okStr(time.Since(start) < 10*time.Minute))
+	memoryTook := time.Since(phase)
+	took := time.Since(start)
+	t.add("load (1 min) at the start→end of each stretch", t.loads.summary())
+	t.add("wall time: throughput / steady state / memory", fmt.Sprintf("%s / %s / %s", round(throughputTook), round(latencyTook), round(memoryTook)))
+	t.target("bench wall time", round(took), "< 10m", took < 10*time.Minute)
 
-	printTable(os.Stdout, t.rows)
+	why := noVerdict(f.rounds, t.loads.checks, t.loads.cores)
+	printTable(os.Stdout, t, why)
 	if f.markdown != "" {
-		return writeMarkdown(f.markdown, t.rows)
+		if err := writeMarkdown(f.markdown, t, why); err != nil {
+			return false, err
+		}
 	}
-	return nil
+	return len(why) == 0, nil
 }
 
-type row struct{ metric, value, target, ok string }
+func round(d time.Duration) string { return d.Round(time.Second).String() }
 
-// table collects the report's rows in the order they are printed.
-type table struct{ rows []row }
-
-func (t *table) add(metric, value, target, ok string) {
-	t.rows = append(t.rows, row{metric, value, target, ok})
+// row is one line of the table; target and ok only for targets.
+type row struct {
+	metric, value, target string
+	ok                    bool
 }
 
-func printTable(out io.Writer, rows []row) {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "METRIC\tVALUE\tTARGET\tOK")
-	for _, r := range rows {
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.metric, r.value, r.target, r.ok)
+// table collects the report: the targets and the other figures, each in
+// the order they are added, and the load around each measured stretch.
+type table struct {
+	targets, figures []row
+	loads            loadWatch
+}
+
+// add adds a figure.
+func (t *table) add(metric, value string) {
+	t.figures = append(t.figures, row{metric: metric, value: value})
+}
+
+// target adds a target: the measured value, the target and whether it is
+// met.
+func (t *table) target(metric, value, target string, ok bool) {
+	t.targets = append(t.targets, row{metric, value, target, ok})
+}
+
+// verdictLine says how many targets are met and which are not.
+func verdictLine(targets []row) string {
+	var missed []string
+	for _, r := range targets {
+		if !r.ok {
+			missed = append(missed, r.metric)
+		}
 	}
-	_ = tw.Flush()
+	s := fmt.Sprintf("verdict: %d of %d targets met", len(targets)-len(missed), len(targets))
+	if len(missed) > 0 {
+		s += "; missed: " + strings.Join(missed, "; ")
+	}
+	return s
 }
 
-func writeMarkdown(path string, rows []row) error {
+// sections returns the table as titled sections of cells. With a verdict
+// (no reasons against one), the targets carry their target and whether it
+// is met; without, every value is marked noisy and there is neither.
+func sections(t table, why []string) []section {
+	judged := len(why) == 0
+	value := "VALUE"
+	if !judged {
+		value = "VALUE (NOISY)"
+	}
+	targets := section{title: "TARGETS", header: []string{"METRIC", value}}
+	if judged {
+		targets.header = append(targets.header, "TARGET", "OK")
+	}
+	for _, r := range t.targets {
+		cells := []string{r.metric, r.value}
+		if judged {
+			cells = append(cells, r.target, okStr(r.ok))
+		}
+		targets.rows = append(targets.rows, cells)
+	}
+	figures := section{title: "FIGURES", header: []string{"METRIC", value}}
+	for _, r := range t.figures {
+		figures.rows = append(figures.rows, []string{r.metric, r.value})
+	}
+	return []section{targets, figures}
+}
+
+// section is a titled table of cells.
+type section struct {
+	title  string
+	header []string
+	rows   [][]string
+}
+
+// conclusion is what follows the table: the verdict, or why there is none.
+func conclusion(t table, why []string) []string {
+	if len(why) == 0 {
+		return []string{verdictLine(t.targets)}
+	}
+	return append([]string{"no verdict: the figures above are noisy"}, why...)
+}
+
+func printTable(out io.Writer, t table, why []string) {
+	for i, s := range sections(t, why) {
+		if i > 0 {
+			_, _ = fmt.Fprintln(out)
+		}
+		_, _ = fmt.Fprintln(out, s.title)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		_, _ = fmt.Fprintln(tw, strings.Join(s.header, "\t"))
+		for _, r := range s.rows {
+			_, _ = fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		_ = tw.Flush()
+	}
+	_, _ = fmt.Fprintln(out)
+	for _, l := range conclusion(t, why) {
+		_, _ = fmt.Fprintln(out, l)
+	}
+}
+
+func writeMarkdown(path string, t table, why []string) error {
 	var b strings.Builder
-	b.WriteString("| metric | value | target | ok |\n|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.metric, r.value, r.target, r.ok)
+	for _, s := range sections(t, why) {
+		fmt.Fprintf(&b, "**%s**\n\n| %s |\n|%s\n", strings.ToLower(s.title), strings.Join(s.header, " | "), strings.Repeat("---|", len(s.header)))
+		for _, r := range s.rows {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
+		}
+		b.WriteString("\n")
+	}
+	for _, l := range conclusion(t, why) {
+		b.WriteString(l + "\n\n")
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

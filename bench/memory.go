@@ -70,15 +70,16 @@ func memoryPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t 
 			if trim {
 				label = "trimmed"
 			}
-			t.add(fmt.Sprintf("heap / RSS, %d slices cached, %s", c, label), fmt.Sprintf("%s / %s", mib(m.HeapInuse), mib(m.RSS)), "", "")
-			t.add(fmt.Sprintf("bytes per cached slice, %d, %s", c, label), fmt.Sprintf("%.0f", per), "", "")
+			t.add(fmt.Sprintf("heap / RSS, %d slices cached, %s", c, label), fmt.Sprintf("%s / %s", mib(m.HeapInuse), mib(m.RSS)))
+			t.add(fmt.Sprintf("bytes per cached slice, %d, %s", c, label), fmt.Sprintf("%.0f", per))
 		}
 		cut := 1 - perSlice[c][true]/perSlice[c][false]
-		target, ok := "", ""
+		metric, value := fmt.Sprintf("trimming cuts bytes/slice at %d by", c), fmt.Sprintf("%.0f%%", cut*100)
 		if c == largest {
-			target, ok = "≥ 30%", okStr(cut >= 0.3)
+			t.target(metric, value, "≥ 30%", cut >= 0.3)
+		} else {
+			t.add(metric, value)
 		}
-		t.add(fmt.Sprintf("trimming cuts bytes/slice at %d by", c), fmt.Sprintf("%.0f%%", cut*100), target, ok)
 	}
 	return nil
 }

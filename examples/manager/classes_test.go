@@ -165,19 +165,7 @@ func TestClassesFileFollowsTheFile(t *testing.T) {
 
 	o, err = parseFlags([]string{"--classes-file", path, "--cap", "cpu=8", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, cp.Config) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	})
+	ended := serve(t, o, cp.Config)
 
 	create := func(name, class string) {
 		t.Helper()
@@ -197,10 +185,8 @@ func TestClassesFileFollowsTheFile(t *testing.T) {
 		t.Helper()
 		get := grantedCPU(name)
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-			select {
-			case err := <-done:
+			if ended, err := ended(); ended {
 				return false, errors.Join(errors.New("run returned"), err)
-			default:
 			}
 			got, ok := get()
 			return ok && got == want, nil
@@ -296,19 +282,7 @@ classes:
 `), 0o600))
 	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, cp.Config) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	})
+	serve(t, o, cp.Config)
 
 	for _, name := range []string{"p1", "p2"} {
 		require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client,

@@ -24,6 +24,11 @@
 // The capped policy offers only the resources it has a cap for: --cap is
 // required with --class-name, and with --classes-file for classes without
 // caps of their own.
+//
+// Every served class records an event on each decision (--decision-events
+// all, the SDK's default); --decision-events denied records denials only,
+// and none records no decision event, saving the API write each costs at
+// high decision rates (resourceslice.WithDecisionEvents).
 package main
 
 import (
@@ -288,7 +293,12 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	copts := []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(o.MaxConcurrentReconciles)}
+	// The options every class is served with, from --class-name or from
+	// the file (the class set's defaults).
+	copts := []resourceslice.Option{
+		resourceslice.WithMaxConcurrentReconciles(o.MaxConcurrentReconciles),
+		resourceslice.WithDecisionEvents(o.DecisionEvents),
+	}
 	if o.ClassLeaseNamespace != "" {
 		copts = append(copts, resourceslice.WithClassLease(o.ClassLeaseNamespace))
 	}

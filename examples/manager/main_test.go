@@ -211,8 +211,7 @@ func TestRunDecidesOnARealAPIServer(t *testing.T) {
 	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
 	o, err := parseFlags([]string{"--class-name", "gold", "--cap", "cpu=4", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, cp.Config) }()
+	ended := serve(t, o, cp.Config)
 
 	s := slicetest.NewSlice("big", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
 	status := s.Status
@@ -222,10 +221,8 @@ func TestRunDecidesOnARealAPIServer(t *testing.T) {
 
 	var got authv1beta1.ResourceSlice
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
+		if ended, err := ended(); ended {
 			return false, fmt.Errorf("run returned before deciding: %w", err)
-		default:
 		}
 		if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, &got); err != nil {
 			return false, err
@@ -235,16 +232,6 @@ func TestRunDecidesOnARealAPIServer(t *testing.T) {
 	require.NoError(t, err, "waiting for a decision (conditions %+v)", got.Status.Conditions)
 	assert.True(t, conditions.IsAccepted(&got), "want Accepted, got %+v", got.Status.Conditions)
 	assert.Equal(t, int64(4), got.Status.Resources.Cpu().Value(), "cpu capped at 4")
-
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			assert.NoError(t, err, "run")
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("manager did not stop")
-	}
 }
 
 func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {

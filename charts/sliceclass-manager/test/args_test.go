@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sliceclass/sliceclass/examples/manager/flags"
+	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // managerContainer returns the rendered Deployment and its manager container.
@@ -106,6 +107,7 @@ func TestDefaultArgs(t *testing.T) {
 	assert.Empty(t, v.ClassNames, "the classes come from the file")
 	assert.Empty(t, v.Cap)
 	assert.Empty(t, v.SharedBudget)
+	assert.Equal(t, resourceslice.DecisionEventsAll, v.DecisionEvents, "an event on every decision, as the SDK")
 	assert.False(t, v.Zap.Development, "JSON logs")
 	assert.Equal(t, ":"+strconv.Itoa(int(port(t, c, "metrics"))), v.MetricsBindAddress)
 	assert.Equal(t, ":"+strconv.Itoa(int(port(t, c, "probes"))), v.HealthProbeBindAddress)
@@ -158,6 +160,7 @@ func TestEveryOptionArgs(t *testing.T) {
 	assert.Equal(t, "sc-all-leases", v.ClassLeaseNamespace)
 	assert.Equal(t, "sc-all", v.LeaderElectionNamespace)
 	assert.Equal(t, 8, v.MaxConcurrentReconciles)
+	assert.Equal(t, resourceslice.DecisionEventsNone, v.DecisionEvents)
 	assert.Equal(t, ":9090", v.MetricsBindAddress)
 	assert.Equal(t, int32(9090), port(t, c, "metrics"))
 	assert.Equal(t, ":9091", v.HealthProbeBindAddress)
@@ -207,6 +210,10 @@ func TestRenderRefuses(t *testing.T) {
 			"leaderElection: {enabled: false}", "replicaCount > 1 needs leaderElection.enabled"},
 		{"an existing ServiceAccount must be named",
 			"serviceAccount: {create: false}", "serviceAccount.name is required"},
+		{"the manager would refuse the flag and never start",
+			"decisionEvents: some", `decisionEvents must be all, denied or none, got "some"`},
+		{"a YAML boolean is not a mode",
+			"decisionEvents: false", `decisionEvents must be all, denied or none, got "false"`},
 	} {
 		_, err := renderValues(t, "liqo", tc.values)
 		require.Error(t, err, tc.reason)

@@ -41,6 +41,7 @@ defaultCaps: cpu=2,memory=4Gi
 sharedBudget: cpu=16,memory=64Gi
 classLease: {enabled: true, namespace: LEASES}
 maxConcurrentReconciles: 8
+decisionEvents: none
 metrics: {port: 9090}
 health: {port: 9091}
 logging: {development: true, level: debug}

@@ -1,12 +1,15 @@
 package flags
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // Values holds the flags as given. Adding a flag takes a field here and one
@@ -36,6 +39,9 @@ type Values struct {
 	LeaderElectionID string
 	// MaxConcurrentReconciles is --max-concurrent-reconciles.
 	MaxConcurrentReconciles int
+	// DecisionEvents is --decision-events (all, denied or none), for every
+	// served class.
+	DecisionEvents resourceslice.DecisionEvents
 	// Kubeconfig is --kubeconfig.
 	Kubeconfig string
 	// Zap holds the --zap-* logging flags.
@@ -71,9 +77,30 @@ func (v *Values) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&v.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	fs.StringVar(&v.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: derived from --class-name, or sliceclass-classes-file)")
 	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "slices decided in parallel per class")
+	v.DecisionEvents = resourceslice.DecisionEventsAll
+	fs.Func("decision-events", "which decisions of every served class get an event: all, denied (denials only) or none; each event is an API write (default all)", func(s string) error {
+		mode, err := parseDecisionEvents(s)
+		if err == nil {
+			v.DecisionEvents = mode
+		}
+		return err
+	})
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
 	v.Zap = zap.Options{Development: true}
 	v.Zap.BindFlags(fs)
+}
+
+// parseDecisionEvents maps a --decision-events value to its mode.
+func parseDecisionEvents(s string) (resourceslice.DecisionEvents, error) {
+	switch s {
+	case "all":
+		return resourceslice.DecisionEventsAll, nil
+	case "denied":
+		return resourceslice.DecisionEventsDenied, nil
+	case "none":
+		return resourceslice.DecisionEventsNone, nil
+	}
+	return 0, errors.New("want all, denied or none")
 }
 
 // NewFlagSet returns the manager's flag set, bound to v. It prints nothing
