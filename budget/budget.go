@@ -24,6 +24,8 @@ const ReasonConsumerLimit = ledger.ReasonConsumerLimit
 // Budget is a finite capacity shared by the classes that draw from it. It is
 // safe for concurrent use; every method is cheap (no API call).
 type Budget struct {
+	// ledgerHandle lets the SDK's packages reach l (ledger.Of).
+	ledgerHandle
 	l *ledger.Ledger
 	// pool is set for a node-pool budget, whose total follows its nodes.
 	pool *nodePool
@@ -98,7 +100,7 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err != nil {
 		return nil, err
 	}
-	return &Budget{l: l}, nil
+	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l}, nil
 }
 
 // Name returns the budget's name.
@@ -129,7 +131,6 @@ func (b *Budget) SetTotal(total corev1.ResourceList) error {
 	return b.l.SetTotal(total)
 }
 
-// Ledger is for sliceclass's own packages: it returns the admission ledger
-// behind the budget. Users cannot call it (they cannot name its argument's
-// type); they use resourceslice.WithBudget.
-func (b *Budget) Ledger(ledger.Access) *ledger.Ledger { return b.l }
+// ledgerHandle is embedded under an unexported name: nothing of it shows
+// in the package's documentation.
+type ledgerHandle = ledger.Handle

@@ -125,7 +125,7 @@ func TestSetTotal(t *testing.T) {
 // acceptance does.
 func hold(t *testing.T, b *budget.Budget, name string, offer corev1.ResourceList) {
 	t.Helper()
-	l := b.Ledger(ledger.Access{})
+	l := ledger.Of(b)
 	_ = l.Attach("gold", ledger.Class{}) // once per budget; later calls say it is attached
 	l.ObserveSlice(ledger.Slice{Key: types.NamespacedName{Namespace: "ns", Name: name}, UID: types.UID(name), RV: "1",
 		Class: "gold", Accepted: true, Grant: offer})

@@ -151,7 +151,7 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 	if err := mgr.Add(p); err != nil {
 		return nil, fmt.Errorf("budget %q: adding its node cache to the manager: %w", name, err)
 	}
-	return &Budget{l: l, pool: p}, nil
+	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, pool: p}, nil
 }
 
 // nodePool keeps a node-pool budget's total equal to what its nodes offer.

@@ -79,7 +79,7 @@ func TestNewOptions(t *testing.T) {
 				return
 			}
 			require.NoError(t, err, tc.reason)
-			assert.Empty(t, cmp.Diff(tc.wantLimit, b.Ledger(ledger.Access{}).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
+			assert.Empty(t, cmp.Diff(tc.wantLimit, ledger.Of(b).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
 		})
 	}
 }
@@ -120,7 +120,7 @@ func TestOptionsReachTheLedger(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, err := budget.New("pool", list("cpu", "3"), tc.opts...)
 			require.NoError(t, err)
-			l := b.Ledger(ledger.Access{})
+			l := ledger.Of(b)
 			var woken []string
 			require.NoError(t, l.Attach("gold", ledger.Class{Wake: func(k types.NamespacedName) { woken = append(woken, k.Name) }}))
 			l.ObserveSlice(ledger.Slice{Key: nsName("x"), UID: "x", RV: "1", Class: "gold", Consumer: "A", Accepted: true, Grant: list("cpu", "3")})
@@ -138,7 +138,7 @@ func TestOptionsReachTheLedger(t *testing.T) {
 func TestConsumerLimitRefusal(t *testing.T) {
 	b, err := budget.New("gpu", list("nvidia.com/gpu", "8"), budget.WithConsumerLimit(list("nvidia.com/gpu", "2")))
 	require.NoError(t, err)
-	l := b.Ledger(ledger.Access{})
+	l := ledger.Of(b)
 	for i, n := range []string{"a", "b", "c"} {
 		as, refusal := ledger.AdmitAll([]*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "gold", Key: nsName(n)},
 			Consumer: "peer-1", Created: t0Plus(i), Offer: list("nvidia.com/gpu", "1")})

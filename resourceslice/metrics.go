@@ -169,7 +169,7 @@ func (m *metrics) registerBudget(b *budget.Budget) error {
 	switch {
 	case ok && old.b == b:
 		return nil
-	case ok && old.b.Ledger(ledger.Access{}).Attached() > 0:
+	case ok && ledger.Of(old.b).Attached() > 0:
 		return fmt.Errorf("budget %q: another live budget of that name already exports its metrics in this registry; give each budget its own name", b.Name())
 	}
 	m.reg.Unregister(are.ExistingCollector)
@@ -198,5 +198,5 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(c.total, c.b.Total())
 	emit(c.used, c.b.Used())
-	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(c.b.Ledger(ledger.Access{}).WaitingCount()))
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(c.b).WaitingCount()))
 }

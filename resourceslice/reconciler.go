@@ -158,7 +158,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 			r.detach()
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
-		l := b.Ledger(ledger.Access{})
+		l := ledger.Of(b)
 		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector}); err != nil {
 			r.detach()
 			return nil, err

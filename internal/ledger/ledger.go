@@ -291,6 +291,22 @@ func (l *Ledger) freeLocked() corev1.ResourceList {
 	return free
 }
 
-// Access is the argument of budget.Budget.Ledger: only packages of this
-// module can name it, so only they can reach a budget's ledger.
-type Access struct{}
+// Handle lets the SDK's own packages reach the ledger behind a public type
+// without exporting it: the type embeds Handle through an unexported alias
+// (so neither the field nor its method shows in the public type's
+// documentation), and Of finds the ledger through Handle's unexported
+// method, which only this package can name.
+type Handle struct{ l *Ledger }
+
+// NewHandle returns the handle of l.
+func NewHandle(l *Ledger) Handle { return Handle{l: l} }
+
+func (h Handle) ledgerOf() *Ledger { return h.l }
+
+// Of returns the ledger behind v (a *budget.Budget), nil if it has none.
+func Of(v any) *Ledger {
+	if h, ok := v.(interface{ ledgerOf() *Ledger }); ok {
+		return h.ledgerOf()
+	}
+	return nil
+}
