@@ -103,8 +103,11 @@ func fieldManager(class string) string { return "sliceclass-" + class }
 // kindOf maps obj, not nil, to its kind through the scheme.
 func (a *Applier) kindOf(obj client.Object) (schema.GroupVersionKind, error) {
 	gvk, err := apiutil.GVKForObject(obj, a.scheme)
-	if err != nil {
-		return gvk, fmt.Errorf("%w: Go type %T is not in the scheme (register its group with AddToScheme): %w", ErrInvalid, obj, err)
+	switch {
+	case runtime.IsNotRegisteredError(err):
+		return gvk, fmt.Errorf("%w: Go type %T is not in the scheme (register its group with AddToScheme)", ErrInvalid, obj)
+	case err != nil:
+		return gvk, fmt.Errorf("%w: the kind of Go type %T: %w", ErrInvalid, obj, err)
 	}
 	return gvk, nil
 }
