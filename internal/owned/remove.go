@@ -33,7 +33,10 @@ func (a *Applier) Remove(ctx context.Context, key types.NamespacedName, uid type
 // ownerReference reaches (cluster-scoped objects, objects in other
 // namespaces) and what was left when a slice was deleted, Denied or moved to
 // another class while the controller was down. live reports whether the
-// slice with that UID exists and is Accepted by the class.
+// slice with that UID still may hold objects: it exists, is in the class,
+// and is not Denied. Prefer that to "Accepted as the cache shows": a slice
+// being accepted right now is not Accepted in the cache yet, and Sweep
+// would delete what its reconcile just applied (until the next reconcile).
 //
 // Call it only once the slice cache has synced: before, every slice looks
 // gone and Sweep deletes every owned object.
