@@ -166,7 +166,7 @@ func TestApplyPartialFailurePrunesNothing(t *testing.T) {
 type unknownKind struct{ corev1.ConfigMap }
 
 func (u *unknownKind) DeepCopyObject() runtime.Object {
-	return &unknownKind{ConfigMap: *u.ConfigMap.DeepCopy()}
+	return &unknownKind{ConfigMap: *u.DeepCopy()}
 }
 
 // An object that can never be applied is refused with ErrInvalid and a
