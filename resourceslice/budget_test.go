@@ -419,34 +419,38 @@ func TestBudgetAnswerLost(t *testing.T) {
 	assertUsed(t, b, "4", "counted once")
 }
 
-// Budget metrics are keyed by the budget instance: a second live budget of
-// an existing name in one registry is refused (two series could not tell
-// them apart), and a budget created anew once no class draws from the old
-// one (a class's budget changed in a classes file) replaces its figures:
-// never a stale total.
+// Budget metrics report the live instance of a name: a budget created anew
+// under an existing name (a class's budget changed in a classes file)
+// takes over at once, and an instance no class draws from any more never
+// shows again: never a stale total.
 func TestBudgetMetricsFollowTheLiveBudget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	opts := func(b *budget.Budget) []resourceslice.Option {
 		return []resourceslice.Option{resourceslice.WithBudget(b), resourceslice.WithMetricsRegisterer(reg)}
 	}
+	totals := func() []float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		var out []float64
+		for _, mf := range mfs {
+			if mf.GetName() == "sliceclass_budget_total" {
+				for _, m := range mf.GetMetric() {
+					out = append(out, m.GetGauge().GetValue())
+				}
+			}
+		}
+		return out
+	}
 	cs, err := resourceslice.NewClassSet(unreachableManager(t))
 	require.NoError(t, err)
 	require.NoError(t, cs.Serve("gold", &budgetPolicy{}, opts(cpuBudget(t, "4"))...))
-	err = cs.Serve("silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...)
-	require.Error(t, err, "gold still draws from the first budget of that name")
-	assert.Contains(t, err.Error(), "another live budget")
+	assert.Equal(t, []float64{4}, totals())
+	require.NoError(t, cs.Serve("silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...))
+	assert.Equal(t, []float64{16}, totals(), "the newest live instance of the name")
+	require.NoError(t, cs.Stop(context.Background(), "silver"))
+	assert.Equal(t, []float64{4}, totals(), "silver's budget is drawn from no more: gold's, still live, is reported")
 	require.NoError(t, cs.Stop(context.Background(), "gold"))
-	require.NoError(t, cs.Serve("silver", &budgetPolicy{}, opts(cpuBudget(t, "16"))...), "the old budget is drawn from no more")
-
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	var totals []float64
-	for _, mf := range mfs {
-		if mf.GetName() == "sliceclass_budget_total" {
-			for _, m := range mf.GetMetric() {
-				totals = append(totals, m.GetGauge().GetValue())
-			}
-		}
-	}
-	assert.Equal(t, []float64{16}, totals, "one series for budget pool: the live one's total")
+	require.NoError(t, cs.Serve("gold", &budgetPolicy{}, opts(cpuBudget(t, "8"))...))
+	assert.Equal(t, []float64{8}, totals(), "one series for budget pool: the live one's total")
 }

@@ -3,6 +3,7 @@ package resourceslice
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -144,44 +145,69 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 	return c, nil
 }
 
-// registerBudget exports b's total and usage, read at scrape time, keyed
-// by the budget instance: classes sharing b share one collector. A budget
-// created anew under the name of one already exported replaces it only
-// when no class draws from the old one any more (a class's budget changed
-// in the example manager's classes file): the figures are always a live
-// budget's. Two live budgets of one name in one registry are refused.
+// registerBudget exports b's total, usage and waiting line, read at scrape
+// time. One collector per budget name and registry serves every instance of
+// that name, and reports the live one: the most recent instance some class
+// still draws from (else the most recent). A budget created anew under an
+// existing name (a class's budget changed in a classes file) takes over as
+// soon as it is registered, and the old one's figures never come back once
+// no class draws from it: never a stale total.
 func (m *metrics) registerBudget(b *budget.Budget) error {
+	name := b.Name()
 	c := &budgetCollector{
-		b:       b,
-		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
-		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": b.Name()}),
-		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": b.Name()}),
+		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": name}),
 	}
+	c.add(b)
 	err := m.reg.Register(c)
 	var are prometheus.AlreadyRegisteredError
-	if !errors.As(err, &are) {
-		if err != nil {
-			return fmt.Errorf("registering budget %q's metrics: %w", b.Name(), err)
-		}
+	switch {
+	case err == nil:
 		return nil
+	case !errors.As(err, &are):
+		return fmt.Errorf("registering budget %q's metrics: %w", name, err)
 	}
 	old, ok := are.ExistingCollector.(*budgetCollector)
-	switch {
-	case ok && old.b == b:
-		return nil
-	case ok && ledger.Of(old.b).Attached() > 0:
-		return fmt.Errorf("budget %q: another live budget of that name already exports its metrics in this registry; give each budget its own name", b.Name())
+	if !ok {
+		return fmt.Errorf("registering budget %q's metrics: another collector has the same metrics: %w", name, err)
 	}
-	m.reg.Unregister(are.ExistingCollector)
-	if err := m.reg.Register(c); err != nil {
-		return fmt.Errorf("registering budget %q's metrics: %w", b.Name(), err)
-	}
+	old.add(b)
 	return nil
 }
 
+// budgetCollector exports the budgets of one name.
 type budgetCollector struct {
-	b                    *budget.Budget
 	total, used, waiting *prometheus.Desc
+
+	mu sync.Mutex
+	bs []*budget.Budget // in registration order
+}
+
+// add registers b as the newest instance of the name.
+func (c *budgetCollector) add(b *budget.Budget) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.bs {
+		if x == b {
+			c.bs = append(c.bs[:i], c.bs[i+1:]...)
+			break
+		}
+	}
+	c.bs = append(c.bs, b)
+}
+
+// live is the instance to report: the newest one drawn from, else the
+// newest.
+func (c *budgetCollector) live() *budget.Budget {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.bs) - 1; i >= 0; i-- {
+		if ledger.Of(c.bs[i]).Attached() > 0 {
+			return c.bs[i]
+		}
+	}
+	return c.bs[len(c.bs)-1]
 }
 
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -191,12 +217,13 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.live()
 	emit := func(d *prometheus.Desc, rl corev1.ResourceList) {
 		for name, q := range rl {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, q.AsApproximateFloat64(), string(name))
 		}
 	}
-	emit(c.total, c.b.Total())
-	emit(c.used, c.b.Used())
-	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(c.b).WaitingCount()))
+	emit(c.total, b.Total())
+	emit(c.used, b.Used())
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(b).WaitingCount()))
 }
