@@ -122,6 +122,9 @@ func (cc *classController) sources() []source.Source {
 	for _, w := range cc.cfg.watches {
 		out = append(out, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
 	}
+	for _, o := range cc.ownedSources() {
+		out = append(out, o)
+	}
 	return append(out, cc.cfg.statusClasses.source(r.scope), r.ownSource())
 }
 
@@ -179,6 +182,7 @@ func (cc *classController) runBeside(ctx context.Context) {
 		goRun(func(ctx context.Context) { _ = l.Start(ctx) })
 	}
 	goRun(func(ctx context.Context) { cc.r.sweepLoop(ctx, cc.mgr.GetCache().WaitForCacheSync) })
+	goRun(func(ctx context.Context) { cc.r.sweepOwnedLoop(ctx, cc.mgr.GetCache().WaitForCacheSync) })
 	if len(cc.cfg.watches) > 0 {
 		goRun(func(ctx context.Context) { cc.r.passes.run(ctx, cc.r.runPass) })
 	}

@@ -109,6 +109,16 @@ func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classControll
 		}
 		feeds = append(feeds, f)
 	}
+	if r.owned != nil {
+		// Owned objects are read from the manager's cache, whose metadata
+		// informers the class's owned-type sources start.
+		o, err := newOwnedObjects(r.handler, r.client, mgr.GetCache(), class, r.cfg.ownedTypes)
+		if err != nil {
+			cc.release()
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		r.owned = o
+	}
 	r.cfg.statusClasses = views
 	r.scope.status = views
 	r.wiring = wiring{apiReader: mgr.GetAPIReader(), feeds: feeds}

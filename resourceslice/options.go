@@ -72,6 +72,8 @@ type config struct {
 	leaseNamespace string
 	// statusClasses is set by AddToManager: the manager's status.class view.
 	statusClasses *statusClasses
+	// ownedTypes are WithOwnedTypes' declared types.
+	ownedTypes []client.Object
 	// controllerOpts names the controller options given, in order.
 	controllerOpts []string
 

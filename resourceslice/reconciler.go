@@ -74,6 +74,9 @@ type Reconciler struct {
 	// memos keeps decisions whose write did not go through (one handler
 	// call per decision).
 	memos *memos
+	// owned applies, prunes and removes a handler.Owner's objects; nil for
+	// other handlers.
+	owned *ownedObjects
 	// queueReady is closed once queue is set.
 	queueReady chan struct{}
 	readyOnce  sync.Once
@@ -153,6 +156,9 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		wiring:     w,
 	}
 	r.calls = &handlerCalls{h: h, timeout: cfg.timeout, class: class, metrics: m, warn: r.warn}
+	if r.owned, err = newOwnedObjects(h, c, c, class, cfg.ownedTypes); err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
 	for _, b := range cfg.budgets {
 		if err := m.registerBudget(b); err != nil {
 			r.detach()
@@ -189,6 +195,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if current == nil || !r.scope.serves(current) {
 		r.release(req)
 		if err := r.observeOutside(ctx, req, current); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
+		var uid types.UID
+		if current != nil {
+			uid = current.UID
+		}
+		if err := r.removeOwned(ctx, current, req.NamespacedName, uid); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
@@ -256,6 +269,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	switch {
 	case r.cfg.dryRun:
 		r.dryRun(ctx, current, d.desired)
+		if err := r.syncOwned(ctx, d.desired, conditions.IsAccepted(d.desired)); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
 		return r.withResync(d.result), nil
 	case ownedEqual(current, d.desired):
 		r.done(attempts, ledger.NotApplied) // the cluster already shows it
@@ -268,11 +284,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			r.remember(req, current, d, nil)
 			return ctrl.Result{RequeueAfter: r.conflicts.When(req)}, nil
 		case outcome == writeGone:
+			if err := r.removeOwned(ctx, nil, req.NamespacedName, ""); err != nil {
+				return ctrl.Result{}, r.errorf(req, "%w", err)
+			}
 			if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
 				return ctrl.Result{}, r.errorf(req, "%w", err)
 			}
 			return ctrl.Result{}, nil
 		}
+	}
+	if err := r.syncOwned(ctx, d.desired, conditions.IsAccepted(d.desired)); err != nil {
+		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	if err := r.settleHolding(ctx, req.NamespacedName, conditions.IsAccepted(d.desired)); err != nil {
 		return ctrl.Result{}, r.errorf(req, "%w", err)

@@ -2,6 +2,7 @@ package slicetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,6 +67,13 @@ type Result struct {
 	// Writes attempted during this reconcile, in order, each with its
 	// outcome (Write.Err); a decided, unchanged slice has none.
 	Writes []Write
+	// Applied and Pruned are the objects a handler.Owner's set made the SDK
+	// apply (server-side apply, every reconcile of an Accepted slice) and
+	// delete (pruned from the set, or removed when the slice stopped being
+	// Accepted), each as "Kind namespace/name" ("Kind name" when
+	// cluster-scoped), in order. With WithDryRun nothing is applied or
+	// deleted, and both are empty. They are not in Writes.
+	Applied, Pruned []string
 	// Result and Err are what Reconcile returned.
 	Result ctrl.Result
 	Err    error
@@ -139,6 +148,8 @@ type Harness struct {
 	mu     sync.Mutex
 	events []Event
 	writes []Write
+	// applied and pruned name owned objects (Result.Applied, Result.Pruned).
+	applied, pruned []string
 }
 
 // New builds a Harness serving class with h. It fails the test on a setup
@@ -156,8 +167,18 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
+	// The fake client gives seeded objects no UID; the API server always
+	// does, and the SDK keys owned objects and budgets on it.
+	for _, o := range hs.seed {
+		if o.GetUID() == "" {
+			o.SetUID(types.UID("uid-" + o.GetNamespace() + "-" + o.GetName()))
+		}
+	}
 	base := fake.NewClientBuilder().
 		WithScheme(scheme).
+		// The scope of Kubernetes' own types, so that a handler.Owner's
+		// cluster-scoped objects (a PriorityClass) are told apart.
+		WithRESTMapper(testrestmapper.TestOnlyStaticRESTMapper(scheme)).
 		WithStatusSubresource(&authv1beta1.ResourceSlice{}, &authv1beta1.Tenant{}).
 		WithObjects(hs.seed...).
 		WithInterceptorFuncs(hs.interceptors()).
@@ -191,7 +212,7 @@ func (h *Harness) Reconcile(slice *authv1beta1.ResourceSlice) Result {
 	h.t.Helper()
 	key := types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name}
 	h.mu.Lock()
-	e0, w0 := len(h.events), len(h.writes)
+	e0, w0, a0, p0 := len(h.events), len(h.writes), len(h.applied), len(h.pruned)
 	h.mu.Unlock()
 
 	res, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
@@ -200,6 +221,8 @@ func (h *Harness) Reconcile(slice *authv1beta1.ResourceSlice) Result {
 	h.mu.Lock()
 	out.Events = append(out.Events, h.events[e0:]...)
 	out.Writes = append(out.Writes, h.writes[w0:]...)
+	out.Applied = append(out.Applied, h.applied[a0:]...)
+	out.Pruned = append(out.Pruned, h.pruned[p0:]...)
 	h.mu.Unlock()
 
 	var stored authv1beta1.ResourceSlice
@@ -268,8 +291,35 @@ func (h *Harness) interceptors() interceptor.Funcs {
 			return h.record(w, c.Patch(ctx, obj, p, opts...))
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, slice := obj.(*authv1beta1.ResourceSlice); !slice && obj.GetObjectKind().GroupVersionKind().Kind != authv1beta1.ResourceSliceKind {
+				err := c.Delete(ctx, obj, opts...)
+				if err == nil {
+					h.mu.Lock()
+					h.pruned = append(h.pruned, objectName(obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName()))
+					h.mu.Unlock()
+				}
+				return err
+			}
 			w := Write{Verb: "delete", Object: key(obj)}
 			return h.record(w, c.Delete(ctx, obj, opts...))
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			err := c.Apply(ctx, obj, opts...)
+			if err == nil {
+				var meta struct {
+					Kind     string `json:"kind"`
+					Metadata struct {
+						Name      string `json:"name"`
+						Namespace string `json:"namespace"`
+					} `json:"metadata"`
+				}
+				if data, merr := json.Marshal(obj); merr == nil && json.Unmarshal(data, &meta) == nil {
+					h.mu.Lock()
+					h.applied = append(h.applied, objectName(meta.Kind, meta.Metadata.Namespace, meta.Metadata.Name))
+					h.mu.Unlock()
+				}
+			}
+			return err
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			w := Write{Verb: "update", Subresource: sub, Object: key(obj)}
@@ -295,6 +345,14 @@ func (h *Harness) interceptors() interceptor.Funcs {
 			return h.record(w, c.SubResource(sub).Patch(ctx, obj, p, opts...))
 		},
 	}
+}
+
+// objectName is how Result names an owned object.
+func objectName(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
 }
 
 // recorder captures events into the harness.
