@@ -49,6 +49,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -63,7 +64,9 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	"github.com/sliceclass/sliceclass/examples/grantrecords"
 	"github.com/sliceclass/sliceclass/examples/manager/flags"
+	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -259,11 +262,16 @@ func managerOptions(o options) (manager.Options, error) {
 			return manager.Options{}, err
 		}
 	}
-	if o.ClassesFile != "" {
+	if o.ClassesFile != "" || o.GrantRecordsNamespace != "" {
 		// Node pools in the file watch nodes (and pods) through caches of
 		// their own, built with the manager's scheme; the manager's own
-		// cache still refuses to read them.
+		// cache still refuses to read them. Grant records are ConfigMaps.
 		if err := corev1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
+	}
+	if o.GrantRecordsNamespace != "" {
+		if err := schedulingv1.AddToScheme(scheme); err != nil {
 			return manager.Options{}, err
 		}
 	}
@@ -326,7 +334,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := addClasses(mgr, o.ClassNames, policy, copts); err != nil {
+		if err := addClasses(mgr, o.ClassNames, policy, o.GrantRecordsNamespace, copts); err != nil {
 			return nil, err
 		}
 	}
@@ -344,10 +352,23 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// addClasses serves each --class-name with policy.
-func addClasses(mgr manager.Manager, classes []string, policy *cappedresources.Policy, opts []resourceslice.Option) error {
+// addClasses serves each --class-name with policy and, with
+// --grant-records-namespace, gives each accepted slice its grant record and
+// PriorityClass.
+func addClasses(mgr manager.Manager, classes []string, policy *cappedresources.Policy, records string, opts []resourceslice.Option) error {
 	for _, class := range classes {
-		if err := resourceslice.AddToManager(mgr, class, policy, opts...); err != nil {
+		var h handler.Handler = policy
+		copts := opts
+		if records != "" {
+			p, err := grantrecords.New(grantrecords.WithClass(class), grantrecords.WithNamespace(records), grantrecords.WithHandler(policy))
+			if err != nil {
+				return err
+			}
+			h = p
+			copts = append(append([]resourceslice.Option(nil), opts...),
+				resourceslice.WithOwnedTypes(&corev1.ConfigMap{}, &schedulingv1.PriorityClass{}))
+		}
+		if err := resourceslice.AddToManager(mgr, class, h, copts...); err != nil {
 			return err
 		}
 	}

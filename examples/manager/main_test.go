@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -305,4 +306,38 @@ func TestLeaseName(t *testing.T) {
 		assert.Empty(t, validation.IsDNS1123Label(n), "lease name %q is not a valid DNS label", n)
 	}
 	assert.NotEqual(t, leaseName([]string{"gold"}), leaseName([]string{"silver"}), "different class sets must get different leases")
+}
+
+// --grant-records-namespace gives each accepted slice of a --class-name
+// class its grant record (a ConfigMap in that namespace) and a
+// PriorityClass, applied by the SDK as owned objects.
+func TestGrantRecordsFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane")
+	}
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
+	require.NoError(t, cp.CreateNamespace(ctx, "records"))
+	// Not "gold" nor "silver": controller names are unique per process.
+	o, err := parseFlags([]string{"--class-name", "bronze", "--cap", "cpu=4", "--grant-records-namespace", "records",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
+	require.NoError(t, err)
+	ended := serve(t, o, cp.Config)
+
+	s := slicetest.NewSlice("recorded", slicetest.WithClass("bronze"), slicetest.WithRequest("cpu", "2"))
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, s))
+	name := "bronze." + s.Namespace + ".recorded"
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if ended, err := ended(); ended {
+			return false, fmt.Errorf("run returned: %w", err)
+		}
+		var cm corev1.ConfigMap
+		if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: "records", Name: name}, &cm); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		var pc schedulingv1.PriorityClass
+		return cp.Client.Get(ctx, types.NamespacedName{Name: name}, &pc) == nil, nil
+	})
+	require.NoError(t, err, "the grant record and the PriorityClass applied")
 }

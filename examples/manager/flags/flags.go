@@ -42,6 +42,11 @@ type Values struct {
 	// DecisionEvents is --decision-events (all, denied or none), for every
 	// served class.
 	DecisionEvents resourceslice.DecisionEvents
+	// GrantRecordsNamespace is --grant-records-namespace: when set, every
+	// --class-name class owns, per accepted slice, a ConfigMap recording
+	// the grant in this namespace and a PriorityClass for the consumer
+	// (examples/grantrecords).
+	GrantRecordsNamespace string
 	// Kubeconfig is --kubeconfig.
 	Kubeconfig string
 	// Zap holds the --zap-* logging flags.
@@ -85,6 +90,7 @@ func (v *Values) Bind(fs *flag.FlagSet) {
 		}
 		return err
 	})
+	fs.StringVar(&v.GrantRecordsNamespace, "grant-records-namespace", "", "with --class-name: give each accepted slice a ConfigMap recording its grant in this namespace and a PriorityClass (owned objects; needs RBAC on configmaps and priorityclasses) (default: none)")
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
 	v.Zap = zap.Options{Development: true}
 	v.Zap.BindFlags(fs)
