@@ -271,12 +271,10 @@ func (r *Reconciler) ownerHandler() crhandler.EventHandler {
 			queue.Add(reconcile.Request{NamespacedName: key})
 		}
 	}
+	// Creations are the SDK's own applies (or the initial list): only a
+	// change or a deletion by someone else needs the set applied again. An
+	// apply that changes nothing causes no event.
 	return crhandler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, queue q) {
-			if !e.IsInInitialList {
-				enqueue(ctx, e.Object, queue)
-			}
-		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, queue q) { enqueue(ctx, e.ObjectNew, queue) },
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, queue q) { enqueue(ctx, e.Object, queue) },
 	}
