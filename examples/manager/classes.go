@@ -22,6 +22,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -306,6 +307,7 @@ type classesFile struct {
 	set      *resourceslice.ClassSet
 	caps     corev1.ResourceList // --cap, for entries without caps
 	shared   *budget.Budget      // --budget, for entries without a budget
+	records  string              // --grant-records-namespace, "" for none
 	newPool  newPoolFunc
 	interval time.Duration
 	log      logr.Logger
@@ -343,8 +345,8 @@ func budgetKey(shared bool, name string) string {
 // newClassesFile reads path and serves its classes through set, building
 // node pools with newPool. A bad file is an error: at start-up there is no
 // running set to keep.
-func newClassesFile(path string, set *resourceslice.ClassSet, caps corev1.ResourceList, shared *budget.Budget, newPool newPoolFunc, log logr.Logger) (*classesFile, error) {
-	f := &classesFile{path: path, set: set, caps: caps, shared: shared, newPool: newPool, interval: 2 * time.Second,
+func newClassesFile(path string, set *resourceslice.ClassSet, caps corev1.ResourceList, shared *budget.Budget, records string, newPool newPoolFunc, log logr.Logger) (*classesFile, error) {
+	f := &classesFile{path: path, set: set, caps: caps, shared: shared, records: records, newPool: newPool, interval: 2 * time.Second,
 		log: log.WithValues("classesFile", path), running: map[string]runningClass{}, budgets: map[string]builtBudget{}}
 	if _, err := f.reload(); err != nil {
 		return nil, fmt.Errorf("--classes-file %s: %w", path, err)
@@ -427,7 +429,7 @@ func (f *classesFile) reload() (bool, error) {
 // served is a class ready to be served: its handler and options.
 type served struct {
 	run  runningClass
-	h    *cappedresources.Policy
+	h    handler.Handler
 	opts []resourceslice.Option
 }
 
@@ -513,7 +515,14 @@ func (f *classesFile) apply(cfg classesConfig) error {
 		for _, b := range budgets {
 			opts = append(opts, resourceslice.WithBudget(b))
 		}
-		want[s.Name] = served{run: runningClass{spec: s, budgets: budgets}, h: h, opts: opts}
+		var sh handler.Handler = h
+		if f.records != "" {
+			if sh, err = grantRecords(s.Name, f.records, h); err != nil {
+				return fmt.Errorf("class %q: %w", s.Name, err)
+			}
+			opts = append(opts, grantRecordTypes())
+		}
+		want[s.Name] = served{run: runningClass{spec: s, budgets: budgets}, h: sh, opts: opts}
 	}
 	// A shared budget no class draws from is built all the same: a pool's
 	// node watch starts with the file, not with its first class.

@@ -318,7 +318,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 		newPool := func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
 			return budget.NewNodePool(mgr, name, nodes, opts...)
 		}
-		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, newPool, mgr.GetLogger())
+		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, o.GrantRecordsNamespace, newPool, mgr.GetLogger())
 		if err != nil {
 			return nil, err
 		}
@@ -360,19 +360,28 @@ func addClasses(mgr manager.Manager, classes []string, policy *cappedresources.P
 		var h handler.Handler = policy
 		copts := opts
 		if records != "" {
-			p, err := grantrecords.New(grantrecords.WithClass(class), grantrecords.WithNamespace(records), grantrecords.WithHandler(policy))
-			if err != nil {
+			var err error
+			if h, err = grantRecords(class, records, policy); err != nil {
 				return err
 			}
-			h = p
-			copts = append(append([]resourceslice.Option(nil), opts...),
-				resourceslice.WithOwnedTypes(&corev1.ConfigMap{}, &schedulingv1.PriorityClass{}))
+			copts = append(append([]resourceslice.Option(nil), opts...), grantRecordTypes())
 		}
 		if err := resourceslice.AddToManager(mgr, class, h, copts...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// grantRecords wraps policy for class so that each accepted slice owns a
+// grant record in namespace and a PriorityClass (examples/grantrecords).
+func grantRecords(class, namespace string, policy handler.Handler) (handler.Handler, error) {
+	return grantrecords.New(grantrecords.WithClass(class), grantrecords.WithNamespace(namespace), grantrecords.WithHandler(policy))
+}
+
+// grantRecordTypes declares the types grantRecords owns.
+func grantRecordTypes() resourceslice.Option {
+	return resourceslice.WithOwnedTypes(&corev1.ConfigMap{}, &schedulingv1.PriorityClass{})
 }
 
 // run serves the classes until ctx ends.

@@ -161,6 +161,7 @@ func TestEveryOptionArgs(t *testing.T) {
 	assert.Equal(t, "sc-all", v.LeaderElectionNamespace)
 	assert.Equal(t, 8, v.MaxConcurrentReconciles)
 	assert.Equal(t, resourceslice.DecisionEventsNone, v.DecisionEvents)
+	assert.Equal(t, "sc-all-records", v.GrantRecordsNamespace)
 	assert.Equal(t, ":9090", v.MetricsBindAddress)
 	assert.Equal(t, int32(9090), port(t, c, "metrics"))
 	assert.Equal(t, ":9091", v.HealthProbeBindAddress)

@@ -162,12 +162,16 @@ func TestOptionalRBAC(t *testing.T) {
 		reason, values string
 		want           []permission
 	}{{
-		reason: "every switch on: nodes, Liqo Quotas, the owned types; class Leases in a namespace of their own",
+		reason: "every switch on: nodes, Liqo Quotas, the owned types, grant records; class Leases in a namespace of their own",
 		values: everyOptionIn("sc-all"),
 		want: sorted(append(append(without(proven, leases("sc-all", "delete")...),
 			permission{"", "", "nodes", "get"}, permission{"", "", "nodes", "list"}, permission{"", "", "nodes", "watch"},
 			permission{"", "offloading.liqo.io", "quotas", "list"}, permission{"", "offloading.liqo.io", "quotas", "watch"},
-			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"}),
+			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"},
+			permission{"", "", "configmaps", "create"}, permission{"", "", "configmaps", "patch"}, permission{"", "", "configmaps", "delete"},
+			permission{"", "scheduling.k8s.io", "priorityclasses", "get"}, permission{"", "scheduling.k8s.io", "priorityclasses", "list"},
+			permission{"", "scheduling.k8s.io", "priorityclasses", "watch"}, permission{"", "scheduling.k8s.io", "priorityclasses", "create"},
+			permission{"", "scheduling.k8s.io", "priorityclasses", "patch"}, permission{"", "scheduling.k8s.io", "priorityclasses", "delete"}),
 			leases("sc-all-leases", "get", "create", "update", "delete")...)),
 	}, {
 		reason: "no class Leases: leader election alone never deletes its Lease",

@@ -42,6 +42,7 @@ sharedBudget: cpu=16,memory=64Gi
 classLease: {enabled: true, namespace: LEASES}
 maxConcurrentReconciles: 8
 decisionEvents: none
+grantRecords: {namespace: RECORDS}
 metrics: {port: 9090}
 health: {port: 9091}
 logging: {development: true, level: debug}
@@ -157,7 +158,7 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 // everyOptionIn is everyOption for a release in namespace, with the class
 // Leases and the dashboard in namespaces of their own.
 func everyOptionIn(namespace string) string {
-	return strings.NewReplacer("LEASES", namespace+"-leases", "GRAFANA", namespace+"-grafana").Replace(everyOption)
+	return strings.NewReplacer("LEASES", namespace+"-leases", "GRAFANA", namespace+"-grafana", "RECORDS", namespace+"-records").Replace(everyOption)
 }
 
 // TestChartLeavesOutItsTests checks that .helmignore keeps this module out

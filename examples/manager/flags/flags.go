@@ -43,7 +43,7 @@ type Values struct {
 	// served class.
 	DecisionEvents resourceslice.DecisionEvents
 	// GrantRecordsNamespace is --grant-records-namespace: when set, every
-	// --class-name class owns, per accepted slice, a ConfigMap recording
+	// served class (--class-name or --classes-file) owns, per accepted slice, a ConfigMap recording
 	// the grant in this namespace and a PriorityClass for the consumer
 	// (examples/grantrecords).
 	GrantRecordsNamespace string
@@ -90,7 +90,7 @@ func (v *Values) Bind(fs *flag.FlagSet) {
 		}
 		return err
 	})
-	fs.StringVar(&v.GrantRecordsNamespace, "grant-records-namespace", "", "with --class-name: give each accepted slice a ConfigMap recording its grant in this namespace and a PriorityClass (owned objects; needs RBAC on configmaps and priorityclasses) (default: none)")
+	fs.StringVar(&v.GrantRecordsNamespace, "grant-records-namespace", "", "give each accepted slice of every served class a ConfigMap recording its grant in this namespace and a PriorityClass (owned objects; needs RBAC on configmaps and priorityclasses) (default: none)")
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
 	v.Zap = zap.Options{Development: true}
 	v.Zap.BindFlags(fs)
