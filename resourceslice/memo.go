@@ -68,7 +68,7 @@ func (m *memos) take(key types.NamespacedName, current *authv1beta1.ResourceSlic
 	d := m.m[key]
 	delete(m.m, key)
 	m.mu.Unlock()
-	if d == nil || !d.inputs.equal(in) || !(ownedEqual(current, d.base) || ownedEqual(current, d.out)) {
+	if d == nil || !d.inputs.equal(in) || (!ownedEqual(current, d.base) && !ownedEqual(current, d.out)) {
 		return nil
 	}
 	return d

@@ -52,21 +52,17 @@ func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
 	return s.selects(rs) && rs.DeletionTimestamp.IsZero()
 }
 
-// slicePredicate passes the slice events a controller for class must see:
+// predicate passes the slice events a controller for the class must see:
 //
-//   - the slice matches sel and is of class, on the old OR the new object, so
-//     a slice moving between classes (or out of the selector) is seen by
-//     both controllers;
+//   - the slice matches the selector and is of the class, on the old OR the
+//     new object, so a slice moving between classes (or out of the
+//     selector) is seen by both controllers;
 //   - on update, only relevant changes: generation (spec), labels, deletion,
 //     finalizers, or the Authentication condition. Status writes to the
 //     fields a class controller owns do not pass, so the controller's own
 //     writes do not trigger it again;
 //   - deletions of a matching slice, so what it held (budget, release hook)
 //     is given back.
-func slicePredicate(class string, sel labels.Selector) predicate.Predicate {
-	return scope{class: class, selector: sel}.predicate()
-}
-
 func (s scope) predicate() predicate.Predicate {
 	matches := func(o client.Object) bool {
 		rs, ok := o.(*authv1beta1.ResourceSlice)
