@@ -347,12 +347,12 @@ func (r *Reconciler) fetch(ctx context.Context, req reconcile.Request) (*authv1b
 // decide applies the tenant rule and, unless it settled the slice, calls the
 // handler and keeps the owned fields of its output.
 func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSlice) (decision, error) {
-	desired := current.DeepCopy()
 	consumer, mismatch, err := r.trustedConsumer(ctx, current)
 	if err != nil {
 		return decision{}, err
 	}
 	if mismatch != "" {
+		desired := current.DeepCopy()
 		// Whatever the gate: a slice claiming another consumer is never
 		// handed to the handler.
 		desired.Status.Resources = nil
@@ -363,6 +363,7 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 		return decision{desired: desired}, nil
 	}
 	if r.cfg.tenantRule {
+		desired := current.DeepCopy()
 		settled, err := r.applyTenantRule(ctx, current, desired, consumer)
 		if err != nil || settled {
 			return decision{desired: desired}, err
@@ -372,6 +373,7 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 	if m := r.memos.take(client.ObjectKeyFromObject(current), current, in); m != nil {
 		// The handler decided this already and nothing it sees changed:
 		// send the same decision again.
+		desired := current.DeepCopy()
 		copyOwned(desired, m.out)
 		return decision{desired: desired, result: m.result, handled: true, inputs: in}, nil
 	}
@@ -389,11 +391,16 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 		r.warn(current, reason, actionValidate, "class %q handler broke its contract: %v", r.scope.class, err)
 		return decision{}, reconcile.TerminalError(fmt.Errorf("handler broke its contract: %w", err))
 	}
+	// The handler's copy is the decision when it changed only what a class
+	// controller owns (the usual case: no second copy of the slice);
+	// otherwise its owned fields go onto a fresh copy of current.
+	desired := out
 	if changed := foreignChanges(current, out); len(changed) > 0 {
 		r.warn(current, reasonChangesDiscarded, actionValidate,
 			"class %q handler changed fields a class controller does not own; discarded: %s", r.scope.class, strings.Join(changed, ", "))
+		desired = current.DeepCopy()
+		copyOwned(desired, out)
 	}
-	copyOwned(desired, out)
 	return decision{desired: desired, result: res, handled: true, inputs: in}, nil
 }
 
