@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,11 @@ type ControlPlane struct {
 	// certDir keeps the API server's serving certificates across
 	// RestartAPIServer, so that clients built from Config stay valid.
 	certDir string
+
+	// notStarted says why RunSuite started no control plane ("" when it
+	// runs); skipped counts the tests Require skipped for that reason.
+	notStarted string
+	skipped    atomic.Int64
 }
 
 // ErrNoAssets is returned (wrapped) when no kube-apiserver and etcd binaries
@@ -78,10 +84,14 @@ var ErrNoAssets = errors.New("no envtest binaries (kube-apiserver, etcd): run `g
 	"` from your module (`make envtest` in the sliceclass repo), or set KUBEBUILDER_ASSETS to a directory holding both (e.g. from setup-envtest)")
 
 // Start starts a control plane for a test and stops it when the test ends.
-// When no binaries are found it skips the test, or fails it when the
-// SLICECLASS_REQUIRE_ENVTEST environment variable is set.
+// Under -short it skips the test. When no binaries are found it skips the
+// test, or fails it when the SLICECLASS_REQUIRE_ENVTEST environment variable
+// is set.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("controlplane: " + shortReason)
+	}
 	cp, err := New()
 	if err != nil {
 		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
@@ -169,8 +179,12 @@ func hasFlag(binary, name string) bool {
 	return strings.Contains(string(out), "--"+name)
 }
 
-// Stop stops the API server and etcd.
+// Stop stops the API server and etcd; on a control plane RunSuite did not
+// start it does nothing.
 func (cp *ControlPlane) Stop() error {
+	if cp.env == nil {
+		return nil
+	}
 	err := cp.env.Stop()
 	return errors.Join(err, os.RemoveAll(cp.certDir))
 }
@@ -332,6 +346,9 @@ func isDir(d string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// shortReason is why no control plane starts under -short.
+const shortReason = "not started under -short"
+
 // RunSuite is the body of a TestMain for a package whose tests share one
 // control plane: it starts one into *cp, runs the tests, stops it, and
 // returns the exit code.
@@ -340,23 +357,38 @@ func isDir(d string) bool {
 //
 //	func TestMain(m *testing.M) { os.Exit(controlplane.RunSuite(m, &cp)) }
 //
-// Under -short it runs nothing (the package's tests all need the control
-// plane). Without envtest binaries it skips the package with a message
-// naming the command that builds them, unless the RequireEnv environment
-// variable is set, when it fails.
+// Every test that uses the control plane says so first, with Require; the
+// package's other tests (of a Handler on the fake client, of a parser) need
+// nothing:
+//
+//	func TestDecides(t *testing.T) {
+//		cp.Require(t)
+//		// ... cp.Client, cp.Config
+//	}
+//
+// Under -short, and without envtest binaries, RunSuite starts no control
+// plane but still runs the tests: *cp is then a ControlPlane that is not
+// running, whose Require skips the test saying why, and RunSuite prints one
+// line to standard error, "controlplane: 3 tests skipped: " and the reason,
+// so that a plain go test in the package's directory shows it without -v
+// (go test given packages shows a passing package's output only with -v).
+// With the RequireEnv environment variable set, missing binaries are a
+// failure instead: RunSuite prints why and returns 1 without running the
+// tests (-short still starts nothing and fails nothing).
 func RunSuite(m *testing.M, cp **ControlPlane) int {
 	flag.Parse()
 	if testing.Short() {
-		return 0
+		*cp = &ControlPlane{notStarted: shortReason}
+		return runWithout(m, *cp)
 	}
 	var err error
 	*cp, err = New()
 	if err != nil {
 		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "skipped:", err)
-			return 0
+			*cp = &ControlPlane{notStarted: err.Error()}
+			return runWithout(m, *cp)
 		}
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		return 1
 	}
 	code := m.Run()
@@ -367,4 +399,35 @@ func RunSuite(m *testing.M, cp **ControlPlane) int {
 		}
 	}
 	return code
+}
+
+// runWithout runs the tests with cp not started and reports on standard
+// error how many of them Require skipped.
+func runWithout(m *testing.M, cp *ControlPlane) int {
+	code := m.Run()
+	switch n := cp.skipped.Load(); n {
+	case 0:
+	case 1:
+		fmt.Fprintf(os.Stderr, "controlplane: 1 test skipped: %s\n", cp.notStarted)
+	default:
+		fmt.Fprintf(os.Stderr, "controlplane: %d tests skipped: %s\n", n, cp.notStarted)
+	}
+	return code
+}
+
+// Require skips the test when cp is not running, saying why: RunSuite
+// starts none under -short or without envtest binaries (see RunSuite). A
+// test of a RunSuite package calls it before it uses cp; on a running
+// control plane it does nothing. Forgetting it shows under -short, where the
+// test then dereferences cp's nil Client or Config.
+func (cp *ControlPlane) Require(t testing.TB) {
+	t.Helper()
+	if cp == nil {
+		t.Fatal("controlplane: Require on a nil *ControlPlane: use the one RunSuite or Start gives")
+	}
+	if cp.notStarted == "" {
+		return
+	}
+	cp.skipped.Add(1)
+	t.Skip("controlplane: " + cp.notStarted)
 }
