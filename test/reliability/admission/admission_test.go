@@ -28,6 +28,7 @@ const refusal = "a quantity with an exponent of 4 or more digits or longer than 
 const pollInterval = 200 * time.Millisecond
 
 func TestRefusesSlowQuantitiesInSpec(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
 	ns := newNamespace(t, "refuse-spec")
@@ -96,6 +97,7 @@ func TestRefusesSlowQuantitiesInSpec(t *testing.T) {
 }
 
 func TestAdmitsUsualQuantities(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
 	ns := newNamespace(t, "admit")
@@ -131,6 +133,7 @@ func TestAdmitsUsualQuantities(t *testing.T) {
 }
 
 func TestRefusesSlowQuantityOnUpdate(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
 	ns := newNamespace(t, "refuse-update")
@@ -146,6 +149,7 @@ func TestRefusesSlowQuantityOnUpdate(t *testing.T) {
 }
 
 func TestRefusesSlowQuantitiesInStatus(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
 	ns := newNamespace(t, "refuse-status")
@@ -171,6 +175,7 @@ func TestRefusesSlowQuantitiesInStatus(t *testing.T) {
 // its status written, lose its finalizer and be deleted; changing its bad
 // quantity to another bad one, or adding one, is refused.
 func TestStoredQuantityLeftUnchangedIsAdmitted(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
 	key := types.NamespacedName{Namespace: legacyNamespace, Name: legacySlice}
