@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -31,7 +32,7 @@ func TestRefusesSlowQuantitiesInSpec(t *testing.T) {
 	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "refuse-spec")
+	ns := testkit.Namespace(t, cp, "refuse-spec")
 	long := "0." + strings.Repeat("0", 62) + "1"
 	cases := map[string]struct {
 		reason    string
@@ -100,7 +101,7 @@ func TestAdmitsUsualQuantities(t *testing.T) {
 	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "admit")
+	ns := testkit.Namespace(t, cp, "admit")
 	cases := map[string]struct {
 		reason   string
 		quantity any
@@ -136,7 +137,7 @@ func TestRefusesSlowQuantityOnUpdate(t *testing.T) {
 	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "refuse-update")
+	ns := testkit.Namespace(t, cp, "refuse-update")
 	rs := sliceWithRequests("updated", ns, map[string]any{"cpu": "4"})
 	require.NoError(t, cp.Client.Create(ctx, rs))
 
@@ -152,7 +153,7 @@ func TestRefusesSlowQuantitiesInStatus(t *testing.T) {
 	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "refuse-status")
+	ns := testkit.Namespace(t, cp, "refuse-status")
 	rs := sliceWithRequests("status", ns, map[string]any{"cpu": "4"})
 	require.NoError(t, cp.Client.Create(ctx, rs))
 
@@ -240,13 +241,6 @@ func sliceWithRequests(name, ns string, resources map[string]any) *unstructured.
 		panic(err) // resources holds JSON values only
 	}
 	return u
-}
-
-// newNamespace creates a namespace of its own for a test.
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	require.NoError(t, cp.CreateNamespace(t.Context(), name))
-	return name
 }
 
 // isRefusal reports whether err is the policy refusing the quantities of
