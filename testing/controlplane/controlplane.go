@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,17 +122,8 @@ func New() (*ControlPlane, error) {
 	for _, f := range crdFiles() {
 		paths = append(paths, filepath.Join(crds, f))
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := authv1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := offloadingv1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return nil, err
 	}
 	certDir, err := os.MkdirTemp("", "sliceclass-apiserver-")
@@ -169,6 +161,49 @@ func New() (*ControlPlane, error) {
 	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, env: env, certDir: certDir}, nil
 }
 
+// newScheme holds client-go's types, Liqo's authentication and offloading
+// types, and CRDs.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, apiextensionsv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// newNotStarted is the ControlPlane RunSuite gives a package when it starts
+// none, for reason. Require skips the tests; one that uses it without
+// Require fails, each of its requests answered with an error that says to
+// call Require, rather than dereferencing a nil Client.
+func newNotStarted(reason string) (*ControlPlane, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	refuse := fmt.Errorf("controlplane: %s: a test that uses the control plane calls cp.Require(t) first, which skips it", reason)
+	cfg := &rest.Config{Host: "https://controlplane.invalid"}
+	cfg.Wrap(func(http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, refuse })
+	})
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, notStarted: reason}, nil
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// errNotStarted is what the methods that need the processes return on a
+// control plane RunSuite did not start.
+var errNotStarted = errors.New("controlplane: not started: call cp.Require(t) first, which skips the test")
+
 // watchGraceFlag bounds how long kube-apiserver's shutdown waits for open
 // watches.
 const watchGraceFlag = "shutdown-watch-termination-grace-period"
@@ -198,6 +233,9 @@ func (cp *ControlPlane) Stop() error {
 // to have --shutdown-watch-termination-grace-period waits until envtest's
 // stop timeout (a minute) and RestartAPIServer returns an error.
 func (cp *ControlPlane) RestartAPIServer() error {
+	if cp.env == nil {
+		return errNotStarted
+	}
 	apiServer := cp.env.ControlPlane.GetAPIServer()
 	if err := apiServer.Stop(); err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
@@ -214,6 +252,9 @@ func (cp *ControlPlane) RestartAPIServer() error {
 // ServiceAccount is the user "system:serviceaccount:NAMESPACE:NAME" in the
 // groups "system:serviceaccounts" and "system:serviceaccounts:NAMESPACE".
 func (cp *ControlPlane) AddUser(name string, groups ...string) (*rest.Config, error) {
+	if cp.env == nil {
+		return nil, errNotStarted
+	}
 	u, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(cp.Config))
 	if err != nil {
 		return nil, fmt.Errorf("adding user %q: %w", name, err)
@@ -378,15 +419,13 @@ const shortReason = "not started under -short"
 func RunSuite(m *testing.M, cp **ControlPlane) int {
 	flag.Parse()
 	if testing.Short() {
-		*cp = &ControlPlane{notStarted: shortReason}
-		return runWithout(m, *cp)
+		return runWithout(m, cp, shortReason)
 	}
 	var err error
 	*cp, err = New()
 	if err != nil {
 		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
-			*cp = &ControlPlane{notStarted: err.Error()}
-			return runWithout(m, *cp)
+			return runWithout(m, cp, err.Error())
 		}
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		return 1
@@ -401,16 +440,21 @@ func RunSuite(m *testing.M, cp **ControlPlane) int {
 	return code
 }
 
-// runWithout runs the tests with cp not started and reports on standard
-// error how many of them Require skipped.
-func runWithout(m *testing.M, cp *ControlPlane) int {
+// runWithout runs the tests with *cp a control plane not started, for
+// reason, and reports on standard error how many of them Require skipped.
+func runWithout(m *testing.M, cp **ControlPlane, reason string) int {
+	var err error
+	if *cp, err = newNotStarted(reason); err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		return 1
+	}
 	code := m.Run()
-	switch n := cp.skipped.Load(); n {
+	switch n := (*cp).skipped.Load(); n {
 	case 0:
 	case 1:
-		fmt.Fprintf(os.Stderr, "controlplane: 1 test skipped: %s\n", cp.notStarted)
+		fmt.Fprintf(os.Stderr, "controlplane: 1 test skipped: %s\n", reason)
 	default:
-		fmt.Fprintf(os.Stderr, "controlplane: %d tests skipped: %s\n", n, cp.notStarted)
+		fmt.Fprintf(os.Stderr, "controlplane: %d tests skipped: %s\n", n, reason)
 	}
 	return code
 }
@@ -418,8 +462,9 @@ func runWithout(m *testing.M, cp *ControlPlane) int {
 // Require skips the test when cp is not running, saying why: RunSuite
 // starts none under -short or without envtest binaries (see RunSuite). A
 // test of a RunSuite package calls it before it uses cp; on a running
-// control plane it does nothing. Forgetting it shows under -short, where the
-// test then dereferences cp's nil Client or Config.
+// control plane it does nothing. Forgetting it shows under -short: every
+// request through cp's Client or Config then fails with an error saying to
+// call Require.
 func (cp *ControlPlane) Require(t testing.TB) {
 	t.Helper()
 	if cp == nil {

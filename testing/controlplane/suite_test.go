@@ -49,6 +49,18 @@ func TestChildNeedsNoControlPlane(t *testing.T) {
 	fmt.Println("child: unit test ran")
 }
 
+// TestChildForgetsRequire uses the control plane without Require: under
+// -short it fails, with an error saying what to add.
+func TestChildForgetsRequire(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("run by TestRunSuite in a process of its own")
+	}
+	var list authv1beta1.ResourceSliceList
+	require.NoError(t, suite.Client.List(context.Background(), &list))
+	_, err := suite.AddUser("someone")
+	require.NoError(t, err)
+}
+
 // RunSuite runs a package's unit tests whether or not it starts a control
 // plane; the tests that Require one are skipped, and counted on standard
 // error without -v, when it does not.
@@ -58,8 +70,11 @@ func TestRunSuite(t *testing.T) {
 		// short runs the child with -test.short; assets gives it the
 		// envtest binaries this process finds.
 		short, assets, require bool
-		wantExit               int
-		want, wantNot          []string
+		// run names the child's tests (default: the two TestChild ones
+		// that use Require properly).
+		run           string
+		wantExit      int
+		want, wantNot []string
 	}{
 		"Short": {
 			reason: "-short starts nothing and runs the unit tests; the control-plane test says why it skipped",
@@ -85,6 +100,11 @@ func TestRunSuite(t *testing.T) {
 			want:    []string{"child: unit test ran", "controlplane: 1 test skipped: not started under -short"},
 			wantNot: []string{"child: control-plane test ran"},
 		},
+		"ForgottenRequire": {
+			reason: "a test that uses the control plane without Require fails saying what to add, instead of a nil dereference",
+			short:  true, run: "^TestChildForgetsRequire$", wantExit: 1,
+			want: []string{"controlplane: not started under -short: a test that uses the control plane calls cp.Require(t) first"},
+		},
 		"Started": {
 			reason:  "with binaries every test runs and nothing is reported skipped",
 			assets:  true,
@@ -106,7 +126,11 @@ func TestRunSuite(t *testing.T) {
 			if tc.require {
 				env = append(env, controlplane.RequireEnv+"=1")
 			}
-			args := []string{"-test.run=^TestChild", "-test.count=1"}
+			run := tc.run
+			if run == "" {
+				run = "^TestChild(UsesTheControlPlane|NeedsNoControlPlane)$"
+			}
+			args := []string{"-test.run=" + run, "-test.count=1"}
 			if tc.short {
 				args = append(args, "-test.short")
 			}
