@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,25 +36,6 @@ import (
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
-// lockedBuffer is run's output, written by run's goroutine and read by the
-// test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // What a user does with dev-controlplane: run it, point a manager at the
 // kubeconfig it wrote, create a slice with the commands it printed, see the
 // decision, interrupt it. It stops cleanly and takes its kubeconfig away.
@@ -65,16 +44,26 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dev.kubeconfig")
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
-	out := &lockedBuffer{}
+	// run writes to a file, as to a terminal, and the test reads it as it
+	// goes.
+	outPath := filepath.Join(t.TempDir(), "out")
+	outFile, err := os.Create(outPath)
+	require.NoError(t, err)
+	defer func() { _ = outFile.Close() }()
+	output := func() string {
+		b, err := os.ReadFile(outPath)
+		require.NoError(t, err)
+		return string(b)
+	}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-kubeconfig", path}, out) }()
-	testkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig", func() bool {
+	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile) }()
+	testkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig and instructions", func() bool {
 		select {
 		case err := <-done:
-			t.Fatalf("run ended before it wrote the kubeconfig: %v\n%s", err, out)
+			t.Fatalf("run ended before it printed its instructions: %v\n%s", err, output())
 		default:
 		}
-		return strings.Contains(out.String(), "Running until interrupted")
+		return strings.Contains(output(), "Running until interrupted")
 	})
 
 	// The kubeconfig reaches the API server, which serves Liqo's types.
@@ -96,7 +85,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 			return ctrl.Result{}, nil
 		}))
 	})
-	createExampleSlice(t, out.String(), path, cfg, cl)
+	createExampleSlice(t, output(), path, cfg, cl)
 	wait, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got, err := slicetest.WaitForDecision(wait, cl, types.NamespacedName{Namespace: exampleNamespace, Name: exampleSlice})
@@ -114,7 +103,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	assert.NoFileExists(t, path, "the kubeconfig of a stopped control plane is removed")
 	for _, want := range []string{"KUBECONFIG=" + path + " go run ./yourmanager", "kubectl get resourceslices.authentication.liqo.io -A",
 		"dev-controlplane: stopped"} {
-		assert.Contains(t, out.String(), want)
+		assert.Contains(t, output(), want)
 	}
 }
 
