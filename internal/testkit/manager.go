@@ -19,12 +19,12 @@ import (
 )
 
 const (
-	// SyncTimeout bounds how long StartManager waits for the manager's cache
+	// syncTimeout bounds how long StartManager waits for the manager's cache
 	// to sync: a test fails rather than hangs.
-	SyncTimeout = 2 * time.Minute
-	// StopTimeout bounds how long Manager.Stop waits for the manager's Start
+	syncTimeout = 2 * time.Minute
+	// stopTimeout bounds how long Manager.Stop waits for the manager's Start
 	// to return.
-	StopTimeout = time.Minute
+	stopTimeout = time.Minute
 )
 
 // ManagerOptions are the options of a manager in a test: scheme, no metrics
@@ -55,7 +55,8 @@ type Manager struct {
 }
 
 // StartManager builds a manager on cp with ManagerOptions, lets register
-// add its controllers, starts it and waits for its cache to sync. It is
+// add its controllers, starts it and waits (at most two minutes) for its
+// cache to sync. It is
 // stopped when the test ends, or earlier with Stop:
 //
 //	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
@@ -81,7 +82,7 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, opts manager.Options, regi
 	}()
 	t.Cleanup(m.Stop)
 	// A manager whose Start fails never syncs: stop waiting then.
-	syncCtx, stopSync := context.WithTimeout(ctx, SyncTimeout)
+	syncCtx, stopSync := context.WithTimeout(ctx, syncTimeout)
 	defer stopSync()
 	go func() {
 		select {
@@ -94,7 +95,7 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, opts manager.Options, regi
 		if !m.Running() {
 			t.Fatalf("manager stopped before its cache synced: %v", m.err)
 		}
-		t.Fatalf("manager cache did not sync within %s", SyncTimeout)
+		t.Fatalf("manager cache did not sync within %s", syncTimeout)
 	}
 	return m
 }
@@ -111,7 +112,7 @@ func (m *Manager) Running() bool {
 	}
 }
 
-// Stop stops the manager and waits at most StopTimeout for its Start to
+// Stop stops the manager and waits at most a minute for its Start to
 // return; an error from Start, or a manager that does not stop, fails the
 // test. Only the first call stops; it is also called when the test ends.
 func (m *Manager) Stop() {
@@ -122,8 +123,8 @@ func (m *Manager) Stop() {
 			if m.err != nil {
 				m.t.Errorf("manager: %v", m.err)
 			}
-		case <-time.After(StopTimeout):
-			m.t.Errorf("manager did not stop within %s", StopTimeout)
+		case <-time.After(stopTimeout):
+			m.t.Errorf("manager did not stop within %s", stopTimeout)
 		}
 	})
 }

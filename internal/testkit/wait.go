@@ -5,25 +5,25 @@ import (
 	"time"
 )
 
-// Interval is how often Eventually and Consistently check.
-const Interval = 50 * time.Millisecond
+// defaultInterval is how often Eventually and Consistently check: 50ms.
+const defaultInterval = 50 * time.Millisecond
 
 // Poller checks a condition at a fixed interval. The zero Poller checks
-// every Interval.
+// every 50ms.
 type Poller struct {
 	interval time.Duration
 }
 
-// Every returns a Poller that checks every interval: slower than Interval
-// where each check is expensive (a list of thousands of slices) or where a
-// suite measures the load it puts on the API server.
+// Every returns a Poller that checks every interval: slower than 50ms where
+// each check is expensive (a list of thousands of slices) or where a suite
+// measures the load it puts on the API server.
 func Every(interval time.Duration) Poller {
 	return Poller{interval: interval}
 }
 
 func (p Poller) every() time.Duration {
 	if p.interval <= 0 {
-		return Interval
+		return defaultInterval
 	}
 	return p.interval
 }
@@ -72,7 +72,7 @@ func (p Poller) Consistently(t testing.TB, d time.Duration, what string, cond fu
 	}
 }
 
-// Eventually checks cond every Interval until it holds, and fails the test,
+// Eventually checks cond every 50ms until it holds, and fails the test,
 // naming what it waited for, if it still does not after timeout:
 //
 //	testkit.Eventually(t, 30*time.Second, "slice a Accepted", func() bool {
@@ -83,7 +83,7 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	Poller{}.Eventually(t, timeout, what, cond)
 }
 
-// Consistently checks cond every Interval for d and fails the test, naming
+// Consistently checks cond every 50ms for d and fails the test, naming
 // what stopped holding, the first time it does not hold.
 func Consistently(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
