@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	defer func() {
 		err = errors.Join(err, cp.Stop())
 		if err == nil {
-			fmt.Fprintln(out, "dev-controlplane: stopped")
+			_, err = fmt.Fprintln(out, "dev-controlplane: stopped")
 		}
 	}()
 	if err := controlplane.WriteKubeconfig(cp.Config, path); err != nil {
