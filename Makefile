@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
+.PHONY: all demo dev-controlplane test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
 
 all: test
 
@@ -14,6 +14,12 @@ envtest:
 ## demo: the SDK at work on an embedded control plane (no cluster needed).
 demo:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" $(GO) run ./examples/demo
+
+## dev-controlplane: a local control plane (kube-apiserver, etcd, Liqo's CRDs) to run your own manager
+## against, until Ctrl-C: writes dev-controlplane.kubeconfig (DEV_ARGS="-kubeconfig PATH" moves it) and
+## prints how to point a manager at it and create a slice. Builds the envtest binaries first if missing.
+dev-controlplane:
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" $(GO) run ./testing/controlplane/dev-controlplane $(DEV_ARGS)
 
 ## test: vet, format check, lint, and every test (unit + integration on a real API server) with -race,
 ## then the Helm chart's tests (chart-test).

@@ -1,48 +1,19 @@
 package budget_test
 
 import (
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 )
-
-// unreachableManager is a manager whose API server does not exist. Its
-// RESTMapper is static: NewNodePool's cache asks the mapper whether nodes
-// and pods are namespaced, which the default mapper learns from the server.
-func unreachableManager(t *testing.T) manager.Manager {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, corev1.AddToScheme(scheme))
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
-		Scheme:                 scheme,
-		MapperProvider:         func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	return mgr
-}
 
 func selector(t *testing.T, s string) labels.Selector {
 	t.Helper()
@@ -52,7 +23,7 @@ func selector(t *testing.T, s string) labels.Selector {
 }
 
 func TestNewNodePool(t *testing.T) {
-	mgr := unreachableManager(t)
+	mgr := testkit.UnreachableManager(t)
 	cases := map[string]struct {
 		reason    string
 		mgr       manager.Manager
@@ -133,7 +104,7 @@ func TestNewNodePool(t *testing.T) {
 }
 
 func TestNodePoolSetTotal(t *testing.T) {
-	b, err := budget.NewNodePool(unreachableManager(t), "gpu", labels.Everything(), budget.WithResources("nvidia.com/gpu"))
+	b, err := budget.NewNodePool(testkit.UnreachableManager(t), "gpu", labels.Everything(), budget.WithResources("nvidia.com/gpu"))
 	require.NoError(t, err)
 	err = b.SetTotal(list("nvidia.com/gpu", "8"))
 	require.Error(t, err)
@@ -200,7 +171,7 @@ func TestPin(t *testing.T) {
 			if tc.selector == "" {
 				b, err = budget.New("pool", list("cpu", "1"))
 			} else {
-				b, err = budget.NewNodePool(unreachableManager(t), "pool", selector(t, tc.selector))
+				b, err = budget.NewNodePool(testkit.UnreachableManager(t), "pool", selector(t, tc.selector))
 			}
 			require.NoError(t, err)
 			rs := &authv1beta1.ResourceSlice{Status: *tc.before.DeepCopy()}
@@ -220,7 +191,7 @@ func TestPin(t *testing.T) {
 }
 
 func TestPinSelectsNothing(t *testing.T) {
-	b, err := budget.NewNodePool(unreachableManager(t), "pool", labels.Nothing())
+	b, err := budget.NewNodePool(testkit.UnreachableManager(t), "pool", labels.Nothing())
 	require.NoError(t, err)
 	err = b.Pin(&authv1beta1.ResourceSlice{})
 	require.Error(t, err)

@@ -6,20 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -77,23 +74,12 @@ func ExampleNew() {
 	// Accepted 0
 }
 
-// startManager stands for your test's setup: a manager on the control
-// plane serving class gold with policy, stopped when the test ends.
-func startManager(t *testing.T, cp *controlplane.ControlPlane) {
-	mgr, err := manager.New(cp.Config, manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 testr.New(t),
-		// Controller names are unique per process: tests that each start a
-		// manager serving the same class must skip the check.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+// serveGold stands for your test's setup: a manager on the control plane
+// serving class gold with policy, stopped when the test ends.
+func serveGold(t *testing.T, cp *controlplane.ControlPlane) {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "gold", policy)
 	})
-	require.NoError(t, err)
-	require.NoError(t, resourceslice.AddToManager(mgr, "gold", policy))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = mgr.Start(ctx) }()
 }
 
 // On a real API server (envtest), CreateAsLiqo leaves a slice as Liqo does
@@ -103,7 +89,7 @@ func ExampleCreateAsLiqo() {
 	t := &testing.T{} // in a test, your *testing.T
 	cp := controlplane.Start(t)
 	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
-	startManager(t, cp)
+	serveGold(t, cp)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -121,7 +107,7 @@ func ExampleWaitForDecision() {
 	t := &testing.T{} // in a test, your *testing.T
 	cp := controlplane.Start(t)
 	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
-	startManager(t, cp) // serves gold only
+	serveGold(t, cp) // serves gold only
 
 	slice := slicetest.NewSlice("s2", slicetest.WithClass("bronze"), slicetest.WithRequest("cpu", "2"))
 	require.NoError(t, slicetest.CreateAsLiqo(context.Background(), cp.Client, slice))
@@ -139,7 +125,7 @@ func ExampleAuthenticate() {
 	t := &testing.T{} // in a test, your *testing.T
 	cp := controlplane.Start(t)
 	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
-	startManager(t, cp)
+	serveGold(t, cp)
 
 	ctx := context.Background()
 	slice := slicetest.NewSlice("s3", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "2"), slicetest.Unauthenticated())

@@ -8,16 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 )
 
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a control plane")
-	}
-	if _, err := controlplane.AssetsDir(); err != nil {
-		controlplane.Start(t) // skips or fails with the standard message
-	}
+	testkit.SkipWithoutControlPlane(t) // run starts one
 	var out bytes.Buffer
 	require.NoError(t, run(io.Discard, &out), out.String())
 	for _, want := range []string{"ResourcesCapped", "TenantDrained", "BudgetExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided", "2 slices: 2 Accepted, 0 Denied, 0 undecided",

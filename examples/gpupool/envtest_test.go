@@ -13,14 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/gpupool"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -31,6 +30,7 @@ import (
 // Accepted slices pinned to the pool and 1 ConsumerLimitReached, though the
 // pool has 4 GPUs.
 func TestConsumerLimitOnANodePool(t *testing.T) {
+	cp.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ns = slicetest.DefaultNamespace
@@ -46,44 +46,31 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 		names = append(names, s.Name)
 	}
 
-	mgr, err := manager.New(cp.Config, manager.Options{
-		Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	})
-	require.NoError(t, err)
-	pool, err := budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
-		budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
-		budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}))
-	require.NoError(t, err)
-	require.NoError(t, resourceslice.AddToManager(mgr, class, gpupool.New(pool),
-		resourceslice.WithBudget(pool), resourceslice.WithMaxConcurrentReconciles(4)))
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "manager")
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
+	var pool *budget.Budget
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		var err error
+		pool, err = budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
+			budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
+			budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}))
+		if err != nil {
+			return err
 		}
+		return resourceslice.AddToManager(mgr, class, gpupool.New(pool),
+			resourceslice.WithBudget(pool), resourceslice.WithMaxConcurrentReconciles(4))
 	})
 
 	decided := map[string]*authv1beta1.ResourceSlice{}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	testkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "the 3 slices decided", func() bool {
 		for _, n := range names {
 			var rs authv1beta1.ResourceSlice
-			if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &rs); err != nil {
-				return false, err
-			}
+			require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &rs))
 			if !conditions.IsDecided(&rs) {
-				return false, nil
+				return false
 			}
 			decided[n] = &rs
 		}
-		return true, nil
+		return true
 	})
-	require.NoError(t, err, "waiting for the 3 slices to be decided")
 	gpus := pool.Total()[gpupool.GPU]
 	assert.Equal(t, int64(4), gpus.Value(), "the pool is the 2 GPU nodes' 4 GPUs")
 

@@ -1,58 +1,26 @@
 package gpupool_test
 
 import (
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/gpupool"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
 const class = "gpu"
-
-// unreachableManager is a manager whose API server does not exist: enough
-// to build a node pool, whose total stays zero since it is never started.
-// NewNodePool asks the manager's REST mapper whether nodes (and pods) are
-// namespaced, which the default mapper learns from the API server: a static
-// mapper answers instead.
-func unreachableManager(t *testing.T) manager.Manager {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
-		Scheme:                 scheme,
-		MapperProvider:         func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	return mgr
-}
 
 // newPool is the GPU pool of the package Example, on a manager never started.
 func newPool(t *testing.T, opts ...budget.Option) *budget.Budget {
@@ -61,7 +29,7 @@ func newPool(t *testing.T, opts ...budget.Option) *budget.Budget {
 		budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
 		budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}),
 	}, opts...)
-	pool, err := budget.NewNodePool(unreachableManager(t), "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}), opts...)
+	pool, err := budget.NewNodePool(testkit.UnreachableManager(t), "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}), opts...)
 	require.NoError(t, err)
 	return pool
 }
@@ -121,9 +89,9 @@ func TestPolicy(t *testing.T) {
 func TestPolicySetupErrors(t *testing.T) {
 	plain, err := budget.New("plain", list("nvidia.com/gpu", "8"))
 	require.NoError(t, err)
-	noGPU, err := budget.NewNodePool(unreachableManager(t), "cpu", labels.SelectorFromSet(labels.Set{"pool": "cpu"}))
+	noGPU, err := budget.NewNodePool(testkit.UnreachableManager(t), "cpu", labels.SelectorFromSet(labels.Set{"pool": "cpu"}))
 	require.NoError(t, err)
-	notKeyValue, err := budget.NewNodePool(unreachableManager(t), "gpu", labels.SelectorFromSet(nil).Add(exists(t, "gpu")),
+	notKeyValue, err := budget.NewNodePool(testkit.UnreachableManager(t), "gpu", labels.SelectorFromSet(nil).Add(exists(t, "gpu")),
 		budget.WithResources(gpupool.GPU))
 	require.NoError(t, err)
 	for name, pool := range map[string]*budget.Budget{"not a node pool": plain, "no GPU counted": noGPU, "selector not key=value": notKeyValue} {

@@ -10,9 +10,10 @@ import (
 // cp is the control plane of the package's envtest tests.
 var cp *controlplane.ControlPlane
 
-// TestMain starts one control plane for the package. Without envtest
-// binaries the envtest tests are skipped (unless SLICECLASS_REQUIRE_ENVTEST
-// is set); -short runs none of the package's tests.
+// TestMain starts one control plane for the package (controlplane.RunSuite).
+// The envtest test begins with cp.Require(t), which skips it under -short or
+// without envtest binaries (unless SLICECLASS_REQUIRE_ENVTEST is set, when
+// missing binaries fail the package); the policy's unit tests always run.
 func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunSuite(m, &cp))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -30,21 +31,18 @@ import (
 //
 //	KUBEBUILDER_ASSETS=... go test -run '^$' -bench DeletionToAdmission -benchtime 20x ./test/integration/
 func BenchmarkBudgetDeletionToAdmission(b *testing.B) {
+	cp.Require(b)
 	ctx := context.Background()
 	ns := fmt.Sprintf("bench-budget-%d", time.Now().UnixNano()%1e6)
 	require.NoError(b, cp.CreateNamespace(ctx, ns))
 	bg, err := budget.New("bench", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
 	require.NoError(b, err)
-	opts := managerOptions(b)
+	opts := testkit.ManagerOptions(b, cp.Scheme)
 	opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
-	mgr, err := manager.New(cp.Config, opts)
-	require.NoError(b, err)
-	require.NoError(b, resourceslice.AddToManager(mgr, "budgetbench", accept("Granted", nil), resourceslice.WithBudget(bg),
-		resourceslice.WithMaxConcurrentReconciles(4), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())))
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); b.Log("manager stopped: ", <-done) }()
+	defer testkit.StartManagerWith(b, cp.Config, opts, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "budgetbench", accept("Granted", nil), resourceslice.WithBudget(bg),
+			resourceslice.WithMaxConcurrentReconciles(4), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()))
+	}).Stop()
 
 	status := func(name string) string {
 		var rs authv1beta1.ResourceSlice

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -139,13 +140,14 @@ func heldByAccepted(t *testing.T, ns string, classes ...string) (resource.Quanti
 // from a backlog by 8 workers. The handler accounts nothing; the budget
 // admits exactly 10.
 func TestBudgetNeverOverCommitsFromABacklog(t *testing.T) {
-	ns := namespace(t, "budget-backlog")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "budget-backlog")
 	w := watchBudget(t, ns, "10", "pool")
 	for i := range 80 {
 		create(t, cpuSlice(ns, fmt.Sprintf("s-%02d", i), "pool", 1))
 	}
 	b := mustBudget(t, "10")
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "pool", accept("Granted", nil),
 			resourceslice.WithBudget(b), resourceslice.WithMaxConcurrentReconciles(8))
 	})
@@ -153,7 +155,7 @@ func TestBudgetNeverOverCommitsFromABacklog(t *testing.T) {
 	for i := range 80 {
 		names = append(names, fmt.Sprintf("s-%02d", i))
 	}
-	eventually(t, 60*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Eventually(t, 60*time.Second, "every slice decided", decided(ns, names...))
 	held, items := heldByAccepted(t, ns, "pool")
 	accepted, exhausted := 0, 0
 	for _, rs := range items {
@@ -178,32 +180,33 @@ func TestBudgetNeverOverCommitsFromABacklog(t *testing.T) {
 // the oldest waiting slice that fits is admitted, with one write; one that
 // does not fit does not block a smaller, younger one.
 func TestBudgetReadmitsOldestFirst(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns := namespace(t, "budget-fifo")
+	ns := testkit.Namespace(t, cp, "budget-fifo")
 	w := watchBudget(t, ns, "4", "fifo")
 	b := mustBudget(t, "4")
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "fifo", accept("Granted", nil), resourceslice.WithBudget(b))
 	})
 	// Creation timestamps have one-second resolution: space the slices out
 	// so their age order is the order below.
 	create(t, cpuSlice(ns, "a", "fifo", 4))
-	eventually(t, 30*time.Second, "a accepted", decision(ns, "a", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "a accepted", decision(ns, "a", "Accepted/Granted"))
 	for _, s := range []struct {
 		name string
 		cpu  int
 	}{{"b", 3}, {"c", 2}, {"d", 1}} {
 		waitNextSecond()
 		create(t, cpuSlice(ns, s.name, "fifo", s.cpu))
-		eventually(t, 30*time.Second, s.name+" waiting", decision(ns, s.name, "Denied/"+budget.ReasonExhausted))
+		testkit.Eventually(t, 30*time.Second, s.name+" waiting", decision(ns, s.name, "Denied/"+budget.ReasonExhausted))
 	}
 	rvB := get(t, ns, "b").ResourceVersion
 	updatesOfB := countUpdates(t, ns, "b")
 
 	require.NoError(t, cp.Client.Delete(ctx, get(t, ns, "a")))
-	eventually(t, 30*time.Second, "b (oldest, 3 CPU) admitted", decision(ns, "b", "Accepted/Granted"))
-	eventually(t, 30*time.Second, "d (1 CPU) admitted past c, which does not fit", decision(ns, "d", "Accepted/Granted"))
-	consistently(t, time.Second, "c keeps waiting", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
+	testkit.Eventually(t, 30*time.Second, "b (oldest, 3 CPU) admitted", decision(ns, "b", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "d (1 CPU) admitted past c, which does not fit", decision(ns, "d", "Accepted/Granted"))
+	testkit.Consistently(t, time.Second, "c keeps waiting", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
 	assert.NotEqual(t, rvB, get(t, ns, "b").ResourceVersion)
 	assert.Equal(t, int32(1), updatesOfB.Load(), "b flipped to Accepted with one write")
 	w.check(t)
@@ -216,6 +219,7 @@ func TestBudgetReadmitsOldestFirst(t *testing.T) {
 // slice is Accepted or waiting with BudgetExhausted, no waiting slice fits
 // what is free, and the ledger's Used equals what Accepted slices hold.
 func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
+	cp.Require(t)
 	if testing.Short() {
 		t.Skip("long")
 	}
@@ -224,7 +228,7 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 		nSlice = 240
 	)
 	ctx := context.Background()
-	ns := namespace(t, "budget-churn")
+	ns := testkit.Namespace(t, cp, "budget-churn")
 	classes := []string{"churn-a", "churn-b", "churn-c"}
 	w := watchBudget(t, ns, total, classes...)
 	rng := rand.New(rand.NewSource(8))
@@ -301,11 +305,11 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 		}
 	}
 
-	stop := startManager(t, register(mustBudget(t, total)))
+	stop := testkit.StartManager(t, cp, register(mustBudget(t, total))).Stop
 	for i := nSlice / 2; i < 3*nSlice/4; i++ {
 		add(i)
 	}
-	eventually(t, 60*time.Second, "some slices accepted", func() bool {
+	testkit.Eventually(t, 60*time.Second, "some slices accepted", func() bool {
 		held, _ := heldByAccepted(t, ns, classes...)
 		return held.Sign() > 0
 	})
@@ -316,7 +320,7 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 		add(i)
 	}
 	b := mustBudget(t, total)
-	startManager(t, register(b))
+	testkit.StartManager(t, cp, register(b))
 	deleteSome(5)
 	var live []string
 	for _, n := range names {
@@ -324,11 +328,11 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 			live = append(live, n)
 		}
 	}
-	eventually(t, 120*time.Second, "every live slice decided", decided(ns, live...))
+	testkit.Eventually(t, 120*time.Second, "every live slice decided", decided(ns, live...))
 	deleteSome(5)
 
 	// Settled: every slice Accepted or waiting, and no waiting slice fits.
-	eventually(t, 60*time.Second, "the budget settles: no waiting slice fits what is free", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the budget settles: no waiting slice fits what is free", func() bool {
 		held, items := heldByAccepted(t, ns, classes...)
 		free := resource.MustParse(total)
 		free.Sub(held)

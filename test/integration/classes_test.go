@@ -12,14 +12,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // Two served classes, an unserved class, "" and "default": each served class
 // decides its own slices; the others are never written.
 func TestClassesAreIsolated(t *testing.T) {
-	ns := namespace(t, "isolation")
-	startManager(t, func(mgr manager.Manager) error {
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "isolation")
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, "iso-gold", accept("GoldPolicy", nil)); err != nil {
 			return err
 		}
@@ -40,7 +42,7 @@ func TestClassesAreIsolated(t *testing.T) {
 	assert.Equal(t, "GoldPolicy", conditions.Get(gold, conditions.Resources).Reason, "gold slice decided by the wrong class")
 	assert.Equal(t, "SilverPolicy", conditions.Get(silver, conditions.Resources).Reason, "silver slice decided by the wrong class")
 
-	consistently(t, time.Second, "slices of unserved classes stay unwritten", func() bool {
+	testkit.Consistently(t, time.Second, "slices of unserved classes stay unwritten", func() bool {
 		for n, rv := range before {
 			if got := get(t, ns, n); got.ResourceVersion != rv || conditions.Get(got, conditions.Resources) != nil {
 				t.Logf("slice %s of an unserved class was written: rv %s→%s, conditions %+v", n, rv, got.ResourceVersion, got.Status.Conditions)
@@ -53,10 +55,11 @@ func TestClassesAreIsolated(t *testing.T) {
 
 // A slice moved from class A to B: B decides, A never touches it again.
 func TestClassMove(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns := namespace(t, "move")
+	ns := testkit.Namespace(t, cp, "move")
 	var ca, cb calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, "move-a", accept("PolicyA", &ca)); err != nil {
 			return err
 		}
@@ -70,11 +73,11 @@ func TestClassMove(t *testing.T) {
 		rs.Spec.Class = "move-b"
 		return cp.Client.Update(ctx, rs)
 	}))
-	eventually(t, 30*time.Second, "decided by B", func() bool {
+	testkit.Eventually(t, 30*time.Second, "decided by B", func() bool {
 		c := conditions.Get(get(t, ns, "m"), conditions.Resources)
 		return c != nil && c.Reason == "PolicyB"
 	})
-	consistently(t, time.Second, "class A leaves the moved slice alone", func() bool {
+	testkit.Consistently(t, time.Second, "class A leaves the moved slice alone", func() bool {
 		return ca.get("m") == callsByA
 	})
 }

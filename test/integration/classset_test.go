@@ -28,6 +28,7 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -42,6 +43,7 @@ import (
 // Serve, nothing after Stop, and a Serve with another handler re-evaluates
 // its slices, writing each once.
 func TestClassSetServeStopAtRunTime(t *testing.T) {
+	cp.Require(t)
 	const (
 		steady, dyn = "cs-steady", "cs-dyn"
 		streamEvery = 50 * time.Millisecond
@@ -57,11 +59,11 @@ func TestClassSetServeStopAtRunTime(t *testing.T) {
 		maxDelay = time.Second
 		stuck    = 5 * time.Second
 	)
-	ns := namespace(t, "classset-runtime")
+	ns := testkit.Namespace(t, cp, "classset-runtime")
 	log := watchDecisions(t, ns)
 	var cs *resourceslice.ClassSet
 	handled := &firstCalls{at: map[string]time.Time{}}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		if cs, err = resourceslice.NewClassSet(mgr); err != nil {
 			return err
@@ -69,14 +71,14 @@ func TestClassSetServeStopAtRunTime(t *testing.T) {
 		return cs.Serve(steady, handled.wrap(accept("Steady", nil)))
 	})
 	create(t, sliceIn(ns, "steady-warm-up", steady))
-	eventually(t, 30*time.Second, "the steady class serving", decided(ns, "steady-warm-up"))
+	testkit.Eventually(t, 30*time.Second, "the steady class serving", decided(ns, "steady-warm-up"))
 
 	// Baseline: the same stream with no class coming or going, so that what
 	// a loaded machine adds on its own is not blamed on the loop below.
 	base := &sliceStream{createdAt: map[string]time.Time{}}
 	<-base.run(ns, steady, "base", 60, streamEvery)
 	require.Empty(t, base.errors(), "creating the baseline stream")
-	eventually(t, 30*time.Second, "every baseline slice decided", decided(ns, base.names()...))
+	testkit.Eventually(t, 30*time.Second, "every baseline slice decided", decided(ns, base.names()...))
 	baseline := log.delays(t, base)
 
 	// The stream on the steady class, and the serve/stop loop on dyn, with
@@ -127,8 +129,8 @@ loop:
 	require.Equal(t, []string{steady}, cs.Classes(), "only %s is served after the loop", steady)
 	assert.Equal(t, listsBefore, resourceSliceLists(t), "serving and stopping a class never re-lists slices from the API server")
 	steadyNames := stream.names()
-	eventually(t, 30*time.Second, "every steady slice decided", decided(ns, steadyNames...))
-	consistently(t, time.Second, "no steady slice written after its decision", func() bool {
+	testkit.Eventually(t, 30*time.Second, "every steady slice decided", decided(ns, steadyNames...))
+	testkit.Consistently(t, time.Second, "no steady slice written after its decision", func() bool {
 		for _, name := range steadyNames {
 			if n := log.get(name).writesAfterDecision; n > 0 {
 				t.Logf("steady slice %s: %d writes after its decision", name, n)
@@ -168,13 +170,13 @@ loop:
 		create(t, sliceIn(ns, name, dyn))
 		waiting = append(waiting, name)
 	}
-	consistently(t, 3*time.Second, "dyn slices created after Stop stay undecided", undecided(ns, waiting...))
+	testkit.Consistently(t, 3*time.Second, "dyn slices created after Stop stay undecided", undecided(ns, waiting...))
 
 	// Served: every dyn slice decided within seconds, without a restart.
 	allDyn := append(append([]string(nil), loopDyn...), waiting...)
 	start := time.Now()
 	require.NoError(t, cs.Serve(dyn, accept("DynA", nil)))
-	eventually(t, 10*time.Second, "every dyn slice decided by DynA after Serve", allDecided(ns, "Accepted/DynA", allDyn...))
+	testkit.Eventually(t, 10*time.Second, "every dyn slice decided by DynA after Serve", allDecided(ns, "Accepted/DynA", allDyn...))
 	t.Logf("%d waiting %s slices decided %s after Serve", len(allDyn), dyn, time.Since(start))
 
 	// Stopped again: decisions stay as they are; new slices wait.
@@ -185,7 +187,7 @@ loop:
 		create(t, sliceIn(ns, name, dyn))
 		late = append(late, name)
 	}
-	consistently(t, 3*time.Second, "after Stop, new dyn slices undecided and old decisions kept", func() bool {
+	testkit.Consistently(t, 3*time.Second, "after Stop, new dyn slices undecided and old decisions kept", func() bool {
 		return undecided(ns, late...)() && allDecided(ns, "Accepted/DynA", allDyn...)()
 	})
 
@@ -198,9 +200,9 @@ loop:
 	var dynB calls
 	start = time.Now()
 	require.NoError(t, cs.Serve(dyn, accept("DynB", &dynB)))
-	eventually(t, 10*time.Second, "every dyn slice re-decided by DynB", allDecided(ns, "Accepted/DynB", allDyn...))
+	testkit.Eventually(t, 10*time.Second, "every dyn slice re-decided by DynB", allDecided(ns, "Accepted/DynB", allDyn...))
 	t.Logf("%d %s slices re-evaluated %s after Serve with another handler", len(allDyn), dyn, time.Since(start))
-	consistently(t, 2*time.Second, "dyn slices keep DynB", allDecided(ns, "Accepted/DynB", allDyn...))
+	testkit.Consistently(t, 2*time.Second, "dyn slices keep DynB", allDecided(ns, "Accepted/DynB", allDyn...))
 	for _, name := range allDyn {
 		assert.Equal(t, 1, log.get(name).writes-before[name], "dyn slice %s: one write for the new decision", name)
 		assert.Positive(t, dynB.get(name), "dyn slice %s: the new handler was called", name)
@@ -215,7 +217,7 @@ loop:
 	}
 	var again calls
 	require.NoError(t, cs.Serve(dyn, accept("DynB", &again)))
-	eventually(t, 10*time.Second, "every dyn slice re-evaluated by the same policy", func() bool {
+	testkit.Eventually(t, 10*time.Second, "every dyn slice re-evaluated by the same policy", func() bool {
 		for _, name := range allDyn {
 			if again.get(name) == 0 {
 				return false
@@ -223,7 +225,7 @@ loop:
 		}
 		return true
 	})
-	consistently(t, 2*time.Second, "no dyn slice written when its decision does not change", func() bool {
+	testkit.Consistently(t, 2*time.Second, "no dyn slice written when its decision does not change", func() bool {
 		for _, name := range allDyn {
 			if n := log.get(name).writes - before[name]; n != 0 {
 				t.Logf("dyn slice %s: %d writes", name, n)
@@ -237,7 +239,8 @@ loop:
 // Stop lets a decision in flight finish and be written, then returns; the
 // class decides nothing more.
 func TestClassSetStopFinishesInFlight(t *testing.T) {
-	ns := namespace(t, "classset-inflight")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "classset-inflight")
 	entered, release := make(chan string, 10), make(chan struct{})
 	slow := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 		entered <- rs.Name
@@ -245,7 +248,7 @@ func TestClassSetStopFinishesInFlight(t *testing.T) {
 		return accept("Slow", nil)(ctx, rs)
 	})
 	var cs *resourceslice.ClassSet
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		cs, err = resourceslice.NewClassSet(mgr)
 		return err
@@ -261,7 +264,7 @@ func TestClassSetStopFinishesInFlight(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- cs.Stop(context.Background(), "inflight") }()
-	consistently(t, 500*time.Millisecond, "Stop waiting for the decision in flight", func() bool { return len(stopped) == 0 })
+	testkit.Consistently(t, 500*time.Millisecond, "Stop waiting for the decision in flight", func() bool { return len(stopped) == 0 })
 	assert.Empty(t, cs.Classes(), "a stopping class is no longer listed")
 	close(release)
 	select {
@@ -273,7 +276,7 @@ func TestClassSetStopFinishesInFlight(t *testing.T) {
 	assert.True(t, decision(ns, "busy", "Accepted/Slow")(), "the decision in flight is written before Stop returns")
 
 	create(t, sliceIn(ns, "after-stop", "inflight"))
-	consistently(t, 2*time.Second, "a stopped class decides nothing", undecided(ns, "after-stop"))
+	testkit.Consistently(t, 2*time.Second, "a stopped class decides nothing", undecided(ns, "after-stop"))
 	assert.Empty(t, entered, "the handler is not called after Stop")
 }
 
@@ -281,10 +284,11 @@ func TestClassSetStopFinishesInFlight(t *testing.T) {
 // class belongs to AddToManager or to one ClassSet, and a refused Serve
 // disturbs nothing.
 func TestClassSetDuplicateRules(t *testing.T) {
-	ns := namespace(t, "classset-dup")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "classset-dup")
 	var cs, other *resourceslice.ClassSet
 	var static, dynamic calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		if err = resourceslice.AddToManager(mgr, "dup-static", accept("Static", &static)); err != nil {
 			return err
@@ -317,10 +321,10 @@ func TestClassSetDuplicateRules(t *testing.T) {
 
 	create(t, sliceIn(ns, "s", "dup-static"))
 	create(t, sliceIn(ns, "d", "dup-dynamic"))
-	eventually(t, 30*time.Second, "each slice decided by its one registration", func() bool {
+	testkit.Eventually(t, 30*time.Second, "each slice decided by its one registration", func() bool {
 		return decision(ns, "s", "Accepted/Static")() && decision(ns, "d", "Accepted/Dynamic")()
 	})
-	consistently(t, time.Second, "no refused registration decides anything", func() bool {
+	testkit.Consistently(t, time.Second, "no refused registration decides anything", func() bool {
 		return decision(ns, "s", "Accepted/Static")() && decision(ns, "d", "Accepted/Dynamic")()
 	})
 
@@ -328,7 +332,7 @@ func TestClassSetDuplicateRules(t *testing.T) {
 	// re-evaluates its slice.
 	require.NoError(t, cs.Stop(context.Background(), "dup-dynamic"))
 	require.NoError(t, other.Serve("dup-dynamic", accept("Other", nil)), "a stopped class is free again")
-	eventually(t, 10*time.Second, "the other set decides the class now", decision(ns, "d", "Accepted/Other"))
+	testkit.Eventually(t, 10*time.Second, "the other set decides the class now", decision(ns, "d", "Accepted/Other"))
 	assert.Empty(t, cs.Classes())
 	assert.Equal(t, []string{"dup-dynamic"}, other.Classes())
 }
@@ -336,22 +340,23 @@ func TestClassSetDuplicateRules(t *testing.T) {
 // WithClassLease: a labelled Lease with a holder while the class is served,
 // renewed, deleted on Stop and on a clean shutdown.
 func TestClassSetLease(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	leases := namespace(t, "classset-leases")
+	leases := testkit.Namespace(t, cp, "classset-leases")
 	var cs *resourceslice.ClassSet
-	stop := startManager(t, func(mgr manager.Manager) error {
+	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		if cs, err = resourceslice.NewClassSet(mgr, resourceslice.WithClassLease(leases)); err != nil {
 			return err
 		}
 		return cs.Serve("lease-a", accept("Granted", nil))
-	})
+	}).Stop
 	require.NoError(t, cs.Serve("lease-b", accept("Granted", nil)), "served at run time")
 	require.NoError(t, cs.Serve("lease-none", accept("Granted", nil), resourceslice.WithClassLease(leases)), "the class's own option")
 
 	var first coordinationv1.Lease
 	for _, class := range []string{"lease-a", "lease-b", "lease-none"} {
-		eventually(t, 10*time.Second, "the Lease of "+class, leaseExists(leases, class))
+		testkit.Eventually(t, 10*time.Second, "the Lease of "+class, leaseExists(leases, class))
 		l := getLease(t, leases, class)
 		assert.Equal(t, class, l.Labels[classlease.Label], "the Lease is labelled with its class")
 		assert.NotEmpty(t, ptr.Deref(l.Spec.HolderIdentity, ""), "the Lease names its holder")
@@ -365,7 +370,7 @@ func TestClassSetLease(t *testing.T) {
 	require.NoError(t, cp.Client.List(ctx, &list, client.InNamespace(leases), client.HasLabels{classlease.Label}))
 	assert.Len(t, list.Items, 3, "kubectl get leases -l %s lists the served classes", classlease.Label)
 
-	eventually(t, 20*time.Second, "the Lease of lease-a renewed", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the Lease of lease-a renewed", func() bool {
 		l := getLease(t, leases, "lease-a")
 		return l.Spec.RenewTime.After(first.Spec.RenewTime.Time)
 	})
@@ -388,16 +393,17 @@ func TestClassSetLease(t *testing.T) {
 // its gauge drops to zero when a controller appears, and a class whose
 // controller stops, or whose Lease expires, becomes unserved.
 func TestUnservedReporter(t *testing.T) {
+	cp.Require(t)
 	const after = 2 * time.Second
 	ctx := context.Background()
-	leases := namespace(t, "classset-rep-leases")
-	ns := namespace(t, "classset-unserved")
+	leases := testkit.Namespace(t, cp, "classset-rep-leases")
+	ns := testkit.Namespace(t, cp, "classset-unserved")
 
 	// A hand-made Lease, long expired.
 	require.NoError(t, cp.Client.Create(ctx, handLease(leases, "rep-expired", time.Now().Add(-time.Hour), 5)))
 
 	var cs *resourceslice.ClassSet
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddUnservedReporter(mgr, leases, after); err != nil {
 			return err
 		}
@@ -410,7 +416,7 @@ func TestUnservedReporter(t *testing.T) {
 		}
 		return cs.Serve("rep-gone", accept("Granted", nil))
 	})
-	eventually(t, 10*time.Second, "the served classes' Leases", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the served classes' Leases", func() bool {
 		return leaseExists(leases, "rep-served")() && leaseExists(leases, "rep-gone")()
 	})
 
@@ -432,11 +438,11 @@ func TestUnservedReporter(t *testing.T) {
 	unservedNow := []string{"orphan", "late", "expired"}
 	neverFlagged := []string{"served", "none", "liqo-default"}
 
-	consistently(t, after*3/4, "no slice flagged before the delay", func() bool {
+	testkit.Consistently(t, after*3/4, "no slice flagged before the delay", func() bool {
 		return noUnservedEvent(t, ns, slices.Concat(unservedNow, neverFlagged, []string{"crash", "gone"})...)
 	})
 	for _, name := range unservedNow {
-		eventually(t, 20*time.Second, "a NoClassController event on "+name, hasEvent(t, ns, name, "NoClassController"))
+		testkit.Eventually(t, 20*time.Second, "a NoClassController event on "+name, hasEvent(t, ns, name, "NoClassController"))
 	}
 	t.Logf("unserved slices flagged %s after creation (delay %s)", time.Since(created), after)
 	for _, name := range unservedNow {
@@ -448,31 +454,31 @@ func TestUnservedReporter(t *testing.T) {
 		assert.Equal(t, 1.0, unservedGauge(t, "sliceclass_unserved_slices", slicesByClass[name]), "%s counts its slice", slicesByClass[name])
 	}
 	assert.GreaterOrEqual(t, unservedGauge(t, "sliceclass_unserved_oldest_seconds", "rep-orphan"), after.Seconds(), "the oldest unserved slice's age")
-	eventually(t, 30*time.Second, "the served class decides its slice", decision(ns, "served", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "the served class decides its slice", decision(ns, "served", "Accepted/Granted"))
 
 	// A controller for rep-late appears: its gauge drops to zero, no event.
 	require.NoError(t, cs.Serve("rep-late", accept("Granted", nil)))
-	eventually(t, 10*time.Second, "the gauge of rep-late drops to zero", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the gauge of rep-late drops to zero", func() bool {
 		return unservedGauge(t, "sliceclass_unserved_slices", "rep-late") == 0
 	})
-	eventually(t, 30*time.Second, "rep-late decides its slice", decision(ns, "late", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "rep-late decides its slice", decision(ns, "late", "Accepted/Granted"))
 
 	// rep-gone's only controller stops: Stop deletes the Lease, the slice is
 	// flagged after the delay.
 	require.NoError(t, cs.Stop(context.Background(), "rep-gone"))
 	require.False(t, leaseExists(leases, "rep-gone")(), "Stop deletes the Lease")
-	eventually(t, 20*time.Second, "a NoClassController event on gone", hasEvent(t, ns, "gone", "NoClassController"))
-	eventually(t, 5*time.Second, "the gauge counts rep-gone", func() bool {
+	testkit.Eventually(t, 20*time.Second, "a NoClassController event on gone", hasEvent(t, ns, "gone", "NoClassController"))
+	testkit.Eventually(t, 5*time.Second, "the gauge counts rep-gone", func() bool {
 		return unservedGauge(t, "sliceclass_unserved_slices", "rep-gone") == 1
 	})
 
 	// rep-crash's Lease expires: flagged only after expiry plus the delay.
-	eventually(t, 20*time.Second, "a NoClassController event on crash", hasEvent(t, ns, "crash", "NoClassController"))
+	testkit.Eventually(t, 20*time.Second, "a NoClassController event on crash", hasEvent(t, ns, "crash", "NoClassController"))
 	crashEvent := unservedEvents(t, ns, "crash")[0]
 	assert.False(t, crashEvent.EventTime.Time.Before(crashExpiry.Add(after-time.Second)),
 		"flagged at %s, before its Lease expired (%s) plus the delay", crashEvent.EventTime.Time, crashExpiry)
 
-	consistently(t, 3*time.Second, "one event per unserved slice, none on served or Liqo's own slices", func() bool {
+	testkit.Consistently(t, 3*time.Second, "one event per unserved slice, none on served or Liqo's own slices", func() bool {
 		for _, name := range []string{"orphan", "late", "expired", "gone", "crash"} {
 			if n := len(unservedEvents(t, ns, name)); n != 1 {
 				t.Logf("slice %s: %d NoClassController events", name, n)
@@ -784,14 +790,15 @@ func (f *firstCalls) get(name string) time.Time {
 // server whose ResourceSlice schema has status.class, each class also
 // watches the status.class view, and must leave it too.
 func TestClassSetServeStopLeavesNothingBehind(t *testing.T) {
+	cp.Require(t)
 	for _, withStatusClass := range []bool{false, true} {
 		t.Run(fmt.Sprintf("statusClass=%t", withStatusClass), func(t *testing.T) {
 			if withStatusClass {
 				extendCRDWithStatusClass(t)
 			}
-			ns := namespace(t, fmt.Sprintf("classset-leak-%t", withStatusClass))
+			ns := testkit.Namespace(t, cp, fmt.Sprintf("classset-leak-%t", withStatusClass))
 			var cs *resourceslice.ClassSet
-			startManager(t, func(mgr manager.Manager) error {
+			testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 				var err error
 				cs, err = resourceslice.NewClassSet(mgr)
 				return err
@@ -802,7 +809,7 @@ func TestClassSetServeStopLeavesNothingBehind(t *testing.T) {
 				require.NoError(t, cs.Serve("leak", accept("Granted", nil)))
 				name := fmt.Sprintf("leak-%03d", i)
 				create(t, sliceIn(ns, name, "leak"))
-				eventually(t, 30*time.Second, "the class serving "+name, decided(ns, name))
+				testkit.Eventually(t, 30*time.Second, "the class serving "+name, decided(ns, name))
 				require.NoError(t, cs.Stop(context.Background(), "leak"))
 			}
 			const warmUp, cycles = 3, 20
@@ -814,7 +821,7 @@ func TestClassSetServeStopLeavesNothingBehind(t *testing.T) {
 				cycle(i)
 			}
 			limit := before + cycles/2
-			eventually(t, 10*time.Second, fmt.Sprintf("at most %d goroutines (%d before %d Serve/Stop cycles)", limit, before, cycles), func() bool {
+			testkit.Eventually(t, 10*time.Second, fmt.Sprintf("at most %d goroutines (%d before %d Serve/Stop cycles)", limit, before, cycles), func() bool {
 				return runtime.NumGoroutine() <= limit
 			})
 			t.Logf("goroutines: %d before %d Serve/Stop cycles, %d after", before, cycles, runtime.NumGoroutine())
@@ -828,11 +835,12 @@ func TestClassSetServeStopLeavesNothingBehind(t *testing.T) {
 // budget follows the cluster, not the class: a slice deleted while its class
 // is stopped is released at once, and the waiting slice admitted into it.
 func TestClassSetStopKeepsBudgetHoldings(t *testing.T) {
-	ns := namespace(t, "classset-budget")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "classset-budget")
 	b, err := budget.New("classset-shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")})
 	require.NoError(t, err)
 	var cs *resourceslice.ClassSet
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		cs, err = resourceslice.NewClassSet(mgr, resourceslice.WithBudget(b), fastBackoff())
 		return err
@@ -842,23 +850,23 @@ func TestClassSetStopKeepsBudgetHoldings(t *testing.T) {
 	require.NoError(t, cs.Serve(other, accept("Other", nil)))
 	create(t, sliceIn(ns, "h1", holder))
 	create(t, sliceIn(ns, "h2", holder))
-	eventually(t, 30*time.Second, "the holder's slices accepted", allDecided(ns, "Accepted/Held", "h1", "h2"))
+	testkit.Eventually(t, 30*time.Second, "the holder's slices accepted", allDecided(ns, "Accepted/Held", "h1", "h2"))
 	create(t, sliceIn(ns, "o1", other))
 	denied := "Denied/" + budget.ReasonExhausted
-	eventually(t, 30*time.Second, "the other class's slice waiting for the budget", decision(ns, "o1", denied))
+	testkit.Eventually(t, 30*time.Second, "the other class's slice waiting for the budget", decision(ns, "o1", denied))
 
 	require.NoError(t, cs.Stop(context.Background(), holder))
-	consistently(t, 3*time.Second, "the stopped class's slices still hold the budget: o1 keeps waiting",
+	testkit.Consistently(t, 3*time.Second, "the stopped class's slices still hold the budget: o1 keeps waiting",
 		func() bool {
 			used := usedCPU(b)
 			return decision(ns, "o1", denied)() && used.Cmp(resource.MustParse("2")) == 0
 		})
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "h1")))
-	eventually(t, 30*time.Second, "h1's holding released when it is deleted, though its class is stopped, and o1 admitted into it",
+	testkit.Eventually(t, 30*time.Second, "h1's holding released when it is deleted, though its class is stopped, and o1 admitted into it",
 		decision(ns, "o1", "Accepted/Other"))
 	require.NoError(t, cs.Serve(holder, accept("Held", nil)))
-	consistently(t, 2*time.Second, "h2 kept its grant when its class is served again, and the budget is full, not over",
+	testkit.Consistently(t, 2*time.Second, "h2 kept its grant when its class is served again, and the budget is full, not over",
 		func() bool {
 			used := usedCPU(b)
 			return decision(ns, "h2", "Accepted/Held")() && used.Cmp(resource.MustParse("2")) == 0

@@ -22,6 +22,7 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -74,6 +75,7 @@ func countAccepted(t *testing.T, ns, class string) int {
 // same time; deleting an Accepted slice admits exactly one more. The grants
 // are watched on the API server at every event.
 func TestConsumerLimitFromAColdCache(t *testing.T) {
+	cp.Require(t)
 	const (
 		runs     = 3
 		perNs    = 8
@@ -103,12 +105,12 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 				budget.WithConsumerLimit(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(limitCPU))}))
 			require.NoError(t, err)
 			start := time.Now()
-			stop := startManager(t, func(mgr manager.Manager) error {
+			stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 				return resourceslice.AddToManager(mgr, class, accept("Granted", nil), resourceslice.WithBudget(b),
 					resourceslice.WithMaxConcurrentReconciles(4))
-			})
+			}).Stop
 			for _, ns := range nss {
-				eventually(t, 30*time.Second, "every slice of "+ns+" decided", decided(ns, names...))
+				testkit.Eventually(t, 30*time.Second, "every slice of "+ns+" decided", decided(ns, names...))
 			}
 			took := time.Since(start)
 			var got []string
@@ -134,7 +136,7 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 			for _, rs := range accepted {
 				before[rs.Name] = true
 			}
-			eventually(t, 10*time.Second, "another slice of a admitted", func() bool {
+			testkit.Eventually(t, 10*time.Second, "another slice of a admitted", func() bool {
 				for _, rs := range sliceStates(t, nss[0], class)["Accepted/Granted"] {
 					if !before[rs.Name] {
 						return true
@@ -142,7 +144,7 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 				}
 				return false
 			})
-			consistently(t, 1500*time.Millisecond, "a holds exactly 2 again and b still 2", func() bool {
+			testkit.Consistently(t, 1500*time.Millisecond, "a holds exactly 2 again and b still 2", func() bool {
 				return countAccepted(t, nss[0], class) == limitCPU && countAccepted(t, nss[1], class) == limitCPU
 			})
 			states := sliceStates(t, nss[0], class)
@@ -202,15 +204,16 @@ func (r *consumerRecorder) get(ns, name string) (string, bool) {
 // slice in a labelled namespace claiming another consumer is refused
 // before the handler sees it.
 func TestConsumerIsTheTenantNamespace(t *testing.T) {
+	cp.Require(t)
 	id := "consumer-of"
 	class := id
-	plain := namespace(t, id+"-plain")
+	plain := testkit.Namespace(t, cp, id+"-plain")
 	tenant := tenantNamespace(t, id+"-tenant", "cluster-lab")
 	b, err := budget.New(id, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
 		budget.WithConsumerLimit(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}))
 	require.NoError(t, err)
 	rec := &consumerRecorder{}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, rec.handler(), resourceslice.WithBudget(b))
 	})
 
@@ -224,7 +227,7 @@ func TestConsumerIsTheTenantNamespace(t *testing.T) {
 	}
 	create(t, sliceIn(tenant, "lab", class, slicetest.WithConsumer("cluster-lab")))
 	create(t, sliceIn(tenant, "liar", class, slicetest.WithConsumer("cluster-other")))
-	eventually(t, 10*time.Second, "every slice decided", func() bool {
+	testkit.Eventually(t, 10*time.Second, "every slice decided", func() bool {
 		return decided(plain, "c1", "c2", "c3")() && decided(tenant, "lab", "liar")()
 	})
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -26,7 +27,8 @@ import (
 // though the pinned Go types drop status.class; and status.class survives
 // the controller's write.
 func TestEffectiveClassFromStatus(t *testing.T) {
-	ns := namespace(t, "effective-class")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "effective-class")
 	extendCRDWithStatusClass(t)
 
 	rs := sliceIn(ns, "resolved", "")
@@ -34,18 +36,18 @@ func TestEffectiveClassFromStatus(t *testing.T) {
 	setStatusClass(t, client.ObjectKeyFromObject(rs), "eff-gold")
 	rv := get(t, ns, "resolved").ResourceVersion
 
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, "eff-silver", accept("SilverPolicy", nil)); err != nil {
 			return err
 		}
 		return resourceslice.AddToManager(mgr, "eff-gold", accept("GoldPolicy", nil))
 	})
-	eventually(t, 30*time.Second, "the slice decided", decided(ns, "resolved"))
+	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "resolved"))
 	got := get(t, ns, "resolved")
 	assert.Equal(t, "GoldPolicy", conditions.Get(got, conditions.Resources).Reason, "decided by the wrong class")
 	assert.NotEqual(t, rv, got.ResourceVersion)
 	assert.Equal(t, "eff-gold", statusClass(t, client.ObjectKeyFromObject(rs)), "status.class lost in our write")
-	consistently(t, time.Second, "no second writer", func() bool {
+	testkit.Consistently(t, time.Second, "no second writer", func() bool {
 		return conditions.Get(get(t, ns, "resolved"), conditions.Resources).Reason == "GoldPolicy"
 	})
 	var mf []string
@@ -81,7 +83,7 @@ func extendCRDWithStatusClass(t *testing.T) {
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	require.NoError(t, err)
-	eventually(t, 60*time.Second, "OpenAPI v3 publishes status.class", func() bool {
+	testkit.Eventually(t, 60*time.Second, "OpenAPI v3 publishes status.class", func() bool {
 		paths, err := dc.OpenAPIV3().Paths()
 		if err != nil {
 			return false
@@ -119,7 +121,7 @@ func extendCRDWithStatusClass(t *testing.T) {
 
 func setStatusClass(t *testing.T, key types.NamespacedName, class string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "status.class kept by the server", func() bool {
+	testkit.Eventually(t, 30*time.Second, "status.class kept by the server", func() bool {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind))
 		if err := cp.Client.Get(context.Background(), key, u); err != nil {
@@ -146,7 +148,8 @@ func statusClass(t *testing.T, key types.NamespacedName) string {
 // 18): a slice with spec.class "eff2-gold" and status.class "eff2-silver"
 // is decided by the silver controller only.
 func TestEffectiveClassStatusWinsOverSpec(t *testing.T) {
-	ns := namespace(t, "effective-class-wins")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "effective-class-wins")
 	extendCRDWithStatusClass(t)
 
 	rs := sliceIn(ns, "moved", "eff2-gold")
@@ -154,15 +157,15 @@ func TestEffectiveClassStatusWinsOverSpec(t *testing.T) {
 	setStatusClass(t, client.ObjectKeyFromObject(rs), "eff2-silver")
 
 	var gold calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, "eff2-gold", accept("GoldPolicy", &gold)); err != nil {
 			return err
 		}
 		return resourceslice.AddToManager(mgr, "eff2-silver", accept("SilverPolicy", nil))
 	})
-	eventually(t, 30*time.Second, "the slice decided", decided(ns, "moved"))
+	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "moved"))
 	assert.Equal(t, "SilverPolicy", conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason, "status.class names the class")
-	consistently(t, time.Second, "the spec's class never decides it", func() bool {
+	testkit.Consistently(t, time.Second, "the spec's class never decides it", func() bool {
 		return gold.get("moved") == 0 && conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason == "SilverPolicy"
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -118,9 +119,10 @@ func (w *classWatcher) check(t *testing.T) {
 // classes' Accepted slices hold (an admission holds in both budgets or in
 // none), and each denial names the budget that refused.
 func TestBudgetsSharedByClassesWithOwnBudgets(t *testing.T) {
+	cp.Require(t)
 	const perClass = 30
 	id := "shared-budgets"
-	ns := namespace(t, id)
+	ns := testkit.Namespace(t, cp, id)
 	classA, classB := id+"-a", id+"-b"
 	cpu := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
@@ -135,7 +137,7 @@ func TestBudgetsSharedByClassesWithOwnBudgets(t *testing.T) {
 		sumLimit{name: aOnly.Name(), classes: []string{classA}, limit: resource.MustParse("6")},
 		sumLimit{name: bOnly.Name(), classes: []string{classB}, limit: resource.MustParse("6")},
 		sumLimit{name: provider.Name(), classes: []string{classA, classB}, limit: resource.MustParse("10")})
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, classA, accept("Granted", nil), resourceslice.WithBudget(aOnly),
 			resourceslice.WithBudget(provider), resourceslice.WithMaxConcurrentReconciles(8)); err != nil {
 			return err
@@ -171,7 +173,7 @@ func TestBudgetsSharedByClassesWithOwnBudgets(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
 
 	heldA, _ := heldByAccepted(t, ns, classA)
 	heldB, _ := heldByAccepted(t, ns, classB)
@@ -232,7 +234,7 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 	wy := grantwatch.Watch(t, cp.Config, cp.Scheme, nsY, "1")
 	b, err := budget.New(id, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, opts...)
 	require.NoError(t, err)
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, accept("Granted", nil), resourceslice.WithBudget(b),
 			resourceslice.WithMaxConcurrentReconciles(4))
 	})
@@ -243,7 +245,7 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 		names = append(names, fmt.Sprintf("x-%02d", i))
 		create(t, sliceIn(nsX, names[i], class, slicetest.WithConsumer(id+"-cluster-x")))
 	}
-	eventually(t, 20*time.Second, "X's burst decided", decided(nsX, names...))
+	testkit.Eventually(t, 20*time.Second, "X's burst decided", decided(nsX, names...))
 	states := sliceStates(t, nsX, class)
 	require.Len(t, states["Accepted/Granted"], 4, "X fills the budget: %v", keysOf(states))
 	require.Len(t, states["Denied/"+budget.ReasonExhausted], burst-4, "the rest of X's burst waits: %v", keysOf(states))
@@ -251,7 +253,7 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 	// Y's single slice arrives later than all of X's.
 	waitNextSecond()
 	create(t, sliceIn(nsY, "y", class, slicetest.WithConsumer(id+"-cluster-y")))
-	eventually(t, 10*time.Second, "y waits: the budget is full", decision(nsY, "y", "Denied/"+budget.ReasonExhausted))
+	testkit.Eventually(t, 10*time.Second, "y waits: the budget is full", decision(nsY, "y", "Denied/"+budget.ReasonExhausted))
 
 	// X's oldest waiter, as the line orders it: creation time, then name.
 	var oldest *authv1beta1.ResourceSlice
@@ -266,14 +268,14 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 	t.Logf("deleted X's Accepted %s; X's oldest waiter is %s (created %s), y created %s",
 		victim.Name, oldest.Name, oldest.CreationTimestamp.Format(time.RFC3339), get(t, nsY, "y").CreationTimestamp.Format(time.RFC3339))
 	if len(opts) == 0 {
-		eventually(t, 10*time.Second, "y admitted: X holds 3 CPU, y's consumer nothing", decision(nsY, "y", "Accepted/Granted"))
-		consistently(t, 2*time.Second, "y Accepted, X still at 3 Accepted, X's oldest waiter still waiting", func() bool {
+		testkit.Eventually(t, 10*time.Second, "y admitted: X holds 3 CPU, y's consumer nothing", decision(nsY, "y", "Accepted/Granted"))
+		testkit.Consistently(t, 2*time.Second, "y Accepted, X still at 3 Accepted, X's oldest waiter still waiting", func() bool {
 			return decision(nsY, "y", "Accepted/Granted")() && countAccepted(t, nsX, class) == 3 &&
 				decision(nsX, oldest.Name, "Denied/"+budget.ReasonExhausted)()
 		})
 	} else {
-		eventually(t, 10*time.Second, "X's oldest waiter "+oldest.Name+" admitted", decision(nsX, oldest.Name, "Accepted/Granted"))
-		consistently(t, 2*time.Second, "y keeps waiting, X back at 4 Accepted", func() bool {
+		testkit.Eventually(t, 10*time.Second, "X's oldest waiter "+oldest.Name+" admitted", decision(nsX, oldest.Name, "Accepted/Granted"))
+		testkit.Consistently(t, 2*time.Second, "y keeps waiting, X back at 4 Accepted", func() bool {
 			return decision(nsY, "y", "Denied/"+budget.ReasonExhausted)() && countAccepted(t, nsX, class) == 4
 		})
 	}
@@ -285,6 +287,7 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 // admitted before any of the 16 older slices of one consumer's burst; with
 // budget.WithOldestFirst the burst's oldest waiter is admitted instead.
 func TestBudgetFairOrderBetweenConsumers(t *testing.T) {
+	cp.Require(t)
 	t.Run("fair", func(t *testing.T) { fairnessRun(t, "fair-default") })
 	t.Run("oldest-first", func(t *testing.T) { fairnessRun(t, "fair-oldest", budget.WithOldestFirst()) })
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -25,13 +26,14 @@ import (
 // Authentication gate: a slice is decided only once Liqo accepts its
 // authentication.
 func TestAuthenticationGate(t *testing.T) {
-	ns := namespace(t, "gate")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "gate")
 	var c calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "gate", accept("Granted", &c))
 	})
 	create(t, sliceIn(ns, "g", "gate", slicetest.Unauthenticated()))
-	consistently(t, 2*time.Second, "an unauthenticated slice stays undecided and unhandled", func() bool {
+	testkit.Consistently(t, 2*time.Second, "an unauthenticated slice stays undecided and unhandled", func() bool {
 		return !conditions.IsDecided(get(t, ns, "g")) && c.get("g") == 0
 	})
 	require.NoError(t, slicetest.Authenticate(context.Background(), cp.Client, types.NamespacedName{Namespace: ns, Name: "g"}))
@@ -41,7 +43,8 @@ func TestAuthenticationGate(t *testing.T) {
 // Faulty handlers: panic, no decision, error-then-success. Others are
 // decided, events say what happened, and a contract error is not retried.
 func TestFaultyHandlers(t *testing.T) {
-	ns := namespace(t, "faulty")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "faulty")
 	var c calls
 	h := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 		n := c.inc(rs.Name)
@@ -58,28 +61,29 @@ func TestFaultyHandlers(t *testing.T) {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "faulty", h, fastBackoff())
 	})
 	others := []string{"ok-1", "ok-2", "ok-3"}
 	for _, n := range append([]string{"boom", "mute", "flaky"}, others...) {
 		create(t, sliceIn(ns, n, "faulty"))
 	}
-	eventually(t, 30*time.Second, "healthy slices and flaky decided", decided(ns, append(others, "flaky")...))
+	testkit.Eventually(t, 30*time.Second, "healthy slices and flaky decided", decided(ns, append(others, "flaky")...))
 	for _, n := range []string{"boom", "mute"} {
 		assert.False(t, conditions.IsDecided(get(t, ns, n)), "%s must stay undecided", n)
 	}
-	eventually(t, 30*time.Second, "HandlerPanicked event on boom", hasEvent(t, ns, "boom", "HandlerPanicked"))
-	eventually(t, 30*time.Second, "NoDecision event on mute", hasEvent(t, ns, "mute", "NoDecision"))
-	eventually(t, 30*time.Second, "HandlerFailed event on flaky", hasEvent(t, ns, "flaky", "HandlerFailed"))
+	testkit.Eventually(t, 30*time.Second, "HandlerPanicked event on boom", hasEvent(t, ns, "boom", "HandlerPanicked"))
+	testkit.Eventually(t, 30*time.Second, "NoDecision event on mute", hasEvent(t, ns, "mute", "NoDecision"))
+	testkit.Eventually(t, 30*time.Second, "HandlerFailed event on flaky", hasEvent(t, ns, "flaky", "HandlerFailed"))
 	require.Equal(t, 1, c.get("mute"), "a handler that decides nothing is called once")
-	consistently(t, 2*time.Second, "a contract error is not retried", func() bool { return c.get("mute") == 1 })
+	testkit.Consistently(t, 2*time.Second, "a contract error is not retried", func() bool { return c.get("mute") == 1 })
 }
 
 // Invalid input from the API side gets a clear decision or event and no
 // crash loop.
 func TestInvalidInput(t *testing.T) {
-	ns := namespace(t, "invalid")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "invalid")
 	caps, err := cappedresources.ParseCaps("cpu=4,memory=8Gi")
 	require.NoError(t, err)
 	policy, err := cappedresources.New(caps)
@@ -96,7 +100,7 @@ func TestInvalidInput(t *testing.T) {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, "inv", counted, fastBackoff()); err != nil {
 			return err
 		}
@@ -113,8 +117,8 @@ func TestInvalidInput(t *testing.T) {
 	assert.Zero(t, abs.Status.Resources.Cpu().Cmp(resource.MustParse("4")), "cpu capped at 4, got %v", abs.Status.Resources)
 	assert.Zero(t, abs.Status.Resources.Memory().Cmp(resource.MustParse("8Gi")), "memory capped at 8Gi, got %v", abs.Status.Resources)
 
-	eventually(t, 30*time.Second, "InvalidResources event", hasEvent(t, ns, "neg", "InvalidResources"))
-	consistently(t, 2*time.Second, "no crash loop", func() bool {
+	testkit.Eventually(t, 30*time.Second, "InvalidResources event", hasEvent(t, ns, "neg", "InvalidResources"))
+	testkit.Consistently(t, 2*time.Second, "no crash loop", func() bool {
 		if c.get("empty") > 3 || c.get("absurd") > 3 || cneg.get("neg") != 1 {
 			t.Logf("handler calls: empty=%d absurd=%d neg=%d", c.get("empty"), c.get("absurd"), cneg.get("neg"))
 			return false

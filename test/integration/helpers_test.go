@@ -12,80 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
-
-// pollInterval is how often eventually checks.
-const pollInterval = 50 * time.Millisecond
-
-// namespace creates a namespace for the test.
-func namespace(t *testing.T, name string) string {
-	t.Helper()
-	require.NoError(t, cp.CreateNamespace(context.Background(), name))
-	return name
-}
-
-// managerOptions are the suite's manager options: no metrics or probe
-// listeners, and controllers named after their class may repeat across
-// tests.
-func managerOptions(t testing.TB) manager.Options {
-	return manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 log.Log.WithName(t.Name()),
-	}
-}
-
-// startManager builds a manager, lets register add controllers, starts it,
-// and returns a function that stops it (also called when the test ends).
-func startManager(t *testing.T, register func(mgr manager.Manager) error) (stop func()) {
-	t.Helper()
-	return startManagerWith(t, managerOptions(t), register)
-}
-
-// startManagerWith is startManager with the caller's manager options.
-func startManagerWith(t *testing.T, opts manager.Options, register func(mgr manager.Manager) error) (stop func()) {
-	t.Helper()
-	mgr, err := manager.New(cp.Config, opts)
-	require.NoError(t, err)
-	require.NoError(t, register(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop within 30s")
-		}
-	}
-	t.Cleanup(stop)
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "manager cache did not sync")
-	return stop
-}
 
 // accept returns a handler that grants what is asked with reason, counting
 // calls in c (may be nil).
@@ -137,17 +71,6 @@ func waitForDecision(t *testing.T, timeout time.Duration, ns, name string) *auth
 	rs, err := slicetest.WaitForDecision(ctx, cp.Client, types.NamespacedName{Namespace: ns, Name: name})
 	require.NoError(t, err)
 	return rs
-}
-
-// eventually checks cond every pollInterval until it holds, and fails the
-// test if it still does not after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
 }
 
 // decided reports whether every named slice has a decision.
@@ -221,17 +144,4 @@ func (c *calls) get(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[name]
-}
-
-// consistently checks cond every 50ms for d and fails the test the first
-// time it does not hold: a bounded wait for "nothing happens".
-func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("not %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -201,14 +202,15 @@ func hasEventWhere(t *testing.T, ns, name string, match func(action, typ, reason
 // a slice never Accepted or one that stays Accepted; a failing Release is
 // retried until it succeeds.
 func TestReleaseHookOnTheServer(t *testing.T) {
+	cp.Require(t)
 	const class = "rel"
-	ns := namespace(t, "release")
+	ns := testkit.Namespace(t, cp, "release")
 	drained := slicetest.NewTenant("drained-consumer", authv1beta1.TenantConditionActive)
 	drained.Namespace = ns
 	require.NoError(t, cp.Client.Create(context.Background(), drained))
 
 	p := &lifecyclePolicy{}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, p, fastBackoff())
 	})
 	names := []string{"gone", "denied", "drained", "moved", "never", "idle", "flaky"}
@@ -222,9 +224,9 @@ func TestReleaseHookOnTheServer(t *testing.T) {
 		}
 		create(t, sliceIn(ns, name, class, opts...))
 	}
-	eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
 	require.True(t, conditions.IsDenied(get(t, ns, "never")), "precondition: never is Denied")
-	consistently(t, time.Second, "no Release while every slice stays as decided", p.releasedExactly(t, nil))
+	testkit.Consistently(t, time.Second, "no Release while every slice stays as decided", p.releasedExactly(t, nil))
 
 	p.failReleases("flaky", 2)
 	deleteSlice(t, ns, "gone")
@@ -241,8 +243,8 @@ func TestReleaseHookOnTheServer(t *testing.T) {
 	deleteSlice(t, ns, "flaky")
 
 	want := map[string]int{"gone": 1, "denied": 1, "drained": 1, "moved": 1, "flaky": 3}
-	eventually(t, 30*time.Second, "one release per exit, the failing one retried until it succeeds", p.releasedExactly(t, want))
-	consistently(t, 2*time.Second, "no further Release call (never, idle: none)", p.releasedExactly(t, want))
+	testkit.Eventually(t, 30*time.Second, "one release per exit, the failing one retried until it succeeds", p.releasedExactly(t, want))
+	testkit.Consistently(t, 2*time.Second, "no further Release call (never, idle: none)", p.releasedExactly(t, want))
 	assert.True(t, decision(ns, "denied", "Denied/PolicyDenied")(), "denied is written Denied")
 	assert.True(t, decision(ns, "drained", "Denied/"+"TenantDrained")(), "drained is written Denied")
 	assert.True(t, conditions.IsAccepted(get(t, ns, "idle")), "idle stays Accepted")
@@ -251,26 +253,27 @@ func TestReleaseHookOnTheServer(t *testing.T) {
 // A restarted manager releases a slice its predecessor accepted once it is
 // deleted.
 func TestReleaseAfterManagerRestart(t *testing.T) {
+	cp.Require(t)
 	const class = "rel-restart"
-	ns := namespace(t, "release-restart")
+	ns := testkit.Namespace(t, cp, "release-restart")
 	create(t, sliceIn(ns, "a", class))
 	create(t, sliceIn(ns, "b", class))
-	stop := startManager(t, func(mgr manager.Manager) error {
+	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, &lifecyclePolicy{})
-	})
-	eventually(t, 30*time.Second, "a and b decided by the first manager", decided(ns, "a", "b"))
+	}).Stop
+	testkit.Eventually(t, 30*time.Second, "a and b decided by the first manager", decided(ns, "a", "b"))
 	stop()
 
 	p := &lifecyclePolicy{}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, p)
 	})
-	eventually(t, 30*time.Second, "the restarted manager re-evaluated a and b", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the restarted manager re-evaluated a and b", func() bool {
 		return p.calls.get("a") > 0 && p.calls.get("b") > 0
 	})
 	deleteSlice(t, ns, "a")
-	eventually(t, 30*time.Second, "a released by the restarted manager", p.releasedExactly(t, map[string]int{"a": 1}))
-	consistently(t, time.Second, "a released once, b not at all", p.releasedExactly(t, map[string]int{"a": 1}))
+	testkit.Eventually(t, 30*time.Second, "a released by the restarted manager", p.releasedExactly(t, map[string]int{"a": 1}))
+	testkit.Consistently(t, time.Second, "a released once, b not at all", p.releasedExactly(t, map[string]int{"a": 1}))
 }
 
 // inventoryBeforeRestart plays what happened before a restart: a manager
@@ -281,10 +284,10 @@ func inventoryBeforeRestart(t *testing.T, ns, class string) {
 	create(t, sliceIn(ns, "gone", class))
 	create(t, sliceIn(ns, "kept", class))
 	create(t, sliceIn(ns, "denied", class, slicetest.WithLabel(lifecyclePolicyLabel, "deny")))
-	stop := startManager(t, func(mgr manager.Manager) error {
+	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, &lifecyclePolicy{})
-	})
-	eventually(t, 30*time.Second, "the first manager decided every slice", decided(ns, "gone", "kept", "denied"))
+	}).Stop
+	testkit.Eventually(t, 30*time.Second, "the first manager decided every slice", decided(ns, "gone", "kept", "denied"))
 	stop()
 	require.True(t, conditions.IsDenied(get(t, ns, "denied")), "precondition: denied is Denied")
 	require.True(t, conditions.IsAccepted(get(t, ns, "kept")), "precondition: kept is Accepted")
@@ -303,34 +306,36 @@ func newInventory(ns string, names ...string) *lifecycleInventory {
 // The inventory, swept once the cache has synced, releases what the handler
 // holds for a slice deleted while the controller was down.
 func TestInventorySweepReleasesSlicesGoneWhileDown(t *testing.T) {
+	cp.Require(t)
 	const class = "inv-gone"
-	ns := namespace(t, "inventory-gone")
+	ns := testkit.Namespace(t, cp, "inventory-gone")
 	inventoryBeforeRestart(t, ns, class)
 
 	inv := newInventory(ns, "gone", "kept")
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, inv)
 	})
 	want := map[string]int{"gone": 1}
-	eventually(t, 30*time.Second, "the sweep released gone", inv.releasedExactly(t, want))
-	consistently(t, 2*time.Second, "gone released once, kept never", inv.releasedExactly(t, want))
+	testkit.Eventually(t, 30*time.Second, "the sweep released gone", inv.releasedExactly(t, want))
+	testkit.Consistently(t, 2*time.Second, "gone released once, kept never", inv.releasedExactly(t, want))
 	assert.Equal(t, int32(1), inv.sweeps.Load(), "one sweep after the cache synced (no resync period)")
 }
 
 // The inventory releases what the handler holds for a Denied slice, and
 // nothing for a slice still Accepted in the class.
 func TestInventorySweepReleasesDeniedKeepsAccepted(t *testing.T) {
+	cp.Require(t)
 	const class = "inv-denied"
-	ns := namespace(t, "inventory-denied")
+	ns := testkit.Namespace(t, cp, "inventory-denied")
 	inventoryBeforeRestart(t, ns, class)
 
 	inv := newInventory(ns, "denied", "kept")
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, inv)
 	})
 	want := map[string]int{"denied": 1}
-	eventually(t, 30*time.Second, "the sweep released denied", inv.releasedExactly(t, want))
-	consistently(t, 2*time.Second, "kept, Accepted in the class, is never released", inv.releasedExactly(t, want))
+	testkit.Eventually(t, 30*time.Second, "the sweep released denied", inv.releasedExactly(t, want))
+	testkit.Consistently(t, 2*time.Second, "kept, Accepted in the class, is never released", inv.releasedExactly(t, want))
 	assert.Equal(t, int32(1), inv.sweeps.Load(), "one sweep after the cache synced (no resync period)")
 	assert.True(t, conditions.IsAccepted(get(t, ns, "kept")))
 }
@@ -338,18 +343,19 @@ func TestInventorySweepReleasesDeniedKeepsAccepted(t *testing.T) {
 // With a resync period the inventory is swept again and again: a slice
 // deleted while the controller was down is released, once.
 func TestInventorySweepAtTheResyncPeriod(t *testing.T) {
+	cp.Require(t)
 	const class = "inv-resync"
-	ns := namespace(t, "inventory-resync")
+	ns := testkit.Namespace(t, cp, "inventory-resync")
 	inventoryBeforeRestart(t, ns, class)
 
 	inv := newInventory(ns, "gone", "kept")
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, inv, resourceslice.WithResyncPeriod(time.Second))
 	})
 	want := map[string]int{"gone": 1}
-	eventually(t, 30*time.Second, "a sweep released gone", inv.releasedExactly(t, want))
-	eventually(t, 10*time.Second, "a sweep after the first", func() bool { return inv.sweeps.Load() >= 2 })
-	consistently(t, 3*time.Second, "gone released once although swept again, kept never", inv.releasedExactly(t, want))
+	testkit.Eventually(t, 30*time.Second, "a sweep released gone", inv.releasedExactly(t, want))
+	testkit.Eventually(t, 10*time.Second, "a sweep after the first", func() bool { return inv.sweeps.Load() >= 2 })
+	testkit.Consistently(t, 3*time.Second, "gone released once although swept again, kept never", inv.releasedExactly(t, want))
 }
 
 // cappingPolicy offers what a slice asks for, capped at the CPU in the
@@ -379,7 +385,7 @@ func cappingPolicy(reader client.Reader, capsKey types.NamespacedName, c *calls)
 func steady(t *testing.T, timeout, quiet time.Duration, what string, n func() int64) {
 	t.Helper()
 	last, since := n(), time.Now()
-	eventually(t, timeout, what, func() bool {
+	testkit.Eventually(t, timeout, what, func() bool {
 		if v := n(); v != last {
 			last, since = v, time.Now()
 		}
@@ -404,9 +410,10 @@ func offeredCPU(t *testing.T, ns, cpu string, names ...string) func() bool {
 // when the ConfigMap changes, writing only the slices whose offer changed;
 // a burst of updates causes one pass.
 func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
+	cp.Require(t)
 	const class, capsName = "watch", "caps"
 	ctx := context.Background()
-	ns := namespace(t, "watch")
+	ns := testkit.Namespace(t, cp, "watch")
 	caps := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: capsName}, Data: map[string]string{"cpu": "4"}}
 	require.NoError(t, cp.Client.Create(ctx, caps))
 	var small, big []string
@@ -420,7 +427,7 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	var c calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		onlyCaps := predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == ns && o.GetName() == capsName
 		})
@@ -430,11 +437,11 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 	passes := func() float64 {
 		return seriesValue(t, reg, "sliceclass_watch_passes_total", map[string]string{"class": class})
 	}
-	eventually(t, 30*time.Second, "small slices offered 1 CPU", offeredCPU(t, ns, "1", small...))
-	eventually(t, 30*time.Second, "big slices offered the cap, 4 CPU", offeredCPU(t, ns, "4", big...))
+	testkit.Eventually(t, 30*time.Second, "small slices offered 1 CPU", offeredCPU(t, ns, "1", small...))
+	testkit.Eventually(t, 30*time.Second, "big slices offered the cap, 4 CPU", offeredCPU(t, ns, "4", big...))
 	// The ConfigMap listed at start causes a pass; it may coincide with the
 	// slices' first reconciles, which the workqueue merges with it.
-	eventually(t, 10*time.Second, "the pass for the ConfigMap seen at start", func() bool { return passes() >= 1 })
+	testkit.Eventually(t, 10*time.Second, "the pass for the ConfigMap seen at start", func() bool { return passes() >= 1 })
 	steady(t, 30*time.Second, time.Second, "the controller to finish the start-up pass", func() int64 { return c.total.Load() })
 	calledBefore := map[string]int{}
 	for _, name := range all {
@@ -446,9 +453,9 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 	caps.Data["cpu"] = "6"
 	require.NoError(t, cp.Client.Update(ctx, caps))
 	start := time.Now()
-	eventually(t, 10*time.Second, "big slices offered the new cap, 6 CPU", offeredCPU(t, ns, "6", big...))
+	testkit.Eventually(t, 10*time.Second, "big slices offered the new cap, 6 CPU", offeredCPU(t, ns, "6", big...))
 	t.Logf("re-decided within %s of the ConfigMap edit", time.Since(start).Round(time.Millisecond))
-	eventually(t, 10*time.Second, "every slice re-decided", func() bool {
+	testkit.Eventually(t, 10*time.Second, "every slice re-decided", func() bool {
 		for _, name := range all {
 			if c.get(name) <= calledBefore[name] {
 				return false
@@ -456,7 +463,7 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 		}
 		return true
 	})
-	consistently(t, 2*time.Second, "exactly one status PATCH per big slice, none for the small ones", func() bool {
+	testkit.Consistently(t, 2*time.Second, "exactly one status PATCH per big slice, none for the small ones", func() bool {
 		if got := statusPatches(t) - patchesBefore; got != len(big) {
 			t.Logf("status PATCHes after the cap changed: got %d, want %d", got, len(big))
 			return false
@@ -476,8 +483,8 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 	}
 	burstTook := time.Since(burst)
 	require.Less(t, burstTook, time.Second, "precondition: the 20 updates fit in a second")
-	eventually(t, 10*time.Second, "a pass after the burst", func() bool { return passes() > passesBefore })
-	consistently(t, 3*time.Second, "at most 2 passes and no write for the burst", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a pass after the burst", func() bool { return passes() > passesBefore })
+	testkit.Consistently(t, 3*time.Second, "at most 2 passes and no write for the burst", func() bool {
 		return passes()-passesBefore <= 2 && statusPatches(t) == patchesBefore
 	})
 	got := passes() - passesBefore
@@ -491,9 +498,10 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 // new Authentication message from Liqo, and a WithWatch pass each make it
 // try again.
 func TestMaxRetriesOnTheServer(t *testing.T) {
+	cp.Require(t)
 	const class, nudgeName = "retries", "nudge"
 	ctx := context.Background()
-	ns := namespace(t, "retries")
+	ns := testkit.Namespace(t, cp, "retries")
 	// The watched ConfigMap is created only to nudge: one that exists at
 	// start causes a pass as soon as the cache lists it.
 	nudge := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nudgeName}, Data: map[string]string{"n": "0"}}
@@ -503,7 +511,7 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 		return ctrl.Result{}, errors.New("capacity service down")
 	})
 	create(t, sliceIn(ns, "a", class))
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		onlyNudge := predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == ns && o.GetName() == nudgeName
 		})
@@ -517,13 +525,13 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 	// checks that it stays at want.
 	givesUpAt := func(want int, after string) {
 		t.Helper()
-		eventually(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", want, after), func() bool { return c.get("a") >= want })
-		consistently(t, 2*time.Second, fmt.Sprintf("the controller stops at %d calls (%s)", want, after), func() bool {
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", want, after), func() bool { return c.get("a") >= want })
+		testkit.Consistently(t, 2*time.Second, fmt.Sprintf("the controller stops at %d calls (%s)", want, after), func() bool {
 			return c.get("a") == want
 		})
 	}
 	givesUpAt(3, "the first three failures")
-	eventually(t, 10*time.Second, "a GaveUp Warning event", gaveUp)
+	testkit.Eventually(t, 10*time.Second, "a GaveUp Warning event", gaveUp)
 	assert.False(t, conditions.IsDecided(get(t, ns, "a")))
 
 	updateSlice(t, ns, "a", func(rs *authv1beta1.ResourceSlice) { rs.Labels["retry"] = "please" })
@@ -546,8 +554,9 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 // fails with a HandlerFailed event saying it timed out, and its late
 // acceptance is never written.
 func TestHandlerTimeoutOnTheServer(t *testing.T) {
+	cp.Require(t)
 	const class = "timeout"
-	ns := namespace(t, "timeout")
+	ns := testkit.Namespace(t, cp, "timeout")
 	var c calls
 	var late atomic.Int32
 	slow := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
@@ -561,16 +570,16 @@ func TestHandlerTimeoutOnTheServer(t *testing.T) {
 	})
 	create(t, sliceIn(ns, "a", class))
 	patchesBefore := statusPatches(t)
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, slow, fastBackoff(),
 			resourceslice.WithHandlerTimeout(100*time.Millisecond), resourceslice.WithMaxRetries(3))
 	})
-	eventually(t, 30*time.Second, "a HandlerFailed Warning event saying the handler timed out",
+	testkit.Eventually(t, 30*time.Second, "a HandlerFailed Warning event saying the handler timed out",
 		hasEventWhere(t, ns, "a", func(_, typ, reason, note string) bool {
 			return typ == corev1.EventTypeWarning && reason == "HandlerFailed" && strings.Contains(note, "timed out")
 		}))
-	eventually(t, 30*time.Second, "three late answers (WithMaxRetries(3))", func() bool { return late.Load() >= 3 })
-	consistently(t, 2*time.Second, "no late answer is written", func() bool {
+	testkit.Eventually(t, 30*time.Second, "three late answers (WithMaxRetries(3))", func() bool { return late.Load() >= 3 })
+	testkit.Consistently(t, 2*time.Second, "no late answer is written", func() bool {
 		return !conditions.IsDecided(get(t, ns, "a")) && statusPatches(t) == patchesBefore
 	})
 	assert.Equal(t, 3, c.get("a"), "each overrun counted as a failure: given up after 3")
@@ -587,8 +596,9 @@ func poolCPU(b *budget.Budget) *resource.Quantity {
 // counts dry-run outcomes, charges no budget and calls no release hook; the
 // live manager writes one patch per decision.
 func TestDryRunBesideLive(t *testing.T) {
+	cp.Require(t)
 	const class = "dry"
-	ns := namespace(t, "dryrun")
+	ns := testkit.Namespace(t, cp, "dryrun")
 	var grant, deny []string
 	for i := range 5 {
 		grant = append(grant, fmt.Sprintf("grant-%d", i))
@@ -605,7 +615,7 @@ func TestDryRunBesideLive(t *testing.T) {
 	pool, err := budget.New("dry-pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")})
 	require.NoError(t, err)
 	dry := &lifecyclePolicy{}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, dry, resourceslice.WithDryRun(), resourceslice.WithBudget(pool),
 			resourceslice.WithMetricsRegisterer(dryReg))
 	})
@@ -615,12 +625,12 @@ func TestDryRunBesideLive(t *testing.T) {
 		})
 	}
 	for _, name := range grant {
-		eventually(t, 30*time.Second, name+": a Normal DryRun event for the would-be acceptance", dryRunEvent(name, "Granted"))
+		testkit.Eventually(t, 30*time.Second, name+": a Normal DryRun event for the would-be acceptance", dryRunEvent(name, "Granted"))
 	}
 	for _, name := range deny {
-		eventually(t, 30*time.Second, name+": a Normal DryRun event for the would-be denial", dryRunEvent(name, "PolicyDenied"))
+		testkit.Eventually(t, 30*time.Second, name+": a Normal DryRun event for the would-be denial", dryRunEvent(name, "PolicyDenied"))
 	}
-	consistently(t, 2*time.Second, "the dry run writes no status", func() bool {
+	testkit.Consistently(t, 2*time.Second, "the dry run writes no status", func() bool {
 		return statusPatches(t) == patchesBefore
 	})
 	for _, name := range all {
@@ -639,14 +649,14 @@ func TestDryRunBesideLive(t *testing.T) {
 
 	// The live manager, in the same class, beside the dry run.
 	live := &lifecyclePolicy{}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, live, resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()))
 	})
-	eventually(t, 30*time.Second, "the live manager decided every slice", decided(ns, all...))
-	eventually(t, 10*time.Second, "the API server to count the live manager's patches", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the live manager decided every slice", decided(ns, all...))
+	testkit.Eventually(t, 10*time.Second, "the API server to count the live manager's patches", func() bool {
 		return statusPatches(t)-patchesBefore >= len(all)
 	})
-	consistently(t, 3*time.Second, "one status PATCH per decision, all from the live manager", func() bool {
+	testkit.Consistently(t, 3*time.Second, "one status PATCH per decision, all from the live manager", func() bool {
 		if got := statusPatches(t) - patchesBefore; got != len(all) {
 			t.Logf("status PATCHes for %d decisions: got %d", len(all), got)
 			return false
@@ -656,11 +666,11 @@ func TestDryRunBesideLive(t *testing.T) {
 	assert.Equal(t, wantDry, dryOutcomes(), "the live manager's writes cause no new dry-run decision")
 	// A budget counts what the cluster shows: the live manager's grants (one
 	// CPU for each of the 5 accepted), never a dry-run admission.
-	eventually(t, 10*time.Second, "the dry run's budget to count what the live manager granted, and nothing more", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the dry run's budget to count what the live manager granted, and nothing more", func() bool {
 		return poolCPU(pool).Cmp(resource.MustParse("5")) == 0
 	})
 
 	deleteSlice(t, ns, grant[0])
-	eventually(t, 30*time.Second, "the live manager releases the deleted slice", live.releasedExactly(t, map[string]int{grant[0]: 1}))
-	consistently(t, time.Second, "the dry run never releases", dry.releasedExactly(t, nil))
+	testkit.Eventually(t, 30*time.Second, "the live manager releases the deleted slice", live.releasedExactly(t, map[string]int{grant[0]: 1}))
+	testkit.Consistently(t, time.Second, "the dry run never releases", dry.releasedExactly(t, nil))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -17,7 +18,8 @@ import (
 // logs went to the manager's logger. Every line of the class's controller,
 // the decision included, must reach the given logger.
 func TestWithLoggerReceivesReconcileLogs(t *testing.T) {
-	ns := namespace(t, "logger")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "logger")
 	var mu sync.Mutex
 	var lines []string
 	l := funcr.New(func(prefix, args string) {
@@ -25,12 +27,12 @@ func TestWithLoggerReceivesReconcileLogs(t *testing.T) {
 		defer mu.Unlock()
 		lines = append(lines, prefix+" "+args)
 	}, funcr.Options{Verbosity: 1})
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "logged", accept("Granted", nil), resourceslice.WithLogger(l))
 	})
 	create(t, sliceIn(ns, "a", "logged"))
-	eventually(t, 30*time.Second, "a decided", decided(ns, "a"))
-	eventually(t, 10*time.Second, "the decision logged through WithLogger's logger", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a decided", decided(ns, "a"))
+	testkit.Eventually(t, 10*time.Second, "the decision logged through WithLogger's logger", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, line := range lines {

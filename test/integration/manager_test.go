@@ -18,6 +18,7 @@ import (
 
 // AddToManager's setup errors, on a real manager.
 func TestAddToManagerSetup(t *testing.T) {
+	cp.Require(t)
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	mgr, err := manager.New(cp.Config, manager.Options{

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 )
 
 // BenchmarkNodePool measures a node-pool budget on a real API server
@@ -35,6 +36,7 @@ import (
 // SLICECLASS_BENCH_NODES (default 5000) and SLICECLASS_BENCH_PODS (default
 // 2000) set the sizes.
 func BenchmarkNodePool(b *testing.B) {
+	cp.Require(b)
 	ctx := context.Background()
 	nodes, pods := envInt(b, "SLICECLASS_BENCH_NODES", 5000), envInt(b, "SLICECLASS_BENCH_PODS", 2000)
 	id := strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
@@ -60,7 +62,7 @@ func BenchmarkNodePool(b *testing.B) {
 	// says so, and returns the heap it added and a stop function.
 	run := func(register func(manager.Manager) (ready func() bool, err error)) (uint64, func()) {
 		before := heap()
-		mgr, err := manager.New(cp.Config, managerOptions(b))
+		mgr, err := manager.New(cp.Config, testkit.ManagerOptions(b, cp.Scheme))
 		require.NoError(b, err)
 		ready, err := register(mgr)
 		require.NoError(b, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -222,8 +223,9 @@ func (m poolModel) expect(share int64, reserve units, names ...corev1.ResourceNa
 // smaller total revokes nothing: a slice Accepted on 4 GPUs keeps its offer
 // (no write to it) when the pool shrinks to 2, while a new slice waits.
 func TestNodePoolTotalFollowsNodes(t *testing.T) {
+	cp.Require(t)
 	id := "np-follow"
-	ns := namespace(t, id)
+	ns := testkit.Namespace(t, cp, id)
 	class := id
 	selector := labels.SelectorFromSet(poolNodeLabels(id, "gpu"))
 	var full, half, reserved *budget.Budget
@@ -235,7 +237,7 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 		conditions.Accept(rs, "Granted", "granted on the GPU pool")
 		return ctrl.Result{}, nil
 	}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		if full, err = budget.NewNodePool(mgr, id+"-full", selector, budget.WithResources(corev1.ResourceCPU, resourceGPU)); err != nil {
 			return err
@@ -259,9 +261,9 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 		t.Helper()
 		probe.measure(t, what, full, model.expect(100, nil, names...), change)
 		wantHalf := model.expect(50, units{corev1.ResourceCPU: 2}, names...)
-		eventually(t, 5*time.Second, what+": the 50% pool with 2 CPU reserved is "+wantHalf.String(), func() bool { return totalIs(half, wantHalf) })
+		testkit.Eventually(t, 5*time.Second, what+": the 50% pool with 2 CPU reserved is "+wantHalf.String(), func() bool { return totalIs(half, wantHalf) })
 		wantReserved := model.expect(100, units{resourceGPU: 5}, corev1.ResourceCPU, resourceGPU, resourceFPGA)
-		eventually(t, 5*time.Second, what+": the pool with 5 GPUs reserved is "+wantReserved.String(), func() bool { return totalIs(reserved, wantReserved) })
+		testkit.Eventually(t, 5*time.Second, what+": the pool with 5 GPUs reserved is "+wantReserved.String(), func() bool { return totalIs(reserved, wantReserved) })
 	}
 
 	require.True(t, totalIs(full, units{corev1.ResourceCPU: 0, resourceGPU: 0}), "an empty pool is 0, got %s", showTotal(full))
@@ -273,7 +275,7 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 
 	// A slice takes 3 of the 4 GPUs, pinned to the pool.
 	create(t, slicetest.NewSlice("held", slicetest.WithNamespace(ns), slicetest.WithClass(class), slicetest.WithRequest(resourceGPU, "3")))
-	eventually(t, 10*time.Second, "held Accepted on 4 GPUs", decision(ns, "held", "Accepted/Granted"))
+	testkit.Eventually(t, 10*time.Second, "held Accepted on 4 GPUs", decision(ns, "held", "Accepted/Granted"))
 	held := get(t, ns, "held")
 	assert.Equal(t, map[string]string{"pool": "gpu", poolTestLabel: id}, held.Status.NodeSelector, "Pin sets the pool's selector")
 	assert.Equal(t, map[string]string{"pool": "gpu", poolTestLabel: id}, held.Status.NodeLabels, "Pin sets the pool's labels")
@@ -287,10 +289,10 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 
 	// Never revokes: held keeps its 3 GPUs on a pool of 2; a new slice waits.
 	create(t, slicetest.NewSlice("late", slicetest.WithNamespace(ns), slicetest.WithClass(class), slicetest.WithRequest(resourceGPU, "1")))
-	eventually(t, 10*time.Second, "late denied: the pool shrank to 2 GPUs, 3 are held", decision(ns, "late", "Denied/"+budget.ReasonExhausted))
+	testkit.Eventually(t, 10*time.Second, "late denied: the pool shrank to 2 GPUs, 3 are held", decision(ns, "late", "Denied/"+budget.ReasonExhausted))
 	c := conditions.Get(get(t, ns, "late"), conditions.Resources)
 	assert.Contains(t, c.Message, "budget "+id+"-full: nvidia.com/gpu: asked 1", "the denial names the budget and the short resource")
-	consistently(t, time.Second, "held stays Accepted, unwritten, on a pool of 2 GPUs", func() bool {
+	testkit.Consistently(t, time.Second, "held stays Accepted, unwritten, on a pool of 2 GPUs", func() bool {
 		rs := get(t, ns, "held")
 		return conditions.IsAccepted(rs) && rs.ResourceVersion == rvHeld
 	})
@@ -300,7 +302,7 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 	m.eligible = true
 	model[n2] = m
 	check("uncordon "+n2, func() { changeNode(t, n2, false, setCordon(false)) })
-	eventually(t, 10*time.Second, "late admitted once the pool is back to 4 GPUs (1 free)", decision(ns, "late", "Accepted/Granted"))
+	testkit.Eventually(t, 10*time.Second, "late admitted once the pool is back to 4 GPUs (1 free)", decision(ns, "late", "Accepted/Granted"))
 
 	m = model[n1]
 	m.eligible = false
@@ -329,7 +331,7 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 	virtual := poolNodeLabels(id, "gpu")
 	virtual["liqo.io/type"] = "virtual-node"
 	addNode(t, id+"-virtual", virtual, "100", "8")
-	consistently(t, 1500*time.Millisecond, "the pool total unchanged by a node outside the selector and a virtual node", func() bool {
+	testkit.Consistently(t, 1500*time.Millisecond, "the pool total unchanged by a node outside the selector and a virtual node", func() bool {
 		return totalIs(full, want)
 	})
 	wantHalf := model.expect(50, units{corev1.ResourceCPU: 2}, names...)
@@ -371,11 +373,12 @@ func addPod(t *testing.T, ns, name, node string, lbls map[string]string, cpu, gp
 // (liqo.io/managed-by=shadowpod) and finished pods are not subtracted, and
 // deleting a pod gives its requests back.
 func TestNodePoolLocalPods(t *testing.T) {
+	cp.Require(t)
 	id := "np-pods"
-	ns := namespace(t, id)
+	ns := testkit.Namespace(t, cp, id)
 	selector := labels.SelectorFromSet(poolNodeLabels(id, "gpu"))
 	var pool *budget.Budget
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		pool, err = budget.NewNodePool(mgr, id, selector, budget.WithResources(corev1.ResourceCPU, resourceGPU), budget.WithLocalPods())
 		return err
@@ -389,14 +392,14 @@ func TestNodePoolLocalPods(t *testing.T) {
 		addPod(t, ns, "own", node, nil, "2", "1", corev1.PodRunning)
 	})
 	addPod(t, ns, "offloaded", node, map[string]string{"liqo.io/managed-by": "shadowpod"}, "3", "1", corev1.PodRunning)
-	consistently(t, time.Second, "a pod Liqo offloaded (shadowpod) is not subtracted", func() bool {
+	testkit.Consistently(t, time.Second, "a pod Liqo offloaded (shadowpod) is not subtracted", func() bool {
 		return totalIs(pool, units{corev1.ResourceCPU: 6, resourceGPU: 1})
 	})
 	addPod(t, ns, "finished", node, nil, "1", "", corev1.PodSucceeded)
-	eventually(t, 5*time.Second, "a finished pod holds nothing", func() bool {
+	testkit.Eventually(t, 5*time.Second, "a finished pod holds nothing", func() bool {
 		return totalIs(pool, units{corev1.ResourceCPU: 6, resourceGPU: 1})
 	})
-	consistently(t, 500*time.Millisecond, "a finished pod holds nothing", func() bool {
+	testkit.Consistently(t, 500*time.Millisecond, "a finished pod holds nothing", func() bool {
 		return totalIs(pool, units{corev1.ResourceCPU: 6, resourceGPU: 1})
 	})
 	probe.measure(t, "delete the provider's pod", pool, units{corev1.ResourceCPU: 8, resourceGPU: 2}, func() {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -30,6 +31,7 @@ import (
 //
 //	KUBEBUILDER_ASSETS=... go test -run '^$' -bench OwnedObjects -benchtime 1x ./test/integration/
 func BenchmarkOwnedObjects(b *testing.B) {
+	cp.Require(b)
 	if b.N > 1 {
 		b.Skip("a one-shot measurement: run with -benchtime 1x")
 	}
@@ -48,7 +50,7 @@ func BenchmarkOwnedObjects(b *testing.B) {
 			priorityClass("ownbench-" + rs.Name)}
 	}}
 	start := func() (stop func()) {
-		opts := managerOptions(b)
+		opts := testkit.ManagerOptions(b, cp.Scheme)
 		mgr, err := manager.New(cp.Config, opts)
 		require.NoError(b, err)
 		require.NoError(b, resourceslice.AddToManager(mgr, class, p, resourceslice.WithMaxConcurrentReconciles(4),

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -82,8 +83,9 @@ func exists(t *testing.T, obj client.Object) bool {
 // prunes only what it dropped; a failing apply prunes nothing; a denial
 // removes them all.
 func TestOwnedObjectsFollowTheGrant(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns, acct := namespace(t, "owned"), namespace(t, "owned-accounting")
+	ns, acct := testkit.Namespace(t, cp, "owned"), testkit.Namespace(t, cp, "owned-accounting")
 	const class = "owned-gold"
 	trigger := configMap(ns, "owned-trigger", map[string]string{"v": "1"})
 	require.NoError(t, cp.Client.Create(ctx, trigger))
@@ -103,7 +105,7 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 		}
 		return objs
 	}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, p, fastBackoff(),
 			resourceslice.WithOwnedTypes(&corev1.ConfigMap{}, &schedulingv1.PriorityClass{}),
 			resourceslice.WithWatch(&corev1.ConfigMap{}, ownTrigger(ns)))
@@ -113,7 +115,7 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 	require.True(t, conditions.IsAccepted(rs))
 
 	local, record, pc := configMap(ns, "local-s", nil), configMap(acct, "record-s", nil), priorityClass("owned-s")
-	eventually(t, 30*time.Second, "the three owned objects applied", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the three owned objects applied", func() bool {
 		return exists(t, local) && exists(t, record) && exists(t, pc)
 	})
 	for _, o := range []client.Object{local, record, pc} {
@@ -130,7 +132,7 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 
 	// Deleted by hand: restored, through the owned-type watch.
 	require.NoError(t, cp.Client.Delete(ctx, record))
-	eventually(t, 30*time.Second, "the deleted record restored", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the deleted record restored", func() bool {
 		r := configMap(acct, "record-s", nil)
 		return exists(t, r) && r.UID != record.UID
 	})
@@ -139,7 +141,7 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 	localUID := local.UID
 	p.update(func(*ownerPolicy) { withPC = false })
 	bump(t, trigger)
-	eventually(t, 30*time.Second, "the dropped PriorityClass pruned", func() bool { return !exists(t, priorityClass("owned-s")) })
+	testkit.Eventually(t, 30*time.Second, "the dropped PriorityClass pruned", func() bool { return !exists(t, priorityClass("owned-s")) })
 	kept := configMap(ns, "local-s", nil)
 	require.True(t, exists(t, kept))
 	assert.Equal(t, localUID, kept.UID, "the objects still in the set are kept")
@@ -154,14 +156,14 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 		}
 	})
 	bump(t, trigger)
-	eventually(t, 30*time.Second, "the failed apply reported", hasEvent(t, ns, "s", "OwnedApplyFailed"))
-	consistently(t, 2*time.Second, "nothing pruned after a failed apply", func() bool { return exists(t, configMap(ns, "local-s", nil)) })
+	testkit.Eventually(t, 30*time.Second, "the failed apply reported", hasEvent(t, ns, "s", "OwnedApplyFailed"))
+	testkit.Consistently(t, 2*time.Second, "nothing pruned after a failed apply", func() bool { return exists(t, configMap(ns, "local-s", nil)) })
 	assert.True(t, conditions.IsAccepted(get(t, ns, "s")), "the decision stands")
 
 	// Denied: everything removed.
 	p.update(func(p *ownerPolicy) { p.deny = true; broken = false })
 	bump(t, trigger)
-	eventually(t, 30*time.Second, "a denial removes every owned object", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a denial removes every owned object", func() bool {
 		return !exists(t, configMap(ns, "local-s", nil)) && !exists(t, configMap(acct, "record-s", nil))
 	})
 }
@@ -170,8 +172,9 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 // ownerReference reaches (another namespace, cluster-scoped): the
 // restarted manager sweeps them by label, and keeps a live slice's.
 func TestOwnedObjectsSweptAfterRestart(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns, acct := namespace(t, "owned-sweep"), namespace(t, "owned-sweep-accounting")
+	ns, acct := testkit.Namespace(t, cp, "owned-sweep"), testkit.Namespace(t, cp, "owned-sweep-accounting")
 	const class = "owned-sweep"
 	p := &ownerPolicy{set: func(rs *authv1beta1.ResourceSlice) []client.Object {
 		return []client.Object{configMap(acct, "record-"+rs.Name, nil), priorityClass("sweep-" + rs.Name)}
@@ -180,22 +183,22 @@ func TestOwnedObjectsSweptAfterRestart(t *testing.T) {
 		return resourceslice.AddToManager(mgr, class, p, fastBackoff(),
 			resourceslice.WithOwnedTypes(&corev1.ConfigMap{}, &schedulingv1.PriorityClass{}))
 	}
-	stop := startManager(t, register)
+	stop := testkit.StartManager(t, cp, register).Stop
 	create(t, sliceIn(ns, "gone", class))
 	create(t, sliceIn(ns, "live", class))
-	eventually(t, 30*time.Second, "both slices' objects applied", func() bool {
+	testkit.Eventually(t, 30*time.Second, "both slices' objects applied", func() bool {
 		return exists(t, configMap(acct, "record-gone", nil)) && exists(t, priorityClass("sweep-gone")) &&
 			exists(t, configMap(acct, "record-live", nil)) && exists(t, priorityClass("sweep-live"))
 	})
 	stop()
 	require.NoError(t, cp.Client.Delete(ctx, get(t, ns, "gone")))
-	eventually(t, 30*time.Second, "the slice gone", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the slice gone", func() bool {
 		return apierrors.IsNotFound(cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gone"}, &authv1beta1.ResourceSlice{}))
 	})
 	require.True(t, exists(t, configMap(acct, "record-gone", nil)), "nothing removed them while the manager was down")
 
-	startManager(t, register)
-	eventually(t, 30*time.Second, "the gone slice's objects swept", func() bool {
+	testkit.StartManager(t, cp, register)
+	testkit.Eventually(t, 30*time.Second, "the gone slice's objects swept", func() bool {
 		return !exists(t, configMap(acct, "record-gone", nil)) && !exists(t, priorityClass("sweep-gone"))
 	})
 	assert.True(t, exists(t, configMap(acct, "record-live", nil)), "the live slice's objects kept")

@@ -29,6 +29,7 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -77,10 +78,11 @@ func setCPURequest(t *testing.T, ns, name, cpu string) {
 // slice keeps its grant (Liqo's Quota stays), a Warning names what is
 // short, and the growth is admitted with one write when capacity frees.
 func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
-	ns := namespace(t, "quota-growth")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "quota-growth")
 	w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, "10")
 	b := mustBudget(t, "10")
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := withLiqoQuotas(mgr); err != nil {
 			return err
 		}
@@ -89,12 +91,12 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	create(t, cpuSlice(ns, "a", "quota-growth", 4))
 	waitNextSecond()
 	create(t, cpuSlice(ns, "b", "quota-growth", 4))
-	eventually(t, 30*time.Second, "a and b Accepted with Quotas of 4 CPU", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a and b Accepted with Quotas of 4 CPU", func() bool {
 		return quotaIs(ns, "a", "4")() && quotaIs(ns, "b", "4")()
 	})
 
 	setCPURequest(t, ns, "a", "8")
-	eventually(t, 30*time.Second, "a's growth refused with a BudgetExhausted Warning", hasEvent(t, ns, "a", budget.ReasonExhausted))
+	testkit.Eventually(t, 30*time.Second, "a's growth refused with a BudgetExhausted Warning", hasEvent(t, ns, "a", budget.ReasonExhausted))
 	rs := get(t, ns, "a")
 	c := conditions.Get(rs, conditions.Resources)
 	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
@@ -111,12 +113,12 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 
 	waitNextSecond()
 	create(t, cpuSlice(ns, "c", "quota-growth", 6))
-	eventually(t, 30*time.Second, "c waits: 8 of 10 CPU are still granted", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
-	consistently(t, 2*time.Second, "a's Quota stays at 4 CPU while its growth waits", quotaIs(ns, "a", "4"))
+	testkit.Eventually(t, 30*time.Second, "c waits: 8 of 10 CPU are still granted", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
+	testkit.Consistently(t, 2*time.Second, "a's Quota stays at 4 CPU while its growth waits", quotaIs(ns, "a", "4"))
 
 	patches := statusPatches(t)
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "b")))
-	eventually(t, 30*time.Second, "a's growth admitted once b is gone, and Liqo's Quota follows", quotaIs(ns, "a", "8"))
+	testkit.Eventually(t, 30*time.Second, "a's growth admitted once b is gone, and Liqo's Quota follows", quotaIs(ns, "a", "8"))
 	assert.True(t, decision(ns, "c", "Denied/"+budget.ReasonExhausted)(), "c still waits: 2 CPU free")
 	assert.LessOrEqual(t, statusPatches(t)-patches, 2, "the growth is one write (c's re-evaluation at most one more)")
 	w.Check(t)
@@ -126,9 +128,10 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 // Quota, so the budget keeps counting it; a restarted controller counts it
 // from the Quota.
 func TestQuotaDenialAfterAcceptance(t *testing.T) {
+	cp.Require(t)
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%t", restart), func(t *testing.T) {
-			ns := namespace(t, fmt.Sprintf("quota-deny-%t", restart))
+			ns := testkit.Namespace(t, cp, fmt.Sprintf("quota-deny-%t", restart))
 			class := ns // a class of its own: a budget counts its class's slices in every namespace
 			w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, "10")
 			var deny atomic.Bool
@@ -150,31 +153,31 @@ func TestQuotaDenialAfterAcceptance(t *testing.T) {
 						resourceslice.WithWatch(&corev1.ConfigMap{}))
 				}
 			}
-			stop := startManager(t, register(mustBudget(t, "10")))
+			stop := testkit.StartManager(t, cp, register(mustBudget(t, "10"))).Stop
 			create(t, cpuSlice(ns, "x", class, 6))
-			eventually(t, 30*time.Second, "x Accepted with a Quota of 6 CPU", quotaIs(ns, "x", "6"))
+			testkit.Eventually(t, 30*time.Second, "x Accepted with a Quota of 6 CPU", quotaIs(ns, "x", "6"))
 
 			deny.Store(true)
 			cm.Data["deny"] = "yes"
 			require.NoError(t, cp.Client.Update(context.Background(), cm))
-			eventually(t, 30*time.Second, "x denied by the policy", decision(ns, "x", "Denied/PolicyChanged"))
+			testkit.Eventually(t, 30*time.Second, "x denied by the policy", decision(ns, "x", "Denied/PolicyChanged"))
 			assert.True(t, quotaIs(ns, "x", "6")(), "Liqo keeps x's Quota after the denial")
 
 			if restart {
 				stop()
 				rv := get(t, ns, "x").ResourceVersion
-				startManager(t, register(mustBudget(t, "10")))
+				testkit.StartManager(t, cp, register(mustBudget(t, "10")))
 				create(t, cpuSlice(ns, "y", class, 8))
-				eventually(t, 30*time.Second, "y waits: the restarted budget counts x's Quota", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+				testkit.Eventually(t, 30*time.Second, "y waits: the restarted budget counts x's Quota", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
 				assert.Equal(t, rv, get(t, ns, "x").ResourceVersion, "the restarted controller wrote nothing for x, whose decision holds")
 			} else {
 				create(t, cpuSlice(ns, "y", class, 8))
-				eventually(t, 30*time.Second, "y waits: x's Quota still holds 6 CPU", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+				testkit.Eventually(t, 30*time.Second, "y waits: x's Quota still holds 6 CPU", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
 			}
-			consistently(t, 2*time.Second, "y keeps waiting", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+			testkit.Consistently(t, 2*time.Second, "y keeps waiting", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
 
 			require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "x")))
-			eventually(t, 30*time.Second, "y admitted once x is gone", quotaIs(ns, "y", "8"))
+			testkit.Eventually(t, 30*time.Second, "y admitted once x is gone", quotaIs(ns, "y", "8"))
 			w.Check(t)
 		})
 	}
@@ -246,31 +249,26 @@ func (c *cutBody) Read(p []byte) (int, error) {
 // 503, watches cut, 30 slices deleted over 6 s. At the end the 30 left are
 // admitted up to the total, and never more is granted than the budget.
 func TestQuotaLostAnswersAndDeletions(t *testing.T) {
-	ns := namespace(t, "quota-lost")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "quota-lost")
 	w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, "10")
 	b := mustBudget(t, "10")
 	lossy := &lossyTransport{share: 0.3, rnd: rand.New(rand.NewSource(time.Now().UnixNano())), maxCuts: 3}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { lossy.next = rt; return lossy }
-	opts := managerOptions(t)
-	mgr, err := manager.New(cfg, opts)
-	require.NoError(t, err)
-	require.NoError(t, withLiqoQuotas(mgr))
-	require.NoError(t, resourceslice.AddToManager(mgr, "quota-lost", accept("Granted", nil), resourceslice.WithBudget(b),
-		resourceslice.WithMaxConcurrentReconciles(4), fastBackoff()))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
+	testkit.StartManagerWith(t, cfg, testkit.ManagerOptions(t, cp.Scheme), func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "quota-lost", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithMaxConcurrentReconciles(4), fastBackoff())
 	})
 
 	const n = 60
 	for i := range n {
 		create(t, cpuSlice(ns, fmt.Sprintf("s%02d", i), "quota-lost", 1))
 	}
-	eventually(t, 60*time.Second, "10 slices Accepted", func() bool {
+	testkit.Eventually(t, 60*time.Second, "10 slices Accepted", func() bool {
 		held, _ := heldByAccepted(t, ns, "quota-lost")
 		return held.Cmp(resource.MustParse("10")) == 0
 	})
@@ -279,11 +277,11 @@ func TestQuotaLostAnswersAndDeletions(t *testing.T) {
 		require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, fmt.Sprintf("s%02d", i))))
 		time.Sleep(200 * time.Millisecond)
 	}
-	eventually(t, 90*time.Second, "the 30 slices left hold exactly the 10 CPU of the budget", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the 30 slices left hold exactly the 10 CPU of the budget", func() bool {
 		held, items := heldByAccepted(t, ns, "quota-lost")
 		return len(items) == n/2 && held.Cmp(resource.MustParse("10")) == 0
 	})
-	eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
 		used := usedCPU(b)
 		return used.Cmp(resource.MustParse("10")) == 0
 	})

@@ -9,23 +9,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // Restart: a new manager finds every slice decided and writes nothing.
 func TestRestart(t *testing.T) {
+	cp.Require(t)
 	const n = 20
-	ns := namespace(t, "restart")
+	ns := testkit.Namespace(t, cp, "restart")
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("r-%02d", i)
 		names = append(names, name)
 		create(t, sliceIn(ns, name, "restart"))
 	}
-	stop := startManager(t, func(mgr manager.Manager) error {
+	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "restart", accept("Granted", nil))
-	})
-	eventually(t, 30*time.Second, "all decided", decided(ns, names...))
+	}).Stop
+	testkit.Eventually(t, 30*time.Second, "all decided", decided(ns, names...))
 	stop()
 
 	type snap struct{ rv, ltt string }
@@ -37,11 +39,11 @@ func TestRestart(t *testing.T) {
 	patches := statusPatches(t)
 
 	var c calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "restart", accept("Granted", &c))
 	})
-	eventually(t, 30*time.Second, "the new manager re-evaluated every slice", func() bool { return c.total.Load() >= n })
-	consistently(t, time.Second, "the restarted manager writes no status", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the new manager re-evaluated every slice", func() bool { return c.total.Load() >= n })
+	testkit.Consistently(t, time.Second, "the restarted manager writes no status", func() bool {
 		return statusPatches(t) == patches
 	})
 	for _, name := range names {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -22,18 +23,19 @@ import (
 // "serves" rule now lives in one place for the predicate, the Tenant mapping
 // and Reconcile.
 func TestTenantEventHonoursSelector(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns := namespace(t, "serves-tenant")
+	ns := testkit.Namespace(t, cp, "serves-tenant")
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
 	tenant.Namespace = ns
 	require.NoError(t, cp.Client.Create(ctx, tenant))
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "serves", accept("Granted", nil))
 	})
 
 	create(t, sliceIn(ns, "local", "serves", slicetest.NotReplicated()))
 	create(t, sliceIn(ns, "replicated", "serves"))
-	eventually(t, 30*time.Second, "the replicated slice accepted", decided(ns, "replicated"))
+	testkit.Eventually(t, 30*time.Second, "the replicated slice accepted", decided(ns, "replicated"))
 	localRV := get(t, ns, "local").ResourceVersion
 
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -44,11 +46,11 @@ func TestTenantEventHonoursSelector(t *testing.T) {
 		return cp.Client.Update(ctx, tenant)
 	}))
 	// The replicated slice being denied proves the Tenant event was handled.
-	eventually(t, 30*time.Second, "the replicated slice denied after the drain", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the replicated slice denied after the drain", func() bool {
 		c := conditions.Get(get(t, ns, "replicated"), conditions.Resources)
 		return c != nil && c.Reason == "TenantDrained"
 	})
-	consistently(t, 2*time.Second, "the slice outside the selector stays unwritten", func() bool {
+	testkit.Consistently(t, 2*time.Second, "the slice outside the selector stays unwritten", func() bool {
 		return get(t, ns, "local").ResourceVersion == localRV
 	})
 	assert.Nil(t, conditions.Get(get(t, ns, "local"), conditions.Resources), "the SDK decided a slice its selector excludes")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -20,13 +21,14 @@ import (
 // tenant loses its grants, an active one gets them back, a cordoned one keeps
 // what it has and gets nothing new.
 func TestTenantRule(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns := namespace(t, "tenant")
+	ns := testkit.Namespace(t, cp, "tenant")
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
 	tenant.Namespace = ns
 	require.NoError(t, cp.Client.Create(ctx, tenant))
 	var c calls
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "ten", accept("Granted", &c))
 	})
 	setTenant := func(cond authv1beta1.TenantCondition) {
@@ -49,16 +51,16 @@ func TestTenantRule(t *testing.T) {
 	}
 
 	create(t, sliceIn(ns, "a", "ten"))
-	eventually(t, 30*time.Second, "a accepted", is("a", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "a accepted", is("a", "Accepted/Granted"))
 
 	setTenant(authv1beta1.TenantConditionDrained)
-	eventually(t, 30*time.Second, "a denied after drain", is("a", "Denied/"+"TenantDrained"))
+	testkit.Eventually(t, 30*time.Second, "a denied after drain", is("a", "Denied/"+"TenantDrained"))
 
 	setTenant(authv1beta1.TenantConditionActive)
-	eventually(t, 30*time.Second, "a accepted again", is("a", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "a accepted again", is("a", "Accepted/Granted"))
 
 	setTenant(authv1beta1.TenantConditionCordoned)
 	create(t, sliceIn(ns, "b", "ten"))
-	eventually(t, 30*time.Second, "new slice denied while cordoned", is("b", "Denied/"+"TenantCordoned"))
-	consistently(t, time.Second, "a cordoned tenant keeps what it has", is("a", "Accepted/Granted"))
+	testkit.Eventually(t, 30*time.Second, "new slice denied while cordoned", is("b", "Denied/"+"TenantCordoned"))
+	testkit.Consistently(t, time.Second, "a cordoned tenant keeps what it has", is("a", "Accepted/Granted"))
 }

@@ -8,18 +8,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // A trimmed cache (no csr, no authParams, no managedFields) must not make the
 // controller erase those fields on the server.
 func TestTrimmedCacheKeepsServerFields(t *testing.T) {
-	ns := namespace(t, "trim")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "trim")
 	create(t, sliceIn(ns, "t", "trim"))
 
-	opts := managerOptions(t)
+	opts := testkit.ManagerOptions(t, cp.Scheme)
 	resourceslice.TrimCache(&opts.Cache)
-	startManagerWith(t, opts, func(mgr manager.Manager) error {
+	testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "trim", accept("Granted", nil))
 	})
 	got := waitForDecision(t, 30*time.Second, ns, "t")

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -32,6 +33,7 @@ import (
 //
 //	KUBEBUILDER_ASSETS=... go test -run '^$' -bench WatchPass -benchtime 3x ./test/integration/
 func BenchmarkWatchPassNothingChanges(b *testing.B) {
+	cp.Require(b)
 	// The testing package runs a benchmark function more than once (b.N = 1
 	// first): the fixture, a manager over 2000 decided slices, is built once.
 	fx := &watchBench
@@ -98,7 +100,7 @@ func setupWatchBench(b *testing.B, calls *atomic.Int64) *corev1.ConfigMap {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	}
-	opts := managerOptions(b)
+	opts := testkit.ManagerOptions(b, cp.Scheme)
 	opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
 	mgr, err := manager.New(cp.Config, opts)
 	require.NoError(b, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -35,6 +36,7 @@ import (
 // budget's re-admission when capacity frees (the Reconciler's own source),
 // and the trusted consumer (namespace watch).
 func TestByHandDecidesLikeAddToManager(t *testing.T) {
+	cp.Require(t)
 	const auto, byHand = "wire-auto", "wire-hand"
 	budgets := map[string]*budget.Budget{}
 	for _, class := range []string{auto, byHand} {
@@ -42,7 +44,7 @@ func TestByHandDecidesLikeAddToManager(t *testing.T) {
 		require.NoError(t, err)
 		budgets[class] = b
 	}
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := resourceslice.AddToManager(mgr, auto, accept("Granted", nil),
 			resourceslice.WithBudget(budgets[auto]), fastBackoff()); err != nil {
 			return err
@@ -72,7 +74,7 @@ func TestByHandDecidesLikeAddToManager(t *testing.T) {
 func wiringScenario(t *testing.T, class string) []string {
 	t.Helper()
 	ctx := context.Background()
-	okNS, drainNS := namespace(t, class+"-ok"), namespace(t, class+"-drain")
+	okNS, drainNS := testkit.Namespace(t, cp, class+"-ok"), testkit.Namespace(t, cp, class+"-drain")
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)
 	tenant.Namespace = drainNS
 	require.NoError(t, cp.Client.Create(ctx, tenant))
@@ -95,11 +97,11 @@ func wiringScenario(t *testing.T, class string) []string {
 	for _, n := range []string{"a", "b", "c"} {
 		create(t, sliceIn(okNS, n, class))
 	}
-	eventually(t, 30*time.Second, class+": a, b, c decided", decided(okNS, "a", "b", "c"))
+	testkit.Eventually(t, 30*time.Second, class+": a, b, c decided", decided(okNS, "a", "b", "c"))
 	stages = append(stages, "budget: "+tally(okNS, "a", "b", "c"))
 
 	create(t, sliceIn(drainNS, "d", class))
-	eventually(t, 30*time.Second, class+": d decided", decided(drainNS, "d"))
+	testkit.Eventually(t, 30*time.Second, class+": d decided", decided(drainNS, "d"))
 	stages = append(stages, "tenant: "+tally(drainNS, "d"))
 
 	var left []string
@@ -112,7 +114,7 @@ func wiringScenario(t *testing.T, class string) []string {
 		}
 		left = append(left, n)
 	}
-	eventually(t, 30*time.Second, class+": the waiting slice admitted", func() bool {
+	testkit.Eventually(t, 30*time.Second, class+": the waiting slice admitted", func() bool {
 		return conditions.IsAccepted(get(t, okNS, left[0])) && conditions.IsAccepted(get(t, okNS, left[1]))
 	})
 	stages = append(stages, "after a deletion: "+tally(okNS, left...))
@@ -128,7 +130,7 @@ func wiringScenario(t *testing.T, class string) []string {
 		ns.Labels["liqo.io/remote-cluster-id"] = "someone-else"
 		return cp.Client.Update(ctx, &ns)
 	}))
-	eventually(t, 30*time.Second, class+": the relabelled namespace's slices refused", func() bool {
+	testkit.Eventually(t, 30*time.Second, class+": the relabelled namespace's slices refused", func() bool {
 		for _, n := range left {
 			if conditions.Get(get(t, okNS, n), conditions.Resources).Reason != "ConsumerMismatch" {
 				return false
@@ -145,7 +147,8 @@ func wiringScenario(t *testing.T, class string) []string {
 // second call runs beside the first) until that call returns; then it
 // serves again.
 func TestClassSetStopIsBoundedByItsContext(t *testing.T) {
-	ns := namespace(t, "stop-bounded")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "stop-bounded")
 	const class = "stop-bounded"
 	release := make(chan struct{})
 	var inFlight, maxInFlight atomic.Int32
@@ -163,14 +166,14 @@ func TestClassSetStopIsBoundedByItsContext(t *testing.T) {
 		return ctrl.Result{}, nil
 	})
 	var cs *resourceslice.ClassSet
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		cs, err = resourceslice.NewClassSet(mgr)
 		return err
 	})
 	require.NoError(t, cs.Serve(class, blocking))
 	create(t, sliceIn(ns, "s", class))
-	eventually(t, 30*time.Second, "the handler called", started.Load)
+	testkit.Eventually(t, 30*time.Second, "the handler called", started.Load)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -182,10 +185,10 @@ func TestClassSetStopIsBoundedByItsContext(t *testing.T) {
 	assert.True(t, errors.Is(err, resourceslice.ErrClassRegistered), "the class is not released while a call is in flight: %v", err)
 
 	close(release)
-	eventually(t, 30*time.Second, "the class released once the call returned", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the class released once the call returned", func() bool {
 		return cs.Serve(class, accept("Prompt", nil)) == nil
 	})
-	eventually(t, 30*time.Second, "the slice decided", decided(ns, "s"))
+	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "s"))
 	assert.Equal(t, int32(1), maxInFlight.Load(), "never two calls at once")
 	require.NoError(t, cs.Stop(context.Background(), class))
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -38,8 +39,9 @@ import (
 // slice while the controller decides them: nobody's fields are lost, and the
 // conflicts raise no Warning event.
 func TestConcurrentLiqoWriter(t *testing.T) {
+	cp.Require(t)
 	const n = 500
-	ns := namespace(t, "concurrent")
+	ns := testkit.Namespace(t, cp, "concurrent")
 	for i := range n {
 		create(t, sliceIn(ns, fmt.Sprintf("s-%03d", i), "conc"))
 	}
@@ -90,15 +92,15 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 		}
 	}()
 
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "conc", accept("Granted", nil), resourceslice.WithMaxConcurrentReconciles(4), fastBackoff())
 	})
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("s-%03d", i)
 	}
-	eventually(t, 120*time.Second, "all slices decided", decided(ns, names...))
-	eventually(t, 120*time.Second, "the Liqo writer to finish a full round", func() bool { return rounds.Load() >= 1 })
+	testkit.Eventually(t, 120*time.Second, "all slices decided", decided(ns, names...))
+	testkit.Eventually(t, 120*time.Second, "the Liqo writer to finish a full round", func() bool { return rounds.Load() >= 1 })
 	stopWriter.Store(true)
 	wg.Wait()
 	require.Len(t, last, n, "the Liqo writer must have written every slice")
@@ -125,8 +127,9 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 // A status field the Go types do not know (newer Liqo's status.class)
 // survives the controller's write.
 func TestUnknownStatusFieldsSurvive(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
-	ns := namespace(t, "unknown-fields")
+	ns := testkit.Namespace(t, cp, "unknown-fields")
 	var crd apiextensionsv1.CustomResourceDefinition
 	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Name: "resourceslices.authentication.liqo.io"}, &crd))
 	for i := range crd.Spec.Versions {
@@ -142,7 +145,7 @@ func TestUnknownStatusFieldsSurvive(t *testing.T) {
 	u.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind("ResourceSlice"))
 	// Wait until the API server serves the new schema: the field survives a
 	// status write and read.
-	eventually(t, 30*time.Second, "status.class served", func() bool {
+	testkit.Eventually(t, 30*time.Second, "status.class served", func() bool {
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), u); err != nil {
 			return false
 		}
@@ -155,7 +158,7 @@ func TestUnknownStatusFieldsSurvive(t *testing.T) {
 		return v == "unk"
 	})
 
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "unk", accept("Granted", nil))
 	})
 	waitForDecision(t, 30*time.Second, ns, "newer")
@@ -167,8 +170,9 @@ func TestUnknownStatusFieldsSurvive(t *testing.T) {
 // One status write per decision and none while idle, from the API server's
 // own request counter.
 func TestOneWritePerDecisionAndNoneIdle(t *testing.T) {
+	cp.Require(t)
 	const n = 50
-	ns := namespace(t, "writes")
+	ns := testkit.Namespace(t, cp, "writes")
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("w-%02d", i)
@@ -176,14 +180,14 @@ func TestOneWritePerDecisionAndNoneIdle(t *testing.T) {
 		create(t, sliceIn(ns, name, "writes"))
 	}
 	before := statusPatches(t)
-	startManager(t, func(mgr manager.Manager) error {
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "writes", accept("Granted", nil), resourceslice.WithMaxConcurrentReconciles(4))
 	})
-	eventually(t, 60*time.Second, "all decided", decided(ns, names...))
-	eventually(t, 10*time.Second, "the API server to count a status PATCH per decision", func() bool {
+	testkit.Eventually(t, 60*time.Second, "all decided", decided(ns, names...))
+	testkit.Eventually(t, 10*time.Second, "the API server to count a status PATCH per decision", func() bool {
 		return statusPatches(t)-before >= n
 	})
-	consistently(t, 5*time.Second, "exactly one status PATCH per decision, and none while idle", func() bool {
+	testkit.Consistently(t, 5*time.Second, "exactly one status PATCH per decision, and none while idle", func() bool {
 		if got := statusPatches(t) - before; got != n {
 			t.Logf("status PATCHes for %d decisions: got %d", n, got)
 			return false
@@ -197,7 +201,8 @@ func TestOneWritePerDecisionAndNoneIdle(t *testing.T) {
 // offer shrinks step by step. A label change on the slice re-runs the
 // handler, which reads the step from the label.
 func TestShrinkingOfferOnTheServer(t *testing.T) {
-	ns := namespace(t, "shrink")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "shrink")
 	q := resource.MustParse
 	offers := map[string]authv1beta1.ResourceSliceStatus{
 		"0": {Resources: corev1.ResourceList{"cpu": q("2"), "memory": q("4Gi")}, NodeLabels: map[string]string{"tier": "gold", "zone": "a"},
@@ -211,7 +216,7 @@ func TestShrinkingOfferOnTheServer(t *testing.T) {
 		conditions.Accept(rs, "Offer"+rs.Labels["step"], "")
 		return ctrl.Result{}, nil
 	})
-	startManager(t, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "shrink", h) })
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "shrink", h) })
 	create(t, sliceIn(ns, "s", "shrink", slicetest.WithLabel("step", "0")))
 	for _, step := range []string{"0", "1", "2"} {
 		if step != "0" {
@@ -219,7 +224,7 @@ func TestShrinkingOfferOnTheServer(t *testing.T) {
 			rs.Labels["step"] = step
 			require.NoError(t, cp.Client.Update(context.Background(), rs))
 		}
-		eventually(t, 30*time.Second, "offer "+step, func() bool {
+		testkit.Eventually(t, 30*time.Second, "offer "+step, func() bool {
 			c := conditions.Get(get(t, ns, "s"), conditions.Resources)
 			return c != nil && c.Reason == "Offer"+step
 		})
@@ -238,7 +243,8 @@ func TestShrinkingOfferOnTheServer(t *testing.T) {
 // A handler that meddles with Liqo's fields gets its decision saved and its
 // meddling dropped, on the real server.
 func TestForeignChangesDiscarded(t *testing.T) {
-	ns := namespace(t, "foreign")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "foreign")
 	h := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 		rs.Labels["meddled"] = "yes"
 		rs.Spec.Resources = nil
@@ -247,7 +253,7 @@ func TestForeignChangesDiscarded(t *testing.T) {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})
-	startManager(t, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "foreign", h) })
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "foreign", h) })
 	create(t, sliceIn(ns, "f", "foreign"))
 	got := waitForDecision(t, 30*time.Second, ns, "f")
 	assert.NotContains(t, got.Labels, "meddled", "the handler's label reached the server")
@@ -256,22 +262,23 @@ func TestForeignChangesDiscarded(t *testing.T) {
 		assert.Equal(t, "crt", string(got.Status.AuthParams.SignedCRT), "the handler's authParams reached the server")
 	}
 	assert.True(t, conditions.IsAuthenticated(got), "the handler's Authentication condition reached the server: %+v", got.Status.Conditions)
-	eventually(t, 30*time.Second, "ChangesDiscarded event", hasEvent(t, ns, "f", "ChangesDiscarded"))
+	testkit.Eventually(t, 30*time.Second, "ChangesDiscarded event", hasEvent(t, ns, "f", "ChangesDiscarded"))
 }
 
 // A handler's RequeueAfter brings the slice back, and re-deciding the same
 // answer writes nothing.
 func TestRequeueAfterWithoutWrites(t *testing.T) {
-	ns := namespace(t, "requeue")
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "requeue")
 	var c calls
 	h := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 		c.inc(rs.Name)
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{RequeueAfter: 300 * time.Millisecond}, nil
 	})
-	startManager(t, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "requeue", h) })
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "requeue", h) })
 	create(t, sliceIn(ns, "q", "requeue"))
 	rv := waitForDecision(t, 30*time.Second, ns, "q").ResourceVersion
-	eventually(t, 10*time.Second, "handler called again by RequeueAfter", func() bool { return c.get("q") >= 4 })
+	testkit.Eventually(t, 10*time.Second, "handler called again by RequeueAfter", func() bool { return c.get("q") >= 4 })
 	assert.Equal(t, rv, get(t, ns, "q").ResourceVersion, "re-deciding the same answer wrote the slice")
 }

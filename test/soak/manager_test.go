@@ -6,20 +6,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -36,50 +33,31 @@ func parseEvents(v string) (resourceslice.DecisionEvents, error) {
 	return 0, fmt.Errorf("%q: want none, denied or all", v)
 }
 
-// startManager starts the manager a user would run: three classes with four
-// workers each, the bronze class drawing from a budget, the slice cache
+// startSoakManager starts the manager a user would run: three classes with
+// four workers each, the bronze class drawing from a budget, the slice cache
 // trimmed, the tenant rule on (the default), decision events as events
 // says. Events are off by default because client-go's event broadcaster
 // keeps every event it sends for six minutes (to build series): with events
 // on, a few minutes' soak measures that cache filling, not the SDK.
-func startManager(t *testing.T, bronze *budget.Budget, reg *prometheus.Registry, logs *errorLog, events resourceslice.DecisionEvents) (manager.Manager, func()) {
+func startSoakManager(t *testing.T, bronze *budget.Budget, reg *prometheus.Registry, logs *errorLog, events resourceslice.DecisionEvents) *testkit.Manager {
 	t.Helper()
-	opts := manager.Options{
-		Scheme:                 cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logr.New(errorSink{logs}),
-	}
+	opts := testkit.ManagerOptions(t, cp.Scheme)
+	opts.Logger = logr.New(errorSink{logs})
 	resourceslice.TrimCache(&opts.Cache)
-	mgr, err := manager.New(cp.Config, opts)
-	require.NoError(t, err)
-	common := []resourceslice.Option{
-		resourceslice.WithMaxConcurrentReconciles(4),
-		resourceslice.WithDecisionEvents(events),
-		resourceslice.WithMetricsRegisterer(reg),
-	}
-	require.NoError(t, resourceslice.AddToManager(mgr, classGold, grant(0), common...))
-	require.NoError(t, resourceslice.AddToManager(mgr, classSilver, grant(silverMaxCPU), common...))
-	require.NoError(t, resourceslice.AddToManager(mgr, classBronze, grant(0), append(common, resourceslice.WithBudget(bronze))...))
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				assert.NoError(t, err, "manager")
-			case <-time.After(time.Minute):
-				t.Error("manager did not stop within a minute")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "manager cache did not sync")
-	return mgr, stop
+	return testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
+		common := []resourceslice.Option{
+			resourceslice.WithMaxConcurrentReconciles(4),
+			resourceslice.WithDecisionEvents(events),
+			resourceslice.WithMetricsRegisterer(reg),
+		}
+		if err := resourceslice.AddToManager(mgr, classGold, grant(0), common...); err != nil {
+			return err
+		}
+		if err := resourceslice.AddToManager(mgr, classSilver, grant(silverMaxCPU), common...); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, classBronze, grant(0), append(common, resourceslice.WithBudget(bronze))...)
+	})
 }
 
 // grant is the classes' policy: grant what is asked, or, with maxCPU > 0,

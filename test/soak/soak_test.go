@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -31,7 +32,7 @@ const (
 	slicesEnv     = "SLICECLASS_SOAK_SLICES"
 	slicesDefault = 10000
 	// eventsEnv sets the classes' WithDecisionEvents: none (the default),
-	// denied or all; see startManager.
+	// denied or all; see startSoakManager.
 	eventsEnv = "SLICECLASS_SOAK_EVENTS"
 
 	nTenants       = 100
@@ -67,6 +68,7 @@ func TestSoak(t *testing.T) {
 	if cp == nil {
 		t.Skipf("the soak runs with %s=1 (make soak)", soakEnv)
 	}
+	cp.Require(t)
 	churnFor := fromEnv(t, durationEnv, churnDefault, time.ParseDuration)
 	nSlices := fromEnv(t, slicesEnv, slicesDefault, strconv.Atoi)
 	require.GreaterOrEqual(t, nSlices, 10*nTenants, "%s", slicesEnv)
@@ -91,7 +93,7 @@ func TestSoak(t *testing.T) {
 	// Also what logs to controller-runtime's root logger rather than the
 	// manager's (the informers' reflectors).
 	ctrl.SetLogger(logr.New(errorSink{logs}))
-	mgr, stopManager := startManager(t, bronze, reg, logs, events)
+	mgr := startSoakManager(t, bronze, reg, logs, events)
 	s := &sampler{cache: mgr.GetClient(), reg: reg, start: time.Now()}
 	s.setPhase("create")
 	sampling, stopSampling := context.WithCancel(ctx)
@@ -112,7 +114,7 @@ func TestSoak(t *testing.T) {
 	require.NoError(t, err, "%d of %d creations failed", failed, nSlices)
 	created := time.Since(s.start)
 	t.Logf("created %d slices as Liqo (object + status) in %d namespaces in %s", f.size(), nTenants, created.Round(time.Second))
-	eventually(t, 10*time.Minute, "every pre-created slice decided", allDecided(mgr.GetClient(), nSlices))
+	testkit.Every(time.Second).Eventually(t, 10*time.Minute, "every pre-created slice decided", allDecided(mgr.GetClient(), nSlices))
 	initial := time.Since(s.start)
 	t.Logf("the %d slices were all decided %s after the manager started", nSlices, initial.Round(time.Second))
 
@@ -134,7 +136,7 @@ func TestSoak(t *testing.T) {
 	// 3. The churn stopped: the backlog drains, then every slice settles.
 	s.setPhase("drain")
 	drainStart := time.Now()
-	eventually(t, drainTimeout, "every slice decided after the churn", allDecided(mgr.GetClient(), -1))
+	testkit.Every(time.Second).Eventually(t, drainTimeout, "every slice decided after the churn", allDecided(mgr.GetClient(), -1))
 	drained := time.Since(drainStart)
 	var (
 		problems []string
@@ -153,7 +155,7 @@ func TestSoak(t *testing.T) {
 	s.takeSample(ctx)
 	stopSampling()
 	<-samplerDone
-	stopManager()
+	mgr.Stop()
 
 	samples, err := s.all()
 	require.NoError(t, err)
@@ -210,13 +212,4 @@ func allDecided(c client.Reader, want int) func() bool {
 		n, undecided, _, err := countSlices(context.Background(), c)
 		return err == nil && undecided == 0 && (want < 0 || n == want)
 	}
-}
-
-// eventually checks cond every second until it holds, and fails the test
-// if it still does not after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	require.NoError(t, err, "timed out after %s waiting for %s", timeout, what)
 }

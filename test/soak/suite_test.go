@@ -18,8 +18,8 @@ var cp *controlplane.ControlPlane
 // TestMain starts the control plane only when the soak is asked for (and
 // not under -short), so a plain go test ./... runs the checks' own tests and
 // reports TestSoak as skipped without starting one. Missing envtest
-// binaries skip the package, unless SLICECLASS_REQUIRE_ENVTEST is set (as
-// in CI).
+// binaries skip TestSoak (cp.Require), unless SLICECLASS_REQUIRE_ENVTEST is
+// set (as in CI), when they fail the package.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() || os.Getenv(soakEnv) != "1" {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +72,11 @@ type ControlPlane struct {
 	// certDir keeps the API server's serving certificates across
 	// RestartAPIServer, so that clients built from Config stay valid.
 	certDir string
+
+	// notStarted says why RunSuite started no control plane ("" when it
+	// runs); skipped counts the tests Require skipped for that reason.
+	notStarted string
+	skipped    atomic.Int64
 }
 
 // ErrNoAssets is returned (wrapped) when no kube-apiserver and etcd binaries
@@ -78,10 +85,14 @@ var ErrNoAssets = errors.New("no envtest binaries (kube-apiserver, etcd): run `g
 	"` from your module (`make envtest` in the sliceclass repo), or set KUBEBUILDER_ASSETS to a directory holding both (e.g. from setup-envtest)")
 
 // Start starts a control plane for a test and stops it when the test ends.
-// When no binaries are found it skips the test, or fails it when the
-// SLICECLASS_REQUIRE_ENVTEST environment variable is set.
+// Under -short it skips the test. When no binaries are found it skips the
+// test, or fails it when the SLICECLASS_REQUIRE_ENVTEST environment variable
+// is set.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("controlplane: " + shortReason)
+	}
 	cp, err := New()
 	if err != nil {
 		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
@@ -111,17 +122,8 @@ func New() (*ControlPlane, error) {
 	for _, f := range crdFiles() {
 		paths = append(paths, filepath.Join(crds, f))
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := authv1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := offloadingv1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return nil, err
 	}
 	certDir, err := os.MkdirTemp("", "sliceclass-apiserver-")
@@ -159,6 +161,49 @@ func New() (*ControlPlane, error) {
 	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, env: env, certDir: certDir}, nil
 }
 
+// newScheme holds client-go's types, Liqo's authentication and offloading
+// types, and CRDs.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, apiextensionsv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// newNotStarted is the ControlPlane RunSuite gives a package when it starts
+// none, for reason. Require skips the tests; one that uses it without
+// Require fails, each of its requests answered with an error that says to
+// call Require, rather than dereferencing a nil Client.
+func newNotStarted(reason string) (*ControlPlane, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	refuse := fmt.Errorf("controlplane: %s: a test that uses the control plane calls cp.Require(t) first, which skips it", reason)
+	cfg := &rest.Config{Host: "https://controlplane.invalid"}
+	cfg.Wrap(func(http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, refuse })
+	})
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &ControlPlane{Config: cfg, Client: cl, Scheme: scheme, notStarted: reason}, nil
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// errNotStarted is what the methods that need the processes return on a
+// control plane RunSuite did not start.
+var errNotStarted = errors.New("controlplane: not started: call cp.Require(t) first, which skips the test")
+
 // watchGraceFlag bounds how long kube-apiserver's shutdown waits for open
 // watches.
 const watchGraceFlag = "shutdown-watch-termination-grace-period"
@@ -169,8 +214,12 @@ func hasFlag(binary, name string) bool {
 	return strings.Contains(string(out), "--"+name)
 }
 
-// Stop stops the API server and etcd.
+// Stop stops the API server and etcd; on a control plane RunSuite did not
+// start it does nothing.
 func (cp *ControlPlane) Stop() error {
+	if cp.env == nil {
+		return nil
+	}
 	err := cp.env.Stop()
 	return errors.Join(err, os.RemoveAll(cp.certDir))
 }
@@ -184,6 +233,9 @@ func (cp *ControlPlane) Stop() error {
 // to have --shutdown-watch-termination-grace-period waits until envtest's
 // stop timeout (a minute) and RestartAPIServer returns an error.
 func (cp *ControlPlane) RestartAPIServer() error {
+	if cp.env == nil {
+		return errNotStarted
+	}
 	apiServer := cp.env.ControlPlane.GetAPIServer()
 	if err := apiServer.Stop(); err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
@@ -200,6 +252,9 @@ func (cp *ControlPlane) RestartAPIServer() error {
 // ServiceAccount is the user "system:serviceaccount:NAMESPACE:NAME" in the
 // groups "system:serviceaccounts" and "system:serviceaccounts:NAMESPACE".
 func (cp *ControlPlane) AddUser(name string, groups ...string) (*rest.Config, error) {
+	if cp.env == nil {
+		return nil, errNotStarted
+	}
 	u, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(cp.Config))
 	if err != nil {
 		return nil, fmt.Errorf("adding user %q: %w", name, err)
@@ -332,6 +387,9 @@ func isDir(d string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// shortReason is why no control plane starts under -short.
+const shortReason = "not started under -short"
+
 // RunSuite is the body of a TestMain for a package whose tests share one
 // control plane: it starts one into *cp, runs the tests, stops it, and
 // returns the exit code.
@@ -340,23 +398,36 @@ func isDir(d string) bool {
 //
 //	func TestMain(m *testing.M) { os.Exit(controlplane.RunSuite(m, &cp)) }
 //
-// Under -short it runs nothing (the package's tests all need the control
-// plane). Without envtest binaries it skips the package with a message
-// naming the command that builds them, unless the RequireEnv environment
-// variable is set, when it fails.
+// Every test that uses the control plane says so first, with Require; the
+// package's other tests (of a Handler on the fake client, of a parser) need
+// nothing:
+//
+//	func TestDecides(t *testing.T) {
+//		cp.Require(t)
+//		// ... cp.Client, cp.Config
+//	}
+//
+// Under -short, and without envtest binaries, RunSuite starts no control
+// plane but still runs the tests: *cp is then a ControlPlane that is not
+// running, whose Require skips the test saying why, and RunSuite prints one
+// line to standard error, "controlplane: 3 tests skipped: " and the reason,
+// so that a plain go test in the package's directory shows it without -v
+// (go test given packages shows a passing package's output only with -v).
+// With the RequireEnv environment variable set, missing binaries are a
+// failure instead: RunSuite prints why and returns 1 without running the
+// tests (-short still starts nothing and fails nothing).
 func RunSuite(m *testing.M, cp **ControlPlane) int {
 	flag.Parse()
 	if testing.Short() {
-		return 0
+		return runWithout(m, cp, shortReason)
 	}
 	var err error
 	*cp, err = New()
 	if err != nil {
 		if errors.Is(err, ErrNoAssets) && os.Getenv(RequireEnv) == "" {
-			fmt.Fprintln(os.Stderr, "skipped:", err)
-			return 0
+			return runWithout(m, cp, err.Error())
 		}
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		return 1
 	}
 	code := m.Run()
@@ -367,4 +438,41 @@ func RunSuite(m *testing.M, cp **ControlPlane) int {
 		}
 	}
 	return code
+}
+
+// runWithout runs the tests with *cp a control plane not started, for
+// reason, and reports on standard error how many of them Require skipped.
+func runWithout(m *testing.M, cp **ControlPlane, reason string) int {
+	var err error
+	if *cp, err = newNotStarted(reason); err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		return 1
+	}
+	code := m.Run()
+	switch n := (*cp).skipped.Load(); n {
+	case 0:
+	case 1:
+		fmt.Fprintf(os.Stderr, "controlplane: 1 test skipped: %s\n", reason)
+	default:
+		fmt.Fprintf(os.Stderr, "controlplane: %d tests skipped: %s\n", n, reason)
+	}
+	return code
+}
+
+// Require skips the test when cp is not running, saying why: RunSuite
+// starts none under -short or without envtest binaries (see RunSuite). A
+// test of a RunSuite package calls it before it uses cp; on a running
+// control plane it does nothing. Forgetting it shows under -short: every
+// request through cp's Client or Config then fails with an error saying to
+// call Require.
+func (cp *ControlPlane) Require(t testing.TB) {
+	t.Helper()
+	if cp == nil {
+		t.Fatal("controlplane: Require on a nil *ControlPlane: use the one RunSuite or Start gives")
+	}
+	if cp.notStarted == "" {
+		return
+	}
+	cp.skipped.Add(1)
+	t.Skip("controlplane: " + cp.notStarted)
 }

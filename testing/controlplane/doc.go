@@ -12,6 +12,39 @@
 //	go run github.com/sliceclass/sliceclass/testing/controlplane/install-envtest
 //
 // which builds etcd and kube-apiserver from source through the Go module
-// proxy and prints their directory. Without binaries Start skips the test,
-// naming that command; with SLICECLASS_REQUIRE_ENVTEST set it fails instead.
+// proxy and prints their directory.
+//
+// # One control plane per test, or one per package
+//
+// Start gives a test a control plane of its own and stops it when the test
+// ends. RunSuite, as a TestMain body, shares one across a package; each test
+// that uses it says so first with Require, so the package's unit tests (of a
+// Handler on the fake client, of a parser) share the package:
+//
+//	var cp *controlplane.ControlPlane
+//
+//	func TestMain(m *testing.M) { os.Exit(controlplane.RunSuite(m, &cp)) }
+//
+//	func TestGoldOnAServer(t *testing.T) {
+//		cp.Require(t)
+//		// ... cp.Client, cp.Config
+//	}
+//
+// Under -short no control plane is started: Start and Require skip the
+// test, and the unit tests run. Without binaries they skip too, naming the
+// command that builds them, and RunSuite prints on standard error how many
+// tests it skipped and why ("controlplane: 12 tests skipped: no envtest
+// binaries ..."), which a plain go test in the package's directory shows
+// without -v. With SLICECLASS_REQUIRE_ENVTEST set (as in CI), missing
+// binaries fail instead.
+//
+// # A control plane for your manager
+//
+// WriteKubeconfig writes a kubeconfig for the control plane's Config, or for
+// a user of AddUser, so that a manager run as a program reaches it. To run
+// your own manager against a control plane from the command line, the
+// dev-controlplane command starts one, writes its kubeconfig and runs until
+// interrupted:
+//
+//	go run github.com/sliceclass/sliceclass/testing/controlplane/dev-controlplane
 package controlplane

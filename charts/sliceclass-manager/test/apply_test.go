@@ -53,6 +53,7 @@ func install(t *testing.T, objs []rendered) {
 // TestDefaultsInstall renders the chart with its defaults (`helm install`
 // with no values) and applies every object to a real API server.
 func TestDefaultsInstall(t *testing.T) {
+	cp.Require(t)
 	objs := render(t, "liqo", "")
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "Service", "ServiceMonitor"} {
 		only(t, objs, kind, 0)
@@ -65,6 +66,7 @@ func TestDefaultsInstall(t *testing.T) {
 // TestEveryOptionInstalls renders the chart with every option on and
 // applies every object to a real API server.
 func TestEveryOptionInstalls(t *testing.T) {
+	cp.Require(t)
 	objs := render(t, "sc-all", everyOptionIn("sc-all"))
 	only(t, objs, "ValidatingAdmissionPolicy", 1)
 	only(t, objs, "ValidatingAdmissionPolicyBinding", 1)

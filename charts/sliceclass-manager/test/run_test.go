@@ -37,6 +37,7 @@ import (
 // the class Lease and decide a slice of the default class, without one
 // request refused.
 func TestDefaultsServe(t *testing.T) {
+	cp.Require(t)
 	const ns = "sc-run"
 	objs := render(t, ns, "")
 	install(t, objs)

@@ -11,6 +11,8 @@ import (
 // installs into namespaces of its own.
 var cp *controlplane.ControlPlane
 
-// TestMain starts the shared control plane (skipped without envtest binaries
-// unless SLICECLASS_REQUIRE_ENVTEST is set, as `make chart-test` does).
+// TestMain starts the shared control plane (controlplane.RunSuite): the
+// tests on it begin with cp.Require(t), which skips them under -short or
+// without envtest binaries, unless SLICECLASS_REQUIRE_ENVTEST is set (as
+// `make chart-test` does), when missing binaries fail the package.
 func TestMain(m *testing.M) { os.Exit(controlplane.RunSuite(m, &cp)) }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -28,9 +29,10 @@ const refusal = "a quantity with an exponent of 4 or more digits or longer than 
 const pollInterval = 200 * time.Millisecond
 
 func TestRefusesSlowQuantitiesInSpec(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "refuse-spec")
+	ns := testkit.Namespace(t, cp, "refuse-spec")
 	long := "0." + strings.Repeat("0", 62) + "1"
 	cases := map[string]struct {
 		reason    string
@@ -96,9 +98,10 @@ func TestRefusesSlowQuantitiesInSpec(t *testing.T) {
 }
 
 func TestAdmitsUsualQuantities(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "admit")
+	ns := testkit.Namespace(t, cp, "admit")
 	cases := map[string]struct {
 		reason   string
 		quantity any
@@ -131,9 +134,10 @@ func TestAdmitsUsualQuantities(t *testing.T) {
 }
 
 func TestRefusesSlowQuantityOnUpdate(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "refuse-update")
+	ns := testkit.Namespace(t, cp, "refuse-update")
 	rs := sliceWithRequests("updated", ns, map[string]any{"cpu": "4"})
 	require.NoError(t, cp.Client.Create(ctx, rs))
 
@@ -146,9 +150,10 @@ func TestRefusesSlowQuantityOnUpdate(t *testing.T) {
 }
 
 func TestRefusesSlowQuantitiesInStatus(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
-	ns := newNamespace(t, "refuse-status")
+	ns := testkit.Namespace(t, cp, "refuse-status")
 	rs := sliceWithRequests("status", ns, map[string]any{"cpu": "4"})
 	require.NoError(t, cp.Client.Create(ctx, rs))
 
@@ -171,6 +176,7 @@ func TestRefusesSlowQuantitiesInStatus(t *testing.T) {
 // its status written, lose its finalizer and be deleted; changing its bad
 // quantity to another bad one, or adding one, is refused.
 func TestStoredQuantityLeftUnchangedIsAdmitted(t *testing.T) {
+	cp.Require(t)
 	setUp(t)
 	ctx := t.Context()
 	key := types.NamespacedName{Namespace: legacyNamespace, Name: legacySlice}
@@ -235,13 +241,6 @@ func sliceWithRequests(name, ns string, resources map[string]any) *unstructured.
 		panic(err) // resources holds JSON values only
 	}
 	return u
-}
-
-// newNamespace creates a namespace of its own for a test.
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	require.NoError(t, cp.CreateNamespace(t.Context(), name))
-	return name
 }
 
 // isRefusal reports whether err is the policy refusing the quantities of

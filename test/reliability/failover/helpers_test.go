@@ -14,7 +14,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,24 +23,6 @@ import (
 	"github.com/sliceclass/sliceclass/handler"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
-
-// waitFor checks cond every 50ms until it holds, and fails the test, naming
-// what it waited for, if it still does not after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
-// newNamespace creates a namespace for the test.
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	require.NoError(t, cp.CreateNamespace(context.Background(), name))
-	return name
-}
 
 // grantAll accepts every slice with what it asks.
 var grantAll = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {

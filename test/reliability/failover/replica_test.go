@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/internal/testkit"
 )
 
 // Leader election timing of the replicas: short, to keep the tests short.
@@ -156,23 +156,13 @@ func startReplica(t *testing.T, spec replicaSpec) *replica {
 	}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Wrap(tp.wrap)
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                  cp.Scheme,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Logger:                  logger,
-		LeaderElection:          true,
-		LeaderElectionID:        spec.electionID,
-		LeaderElectionNamespace: spec.namespace,
-		LeaseDuration:           ptr.To(leaseDuration),
-		RenewDeadline:           ptr.To(renewDeadline),
-		RetryPeriod:             ptr.To(retryPeriod),
-		GracefulShutdownTimeout: ptr.To(10 * time.Second),
-		Controller: config.Controller{
-			SkipNameValidation: ptr.To(true),
-			EnableWarmup:       ptr.To(spec.warmup),
-		},
-	})
+	opts := testkit.ManagerOptions(t, cp.Scheme)
+	opts.Logger = logger
+	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace = true, spec.electionID, spec.namespace
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = ptr.To(leaseDuration), ptr.To(renewDeadline), ptr.To(retryPeriod)
+	opts.GracefulShutdownTimeout = ptr.To(10 * time.Second)
+	opts.Controller.EnableWarmup = ptr.To(spec.warmup)
+	mgr, err := manager.New(cfg, opts)
 	require.NoError(t, err)
 	// The class Lease's holder is read from POD_NAME when a class is
 	// registered: each replica gets its own, as each pod would.
@@ -212,7 +202,7 @@ func (r *replica) crash(t *testing.T) time.Time {
 	t.Helper()
 	r.tap.cut.Store(true)
 	vanished := time.Now()
-	waitFor(t, 30*time.Second, "the crashed replica's writes in flight to be answered",
+	testkit.Eventually(t, 30*time.Second, "the crashed replica's writes in flight to be answered",
 		func() bool { return r.tap.writing.Load() == 0 })
 	r.cancel()
 	r.stopped = true

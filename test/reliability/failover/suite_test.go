@@ -19,10 +19,12 @@ const debugLogEnv = "SLICECLASS_RELIABILITY_DEBUG"
 // classes and leader-election Leases.
 var cp *controlplane.ControlPlane
 
-// TestMain starts one control plane for the suite. Without envtest binaries
-// the suite is skipped, unless SLICECLASS_REQUIRE_ENVTEST is set (as in CI);
-// -short skips it too. Managers log errors only (a crashed replica's failed
-// requests are expected), to stderr; everything with SLICECLASS_RELIABILITY_DEBUG.
+// TestMain starts one control plane for the suite (controlplane.RunSuite):
+// every test begins with cp.Require(t), which skips it under -short or
+// without envtest binaries, unless SLICECLASS_REQUIRE_ENVTEST is set (as in
+// CI), when missing binaries fail the suite. Managers log errors only (a
+// crashed replica's failed requests are expected), to stderr; everything
+// with SLICECLASS_RELIABILITY_DEBUG.
 func TestMain(m *testing.M) {
 	level := zapcore.ErrorLevel
 	if os.Getenv(debugLogEnv) != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -55,6 +56,7 @@ func plainClass(class string, calls *atomic.Int64) func(mgr manager.Manager) err
 // SLICECLASS_RELIABILITY_FULL=1: 2000 slices, three rounds per setting
 // (a few minutes on a loaded 2-core machine).
 func TestLeaderFailoverWarmup(t *testing.T) {
+	cp.Require(t)
 	backlog, rounds := 200, 1
 	if os.Getenv(fullEnv) == "1" {
 		backlog, rounds = 2000, 3
@@ -62,7 +64,7 @@ func TestLeaderFailoverWarmup(t *testing.T) {
 	const class = "warmup"
 	// Round namespaces sort after the backlog's, so a standby's initial
 	// list returns the fresh slices after the backlog.
-	backlogNS := newNamespace(t, "warmup-backlog")
+	backlogNS := testkit.Namespace(t, cp, "warmup-backlog")
 	var decided []*authv1beta1.ResourceSlice
 	for i := range backlog {
 		// Exactly what the handler decides, so that re-evaluating it writes
@@ -120,7 +122,7 @@ func ratio(a, b time.Duration) float64 {
 // decided, with EnableWarmup set to warm and returns its times.
 func warmupRound(t *testing.T, class string, round int, warm bool, served int) failoverRun {
 	t.Helper()
-	ns := newNamespace(t, fmt.Sprintf("warmup-round-%d-%t", round, warm))
+	ns := testkit.Namespace(t, cp, fmt.Sprintf("warmup-round-%d-%t", round, warm))
 	var aCalls, bCalls atomic.Int64
 	spec := func(name string, calls *atomic.Int64) replicaSpec {
 		return replicaSpec{name: name, electionID: "leader-" + ns, namespace: ns, warmup: warm, register: plainClass(class, calls)}
@@ -128,14 +130,14 @@ func warmupRound(t *testing.T, class string, round int, warm bool, served int) f
 	a := startReplica(t, spec("replica-a", &aCalls))
 	// The leader has re-evaluated every slice (a steady state, as a leader
 	// that has run for a while) when the standby starts.
-	waitFor(t, 120*time.Second, fmt.Sprintf("replica-a to lead and re-evaluate the %d slices", served),
+	testkit.Eventually(t, 120*time.Second, fmt.Sprintf("replica-a to lead and re-evaluate the %d slices", served),
 		func() bool { return aCalls.Load() >= int64(served) })
 	b := startReplica(t, spec("replica-b", &bCalls))
 	// A manager runs leader election after it has started its warmup.
-	waitFor(t, 120*time.Second, "replica-b to ask for the leader-election Lease",
+	testkit.Eventually(t, 120*time.Second, "replica-b to ask for the leader-election Lease",
 		func() bool { return b.tap.electionTried.Load() != 0 })
 	if warm {
-		waitFor(t, 60*time.Second, "the standby (EnableWarmup) to start its slice informer before it leads",
+		testkit.Eventually(t, 60*time.Second, "the standby (EnableWarmup) to start its slice informer before it leads",
 			func() bool { return b.tap.sliceRead.Load() != 0 })
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
@@ -152,11 +154,11 @@ func warmupRound(t *testing.T, class string, round int, warm bool, served int) f
 		fresh = append(fresh, oneCPU(ns, fmt.Sprintf("f-%02d", i), class))
 	}
 	createAll(t, fresh)
-	waitFor(t, 180*time.Second, "replica-b to decide the fresh slices", func() bool { return decidedCount(t, ns) == freshSlices })
+	testkit.Eventually(t, 180*time.Second, "replica-b to decide the fresh slices", func() bool { return decidedCount(t, ns) == freshSlices })
 
 	assert.Zero(t, a.tap.patches.Load(), "replica-a wrote, though the backlog was decided")
 	assert.Equal(t, int64(freshSlices), b.tap.patches.Load(), "status patches of replica-b: one per fresh slice, none for the backlog")
-	waitFor(t, 180*time.Second, "replica-b to re-evaluate every slice", func() bool { return bCalls.Load() >= int64(served+freshSlices) })
+	testkit.Eventually(t, 180*time.Second, "replica-b to re-evaluate every slice", func() bool { return bCalls.Load() >= int64(served+freshSlices) })
 	run := failoverRun{
 		toLeader: at(b.elected.Load()).Sub(vanished),
 		toFirst:  at(b.tap.firstPatch.Load()).Sub(vanished),
@@ -172,8 +174,9 @@ func warmupRound(t *testing.T, class string, round int, warm bool, served int) f
 // manager.WarmupRunnable: the set starts its controllers from its own
 // Start, which the manager calls only on the leader.
 func TestClassSetStandbyWarmsUp(t *testing.T) {
+	cp.Require(t)
 	const class = "warmup-set"
-	ns := newNamespace(t, "warmup-classset")
+	ns := testkit.Namespace(t, cp, "warmup-classset")
 	spec := func(name string) replicaSpec {
 		return replicaSpec{name: name, electionID: "leader-" + ns, namespace: ns, warmup: true,
 			register: func(mgr manager.Manager) error {
@@ -185,11 +188,11 @@ func TestClassSetStandbyWarmsUp(t *testing.T) {
 			}}
 	}
 	a := startReplica(t, spec("replica-a"))
-	waitFor(t, 120*time.Second, "replica-a to lead", a.leads)
+	testkit.Eventually(t, 120*time.Second, "replica-a to lead", a.leads)
 	b := startReplica(t, spec("replica-b"))
-	waitFor(t, 120*time.Second, "replica-b to ask for the leader-election Lease",
+	testkit.Eventually(t, 120*time.Second, "replica-b to ask for the leader-election Lease",
 		func() bool { return b.tap.electionTried.Load() != 0 })
-	waitFor(t, 30*time.Second, "the standby (EnableWarmup, ClassSet) to start its slice informer before it leads",
+	testkit.Eventually(t, 30*time.Second, "the standby (EnableWarmup, ClassSet) to start its slice informer before it leads",
 		func() bool { return b.tap.sliceRead.Load() != 0 })
 	require.False(t, b.leads(), "replica-b leads while replica-a is alive")
 }

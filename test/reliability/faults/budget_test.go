@@ -18,6 +18,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -30,6 +31,7 @@ import (
 // slices left hold exactly 20 (nothing leaked) and the budget counts
 // exactly that.
 func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
+	cp.Require(t)
 	const (
 		slices = 60
 		total  = 20
@@ -43,7 +45,7 @@ func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
 
 	in := newInjector(faultySetting, faultSeed(t))
 	var calls atomic.Int64
-	startManager(t, in.config(cp.Config), cp, func(mgr manager.Manager) error {
+	testkit.StartManagerWith(t, in.config(cp.Config), testkit.ManagerOptions(t, cp.Scheme), func(mgr manager.Manager) error {
 		if err := grantwatch.RunLiqoQuotas(mgr); err != nil {
 			return err
 		}
@@ -67,7 +69,7 @@ func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
 		}
 		return n, list.Items
 	}
-	eventually(t, 2*time.Minute, fmt.Sprintf("%d slices Accepted", total), func() bool { n, _ := accepted(); return n == total })
+	poll.Eventually(t, 2*time.Minute, fmt.Sprintf("%d slices Accepted", total), func() bool { n, _ := accepted(); return n == total })
 
 	// Delete every third slice over a few seconds, Accepted ones among them.
 	deleted := 0
@@ -78,11 +80,11 @@ func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
 		deleted++
 		time.Sleep(150 * time.Millisecond)
 	}
-	eventually(t, 2*time.Minute, fmt.Sprintf("the %d slices left hold exactly the budget", slices-deleted), func() bool {
+	poll.Eventually(t, 2*time.Minute, fmt.Sprintf("the %d slices left hold exactly the budget", slices-deleted), func() bool {
 		n, items := accepted()
 		return len(items) == slices-deleted && n == total
 	})
-	eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
+	poll.Eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
 		used := b.Used()[corev1.ResourceCPU]
 		return used.Cmp(*resource.NewQuantity(total, resource.DecimalSI)) == 0
 	})

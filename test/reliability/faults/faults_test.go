@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -64,6 +65,7 @@ type faultsRun struct {
 // without: every slice is decided as the handler decides, with exactly one
 // status write; Liqo's fields are what it last wrote; the manager runs on.
 func TestFaultsDecideEverySliceOnce(t *testing.T) {
+	cp.Require(t)
 	seed := faultSeed(t)
 	base := runFaults(t, "base", faultRates{}, seed)
 	faulty := runFaults(t, "faulty", faultySetting, seed)
@@ -129,7 +131,7 @@ func runFaults(t *testing.T, name string, rates faultRates, seed int64) faultsRu
 	in := newInjector(rates, seed)
 	before := serverStatusPatches(t)
 	var calls atomic.Int64
-	mgr := startManager(t, in.config(cp.Config), cp, func(mgr manager.Manager) error {
+	mgr := testkit.StartManagerWith(t, in.config(cp.Config), testkit.ManagerOptions(t, cp.Scheme), func(mgr manager.Manager) error {
 		for class, limit := range map[string]int64{open: 0, capped2: maxCPU} {
 			if err := resourceslice.AddToManager(mgr, class, capped(limit, &calls),
 				resourceslice.WithoutTenantRule(),
@@ -153,13 +155,13 @@ func runFaults(t *testing.T, name string, rates faultRates, seed int64) faultsRu
 	// was lost, within the backoff's 500ms cap: three seconds of Liqo
 	// writes with no status write applied show there is none pending.
 	applied, _, _ := in.writes.totals()
-	run.quiet = holdsFor(3*time.Second, func() bool {
+	run.quiet = poll.Holds(3*time.Second, func() bool {
 		now, _, _ := in.writes.totals()
 		return now == applied
 	})
 	liqo.stop()
-	run.alive = mgr.alive()
-	mgr.stop()
+	run.alive = mgr.Running()
+	mgr.Stop()
 	run.serverPatches = serverStatusPatches(t) - before
 	run.handlerCalls = calls.Load()
 	run.liqoWrites, run.liqoGaveUp, run.liqoErrs = liqo.stats()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -20,18 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
-	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
 // Reasons the tests' handler decides with.
@@ -39,64 +34,6 @@ const (
 	reasonGranted = "Granted"
 	reasonOverCap = "OverCap"
 )
-
-// running is a manager started by startManager.
-type running struct {
-	stop func()
-	// done is closed when Start returns; err is what it returned.
-	done chan struct{}
-	err  error
-}
-
-// alive reports whether the manager's Start has not returned.
-func (m *running) alive() bool {
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// startManager builds a manager on cfg with plane's scheme, lets register
-// add controllers,
-// starts it, waits for its cache, and returns it; it is stopped when the
-// test ends.
-func startManager(t *testing.T, cfg *rest.Config, plane *controlplane.ControlPlane, register func(manager.Manager) error) *running {
-	t.Helper()
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                 plane.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: new(true)},
-		Logger:                 logr.Discard(),
-	})
-	require.NoError(t, err)
-	require.NoError(t, register(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &running{done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		m.err = mgr.Start(ctx)
-	}()
-	var once sync.Once
-	m.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-m.done:
-				if m.err != nil {
-					t.Errorf("manager: %v", m.err)
-				}
-			case <-time.After(time.Minute):
-				t.Error("manager did not stop within a minute")
-			}
-		})
-	}
-	t.Cleanup(m.stop)
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "manager cache did not sync")
-	return m
-}
 
 // capped returns a handler that grants what is asked when the slice asks
 // for at most maxCPU CPUs (any amount when maxCPU is zero), and denies it
@@ -232,30 +169,15 @@ func undecided(ctx context.Context, c client.Reader, specs []sliceSpec) (int, er
 	return n, nil
 }
 
-// eventually checks cond every interval until it holds, and fails the test
-// if it still does not after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
-// holdsFor checks cond every 100ms for d and reports whether it held every
-// time: a bounded wait for "nothing happens".
-func holdsFor(d time.Duration, cond func() bool) bool {
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, d, true,
-		func(context.Context) (bool, error) { return !cond(), nil })
-	return err != nil
-}
+// poll checks every 100ms: a check lists hundreds of slices from the API
+// server, whose load the suite measures.
+var poll = testkit.Every(100 * time.Millisecond)
 
 // waitDecided waits until every slice of specs has a decision on the server.
 func waitDecided(t *testing.T, c client.Reader, timeout time.Duration, specs []sliceSpec) {
 	t.Helper()
 	left := len(specs)
-	eventually(t, timeout, fmt.Sprintf("every one of %d slices decided", len(specs)), func() bool {
+	poll.Eventually(t, timeout, fmt.Sprintf("every one of %d slices decided", len(specs)), func() bool {
 		n, err := undecided(context.Background(), c, specs)
 		if err == nil {
 			left = n

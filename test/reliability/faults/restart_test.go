@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -60,13 +61,13 @@ func TestAPIServerRestartMidBacklog(t *testing.T) {
 		}
 		return decide(ctx, rs)
 	}
-	mgr := startManager(t, in.config(plane.Config), plane, func(mgr manager.Manager) error {
+	mgr := testkit.StartManagerWith(t, in.config(plane.Config), testkit.ManagerOptions(t, plane.Scheme), func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, handler.Func(slow),
 			resourceslice.WithoutTenantRule(),
 			resourceslice.WithRetryBackoff(10*time.Millisecond, time.Second))
 	})
 	appliedNow := func() int { n, _, _ := in.writes.totals(); return n }
-	eventually(t, 2*time.Minute, "a fifth of the backlog decided", func() bool { return appliedNow() >= backlog/5 })
+	poll.Eventually(t, 2*time.Minute, "a fifth of the backlog decided", func() bool { return appliedNow() >= backlog/5 })
 
 	serverBefore, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
@@ -81,9 +82,9 @@ func TestAPIServerRestartMidBacklog(t *testing.T) {
 	waitDecided(t, plane.Client, 5*time.Minute, specs)
 	last := in.writes.lastApplied()
 	settled := appliedNow()
-	quiet := holdsFor(3*time.Second, func() bool { return appliedNow() == settled })
-	alive := mgr.alive()
-	mgr.stop()
+	quiet := poll.Holds(3*time.Second, func() bool { return appliedNow() == settled })
+	alive := mgr.Running()
+	mgr.Stop()
 	serverAfter, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 

@@ -15,9 +15,11 @@ import (
 // works in its own namespaces with its own class names.
 var cp *controlplane.ControlPlane
 
-// TestMain starts the shared control plane. Without envtest binaries the
-// suite is skipped, unless SLICECLASS_REQUIRE_ENVTEST is set (as in CI);
-// -short skips it too: these tests take minutes.
+// TestMain starts the shared control plane (controlplane.RunSuite): the
+// tests on it begin with cp.Require(t), which skips them under -short (these
+// tests take minutes) or without envtest binaries, unless
+// SLICECLASS_REQUIRE_ENVTEST is set (as in CI), when missing binaries fail
+// the suite. The restart test starts a control plane of its own.
 func TestMain(m *testing.M) {
 	// Injected faults make controller-runtime log hundreds of expected
 	// errors; the tests count what matters themselves.

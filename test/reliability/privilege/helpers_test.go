@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -12,17 +11,6 @@ import (
 
 // pollInterval is how often the waits check.
 const pollInterval = 100 * time.Millisecond
-
-// eventually checks cond every pollInterval until it holds, and fails the
-// test if it still does not after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
 
 // waitFor checks cond every pollInterval until it holds, ctx ends, or
 // timeout passes; the error says what it waited for and the last error cond

@@ -3,6 +3,7 @@ package privilege
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
 // stepTimeout bounds each step of the scenario: generous, for a loaded
@@ -25,13 +28,16 @@ func managerKubeconfig(t *testing.T) string {
 	t.Helper()
 	cfg, err := cp.AddUser(saUser, saGroups[:2]...)
 	require.NoError(t, err)
-	return writeKubeconfig(t, cfg, t.TempDir())
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, controlplane.WriteKubeconfig(cfg, path))
+	return path
 }
 
 // TestForbiddenIsCounted proves the instrument the other tests trust: a
 // request RBAC refuses shows in the API server's count of refused
 // authorization attempts, and not in apiserver_request_total{code="403"}.
 func TestForbiddenIsCounted(t *testing.T) {
+	cp.Require(t)
 	ctx := context.Background()
 	cfg, err := cp.AddUser("system:serviceaccount:liqo:nobody", "system:serviceaccounts")
 	require.NoError(t, err)
@@ -57,6 +63,7 @@ func TestForbiddenIsCounted(t *testing.T) {
 // with exactly the shipped RBAC: every step of the scenario holds and the
 // API server refuses none of its requests.
 func TestShippedRoleSuffices(t *testing.T) {
+	cp.Require(t)
 	m := loadManifests(t)
 	applyBase(t, m)
 	applyRoles(t, m, shipped(m))
@@ -80,6 +87,7 @@ func TestShippedRoleSuffices(t *testing.T) {
 // fail, with a refused request or a missing outcome. A variant that passes
 // names a permission the manager does not need.
 func TestEveryRuleIsNeeded(t *testing.T) {
+	cp.Require(t)
 	m := loadManifests(t)
 	applyBase(t, m)
 	t.Cleanup(func() { applyRoles(t, m, shipped(m)) })

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,24 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
-
-// writeKubeconfig writes cfg (a client-certificate user) as a kubeconfig
-// file in dir and returns its path.
-func writeKubeconfig(t *testing.T, cfg *rest.Config, dir string) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["manager"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "manager"}
-	kc.CurrentContext = "manager"
-	path := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return path
-}
 
 // managerProcess is the example manager running as a subprocess.
 type managerProcess struct {
@@ -42,9 +24,9 @@ type managerProcess struct {
 	err error
 }
 
-// startManager starts the manager binary with args. onForbidden is called
+// startBinary starts the manager binary with args. onForbidden is called
 // (once) when its stderr first mentions "forbidden".
-func startManager(t *testing.T, args []string, env []string, onForbidden func(line string)) *managerProcess {
+func startBinary(t *testing.T, args []string, env []string, onForbidden func(line string)) *managerProcess {
 	t.Helper()
 	cmd := exec.Command(managerBin, args...)
 	cmd.Env = append(os.Environ(), env...)

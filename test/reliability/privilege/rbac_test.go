@@ -20,7 +20,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sliceclass/sliceclass/internal/testkit"
 )
 
 // rbacFile is the shipped RBAC, relative to this package.
@@ -53,7 +56,8 @@ func loadManifests(t *testing.T) manifests {
 	t.Helper()
 	raw, err := os.ReadFile(rbacFile)
 	require.NoError(t, err)
-	decoder := serializer.NewCodecFactory(cp.Scheme).UniversalDeserializer()
+	// client-go's types: a unit test of the variants needs no control plane.
+	decoder := serializer.NewCodecFactory(clientgoscheme.Scheme).UniversalDeserializer()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	var m manifests
 	for {
@@ -229,7 +233,7 @@ func applyRoles(t *testing.T, m manifests, v variant) {
 		}, 30*time.Second, pollInterval, "recreating %T %s", obj, obj.GetName())
 	}
 	perms := permissions(m)
-	eventually(t, 30*time.Second, "the authorizer to apply the roles of variant "+v.name, func() bool {
+	testkit.Every(pollInterval).Eventually(t, 30*time.Second, "the authorizer to apply the roles of variant "+v.name, func() bool {
 		for _, p := range perms {
 			allowed, err := sarAllowed(ctx, p)
 			if err != nil || allowed != p.allowedBy(v) {

@@ -400,7 +400,7 @@ func runScenario(t *testing.T, w world, kubeconfig string, timeout time.Duration
 		// only watches, which would hide that "list" is needed.
 		"KUBE_FEATURE_WatchListClient=false",
 	}
-	p := startManager(t, w.args(kubeconfig), env, func(line string) {
+	p := startBinary(t, w.args(kubeconfig), env, func(line string) {
 		refused(fmt.Errorf("the manager logged a refusal: %s", line))
 	})
 	watchDone := make(chan struct{})

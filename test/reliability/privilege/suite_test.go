@@ -22,19 +22,21 @@ var (
 // managerPackage is the command the tests run as a subprocess.
 const managerPackage = "github.com/sliceclass/sliceclass/examples/manager"
 
-// TestMain builds the example manager and starts the shared control plane
-// (controlplane.RunSuite: skipped without envtest binaries unless
-// SLICECLASS_REQUIRE_ENVTEST is set, as in CI); -short skips it too.
+// TestMain builds the example manager (not under -short) and starts the
+// shared control plane (controlplane.RunSuite): the tests on it begin with
+// cp.Require(t), which skips them under -short or without envtest binaries,
+// unless SLICECLASS_REQUIRE_ENVTEST is set (as in CI), when missing binaries
+// fail the suite. The variant generator's test needs neither.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(0)
-	}
 	os.Exit(runSuite(m))
 }
 
 // runSuite is TestMain's body, so that deferred clean-ups run before the exit.
 func runSuite(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return controlplane.RunSuite(m, &cp)
+	}
 	dir, err := os.MkdirTemp("", "sliceclass-privilege-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "privilege:", err)

@@ -1,0 +1,67 @@
+package testkit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/internal/testkit"
+)
+
+// StartManager returns a running manager whose cache has synced; Stop
+// waits until Start has returned, and a second Stop (the test's cleanup)
+// does nothing.
+func TestStartManagerStopWaits(t *testing.T) {
+	cp.Require(t)
+	stopped := make(chan struct{})
+	m := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			time.Sleep(200 * time.Millisecond) // a runnable that takes its time to stop
+			close(stopped)
+			return nil
+		}))
+	})
+	require.True(t, m.Running())
+	m.Stop()
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("Stop returned before the manager's runnables stopped")
+	}
+	assert.False(t, m.Running())
+	m.Stop()
+}
+
+// A manager whose Start fails before its cache syncs (here leader
+// election refuses its durations) is reported with Start's error at once,
+// not waited for as a cache that never syncs. Its API server need not exist.
+func TestStartManagerReportsAFailedStart(t *testing.T) {
+	opts := testkit.ManagerOptions(t, runtime.NewScheme())
+	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace = true, "testkit", "default"
+	opts.LeaseDuration, opts.RenewDeadline = ptr.To(time.Second), ptr.To(2*time.Second)
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}
+	r := &recorder{TB: t}
+	r.run(func(tb testing.TB) {
+		testkit.StartManagerWith(tb, cfg, opts, func(manager.Manager) error { return nil })
+	})
+	r.runCleanups()
+	errs, fatal := r.failures()
+	assert.Contains(t, fatal, "manager stopped before its cache synced: ")
+	assert.Contains(t, fatal, "leader election")
+	require.Len(t, errs, 1, "the cleanup's Stop reports Start's error once")
+	assert.Contains(t, errs[0], "manager: ")
+}
+
+func TestNamespace(t *testing.T) {
+	cp.Require(t)
+	assert.Equal(t, "testkit-ns", testkit.Namespace(t, cp, "testkit-ns"))
+	assert.Equal(t, "testkit-ns", testkit.Namespace(t, cp, "testkit-ns"), "an existing namespace is fine")
+}

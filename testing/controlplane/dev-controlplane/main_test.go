@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+// What a user does with dev-controlplane: run it, point a manager at the
+// kubeconfig it wrote, create a slice with the commands it printed, see the
+// decision, interrupt it. It stops cleanly and takes its kubeconfig away.
+func TestRunServesUntilInterrupted(t *testing.T) {
+	testkit.SkipWithoutControlPlane(t) // run starts one
+	path := filepath.Join(t.TempDir(), "dev.kubeconfig")
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	// run writes to a file, as to a terminal, and the test reads it as it
+	// goes.
+	outPath := filepath.Join(t.TempDir(), "out")
+	outFile, err := os.Create(outPath)
+	require.NoError(t, err)
+	defer func() { _ = outFile.Close() }()
+	output := func() string {
+		b, err := os.ReadFile(outPath)
+		require.NoError(t, err)
+		return string(b)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile) }()
+	testkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig and instructions", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before it printed its instructions: %v\n%s", err, output())
+		default:
+		}
+		return strings.Contains(output(), "Running until interrupted")
+	})
+
+	// The kubeconfig reaches the API server, which serves Liqo's types.
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	require.NoError(t, err, "loading the kubeconfig run wrote")
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, authv1beta1.AddToScheme(scheme))
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	var slices authv1beta1.ResourceSliceList
+	require.NoError(t, cl.List(context.Background(), &slices), "listing ResourceSlices through the kubeconfig")
+
+	// A manager pointed at it decides the slice the printed commands create.
+	m := testkit.StartManagerWith(t, cfg, testkit.ManagerOptions(t, scheme), func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, exampleClass, handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+			conditions.Accept(rs, "Granted", "")
+			return ctrl.Result{}, nil
+		}))
+	})
+	createExampleSlice(t, output(), path, cfg, cl)
+	wait, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := slicetest.WaitForDecision(wait, cl, types.NamespacedName{Namespace: exampleNamespace, Name: exampleSlice})
+	require.NoError(t, err)
+	assert.True(t, conditions.IsAccepted(got), "the example slice is decided by a manager serving %s", exampleClass)
+	m.Stop()
+
+	interrupt()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stopping")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("run did not return within 2 minutes of the interruption")
+	}
+	assert.NoFileExists(t, path, "the kubeconfig of a stopped control plane is removed")
+	for _, want := range []string{"KUBECONFIG=" + path + " go run ./yourmanager", "kubectl get resourceslices.authentication.liqo.io -A",
+		"dev-controlplane: stopped"} {
+		assert.Contains(t, output(), want)
+	}
+}
+
+// createExampleSlice runs the kubectl commands run printed, as a user
+// pastes them into a shell; without kubectl it makes the same requests
+// through the client.
+func createExampleSlice(t *testing.T, printed, kubeconfig string, cfg *rest.Config, cl client.Client) {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err == nil {
+		script := printedCommands(t, printed)
+		sh := exec.Command("sh", "-e")
+		sh.Stdin = strings.NewReader(script)
+		sh.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		shOut, err := sh.CombinedOutput()
+		require.NoError(t, err, "the printed commands:\n%s\nfailed:\n%s", script, shOut)
+		t.Logf("the printed commands, run by sh:\n%s", shOut)
+		assert.Contains(t, string(shOut), exampleSlice, "kubectl get lists the slice")
+		return
+	}
+	t.Log("no kubectl on PATH: the printed commands' requests are made through the client")
+	ctx := context.Background()
+	steps := sliceSteps()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(steps[0].stdin)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal(doc, &obj.Object))
+		require.NoError(t, cl.Create(ctx, obj))
+	}
+	patch := steps[1].args[len(steps[1].args)-1]
+	rs := &authv1beta1.ResourceSlice{}
+	rs.Namespace, rs.Name = exampleNamespace, exampleSlice
+	require.NoError(t, cl.Status().Patch(ctx, rs, client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
+// printedCommands is the shell run printed to create the slice: from the
+// export line to the first blank line.
+func printedCommands(t *testing.T, printed string) string {
+	t.Helper()
+	start := strings.Index(printed, "export KUBECONFIG=")
+	require.GreaterOrEqual(t, start, 0, "no export line in:\n%s", printed)
+	script, _, _ := strings.Cut(printed[start:], "\n\n")
+	return script + "\n"
+}
+
+// A file at -kubeconfig that run did not write is never overwritten (it may
+// be the user's own); one it wrote and left behind (killed) is.
+func TestRunKeepsAForeignKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "config")
+	require.NoError(t, os.WriteFile(foreign, []byte("apiVersion: v1\nkind: Config\ncurrent-context: prod\n"), 0o600))
+	err := run(context.Background(), []string{"-kubeconfig", foreign}, io.Discard)
+	require.ErrorContains(t, err, "is not a kubeconfig dev-controlplane wrote")
+	got, err := os.ReadFile(foreign)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "current-context: prod", "left as it was")
+
+	leftover := filepath.Join(dir, "leftover")
+	require.NoError(t, controlplane.WriteKubeconfig(&rest.Config{Host: "https://127.0.0.1:1"}, leftover))
+	assert.NoError(t, mayWrite(leftover), "a kubeconfig a killed run left behind")
+	assert.NoError(t, mayWrite(filepath.Join(dir, "absent")))
+}
+
+func TestRunRefusesArguments(t *testing.T) {
+	assert.ErrorContains(t, run(context.Background(), []string{"extra"}, io.Discard), "unexpected arguments")
+	assert.ErrorIs(t, run(context.Background(), []string{"-h"}, io.Discard), flag.ErrHelp)
+}
