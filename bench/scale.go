@@ -396,6 +396,9 @@ func scaleSection(runs []scaleRun, empty scaleEvent, fresh int) section {
 		}))
 		row(fmt.Sprintf("takeover %s EnableWarmup: leader's stop → standby leads", mode), cell(func(t takeover) string { return ms(t.toLeader) }))
 		row("  → first fresh slice decided", cell(func(t takeover) string { return ms(t.toFirst) }))
+		// The lease's retry period (up to 500 ms) falls on both alike; what
+		// warmup changes starts once the standby leads.
+		row("  standby leads → first fresh slice decided", cell(func(t takeover) string { return ms(t.toFirst - t.toLeader) }))
 		row(fmt.Sprintf("  → all %d fresh decided", fresh), cell(func(t takeover) string { return ms(t.toAll) }))
 		row("  → every slice re-evaluated (N + fresh)", cell(func(t takeover) string { return ms(t.toEvaluated) }))
 		row("  old leader's exit after its stop", cell(func(t takeover) string { return ms(t.leaderExit) }))

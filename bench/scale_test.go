@@ -198,6 +198,7 @@ func TestScaleSection(t *testing.T) {
 		{"leader: manager start → all N decided", []string{"20s", "1m40s"}},
 		// Once per takeover: with EnableWarmup, then without.
 		{"  → all 20 fresh decided", []string{"400ms", "400ms", "3s", "3s"}},
+		{"  standby leads → first fresh slice decided", []string{"50ms", "50ms", "1.7s", "1.7s"}},
 	} {
 		if diff := cmp.Diff(tc.want, cells(s, tc.metric)); diff != "" {
 			t.Errorf("row %q: -want +got:\n%s", tc.metric, diff)
