@@ -50,7 +50,10 @@
 // controllers), baseline.go (the plain-client baselines they are set
 // against), latency.go (steady state), memory.go (cache size, in child
 // processes); fixtures.go creates slices as Liqo leaves them; load.go
-// watches the machine's load and decides whether the run can be judged.
+// watches the machine's load and decides whether the run can be judged;
+// scale.go (opt-in, -scale-n) times one replica holding many slices and
+// standbys taking over from it, each in a child process (scalechild.go,
+// scaleproc.go).
 package main
 
 import (
@@ -85,6 +88,14 @@ type flags struct {
 	memChild int
 	trim     bool
 	cfgFile  string
+	// the scale phase (scale.go), off unless scaleN names a size.
+	scaleN     string
+	scaleFresh int
+	scaleCold  bool
+	scaleOnly  bool
+	// child mode: run one replica of the scale phase (a scaleChildSpec in
+	// JSON), then exit.
+	scaleChild string
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -110,12 +121,24 @@ func main() {
 	flag.BoolVar(&f.noPriorityQueue, "no-priority-queue", false, "run our controllers on client-go's plain workqueue instead of controller-runtime's priority queue")
 	flag.BoolVar(&f.diag, "diag", false, "print controller-runtime's reconcile and queue timings for each run of ours")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first backlog phase")
+	flag.StringVar(&f.scaleN, "scale-n", "0", "slices held by one replica in the scale phase, e.g. 50000 or 10000,50000 to compare sizes (0: no scale phase; it takes far longer than the rest)")
+	flag.IntVar(&f.scaleFresh, "scale-fresh", 20, "scale phase: fresh slices created when the leader stops, for the standby to decide")
+	flag.BoolVar(&f.scaleCold, "scale-cold", true, "scale phase: also time a standby taking over without EnableWarmup")
+	flag.BoolVar(&f.scaleOnly, "scale-only", false, "run the scale phase only (with -scale-n)")
 	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
 	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
 	flag.StringVar(&f.cfgFile, "config", "", "internal: child's API server config")
+	flag.StringVar(&f.scaleChild, "scale-child", "", "internal: run as a replica of the scale phase")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
+	if f.scaleChild != "" {
+		if err := scaleChild(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if f.memChild >= 0 {
 		if err := memChild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -143,6 +166,16 @@ func run(f flags) (bool, error) {
 		return false, fmt.Errorf("need n ≥ 1, k ≥ 1, workers ≥ k, rounds ≥ 1, rate > 0 and latency-n ≥ 1 (got n=%d k=%d workers=%d rounds=%d rate=%g latency-n=%d)",
 			f.n, f.k, f.workers, f.rounds, f.rate, f.latencyN)
 	}
+	sizes, err := parseScaleN(f.scaleN)
+	if err != nil {
+		return false, err
+	}
+	if f.scaleOnly && len(sizes) == 0 {
+		return false, fmt.Errorf("-scale-only needs -scale-n")
+	}
+	if len(sizes) > 0 && f.scaleFresh < 1 {
+		return false, fmt.Errorf("-scale-fresh must be at least 1, got %d", f.scaleFresh)
+	}
 	start := time.Now()
 	say("starting the control plane...")
 	cp, err := controlplane.New()
@@ -153,30 +186,45 @@ func run(f flags) (bool, error) {
 	ctx := context.Background()
 	t := table{loads: loadWatch{cores: goruntime.NumCPU(), settle: f.settle}}
 	t.add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", t.loads.cores))
-	t.add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, f.concurrency(), f.perClass()))
 
-	// a) and b): throughput rounds, ours and the baselines interleaved.
-	phase := time.Now()
-	if err := throughputPhase(ctx, cp, f, &t); err != nil {
-		return false, err
+	if !f.scaleOnly {
+		t.add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, f.concurrency(), f.perClass()))
+		// a) and b): throughput rounds, ours and the baselines interleaved.
+		phase := time.Now()
+		if err := throughputPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		throughputTook := time.Since(phase)
+		// c) steady-state latency.
+		phase = time.Now()
+		if err := latencyPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		latencyTook := time.Since(phase)
+		// e) memory, each configuration in a fresh child process.
+		phase = time.Now()
+		if err := memoryPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		memoryTook := time.Since(phase)
+		t.add("wall time: throughput / steady state / memory", fmt.Sprintf("%s / %s / %s", round(throughputTook), round(latencyTook), round(memoryTook)))
+		// The target is the default run's: the opt-in scale phase is apart.
+		took := time.Since(start)
+		metric := "bench wall time"
+		if len(sizes) > 0 {
+			metric += " (without the scale phase)"
+		}
+		t.target(metric, round(took), "< 10m", took < 10*time.Minute)
 	}
-	throughputTook := time.Since(phase)
-	// c) steady-state latency.
-	phase = time.Now()
-	if err := latencyPhase(ctx, cp, f, &t); err != nil {
-		return false, err
+	if len(sizes) > 0 {
+		// f) one replica holding many slices, and standbys taking over.
+		phase := time.Now()
+		if err := scalePhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		t.add("wall time: scale phase (slice creation included)", round(time.Since(phase)))
 	}
-	latencyTook := time.Since(phase)
-	// e) memory, each configuration in a fresh child process.
-	phase = time.Now()
-	if err := memoryPhase(ctx, cp, f, &t); err != nil {
-		return false, err
-	}
-	memoryTook := time.Since(phase)
-	took := time.Since(start)
 	t.add("load (1 min) at the start→end of each stretch", t.loads.summary())
-	t.add("wall time: throughput / steady state / memory", fmt.Sprintf("%s / %s / %s", round(throughputTook), round(latencyTook), round(memoryTook)))
-	t.target("bench wall time", round(took), "< 10m", took < 10*time.Minute)
 
 	why := noVerdict(f.rounds, t.loads.checks, t.loads.cores)
 	printTable(os.Stdout, t, why)
@@ -200,7 +248,10 @@ type row struct {
 // the order they are added, and the load around each measured stretch.
 type table struct {
 	targets, figures []row
-	loads            loadWatch
+	// extra holds sections of their own (the scale phase's), printed after
+	// the figures.
+	extra []section
+	loads loadWatch
 }
 
 // add adds a figure.
@@ -221,6 +272,9 @@ func verdictLine(targets []row) string {
 		if !r.ok {
 			missed = append(missed, r.metric)
 		}
+	}
+	if len(targets) == 0 {
+		return "verdict: no targets in this run (figures only)"
 	}
 	s := fmt.Sprintf("verdict: %d of %d targets met", len(targets)-len(missed), len(targets))
 	if len(missed) > 0 {
@@ -253,7 +307,7 @@ func sections(t table, why []string) []section {
 	for _, r := range t.figures {
 		figures.rows = append(figures.rows, []string{r.metric, r.value})
 	}
-	return []section{targets, figures}
+	return append([]section{targets, figures}, t.extra...)
 }
 
 // section is a titled table of cells.

@@ -32,7 +32,7 @@ import (
 // trimmed, each in a fresh child process, and adds the heap, RSS and bytes
 // per cached slice to t.
 func memoryPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
-	counts, err := parseCounts(f.memN)
+	counts, err := parseCounts("mem-n", f.memN)
 	if err != nil {
 		return err
 	}
@@ -104,6 +104,20 @@ func writeConfig(cfg *rest.Config) (string, error) {
 	return f.Name(), json.NewEncoder(f).Encode(savedConfig{Host: cfg.Host, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData})
 }
 
+// loadConfig reads back the API server config writeConfig saved, for a
+// child process.
+func loadConfig(path string) (*rest.Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var sc savedConfig
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: sc.Host, TLSClientConfig: rest.TLSClientConfig{CAData: sc.CAData, CertData: sc.CertData, KeyData: sc.KeyData}}, nil
+}
+
 // child re-runs this binary to measure one memory configuration in a fresh
 // process.
 func child(cfgFile string, n int, trim bool) (memResult, error) {
@@ -126,12 +140,13 @@ func child(cfgFile string, n int, trim bool) (memResult, error) {
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-func parseCounts(s string) ([]int, error) {
+// parseCounts parses the comma-separated counts of the flag name.
+func parseCounts(name, s string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-mem-n: %q is not a positive count", p)
+			return nil, fmt.Errorf("-%s: %q is not a positive count", name, p)
 		}
 		out = append(out, n)
 	}
@@ -142,15 +157,10 @@ func parseCounts(s string) ([]int, error) {
 // f.memChild slices of namespace "mem" (selected by their bucket label), lets
 // it reconcile them, and prints its settled heap and RSS as JSON.
 func memChild(f flags) error {
-	raw, err := os.ReadFile(f.cfgFile)
+	cfg, err := loadConfig(f.cfgFile)
 	if err != nil {
 		return err
 	}
-	var sc savedConfig
-	if err := json.Unmarshal(raw, &sc); err != nil {
-		return err
-	}
-	cfg := &rest.Config{Host: sc.Host, TLSClientConfig: rest.TLSClientConfig{CAData: sc.CAData, CertData: sc.CertData, KeyData: sc.KeyData}}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -229,14 +239,23 @@ const (
 	bucketSize  = 1000
 )
 
-func rss() uint64 {
+// rss is this process's resident set size; peakRSS its highest so far.
+func rss() uint64     { return procStatus("VmRSS:") }
+func peakRSS() uint64 { return procStatus("VmHWM:") }
+
+// procStatus reads a size in kB from /proc/self/status, in bytes; 0 where
+// there is none.
+func procStatus(field string) uint64 {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field) {
 			fields := strings.Fields(line)
+			if len(fields) < 2 {
+				return 0
+			}
 			kb, _ := strconv.ParseUint(fields[1], 10, 64)
 			return kb * 1024
 		}
