@@ -73,7 +73,10 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 		for m, v := range variants {
 			steps = append(steps, step{fmt.Sprintf("our controllers, %s", v.label), func() error {
 				first := round == 0 && m == 0
-				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), v.mode, v.budget, first, first && f.cpuProfile != "")
+				// The profile is of the first round's events-none run, the
+				// variant the CPU target is about.
+				profile := round == 0 && v.mode == resourceslice.DecisionEventsNone && !v.budget && f.cpuProfile != ""
+				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), v.mode, v.budget, first, profile)
 				if err != nil {
 					return err
 				}

@@ -112,7 +112,7 @@ func (cc *classController) sources() []source.Source {
 	if cc.cfg.tenantRule {
 		out = append(out, &informerSource{
 			cache: cache, obj: &authv1beta1.Tenant{},
-			handler: crhandler.EnqueueRequestsFromMapFunc(r.slicesForTenant), preds: []predicate.Predicate{tenantPredicate()},
+			handler: r.tenantHandler(), preds: []predicate.Predicate{tenantPredicate()},
 		})
 	}
 	out = append(out, &informerSource{

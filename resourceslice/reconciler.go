@@ -74,6 +74,8 @@ type Reconciler struct {
 	// memos keeps decisions whose write did not go through (one handler
 	// call per decision).
 	memos *memos
+	// tenants is what the tenant rule reads, fed by the Tenant source.
+	tenants *tenantIndex
 	// owned applies, prunes and removes a handler.Owner's objects; nil for
 	// other handlers.
 	owned *ownedObjects
@@ -149,6 +151,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		fieldOwner: client.FieldOwner(FieldManager(class)),
 		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
 		releases:   newReleases(),
+		tenants:    newTenantIndex(),
 		memos:      newMemos(),
 		retries:    newRetries(cfg.maxRetries, cfg.resync),
 		passes:     newPasses(),

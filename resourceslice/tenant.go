@@ -95,14 +95,19 @@ func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.Resour
 	if id == "" {
 		return "", nil
 	}
-	var tenants authv1beta1.TenantList
-	if err := r.client.List(ctx, &tenants, client.InNamespace(rs.Namespace),
-		client.MatchingLabels{labelRemoteClusterID: id}); err != nil {
-		return "", fmt.Errorf("listing Tenants of consumer %q in namespace %q: %w", id, rs.Namespace, err)
+	found, ok := r.tenants.conditions(rs.Namespace, id)
+	if !ok {
+		var tenants authv1beta1.TenantList
+		if err := r.client.List(ctx, &tenants, client.InNamespace(rs.Namespace),
+			client.MatchingLabels{labelRemoteClusterID: id}); err != nil {
+			return "", fmt.Errorf("listing Tenants of consumer %q in namespace %q: %w", id, rs.Namespace, err)
+		}
+		for i := range tenants.Items {
+			found = append(found, tenants.Items[i].Spec.TenantCondition)
+		}
 	}
 	var worst authv1beta1.TenantCondition
-	for i := range tenants.Items {
-		c := tenants.Items[i].Spec.TenantCondition
+	for _, c := range found {
 		if c == "" {
 			c = authv1beta1.TenantConditionActive
 		}
@@ -171,6 +176,11 @@ func (r *Reconciler) slicesInNamespace(ctx context.Context, obj client.Object) [
 // liqo.io/remote-cluster-id label.
 func namespacePredicate() predicate.Predicate {
 	return predicate.Funcs{
+		// A namespace's creation (and the initial list) brings no slice the
+		// slices' own events do not; its deletion deletes them.
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetLabels()[labelRemoteClusterID] != e.ObjectNew.GetLabels()[labelRemoteClusterID]
 		},
