@@ -49,6 +49,8 @@ type budgetFeed struct {
 	cache  cache.Cache
 	mapper meta.RESTMapper
 	scope  scope // its status view gives the effective class
+	// namespaces gives each slice its consumer without a cache read.
+	namespaces *namespaceStore
 
 	started chan struct{} // closed once the handlers are registered (or failed)
 	mu      sync.Mutex
@@ -56,8 +58,8 @@ type budgetFeed struct {
 	err     error
 }
 
-func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses) *budgetFeed {
-	return &budgetFeed{l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, started: make(chan struct{})}
+func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore) *budgetFeed {
+	return &budgetFeed{l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, started: make(chan struct{})}
 }
 
 // Start implements manager.Runnable.
@@ -178,7 +180,10 @@ func (f *budgetFeed) slice(o any) {
 	// read does not block. A failed read (none expected from a synced
 	// cache) counts the slice as its namespace's, which only the
 	// reconciler's own observation, with the label, then corrects.
-	c, _ := namespaceConsumer(context.Background(), f.cache, rs.Namespace)
+	c, ok := f.namespaces.consumer(context.Background(), rs.Namespace)
+	if !ok {
+		c, _ = namespaceConsumer(context.Background(), f.cache, rs.Namespace)
+	}
 	f.l.ObserveSlice(observation(f.scope, rs, c.id))
 }
 

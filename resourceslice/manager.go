@@ -121,7 +121,7 @@ func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classControll
 	}
 	r.cfg.statusClasses = views
 	r.scope.status = views
-	r.wiring = wiring{apiReader: mgr.GetAPIReader(), feeds: feeds}
+	r.wiring = wiring{apiReader: mgr.GetAPIReader(), feeds: feeds, namespaces: classes.namespaceStore(mgr)}
 	if r.cfg.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(ControllerName(class))
 	}
@@ -146,11 +146,13 @@ func requestLogger(base logr.Logger) func(*reconcile.Request) logr.Logger {
 // process); ours is per manager, so tests and programs may run several
 // managers serving the same class.
 type classRegistry struct {
-	mu     sync.Mutex
-	byMgr  map[manager.Manager]map[string]bool
-	views  map[manager.Manager]*statusClasses
-	feeds  map[manager.Manager]map[*ledger.Ledger]*budgetFeed
-	inited bool
+	mu    sync.Mutex
+	byMgr map[manager.Manager]map[string]bool
+	views map[manager.Manager]*statusClasses
+	feeds map[manager.Manager]map[*ledger.Ledger]*budgetFeed
+	// nsStores read namespaces' consumers, one per manager.
+	nsStores map[manager.Manager]*namespaceStore
+	inited   bool
 }
 
 // classes is the one registry of the process. It only grows when a manager
@@ -206,6 +208,7 @@ func (c *classRegistry) init() {
 	if !c.inited {
 		c.byMgr, c.views, c.inited = map[manager.Manager]map[string]bool{}, map[manager.Manager]*statusClasses{}, true
 		c.feeds = map[manager.Manager]map[*ledger.Ledger]*budgetFeed{}
+		c.nsStores = map[manager.Manager]*namespaceStore{}
 	}
 }
 
@@ -223,12 +226,30 @@ func (c *classRegistry) feed(mgr manager.Manager, l *ledger.Ledger, views *statu
 	if f := byLedger[l]; f != nil {
 		return f, nil
 	}
-	f := newBudgetFeed(mgr, l, views)
+	f := newBudgetFeed(mgr, l, views, c.namespaceStoreLocked(mgr))
 	if err := mgr.Add(f); err != nil {
 		return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
 	}
 	byLedger[l] = f
 	return f, nil
+}
+
+// namespaceStore returns the manager's namespace store, built on first
+// use: one per manager, shared by its classes and budget feeds.
+func (c *classRegistry) namespaceStore(mgr manager.Manager) *namespaceStore {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.namespaceStoreLocked(mgr)
+}
+
+func (c *classRegistry) namespaceStoreLocked(mgr manager.Manager) *namespaceStore {
+	c.init()
+	if s := c.nsStores[mgr]; s != nil {
+		return s
+	}
+	s := &namespaceStore{cache: mgr.GetCache()}
+	c.nsStores[mgr] = s
+	return s
 }
 
 // statusClasses returns the manager's status.class view, built on first use.

@@ -120,6 +120,9 @@ type wiring struct {
 	// outside a manager, where the Reconciler tells them what it reads
 	// itself.
 	feeds []*budgetFeed
+	// namespaces reads namespaces' consumer labels from the manager's
+	// informer store; nil outside a manager.
+	namespaces *namespaceStore
 }
 
 // newReconciler builds the Reconciler from a configuration built once.
