@@ -236,7 +236,7 @@ func (r *scaleReplica) count(ctx context.Context) {
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for !(first && decided && evaluated) {
+	for !first || !decided || !evaluated {
 		select {
 		case <-ctx.Done():
 			return

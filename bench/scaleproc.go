@@ -84,7 +84,7 @@ func (p *replicaProc) await(what string, timeout time.Duration) (scaleEvent, err
 		case ev, ok := <-p.events:
 			if !ok {
 				<-p.exited
-				return scaleEvent{}, fmt.Errorf("replica %s exited before %q (%v)", p.name, what, p.exitErr)
+				return scaleEvent{}, fmt.Errorf("replica %s exited before %q: %w", p.name, what, p.exitErr)
 			}
 			p.seen[ev.Event] = ev
 			if ev.Event == what {
