@@ -84,6 +84,9 @@ func (p *replicaProc) await(what string, timeout time.Duration) (scaleEvent, err
 		case ev, ok := <-p.events:
 			if !ok {
 				<-p.exited
+				if p.exitErr == nil {
+					return scaleEvent{}, fmt.Errorf("replica %s exited before %q", p.name, what)
+				}
 				return scaleEvent{}, fmt.Errorf("replica %s exited before %q: %w", p.name, what, p.exitErr)
 			}
 			p.seen[ev.Event] = ev
