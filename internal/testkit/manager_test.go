@@ -20,9 +20,10 @@ import (
 // does nothing.
 func TestStartManagerStopWaits(t *testing.T) {
 	cp.Require(t)
-	stopped := make(chan struct{})
+	started, stopped := make(chan struct{}), make(chan struct{})
 	m := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			close(started)
 			<-ctx.Done()
 			time.Sleep(200 * time.Millisecond) // a runnable that takes its time to stop
 			close(stopped)
@@ -30,6 +31,13 @@ func TestStartManagerStopWaits(t *testing.T) {
 		}))
 	})
 	require.True(t, m.Running())
+	// The cache syncs before the manager runs its other runnables: wait
+	// for this one, or Stop may come before it ever started.
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runnable never started")
+	}
 	m.Stop()
 	select {
 	case <-stopped:
