@@ -11,13 +11,16 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sliceclass/sliceclass/internal/owned"
 )
 
 // Class lease names and timing.
 const (
-	// Label labels a class Lease with the class it stands for:
+	// Label labels a class Lease with the class it stands for, the label
+	// every object the class's controller owns carries:
 	// kubectl get leases -l sliceclass.io/class lists the served classes.
-	Label = "sliceclass.io/class"
+	Label = owned.LabelClass
 	// Duration is how long a class Lease stays live without renewal.
 	Duration   = 40 * time.Second
 	leaseRenew = 10 * time.Second
