@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -54,10 +55,12 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 		label  string
 		mode   resourceslice.DecisionEvents
 		budget bool
+		// profile is the suffix of the variant's CPU profile's file name.
+		profile string
 	}{
-		{"events all (default)", resourceslice.DecisionEventsAll, false},
-		{"events none", resourceslice.DecisionEventsNone, false},
-		{"events none, with a budget", resourceslice.DecisionEventsNone, true},
+		{"events all (default)", resourceslice.DecisionEventsAll, false, ".all"},
+		{"events none", resourceslice.DecisionEventsNone, false, ""},
+		{"events none, with a budget", resourceslice.DecisionEventsNone, true, ".budget"},
 	}
 	ours := make([]series, len(variants))
 	var plain, informer, same, single series
@@ -73,9 +76,13 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 		for m, v := range variants {
 			steps = append(steps, step{fmt.Sprintf("our controllers, %s", v.label), func() error {
 				first := round == 0 && m == 0
-				// The profile is of the first round's events-none run, the
-				// variant the CPU target is about.
-				profile := round == 0 && v.mode == resourceslice.DecisionEventsNone && !v.budget && f.cpuProfile != ""
+				// Each variant's first-round run is profiled: events none
+				// (the CPU target's variant) to -cpuprofile's file, the
+				// others to it with their suffix.
+				var profile string
+				if round == 0 && f.cpuProfile != "" {
+					profile = f.cpuProfile + v.profile
+				}
 				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), v.mode, v.budget, first, profile)
 				if err != nil {
 					return err
@@ -84,7 +91,8 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 				if first {
 					took, synced, perDecision, idle = res.took, res.synced, res.perDecision, res.idle
 				}
-				say("round %d/%d: ours, %s: %.0f/s", round+1, f.rounds, v.label, res.rate)
+				say("round %d/%d: ours, %s: %.0f/s (synced %s, first decision %s, all %s after start)", round+1, f.rounds, v.label, res.rate,
+					res.synced.Round(time.Millisecond), res.first.Round(time.Millisecond), res.took.Round(time.Millisecond))
 				return nil
 			}})
 		}
@@ -215,16 +223,18 @@ func ratioStr(a, b []float64) string {
 
 type oursResult struct {
 	rate, perDecision float64
-	took, synced      time.Duration
-	cpu               time.Duration // this process's CPU per decision
-	idle              int
+	// took, synced and first are from the manager's start to all
+	// decided, to the cache synced and to the first decision.
+	took, synced, first time.Duration
+	cpu                 time.Duration // this process's CPU per decision
+	idle                int
 }
 
 // oursRun creates a backlog of n slices over k classes named prefix-<i>,
 // then starts a manager serving them, recording decision events per mode,
 // and times the decisions. It counts the status writes per decision and,
 // with idle, over a 5 s idle window after the backlog.
-func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle, profile bool) (oursResult, error) {
+func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle bool, profile string) (oursResult, error) {
 	var res oursResult
 	ns := "ours-" + prefix
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -276,15 +286,11 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 			say("manager %s stopped with %v", prefix, err)
 		}
 	}()
-	if profile {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return res, err
-		}
-		defer func() { _ = pf.Close() }()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return res, err
-		}
+	// The slices' informer is made before the manager starts, so that the
+	// wait below is for it to list the backlog (on a cache with no
+	// informer yet the wait would return at once).
+	if _, err := mgr.GetCache().GetInformer(ctx, &authv1beta1.ResourceSlice{}); err != nil {
+		return res, err
 	}
 	t0 := time.Now()
 	go func() { done <- mgr.Start(mctx) }()
@@ -292,12 +298,27 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		return res, errors.New("manager cache did not sync")
 	}
 	res.synced = time.Since(t0)
+	// The profile covers what the CPU per decision counts: from the synced
+	// cache on.
+	if profile != "" {
+		pf, err := os.Create(profile)
+		if err != nil {
+			return res, err
+		}
+		defer func() { _ = pf.Close() }()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return res, err
+		}
+		defer pprof.StopCPUProfile() // on an early return; a second stop does nothing
+	}
 	cpu0 := cpuTime()
-	if err := waitCounter(reg, f.n, 10*time.Minute); err != nil {
+	first, err := waitCounter(reg, f.n, 10*time.Minute)
+	if err != nil {
 		return res, err
 	}
 	res.took = time.Since(t0)
-	if profile {
+	res.first = first.Sub(t0)
+	if profile != "" {
 		pprof.StopCPUProfile()
 	}
 	// The rate counts from the synced cache, as the baseline counts from its
@@ -352,16 +373,22 @@ func spread(xs []float64) string {
 	return fmt.Sprintf("(%.0f–%.0f)", s[0], s[len(s)-1])
 }
 
-// waitCounter waits until the decisions counter in reg reaches n.
-func waitCounter(reg *prometheus.Registry, n int, timeout time.Duration) error {
+// waitCounter waits until the decisions counter in reg reaches n, and
+// returns when it first saw a decision.
+func waitCounter(reg *prometheus.Registry, n int, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
+	var first time.Time
 	for time.Now().Before(deadline) {
-		if decisions(reg) >= n {
-			return nil
+		d := decisions(reg)
+		if d > 0 && first.IsZero() {
+			first = time.Now()
+		}
+		if d >= n {
+			return first, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return fmt.Errorf("only %d of %d slices decided after %s", decisions(reg), n, timeout)
+	return first, fmt.Errorf("only %d of %d slices decided after %s", decisions(reg), n, timeout)
 }
 
 func decisions(reg *prometheus.Registry) int {

@@ -82,7 +82,11 @@ func prepare(mgr manager.Manager, class string, h handler.Handler, opts []Option
 
 // bindClass claims r's class in mgr (unless claimed) and gives r what a manager has beyond
 // its client: the event recorder (unless WithEventRecorder), the
-// status.class view, the budgets' feeds and the API reader.
+// status.class view, the budgets' feeds and the API reader. claimed says
+// the SDK built r with the manager's client (AddToManager, ClassSet): its
+// status writes then go through the manager's REST config without decoding
+// the answer; a Reconciler built with NewReconciler keeps writing through
+// the client its user chose.
 func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classController, error) {
 	class := r.scope.class
 	if !claimed {
@@ -95,6 +99,14 @@ func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classControll
 	}
 	cc := &classController{mgr: mgr, r: r, cfg: r.cfg}
 	cc.abort, cc.abortStop = context.WithCancel(context.Background())
+	if claimed {
+		w, err := newRESTStatus(mgr)
+		if err != nil {
+			cc.release()
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		r.status = w
+	}
 	views, err := classes.statusClasses(mgr)
 	if err != nil {
 		cc.release()

@@ -43,7 +43,11 @@ const inFlightBound = 70 * time.Second
 // with NewReconciler when wiring your own controller; AddToManager is the
 // one-line path that builds and registers it.
 type Reconciler struct {
-	client     client.Client
+	client client.Client
+	// status sends the status patches: through client, or, for a
+	// controller the SDK built from a manager, a REST client that reads
+	// only the answer's resourceVersion.
+	status     statusWriter
 	scope      scope
 	handler    handler.Handler
 	cfg        *config
@@ -146,6 +150,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	}
 	r := &Reconciler{
 		client:     c,
+		status:     clientStatus{c: c},
 		scope:      scope{class: class, selector: cfg.selector, status: cfg.statusClasses},
 		handler:    h,
 		cfg:        cfg,
@@ -628,7 +633,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	// The patch is computed from current to desired: a JSON merge patch of
 	// the owned fields that changed, plus metadata.resourceVersion. Fields
 	// the Go types do not know are never in it.
-	err := r.client.Status().Patch(ctx, desired, ownedPatch{from: current}, r.fieldOwner)
+	err := r.status.patchStatus(ctx, desired, ownedPatch{from: current}, r.fieldOwner)
 	switch {
 	case err == nil:
 		r.done(a, ledger.Applied)
