@@ -2,6 +2,7 @@ package resourceslice
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -19,20 +20,40 @@ import (
 // managedFields): the SDK's owned-field patch against controller-runtime's
 // MergeFromWithOptimisticLock over the same two objects, the baseline.
 func BenchmarkStatusPatch(b *testing.B) {
-	current := &authv1beta1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "42",
-			Labels:        map[string]string{labelOriginID: "consumer", labelReplicated: "true"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "liqo", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(40)}}}},
-		Spec: authv1beta1.ResourceSliceSpec{Class: "gold", CSR: bytes.Repeat([]byte("C"), 1024),
-			Resources: corev1.ResourceList{"cpu": resource.MustParse("4"), "memory": resource.MustParse("8Gi")}},
-		Status: authv1beta1.ResourceSliceStatus{AuthParams: &authv1beta1.AuthParams{
-			SignedCRT: bytes.Repeat([]byte("S"), 1200), CA: bytes.Repeat([]byte("A"), 800), APIServer: "https://provider:6443"}},
-	}
-	conditions.Set(current, conditions.Authentication, conditions.Accepted, "Authenticated", "")
-	desired := current.DeepCopy()
-	desired.Status.Resources = desired.Spec.Resources.DeepCopy()
-	conditions.Accept(desired, "Granted", "granted as requested")
+	current, desired := realisticPair()
+	benchPatches(b, current, desired)
+}
 
+// BenchmarkStatusAnswer measures reading the API server's answer to a
+// status write, the slice as it is after the write: the SDK's read of its
+// resourceVersion alone against decoding it whole, as a client.Client
+// does (the baseline).
+func BenchmarkStatusAnswer(b *testing.B) {
+	current, _ := realisticPair()
+	body, err := json.Marshal(current)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("resourceVersion", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if rv, err := answerVersion(body); err != nil || rv != "42" {
+				b.Fatal(rv, err)
+			}
+		}
+	})
+	b.Run("decodeBaseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var rs authv1beta1.ResourceSlice
+			if err := json.Unmarshal(body, &rs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchPatches(b *testing.B, current, desired *authv1beta1.ResourceSlice) {
 	for _, p := range []struct {
 		name  string
 		patch client.Patch
@@ -67,4 +88,24 @@ func fieldsJSON(n int) []byte {
 	}
 	b.WriteString(`}}`)
 	return b.Bytes()
+}
+
+// realisticPair is a slice as the API server returns it (CSR,
+// certificates, managedFields, Liqo's Authentication condition) and the
+// same slice with a first decision.
+func realisticPair() (current, desired *authv1beta1.ResourceSlice) {
+	current = &authv1beta1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "42",
+			Labels:        map[string]string{labelOriginID: "consumer", labelReplicated: "true"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "liqo", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(40)}}}},
+		Spec: authv1beta1.ResourceSliceSpec{Class: "gold", CSR: bytes.Repeat([]byte("C"), 1024),
+			Resources: corev1.ResourceList{"cpu": resource.MustParse("4"), "memory": resource.MustParse("8Gi")}},
+		Status: authv1beta1.ResourceSliceStatus{AuthParams: &authv1beta1.AuthParams{
+			SignedCRT: bytes.Repeat([]byte("S"), 1200), CA: bytes.Repeat([]byte("A"), 800), APIServer: "https://provider:6443"}},
+	}
+	conditions.Set(current, conditions.Authentication, conditions.Accepted, "Authenticated", "")
+	desired = current.DeepCopy()
+	desired.Status.Resources = desired.Spec.Resources.DeepCopy()
+	conditions.Accept(desired, "Granted", "granted as requested")
+	return current, desired
 }

@@ -85,75 +85,158 @@ func (w restStatus) patchStatus(ctx context.Context, rs *authv1beta1.ResourceSli
 // answerVersion reads metadata.resourceVersion from an object's JSON,
 // stopping there: the fields after metadata (spec and status, where a
 // slice's CSR and certificates are) are not read at all, and those before
-// it only scanned.
+// it only skipped over, without decoding. Anything it does not expect
+// (invalid JSON, an escaped key or version) is an error, and the caller
+// decodes the answer whole.
 func answerVersion(body []byte) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := openObject(dec); err != nil {
-		return "", err
-	}
-	for dec.More() {
-		key, err := objectKey(dec)
-		if err != nil {
-			return "", err
-		}
+	s := &jsonScan{b: body}
+	for key := range s.members() {
 		if key != "metadata" {
-			if err := skipValue(dec); err != nil {
-				return "", err
-			}
+			s.skip()
 			continue
 		}
-		if err := openObject(dec); err != nil {
-			return "", fmt.Errorf("metadata: %w", err)
-		}
-		for dec.More() {
-			k, err := objectKey(dec)
-			if err != nil {
-				return "", err
-			}
+		for k := range s.members() {
 			if k != "resourceVersion" {
-				if err := skipValue(dec); err != nil {
-					return "", err
-				}
+				s.skip()
 				continue
 			}
-			var rv string
-			if err := dec.Decode(&rv); err != nil {
-				return "", fmt.Errorf("metadata.resourceVersion: %w", err)
+			if rv := s.plainString(); rv != "" && s.err == nil {
+				return rv, nil
 			}
-			if rv == "" {
-				return "", errors.New("empty metadata.resourceVersion")
-			}
-			return rv, nil
+			return "", errors.New("metadata.resourceVersion is not a plain, non-empty string")
 		}
 		break
+	}
+	if s.err != nil {
+		return "", s.err
 	}
 	return "", errors.New("no metadata.resourceVersion")
 }
 
-func openObject(dec *json.Decoder) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("want an object, got %v", t)
-	}
-	return nil
+// jsonScan walks JSON without decoding it; the first thing it does not
+// expect sets err and ends every walk.
+type jsonScan struct {
+	b   []byte
+	i   int
+	err error
 }
 
-func objectKey(dec *json.Decoder) (string, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return "", err
+func (s *jsonScan) fail(what string) {
+	if s.err == nil {
+		s.err = fmt.Errorf("unexpected JSON at byte %d: %s", s.i, what)
 	}
-	k, ok := t.(string)
-	if !ok {
-		return "", fmt.Errorf("want a key, got %v", t)
-	}
-	return k, nil
 }
 
-func skipValue(dec *json.Decoder) error {
-	var skip json.RawMessage
-	return dec.Decode(&skip)
+func (s *jsonScan) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// members yields the keys of the object that starts here, the scanner
+// standing on each key's value; the caller reads or skips it.
+func (s *jsonScan) members() func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != '{' {
+			s.fail("want an object")
+			return
+		}
+		s.i++
+		for first := true; s.err == nil; first = false {
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == '}' && first {
+				s.i++
+				return
+			}
+			key := s.plainString()
+			s.space()
+			if s.err != nil || s.i >= len(s.b) || s.b[s.i] != ':' {
+				s.fail("want a key and a colon")
+				return
+			}
+			s.i++
+			if !yield(key) || s.err != nil {
+				return
+			}
+			s.space()
+			switch {
+			case s.i < len(s.b) && s.b[s.i] == ',':
+				s.i++
+			case s.i < len(s.b) && s.b[s.i] == '}':
+				s.i++
+				return
+			default:
+				s.fail("want a comma or the object's end")
+				return
+			}
+		}
+	}
+}
+
+// plainString reads a string with no escapes in it.
+func (s *jsonScan) plainString() string {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.fail("want a string")
+		return ""
+	}
+	end := bytes.IndexByte(s.b[s.i+1:], '"')
+	if end < 0 {
+		s.fail("unterminated string")
+		return ""
+	}
+	v := s.b[s.i+1 : s.i+1+end]
+	if bytes.IndexByte(v, '\\') >= 0 {
+		s.fail("escaped string")
+		return ""
+	}
+	s.i += end + 2
+	return string(v)
+}
+
+// skip steps over one value of any kind.
+func (s *jsonScan) skip() {
+	s.space()
+	depth := 0
+	for s.i < len(s.b) && s.err == nil {
+		c := s.b[s.i]
+		switch c {
+		case '"':
+			s.i++
+			for s.i < len(s.b) && s.b[s.i] != '"' {
+				if s.b[s.i] == '\\' {
+					s.i++
+				}
+				s.i++
+			}
+			if s.i >= len(s.b) {
+				s.fail("unterminated string")
+				return
+			}
+			s.i++
+		case '{', '[':
+			depth++
+			s.i++
+		case '}', ']':
+			if depth == 0 {
+				return // the end of the enclosing object: a value was missing
+			}
+			depth--
+			s.i++
+		case ',':
+			if depth == 0 {
+				return
+			}
+			s.i++
+		default:
+			s.i++
+		}
+		if depth == 0 && (c == '"' || c == '}' || c == ']') {
+			return
+		}
+	}
+	if depth != 0 {
+		s.fail("unterminated value")
+	}
 }

@@ -2,6 +2,7 @@ package resourceslice
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -44,7 +45,15 @@ func TestAnswerVersion(t *testing.T) {
 		{reason: "an annotation quoting the field is not the object's",
 			body: `{"metadata":{"annotations":{"a":"\"resourceVersion\":\"bogus\""},"resourceVersion":"10"}}`,
 			want: "10"},
+		{reason: "values of every kind skipped before it, braces and escaped quotes inside strings",
+			body: `{"a":[1,-2.5e3,true,null,{"x":"}]\\\"{"}],"b":"\"metadata\":{","metadata":{"generation":3,"labels":{},"finalizers":[],"resourceVersion":"11"}}`,
+			want: "11"},
+		{reason: "pretty-printed", body: "{\n  \"metadata\" : {\n    \"resourceVersion\" : \"12\"\n  }\n}", want: "12"},
+		{reason: "an escaped resourceVersion is not guessed at", body: `{"metadata":{"resourceVersion":"1\u0032"}}`},
 		{reason: "no resourceVersion", body: `{"metadata":{"name":"n"},"status":{}}`},
+		{reason: "an empty metadata", body: `{"metadata":{},"spec":{}}`},
+		{reason: "no metadata", body: `{}`},
+		{reason: "an unterminated string before metadata", body: `{"a":"x`},
 		{reason: "an empty resourceVersion", body: `{"metadata":{"resourceVersion":""}}`},
 		{reason: "resourceVersion not a string", body: `{"metadata":{"resourceVersion":3}}`},
 		{reason: "metadata not an object", body: `{"metadata":"x"}`},
@@ -53,6 +62,9 @@ func TestAnswerVersion(t *testing.T) {
 		{reason: "empty", body: ``},
 	}
 	for _, tc := range cases {
+		if tc.want != "" && !json.Valid([]byte(tc.body)) {
+			t.Fatalf("%s: the case's body is not JSON", tc.reason)
+		}
 		got, err := answerVersion([]byte(tc.body))
 		if tc.want == "" {
 			if err == nil {

@@ -112,13 +112,14 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		e = &entry{}
 		l.slices[s.Key] = e
 	}
-	before := l.usedLocked()
 	if e.seen && !newer(s.RV, e.rv) {
 		// Already seen, or older than what was seen: a reconciler observed
-		// the slice from its cache before the watch delivered this.
+		// the slice from its cache before the watch delivered this (or the
+		// reverse). Most observations end here, before any copy.
 		l.mu.Unlock()
 		return
 	}
+	before := l.usedLocked()
 	if e.uid != "" && e.uid != s.UID {
 		// Deleted and created again under the same name, with no deletion
 		// seen in between (a watch cut): a new slice, which may already
