@@ -52,6 +52,51 @@ func capped(maxCPU int64, calls *atomic.Int64) handler.Func {
 	}
 }
 
+// callLog counts, per slice, handler calls that saw the same inputs as
+// the slice's previous call: its UID, generation, labels, annotations and
+// Authentication condition (the Liqo writer changes the condition's
+// message on every rewrite). With no resync, no WithWatch pass and no
+// tenant rule, such a repeat could only come from a failed or lost write
+// making the SDK ask again for a decision it already had.
+type callLog struct {
+	mu      sync.Mutex
+	last    map[types.NamespacedName]string
+	repeats int
+}
+
+func newCallLog() *callLog { return &callLog{last: map[types.NamespacedName]string{}} }
+
+// wrap records each call of h before making it.
+func (l *callLog) wrap(h handler.Func) handler.Func {
+	return func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		l.record(rs)
+		return h(ctx, rs)
+	}
+}
+
+func (l *callLog) record(rs *authv1beta1.ResourceSlice) {
+	var auth string
+	if c := conditions.Get(rs, conditions.Authentication); c != nil {
+		auth = fmt.Sprintf("%s/%s/%s/%s", c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.RFC3339))
+	}
+	// fmt prints maps with sorted keys.
+	inputs := fmt.Sprintf("%s|%d|%v|%v|%s", rs.UID, rs.Generation, rs.Labels, rs.Annotations, auth)
+	key := client.ObjectKeyFromObject(rs)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last[key] == inputs {
+		l.repeats++
+	}
+	l.last[key] = inputs
+}
+
+// count is the number of repeated calls so far.
+func (l *callLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.repeats
+}
+
 // expectedDecision is what capped decides for a request: its reason, and
 // whether it is an acceptance.
 func expectedDecision(asked corev1.ResourceList, maxCPU int64) (reason string, accepted bool) {
