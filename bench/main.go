@@ -11,10 +11,10 @@
 // patch through a plain client, the API server's limit for this work here.
 //
 // The defaults (-n 1000 -rounds 3 -rate 20 -latency-n 600 -mem-n 2000,10000
-// -settle 1m) take about 7 minutes on a quiet 2-core machine (estimated from
-// the earlier runs' cost per slice; the table's wall-time rows say what a run
-// took), so that a run fits 10 minutes with margin (5 rounds of 2,000 slices
-// took 40):
+// -sbs-n 2000 -settle 1m) take about 7 minutes on a quiet 2-core machine
+// before the side by side, and about 2 more with it (estimated from the
+// earlier runs' cost per slice; the table's wall-time rows say what a run
+// took), so that a run fits 10 minutes (5 rounds of 2,000 slices took 40):
 //   - 3 throughput rounds, the fewest whose median drops an outlier round,
 //     of 6 backlogs each (our controllers with events all, events none, and
 //     events none with a budget; the three baselines) and one single-writer
@@ -25,6 +25,11 @@
 //     30 s: 600 slices, so the p99 is the 7th slowest, not the slowest;
 //   - memory at 2,000 and 10,000 cached slices, the count its target is
 //     stated at: about a minute;
+//   - the side by side at 2,000 slices, the count its target is stated at:
+//     the example manager, a template-shaped controller and a plain client,
+//     each its own process deciding its own backlog alone (empty first, for
+//     the bytes per cached slice), on a control plane of its own: about 2
+//     minutes, most of it the three backlogs' creation and decisions;
 //   - each round and the steady state first wait, up to -settle, for the
 //     1-minute load left by the stretch before them to fall to the number
 //     of cores: about 30 s each on a quiet machine, once the bench's own
@@ -49,7 +54,9 @@
 // The phases live one to a file: throughput.go (backlog rounds of our
 // controllers), baseline.go (the plain-client baselines they are set
 // against), latency.go (steady state), memory.go (cache size, in child
-// processes); fixtures.go creates slices as Liqo leaves them; load.go
+// processes), sidebyside.go (the example manager's memory against a
+// template-shaped controller's and a plain client's, each in a process of
+// its own, sbschild.go); fixtures.go creates slices as Liqo leaves them; load.go
 // watches the machine's load and decides whether the run can be judged;
 // scale.go (opt-in, -scale-n) times one replica holding many slices and
 // standbys taking over from it, each in a child process (scalechild.go,
@@ -96,6 +103,12 @@ type flags struct {
 	// child mode: run one replica of the scale phase (a scaleChildSpec in
 	// JSON), then exit.
 	scaleChild string
+	// the side by side (sidebyside.go), off when sbsN is 0.
+	sbsN    int
+	sbsOnly bool
+	// child mode: run one process of the side by side (sbsTemplate or
+	// sbsPlain) serving sbsClass, until SIGTERM.
+	sbsChild, sbsClass string
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -129,9 +142,20 @@ func main() {
 	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
 	flag.StringVar(&f.cfgFile, "config", "", "internal: child's API server config")
 	flag.StringVar(&f.scaleChild, "scale-child", "", "internal: run as a replica of the scale phase")
+	flag.IntVar(&f.sbsN, "sbs-n", 2000, "side by side: slices each process (example manager, template-shaped controller, plain client) decides alone, on a control plane of its own (0: no side by side)")
+	flag.BoolVar(&f.sbsOnly, "sbs-only", false, "run the side by side only")
+	flag.StringVar(&f.sbsChild, "sbs-child", "", "internal: run as a process of the side by side (template or plain)")
+	flag.StringVar(&f.sbsClass, "sbs-class", "", "internal: the class the side by side's child serves")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
+	if f.sbsChild != "" {
+		if err := sbsChild(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if f.scaleChild != "" {
 		if err := scaleChild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -176,16 +200,33 @@ func run(f flags) (bool, error) {
 	if len(sizes) > 0 && f.scaleFresh < 1 {
 		return false, fmt.Errorf("-scale-fresh must be at least 1, got %d", f.scaleFresh)
 	}
+	switch {
+	case f.sbsN < 0:
+		return false, fmt.Errorf("-sbs-n must be at least 0, got %d", f.sbsN)
+	case f.sbsOnly && f.sbsN == 0:
+		return false, fmt.Errorf("-sbs-only needs -sbs-n above 0")
+	case f.sbsOnly && (f.scaleOnly || len(sizes) > 0):
+		return false, fmt.Errorf("-sbs-only runs the side by side alone: drop -scale-only and -scale-n")
+	}
 	start := time.Now()
+	ctx := context.Background()
+	t := table{loads: loadWatch{cores: goruntime.NumCPU(), settle: f.settle}}
+	t.add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", t.loads.cores))
+	if f.sbsOnly {
+		// The side by side starts a control plane of its own.
+		phase := time.Now()
+		if err := sideBySidePhase(ctx, f, &t); err != nil {
+			return false, err
+		}
+		t.add("wall time: side by side (control plane, build and slice creation included)", round(time.Since(phase)))
+		return report(f, t)
+	}
 	say("starting the control plane...")
 	cp, err := controlplane.New()
 	if err != nil {
 		return false, err
 	}
 	defer func() { _ = cp.Stop() }()
-	ctx := context.Background()
-	t := table{loads: loadWatch{cores: goruntime.NumCPU(), settle: f.settle}}
-	t.add("machine", fmt.Sprintf("%d cores shared by API server, etcd, controller", t.loads.cores))
 
 	if !f.scaleOnly {
 		t.add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, f.concurrency(), f.perClass()))
@@ -207,7 +248,16 @@ func run(f flags) (bool, error) {
 			return false, err
 		}
 		memoryTook := time.Since(phase)
-		t.add("wall time: throughput / steady state / memory", fmt.Sprintf("%s / %s / %s", round(throughputTook), round(latencyTook), round(memoryTook)))
+		// g) the side by side, on a control plane of its own.
+		sbsTook := "off"
+		if f.sbsN > 0 {
+			phase = time.Now()
+			if err := sideBySidePhase(ctx, f, &t); err != nil {
+				return false, err
+			}
+			sbsTook = round(time.Since(phase))
+		}
+		t.add("wall time: throughput / steady state / memory / side by side", fmt.Sprintf("%s / %s / %s / %s", round(throughputTook), round(latencyTook), round(memoryTook), sbsTook))
 		// The target is the default run's: the opt-in scale phase is apart.
 		took := time.Since(start)
 		metric := "bench wall time"
@@ -224,6 +274,12 @@ func run(f flags) (bool, error) {
 		}
 		t.add("wall time: scale phase (slice creation included)", round(time.Since(phase)))
 	}
+	return report(f, t)
+}
+
+// report prints t, and writes it as markdown with -markdown, and reports
+// whether it has a verdict.
+func report(f flags, t table) (bool, error) {
 	t.add("load (1 min) at the start→end of each stretch", t.loads.summary())
 
 	why := noVerdict(f.rounds, t.loads.checks, t.loads.cores)
