@@ -94,10 +94,11 @@ lint:
 	@hack/lint.sh
 
 ## bench: in-process benchmarks, then the control-plane bench table (bench/main.go). Its defaults,
-## -n 1000 -rounds 3 -rate 20 -latency-n 600 -mem-n 2000,10000 -settle 1m, take about 7 minutes on a
-## quiet 2-core machine: medians of 3 rounds (the fewest that drop an outlier round) of backlogs of
-## 1,000 slices, the p99 at the 20 slices/s its target is stated at, memory at the 10,000 slices its
-## target is stated at; 5 rounds of 2,000 took 40 minutes. Exit status 3: the figures were printed
+## -n 1000 -rounds 3 -rate 20 -latency-n 600 -mem-n 2000,10000 -sbs-n 2000 -settle 1m, take about 6
+## minutes on a quiet 2-core machine: medians of 3 rounds (the fewest that drop an outlier round) of
+## backlogs of 1,000 slices, the p99 at the 20 slices/s its target is stated at, memory at the 10,000
+## slices its target is stated at, and the example manager, a template-shaped controller and a plain
+## client side by side at 2,000 slices, each its own process. Exit status 3: the figures were printed
 ## without a verdict (a round started with the load above the cores, or fewer than 3 rounds): rerun
 ## on a quieter machine. The binary is built first so that make sees the bench's own exit status.
 ## The scale phase is opt-in: BENCH_ARGS='-scale-n 50000' adds one replica holding 50,000 slices

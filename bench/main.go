@@ -11,10 +11,11 @@
 // patch through a plain client, the API server's limit for this work here.
 //
 // The defaults (-n 1000 -rounds 3 -rate 20 -latency-n 600 -mem-n 2000,10000
-// -sbs-n 2000 -settle 1m) take about 7 minutes on a quiet 2-core machine
-// before the side by side, and about 2 more with it (estimated from the
-// earlier runs' cost per slice; the table's wall-time rows say what a run
-// took), so that a run fits 10 minutes (5 rounds of 2,000 slices took 40):
+// -sbs-n 2000 -settle 1m) took 5m45s on a quiet 2-core machine on
+// 2026-11-24 (throughput 2m29s, steady state 45s, memory 58s, side by side
+// 1m31s; the table's wall-time rows say what each run took), leaving room
+// for the settle waits within 10 minutes (5 rounds of 2,000 slices took 40
+// before this turn's changes; -n 2000 now takes about 8):
 //   - 3 throughput rounds, the fewest whose median drops an outlier round,
 //     of 6 backlogs each (our controllers with events all, events none, and
 //     events none with a budget; the three baselines) and one single-writer

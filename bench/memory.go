@@ -239,26 +239,14 @@ const (
 	bucketSize  = 1000
 )
 
-// rss is this process's resident set size; peakRSS its highest so far.
-func rss() uint64     { return procStatus("VmRSS:") }
-func peakRSS() uint64 { return procStatus("VmHWM:") }
+// rss is this process's resident set size; peakRSS its highest so far; 0
+// when /proc cannot tell.
+func rss() uint64 {
+	m, _ := readProcMem(os.Getpid())
+	return m.rss
+}
 
-// procStatus reads a size in kB from /proc/self/status, in bytes; 0 where
-// there is none.
-func procStatus(field string) uint64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, field) {
-			fields := strings.Fields(line)
-			if len(fields) < 2 {
-				return 0
-			}
-			kb, _ := strconv.ParseUint(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
+func peakRSS() uint64 {
+	m, _ := readProcMem(os.Getpid())
+	return m.peak
 }
