@@ -187,8 +187,8 @@ func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"
 // rows to one table, and prints it. It reports whether the table has a
 // verdict.
 func run(f flags) (bool, error) {
-	if f.n < 1 || f.k < 1 || f.workers < f.k || f.rounds < 1 || f.rate <= 0 || f.latencyN < 1 {
-		return false, fmt.Errorf("need n ≥ 1, k ≥ 1, workers ≥ k, rounds ≥ 1, rate > 0 and latency-n ≥ 1 (got n=%d k=%d workers=%d rounds=%d rate=%g latency-n=%d)",
+	if f.n < 2 || f.k < 1 || f.workers < f.k || f.rounds < 1 || f.rate <= 0 || f.latencyN < 1 {
+		return false, fmt.Errorf("need n ≥ 2 (a rate runs from the first decision to the last), k ≥ 1, workers ≥ k, rounds ≥ 1, rate > 0 and latency-n ≥ 1 (got n=%d k=%d workers=%d rounds=%d rate=%g latency-n=%d)",
 			f.n, f.k, f.workers, f.rounds, f.rate, f.latencyN)
 	}
 	sizes, err := parseScaleN(f.scaleN)

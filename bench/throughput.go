@@ -328,7 +328,8 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 	// and starting (for ours, every informer the SDK reads syncing; a type
 	// nothing has watched yet can take a second to list, see BENCHMARKS.md),
 	// reported apart.
-	res.rate = float64(f.n-1) / last.Sub(first).Seconds()
+	// Two decisions seen in one poll are at most one poll apart.
+	res.rate = float64(f.n-1) / max(last.Sub(first), tapPoll).Seconds()
 	if f.diag {
 		diagnose(prefix)
 	}
@@ -436,6 +437,9 @@ func (d *decisionTap) decisions() int {
 	return int(total)
 }
 
+// tapPoll is how often waitCounter reads the decisions counter.
+const tapPoll = 2 * time.Millisecond
+
 // waitCounter waits until the decisions counter reaches n, and returns
 // when it first saw a decision and when it saw the n-th.
 func waitCounter(tap *decisionTap, n int, timeout time.Duration) (first, last time.Time, err error) {
@@ -448,7 +452,7 @@ func waitCounter(tap *decisionTap, n int, timeout time.Duration) (first, last ti
 		if d >= n {
 			return first, time.Now(), nil
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(tapPoll)
 	}
 	return first, time.Time{}, fmt.Errorf("only %d of %d slices decided after %s", tap.decisions(), n, timeout)
 }
