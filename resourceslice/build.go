@@ -62,10 +62,14 @@ func newClassController(mgr manager.Manager, class string, h handler.Handler, op
 	cfg := cc.cfg
 	name := ControllerName(class)
 	copts := controller.Options{
-		Reconciler:              cc.shutdownPolicy(),
-		MaxConcurrentReconciles: cfg.maxConcurrent,
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
-		LogConstructor:          requestLogger(cc.logger()),
+		Reconciler:     cc.shutdownPolicy(),
+		RateLimiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
+		LogConstructor: requestLogger(cc.logger()),
+	}
+	// What the class does not set comes from the manager's controller
+	// defaults (ctrl.Options.Controller), then controller-runtime's own.
+	if cfg.gave("WithMaxConcurrentReconciles") {
+		copts.MaxConcurrentReconciles = cfg.maxConcurrent
 	}
 	if comesAndGoes {
 		copts.SkipNameValidation = ptr.To(true)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/sliceclass/sliceclass/conditions"
 )
 
 // Effective class on the pinned Liqo types.
@@ -37,22 +40,58 @@ import (
 // authenticated client may read); against today's CRD, which prunes the
 // field, it costs nothing.
 
-// classView is the part of a ResourceSlice the effective class needs.
+// classView is the part of a ResourceSlice the effective class and the
+// budgets need: where status.class exists, the budgets' feeds observe
+// slices through these views, so that each observation carries the class
+// the same event showed (a lookup in another cache may be behind or ahead).
 type classView struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              classField `json:"spec,omitempty"`
-	Status            classField `json:"status,omitempty"`
+	Status            viewStatus `json:"status,omitempty"`
 }
 
 type classField struct {
 	Class string `json:"class,omitempty"`
 }
 
+// viewStatus is status.class, and what a budget counts: the Resources
+// condition's status and status.resources.
+type viewStatus struct {
+	Class      string              `json:"class,omitempty"`
+	Resources  corev1.ResourceList `json:"resources,omitempty"`
+	Conditions []viewCondition     `json:"conditions,omitempty"`
+}
+
+type viewCondition struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+}
+
+// accepted reports whether the view's Resources condition is Accepted.
+func (v *classView) accepted() bool {
+	for _, c := range v.Status.Conditions {
+		if c.Type == string(conditions.Resources) {
+			return c.Status == string(conditions.Accepted)
+		}
+	}
+	return false
+}
+
+// effectiveClass is status.class when set, else spec.class.
+func (v *classView) effectiveClass() string {
+	if v.Status.Class != "" {
+		return v.Status.Class
+	}
+	return v.Spec.Class
+}
+
 // DeepCopyObject implements runtime.Object.
 func (v *classView) DeepCopyObject() runtime.Object {
 	out := *v
 	v.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Resources = v.Status.Resources.DeepCopy()
+	out.Status.Conditions = append([]viewCondition(nil), v.Status.Conditions...)
 	return &out
 }
 
@@ -73,18 +112,30 @@ func (l *classViewList) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// trimView keeps only what the effective class and the selector need.
+// trimView keeps only what the effective class, the selector and the
+// budgets need: the Resources condition's status, and status.resources
+// only while it is Accepted.
 func trimView(obj any) (any, error) {
 	v, ok := obj.(*classView)
 	if !ok {
 		return obj, nil
 	}
-	return &classView{
-		ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, Labels: v.Labels,
+	out := &classView{
+		ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, UID: v.UID, Labels: v.Labels,
 			ResourceVersion: v.ResourceVersion, DeletionTimestamp: v.DeletionTimestamp},
 		Spec:   v.Spec,
-		Status: v.Status,
-	}, nil
+		Status: viewStatus{Class: v.Status.Class},
+	}
+	for _, c := range v.Status.Conditions {
+		if c.Type == string(conditions.Resources) {
+			out.Status.Conditions = []viewCondition{c}
+			if c.Status == string(conditions.Accepted) {
+				out.Status.Resources = v.Status.Resources
+			}
+			break
+		}
+	}
+	return out, nil
 }
 
 // statusClasses answers "what is this slice's status.class" for one
@@ -150,6 +201,15 @@ func (s *statusClasses) source(sc scope) source.Source {
 			n, ok2 := e.ObjectNew.(*classView)
 			if ok1 && ok2 && o.Status.Class != n.Status.Class && (ours(o) || ours(n)) {
 				enqueue(q, n)
+			}
+		},
+		// A deletion carries the slice's last status.class: the typed
+		// slice's delete event cannot say the slice was ours (the pinned
+		// types drop status.class, and this cache may drop the view
+		// first), so the class learns of the deletion here.
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if v, ok := e.Object.(*classView); ok && v.Status.Class != "" && ours(v) {
+				enqueue(q, v)
 			}
 		},
 	}}

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,14 +55,93 @@ type budgetFeed struct {
 	// namespaces gives each slice its consumer without a cache read.
 	namespaces *namespaceStore
 
+	// reader reads a slice from the API server, uncached, to settle a
+	// write whose answer did not say whether it was applied; settles are
+	// the slices to read.
+	reader  client.Reader
+	settles workqueue.TypedRateLimitingInterface[settleItem]
+
 	started chan struct{} // closed once the handlers are registered (or failed)
 	mu      sync.Mutex
 	synced  []toolscache.InformerSynced
 	err     error
 }
 
+// settleItem is a slice to read: the version its unsettled writes were
+// decided from.
+type settleItem struct {
+	key  types.NamespacedName
+	base string
+}
+
 func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore) *budgetFeed {
-	return &budgetFeed{l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, started: make(chan struct{})}
+	return &budgetFeed{
+		l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns,
+		reader: mgr.GetAPIReader(),
+		settles: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[settleItem]{Name: ""}),
+		started: make(chan struct{}),
+	}
+}
+
+// The backoff of a settling read that failed (the API server unreachable,
+// or no get permission on resourceslices): the watch may settle the write
+// first.
+const (
+	settleRetryBase = 200 * time.Millisecond
+	settleRetryMax  = 30 * time.Second
+)
+
+// settleLater asks for one read of the slice key, whose write decided from
+// base ended with outcome o (Unknown or Lost): if the server still shows
+// base, the write was not applied, and the ledger forgets it (a Lost write
+// only once the server can no longer be applying it).
+func (f *budgetFeed) settleLater(key types.NamespacedName, base string, o ledger.Outcome) {
+	it := settleItem{key: key, base: base}
+	if o == ledger.Lost {
+		f.settles.AddAfter(it, ledger.InFlightBound)
+		return
+	}
+	f.settles.Add(it)
+}
+
+// settleLoop reads the slices settleLater asked for until the queue shuts
+// down.
+func (f *budgetFeed) settleLoop(ctx context.Context) {
+	for {
+		it, shutdown := f.settles.Get()
+		if shutdown {
+			return
+		}
+		f.settle(ctx, it)
+		f.settles.Done(it)
+	}
+}
+
+func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind))
+	readAt := time.Now()
+	switch err := f.reader.Get(ctx, it.key, m); {
+	case apierrors.IsNotFound(err):
+		f.settles.Forget(it) // the watch brings the deletion, which ends all it held
+	case err != nil:
+		if ctx.Err() == nil {
+			log.FromContext(ctx).V(1).Info("cannot read a slice to settle a lost answer; retrying (the watch may settle it first)",
+				"budget", f.l.Name(), "ResourceSlice", it.key.String(), "error", err.Error())
+			f.settles.AddRateLimited(it)
+		}
+	case m.ResourceVersion == it.base:
+		f.settles.Forget(it)
+		if again := f.l.SettleRead(it.key, it.base, readAt); again > 0 {
+			f.settles.AddAfter(it, again)
+		}
+	default:
+		// Changed since: the watch brings that version, which settles
+		// every write decided from an older one.
+		f.settles.Forget(it)
+	}
 }
 
 // Start implements manager.Runnable.
@@ -70,9 +152,14 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 	f.mu.Unlock()
 	close(f.started)
 	if err != nil {
+		f.settles.ShutDown()
 		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
 	}
-	<-ctx.Done()
+	go func() {
+		<-ctx.Done()
+		f.settles.ShutDown()
+	}()
+	f.settleLoop(ctx)
 	return nil
 }
 
@@ -90,7 +177,16 @@ func (f *budgetFeed) register(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), namespaces.HasSynced) {
 		return fmt.Errorf("waiting for namespaces: %w", ctx.Err())
 	}
-	slices, err := f.cache.GetInformer(ctx, &authv1beta1.ResourceSlice{})
+	// Each observation carries the slice's class from the event itself:
+	// where the API server keeps status.class, which the pinned types
+	// drop, the slices are observed through the status.class views;
+	// elsewhere spec.class is the class, and the typed informer says it.
+	var slices cache.Informer
+	if views := f.scope.status; views != nil && views.detect(ctx) {
+		slices, err = views.cache.GetInformer(ctx, &classView{})
+	} else {
+		slices, err = f.cache.GetInformer(ctx, &authv1beta1.ResourceSlice{})
+	}
 	if err != nil {
 		return fmt.Errorf("watching ResourceSlices: %w", err)
 	}
@@ -172,28 +268,50 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 }
 
 func (f *budgetFeed) slice(o any) {
-	rs, ok := o.(*authv1beta1.ResourceSlice)
+	obj, ok := o.(client.Object)
 	if !ok {
 		return
 	}
 	// The namespaces' informer synced before this handler was added: the
 	// read does not block. A failed read (none expected from a synced
-	// cache) counts the slice as its namespace's, which only the
-	// reconciler's own observation, with the label, then corrects.
-	c, ok := f.namespaces.consumer(context.Background(), rs.Namespace)
+	// cache) counts the slice as its namespace's.
+	c, ok := f.namespaces.consumer(context.Background(), obj.GetNamespace())
 	if !ok {
-		c, _ = namespaceConsumer(context.Background(), f.cache, rs.Namespace)
+		c, _ = namespaceConsumer(context.Background(), f.cache, obj.GetNamespace())
 	}
-	f.l.ObserveSlice(observation(f.scope, rs, c.id))
+	switch s := obj.(type) {
+	case *classView:
+		f.l.ObserveSlice(viewObservation(s, c.id))
+	case *authv1beta1.ResourceSlice:
+		f.l.ObserveSlice(observation(scope{}, s, c.id))
+	}
 }
 
 func (f *budgetFeed) sliceGone(o any) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
-	if rs, ok := o.(*authv1beta1.ResourceSlice); ok {
-		f.l.ForgetSlice(client.ObjectKeyFromObject(rs), rs.UID)
+	if obj, ok := o.(client.Object); ok {
+		f.l.ForgetSlice(client.ObjectKeyFromObject(obj), obj.GetUID())
 	}
+}
+
+// viewObservation is what the ledger reads of a slice's view, whose
+// trusted consumer is consumer.
+func viewObservation(v *classView, consumer string) ledger.Slice {
+	o := ledger.Slice{
+		Key:      client.ObjectKeyFromObject(v),
+		UID:      v.UID,
+		RV:       v.ResourceVersion,
+		Class:    v.effectiveClass(),
+		Consumer: consumer,
+		Labels:   v.Labels,
+		Accepted: v.accepted(),
+	}
+	if o.Accepted {
+		o.Grant = v.Status.Resources
+	}
+	return o
 }
 
 func (f *budgetFeed) quota(o any, gone bool) {

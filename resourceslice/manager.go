@@ -98,6 +98,10 @@ func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classControll
 		}
 	}
 	cc := &classController{mgr: mgr, r: r, cfg: r.cfg}
+	if need := mgr.GetControllerOptions().NeedLeaderElection; len(r.ledgers) > 0 && need != nil && !*need {
+		cc.release()
+		return nil, fmt.Errorf("class %q: %w", class, errBudgetNeedsLeader)
+	}
 	cc.abort, cc.abortStop = context.WithCancel(context.Background())
 	if claimed {
 		w, err := newRESTStatus(mgr)
@@ -139,6 +143,13 @@ func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classControll
 	}
 	return cc, nil
 }
+
+// errBudgetNeedsLeader refuses a budget on a manager whose controllers run
+// on every replica: a budget is counted in one process, the leader, and a
+// class deciding on the others would wait for a feed that never runs there.
+var errBudgetNeedsLeader = errors.New("WithBudget needs the class's controller to run on the elected leader only, " +
+	"but the manager's Controller.NeedLeaderElection is false (a budget is counted in one process: replicas deciding " +
+	"at once would each admit up to its total); unset it, or serve budgeted classes from a manager that elects a leader")
 
 // requestLogger builds controller-runtime's per-request logger from base:
 // the same keys its default logger adds (namespace, name), so WithLogger

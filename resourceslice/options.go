@@ -90,6 +90,16 @@ func (c *config) controllerOption(name string) {
 	c.controllerOpts = append(c.controllerOpts, name)
 }
 
+// gave reports whether the controller option name was given.
+func (c *config) gave(name string) bool {
+	for _, n := range c.controllerOpts {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
 		maxConcurrent: defaultMaxConcurrentReconciles,
@@ -141,8 +151,9 @@ func replicatedSelector() labels.Selector {
 }
 
 // WithMaxConcurrentReconciles (a controller option) sets how many slices of
-// the class are decided in parallel (default 1). Above 1 the handler must be safe for concurrent
-// use.
+// the class are decided in parallel (default: the manager's
+// ctrl.Options.Controller.MaxConcurrentReconciles, else 1). Above 1 the
+// handler must be safe for concurrent use.
 func WithMaxConcurrentReconciles(n int) Option {
 	return func(c *config) { c.controllerOption("WithMaxConcurrentReconciles"); c.maxConcurrent = n }
 }

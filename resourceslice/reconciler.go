@@ -34,11 +34,6 @@ import (
 // yet seen the controller's own last write to it.
 const cacheLagRetry = 100 * time.Millisecond
 
-// inFlightBound bounds how long a write whose answer was lost may still be
-// applied by the API server: its request timeout (60s by default) and a
-// margin.
-const inFlightBound = 70 * time.Second
-
 // Reconciler decides the ResourceSlices of one class with a Handler. Build it
 // with NewReconciler when wiring your own controller; AddToManager is the
 // one-line path that builds and registers it.
@@ -230,17 +225,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		r.leaveLine(req)
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
-	var settleIn time.Duration
 	if len(r.ledgers) > 0 {
-		wait, later, err := r.observe(ctx, current, consumer)
-		switch {
+		switch wait, err := r.observe(ctx, current, consumer); {
 		case err != nil:
 			r.leaveLine(req)
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		case wait:
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
-		settleIn = later
 	}
 	if r.releaser() != nil {
 		if err := r.seedHolding(ctx); err != nil {
@@ -311,11 +303,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.conflicts.Forget(req)
-	res := r.withResync(d.result)
-	if settleIn > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > settleIn) {
-		res.RequeueAfter = settleIn // to settle a lost answer
-	}
-	return res, nil
+	return r.withResync(d.result), nil
 }
 
 // decision is what the decide step settled on.
@@ -495,70 +483,32 @@ func (r *Reconciler) countShort(reason string) {
 	r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
 }
 
-// observe brings the budgets' ledgers up to date with the slice as the
-// cache shows it, before deciding; wait asks for a retry shortly, when the
-// cache is behind what the ledgers have seen (the SDK's own last write). A
-// write whose answer was lost is settled here when the API server shows it
-// was not applied; settleIn > 0 asks to come back then when it cannot tell
-// yet.
-func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, settleIn time.Duration, err error) {
+// observe makes sure the budgets' ledgers are not ahead of the slice the
+// cache shows, before deciding: wait asks for a retry shortly when they are
+// (the cache has not seen the SDK's own last write, or an event the budget
+// feed delivered). Under a manager the feeds are the ledgers' one source of
+// observations, and settle the writes whose answers were lost; without one
+// (NewReconciler on a client of its own) the Reconciler tells them what it
+// reads.
+func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
 	for _, f := range r.wiring.feeds {
 		if err := f.WaitForSync(ctx); err != nil {
-			return false, 0, err
-		}
-	}
-	if len(r.wiring.feeds) == 0 {
-		if err := r.seedLedger(ctx); err != nil {
-			return false, 0, err
+			return false, err
 		}
 	}
 	key := client.ObjectKeyFromObject(current)
-	r.observeSlice(observation(r.scope, current, consumer.id))
+	if len(r.wiring.feeds) == 0 {
+		if err := r.seedLedger(ctx); err != nil {
+			return false, err
+		}
+		r.observeSlice(observation(r.scope, current, consumer.id))
+	}
 	for _, l := range r.ledgers {
 		if l.Ahead(key, current.UID, current.ResourceVersion) {
-			return true, 0, nil
+			return true, nil
 		}
 	}
-	if r.wiring.apiReader == nil || !r.unsettled(key, current.ResourceVersion) {
-		return false, 0, nil
-	}
-	var live authv1beta1.ResourceSlice
-	readAt := time.Now()
-	switch err := r.wiring.apiReader.Get(ctx, key, &live); {
-	case apierrors.IsNotFound(err):
-		return true, 0, nil // the watch brings the deletion
-	case err != nil:
-		// Without get on resourceslices (or with the server unreachable),
-		// the lost answer stays assumed until the watch settles it: the
-		// budget under-counts nothing.
-		log.FromContext(ctx).V(1).Info("cannot read the slice to settle a lost answer; the watch will", "error", err.Error())
-		return false, 0, nil
-	case live.ResourceVersion == current.ResourceVersion:
-		// Not applied by the time of the read; one answered less than the
-		// server's request timeout before it may still be in flight there.
-		unsettled := false
-		for _, l := range r.ledgers {
-			if l.NotApplied(key, current.ResourceVersion, readAt.Add(-inFlightBound)) {
-				unsettled = true
-			}
-		}
-		if unsettled {
-			return false, inFlightBound, nil
-		}
-		return false, 0, nil
-	default:
-		r.observeSlice(observation(r.scope, &live, consumer.id))
-		return true, 0, nil // the cache is behind the server
-	}
-}
-
-func (r *Reconciler) unsettled(key types.NamespacedName, rv string) bool {
-	for _, l := range r.ledgers {
-		if l.Unsettled(key, rv) {
-			return true
-		}
-	}
-	return false
+	return false, nil
 }
 
 func (r *Reconciler) observeSlice(o ledger.Slice) {
@@ -571,13 +521,13 @@ func (r *Reconciler) observeSlice(o ledger.Slice) {
 // now: gone (always: the cache may be ahead of the feed), or, when no feed
 // does, being deleted or moved away.
 func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
-	if current == nil { // the cache is ahead of the feed: forget it now
+	if len(r.ledgers) == 0 || len(r.wiring.feeds) > 0 {
+		return nil // the feeds observe every slice, deletions included
+	}
+	if current == nil {
 		for _, l := range r.ledgers {
 			l.ForgetSlice(req.NamespacedName, "")
 		}
-		return nil
-	}
-	if len(r.ledgers) == 0 || len(r.wiring.feeds) > 0 {
 		return nil
 	}
 	consumer, err := r.consumerOf(ctx, current)
@@ -637,7 +587,9 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	switch {
 	case err == nil:
 		r.done(a, ledger.Applied)
-		r.observeSlice(observation(r.scope, desired, consumer.id)) // the server's answer
+		if len(r.wiring.feeds) == 0 {
+			r.observeSlice(observation(r.scope, desired, consumer.id)) // the server's answer
+		}
 		r.recordTransition(ctx, current, desired)
 		return written, nil
 	case apierrors.IsConflict(err):
@@ -657,9 +609,18 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 		return written, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
 	default:
 		// The outcome is unknown (the server may have applied it): the
-		// budget keeps counting the offer until the cluster shows whether
-		// it was applied.
-		r.done(a, ledger.Unknown)
+		// budget keeps counting the offer until the watch, or one read of
+		// the slice, shows whether it was applied.
+		o := ledger.Lost
+		if errors.As(err, new(apierrors.APIStatus)) {
+			o = ledger.Unknown // the server answered: it is done with the request
+		}
+		r.done(a, o)
+		for i, f := range r.wiring.feeds {
+			if i < len(a) && a[i] != nil {
+				f.settleLater(req.NamespacedName, current.ResourceVersion, o)
+			}
+		}
 		return written, fmt.Errorf("patching status: %w", err)
 	}
 }

@@ -16,15 +16,30 @@ import (
 type Outcome int
 
 const (
-	// Applied means the API server answered that it applied the write.
+	// Applied means the API server answered that it applied the write: the
+	// attempt counts until the watch shows the slice past the version it
+	// was decided from.
 	Applied Outcome = iota
 	// NotApplied means the server refused it (a conflict, an invalid status,
-	// the slice gone) or no write was needed.
+	// the slice gone) or no write was needed: the attempt is forgotten at
+	// once.
 	NotApplied
-	// Unknown means no answer came (a timeout, a 5xx, a cut connection); the server
-	// may have applied it.
+	// Unknown means the server (or a proxy before it) answered with an error
+	// that does not say whether it applied the write (a 5xx, a 429): the
+	// request is over, so the watch showing a newer version, or one read
+	// showing the version it was decided from, settles it.
 	Unknown
+	// Lost means no answer came (a timeout, a cut connection, a cancelled
+	// context): the server may still be applying it, so a read settles it
+	// only once the server's request timeout has passed (see SettleRead);
+	// the watch settles it as for Unknown.
+	Lost
 )
+
+// InFlightBound bounds how long a write whose answer was lost may still be
+// applied by the API server: its request timeout (60s by default) and a
+// margin.
+const InFlightBound = 70 * time.Second
 
 // Attempt is an admission assumed before its write: it counts until the
 // cluster shows its outcome (Kueue's assume, then confirm or forget).
@@ -231,7 +246,11 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 	return nil
 }
 
-// Done ends an attempt with the write's outcome.
+// Done ends an attempt with the write's outcome. An Applied, Unknown or
+// Lost attempt the watch has not yet settled keeps counting; for Unknown and
+// Lost, the caller asks for one read of the slice (SettleRead) so that a
+// write the server never applied does not wait for a change of the slice
+// that may never come.
 func (l *Ledger) Done(a *Attempt, o Outcome) {
 	if a == nil {
 		return
@@ -245,7 +264,7 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 	wake := func() {}
 	if o == NotApplied || a.superseded {
 		wake = l.forgetAttempt(a)
-	} // else the watch settles it
+	}
 	l.mu.Unlock()
 	wake()
 }
@@ -269,6 +288,38 @@ func (l *Ledger) forgetAttempt(a *Attempt) func() {
 	return l.wakeIfFreedLocked(before)
 }
 
+// SettleRead records that the API server showed the slice at rv when it
+// was read at readAt: the writes decided from rv whose answers did not say
+// whether they were applied were not (a write with rv as its precondition
+// that the server applied is the first change after rv). An Unknown attempt
+// is forgotten; a Lost one only when its answer was lost longer than
+// InFlightBound before the read, since the server may still be applying it
+// until then. It returns how long to wait before reading again for the
+// Lost attempts left, or 0 when none is left.
+func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Time) (again time.Duration) {
+	l.mu.Lock()
+	var wakes []func()
+	if e := l.slices[key]; e != nil {
+		for _, a := range append([]*Attempt(nil), e.attempts...) {
+			if !a.done || a.base != rv || (a.outcome != Unknown && a.outcome != Lost) {
+				continue
+			}
+			if a.outcome == Unknown || readAt.Sub(a.doneAt) > InFlightBound {
+				wakes = append(wakes, l.forgetAttempt(a))
+				continue
+			}
+			if left := InFlightBound - readAt.Sub(a.doneAt) + time.Millisecond; left > again {
+				again = left
+			}
+		}
+	}
+	l.mu.Unlock()
+	for _, w := range wakes {
+		w()
+	}
+	return again
+}
+
 // AwaitsOwnWrite reports whether an applied write to the slice was
 // computed from resourceVersion rv: a cache still showing rv has not seen
 // that write, and deciding from it would decide twice.
@@ -277,9 +328,9 @@ func (l *Ledger) AwaitsOwnWrite(key types.NamespacedName, rv string) bool {
 }
 
 // Unsettled reports whether a write to the slice computed from rv ended
-// with no answer: whether the server applied it is not known yet.
+// with no answer that says whether it was applied.
 func (l *Ledger) Unsettled(key types.NamespacedName, rv string) bool {
-	return l.hasAttempt(key, rv, Unknown)
+	return l.hasAttempt(key, rv, Unknown) || l.hasAttempt(key, rv, Lost)
 }
 
 func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool {
@@ -295,34 +346,6 @@ func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool
 		}
 	}
 	return false
-}
-
-// NotApplied records that the API server still had the slice at rv when
-// it was read after answeredBefore: the writes computed from rv whose
-// answers were lost before that time were not applied (one still in flight
-// on the server when it was read could still be; the server's request
-// timeout bounds how long that lasts). It reports whether any attempt
-// computed from rv is left unsettled.
-func (l *Ledger) NotApplied(key types.NamespacedName, rv string, answeredBefore time.Time) (unsettled bool) {
-	l.mu.Lock()
-	var wakes []func()
-	if e := l.slices[key]; e != nil {
-		for _, a := range append([]*Attempt(nil), e.attempts...) {
-			if !a.done || a.outcome != Unknown || a.base != rv {
-				continue
-			}
-			if a.doneAt.Before(answeredBefore) {
-				wakes = append(wakes, l.forgetAttempt(a))
-			} else {
-				unsettled = true
-			}
-		}
-	}
-	l.mu.Unlock()
-	for _, w := range wakes {
-		w()
-	}
-	return unsettled
 }
 
 // Leave takes h out of the waiting line: its decision ended without

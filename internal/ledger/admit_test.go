@@ -96,27 +96,27 @@ func TestAttempt(t *testing.T) {
 			steps:  func(l *ledger.Ledger, _ *ledger.Attempt) { l.ObserveSlice(slice("a", "6", nil)) },
 			want:   want{used: "4"},
 		},
-		"NotAppliedAtBase": {
+		"ReadAtBase": {
 			reason: "The server still at the base version: the lost write was not applied.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
 				l.Done(a, ledger.Unknown)
-				l.NotApplied(key("a"), "5", time.Now().Add(time.Second))
+				l.SettleRead(key("a"), "5", time.Now())
 			},
 			want: want{used: "0"},
 		},
-		"NotAppliedOtherBase": {
-			reason: "NotApplied concerns only attempts computed from that version.",
+		"ReadOtherBase": {
+			reason: "A read settles only attempts computed from the version it shows.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
 				l.Done(a, ledger.Unknown)
-				l.NotApplied(key("a"), "4", time.Now().Add(time.Second))
+				l.SettleRead(key("a"), "4", time.Now())
 			},
 			want: want{used: "4", unsettled: true},
 		},
-		"NotAppliedKeepsApplied": {
-			reason: "NotApplied concerns only lost answers, not writes the server said it applied.",
+		"ReadKeepsApplied": {
+			reason: "A read settles only unanswered writes, not writes the server said it applied.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
 				l.Done(a, ledger.Applied)
-				l.NotApplied(key("a"), "5", time.Now().Add(time.Second))
+				l.SettleRead(key("a"), "5", time.Now())
 			},
 			want: want{used: "4", awaits: true},
 		},

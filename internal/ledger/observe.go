@@ -209,7 +209,20 @@ func (l *Ledger) Ahead(key types.NamespacedName, uid types.UID, rv string) bool 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.slices[key]
-	return e != nil && e.seen && e.uid == uid && newer(e.rv, rv)
+	if e == nil || (e.uid != "" && e.uid != uid) {
+		return false
+	}
+	if e.seen && newer(e.rv, rv) {
+		return true
+	}
+	// A write decided from rv was applied: the cache showing rv has not
+	// seen it yet, whether or not the watch has.
+	for _, a := range e.attempts {
+		if a.done && a.outcome == Applied && a.base == rv {
+			return true
+		}
+	}
+	return false
 }
 
 // tombstoneTTL is how long a deleted slice's UID is remembered, so that a

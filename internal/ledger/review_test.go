@@ -65,16 +65,24 @@ func TestAhead(t *testing.T) {
 	assert.False(t, l.Ahead(key("a"), "uid-other", "5"), "another slice of that name is not")
 }
 
-// A lost answer is settled as not applied only when it was answered before
-// the read that shows the old version: a write still in flight on the
-// server could yet apply.
-func TestNotAppliedWaitsForWritesStillInFlight(t *testing.T) {
-	l, _ := newLedger(t, cpu("4"))
+// A write with no answer at all (Lost) is settled as not applied only by a
+// read more than InFlightBound after the answer was lost: the server could
+// still apply a write in flight until then. One whose error answer came from
+// the server (Unknown) is settled by any read that shows the old version.
+func TestSettleReadWaitsForWritesStillInFlight(t *testing.T) {
+	l, _ := newLedger(t, cpu("8"))
 	l.ObserveSlice(slice("a", "5", nil))
-	a := admit(t, l, gold("a"), "5", at(0), cpu("4"))
-	l.Done(a, ledger.Unknown)
-	assert.True(t, l.NotApplied(key("a"), "5", time.Now().Add(-time.Minute)), "answered after the cutoff: still unsettled")
-	assertList(t, cpu("4"), l.Used(), "kept")
-	assert.False(t, l.NotApplied(key("a"), "5", time.Now().Add(time.Second)), "answered before: settled")
-	assertList(t, cpu("0"), l.Used(), "dropped")
+	l.ObserveSlice(slice("b", "7", nil))
+	lost := admit(t, l, gold("a"), "5", at(0), cpu("4"))
+	l.Done(lost, ledger.Lost)
+	unknown := admit(t, l, gold("b"), "7", at(0), cpu("4"))
+	l.Done(unknown, ledger.Unknown)
+
+	again := l.SettleRead(key("a"), "5", time.Now())
+	assert.Greater(t, again, ledger.InFlightBound-time.Second, "read again once the server cannot apply it any more")
+	assertList(t, cpu("8"), l.Used(), "the lost write is kept")
+	assert.Zero(t, l.SettleRead(key("b"), "7", time.Now()), "nothing left to read for b")
+	assertList(t, cpu("4"), l.Used(), "the write the server answered is dropped")
+	assert.Zero(t, l.SettleRead(key("a"), "5", time.Now().Add(ledger.InFlightBound+time.Second)), "nothing left to read for a")
+	assertList(t, cpu("0"), l.Used(), "dropped after the bound")
 }
