@@ -460,12 +460,10 @@ func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal 
 		conditions.Deny(desired, refusal.Reason, refusal.Message)
 		return
 	}
-	// The condition names the budget and the short resources, not the
-	// amounts: what is free moves on every admission, and the slice would
-	// be written again each time. The event gives the amounts.
+	// The condition says what blocks the growth now, with the figures: the
+	// budget wakes a waiting slice when they change.
 	was := conditions.Get(current, conditions.Resources)
-	note := fmt.Sprintf("keeps its current offer; the larger one waits (%s, budget %s: %s)",
-		refusal.Reason, refusal.Budget, strings.Join(refusal.Resources, ", "))
+	note := fmt.Sprintf("keeps its current offer; the larger one waits (%s): %s", refusal.Reason, refusal.Message)
 	copyOwned(desired, current)
 	conditions.Accept(desired, was.Reason, note)
 	if was.Message != note && !r.cfg.dryRun {

@@ -146,8 +146,9 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	if refusal != nil {
 		for _, l := range ls {
 			released := false
-			if reason, _, _ := l.fitLocked(r); reason != "" {
+			if reason, msg, _ := l.fitLocked(r); reason != "" {
 				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
+				l.line.by[r.Holder].told = reason + ": " + msg
 			} else {
 				released = l.line.remove(r.Holder)
 			}
@@ -397,7 +398,7 @@ func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 	}
 	free := l.freeLocked()
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, 0), shortNames(short)
+		return ReasonExhausted, l.message(short, false), shortNames(short)
 	}
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
@@ -412,7 +413,7 @@ func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 		sub(free, name, q)
 	}
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, n), shortNames(short)
+		return ReasonExhausted, l.message(short, true), shortNames(short)
 	}
 	return "", "", nil
 }
@@ -485,10 +486,14 @@ func (l *Ledger) increaseLocked(key types.NamespacedName, offer corev1.ResourceL
 	return out
 }
 
-func (l *Ledger) message(short []string, promisedTo int) string {
+// message names the budget and what is short. Its figures are what is
+// free now, net of what is promised to other waiting slices when promised
+// is set (and it says so), so that a waiter's message changes only when
+// what blocks it changes, not with every promise made and kept.
+func (l *Ledger) message(short []string, promised bool) string {
 	msg := "budget " + l.name + ": " + strings.Join(short, "; ")
-	if promisedTo > 0 {
-		msg += fmt.Sprintf(" (free capacity is promised to %d other waiting slice(s))", promisedTo)
+	if promised {
+		msg += " (after what is promised to other waiting slices)"
 	}
 	return msg
 }
@@ -515,6 +520,7 @@ func (l *Ledger) wakeLocked() func() {
 	if l.line.len() == 0 {
 		return func() {}
 	}
+	l.changedLocked() // what is promised changes
 	free := l.freeLocked()
 	promised, _ := l.line.promisedExcept(Holder{})
 	for n, q := range promised {

@@ -84,6 +84,54 @@ type Ledger struct {
 	// gone remembers recently deleted slices (see bury).
 	gone     map[types.UID]time.Time
 	goneNext int
+	// refreshArmed: a refresh of the waiters' messages is scheduled.
+	refreshArmed bool
+}
+
+// refreshDelay is how soon after a change of what is held, free or
+// promised the waiting slices are told what blocks them now: changes
+// within it are told once.
+const refreshDelay = 100 * time.Millisecond
+
+// changedLocked schedules a refresh after a change that may alter what
+// blocks a waiting slice.
+func (l *Ledger) changedLocked() {
+	if l.refreshArmed || l.line.len() == 0 {
+		return
+	}
+	l.refreshArmed = true
+	time.AfterFunc(refreshDelay, l.refresh)
+}
+
+// refresh wakes the waiting slices whose block changed since they were
+// last told (another reason, other figures), so that each one's condition
+// names what blocks it now. Those that fit are woken by the promise that
+// wakeLocked makes, not here.
+func (l *Ledger) refresh() {
+	l.mu.Lock()
+	l.refreshArmed = false
+	var picked []Holder
+	l.line.each(func(w *waiter) bool {
+		if w.promised {
+			return true
+		}
+		reason, msg, _ := l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer})
+		if told := reason + ": " + msg; reason != "" && told != w.told {
+			w.told = told
+			picked = append(picked, w.Holder)
+		}
+		return true
+	})
+	wakes := make([]func(types.NamespacedName), len(picked))
+	for i, h := range picked {
+		wakes[i] = l.classes[h.Class].Wake
+	}
+	l.mu.Unlock()
+	for i, h := range picked {
+		if wakes[i] != nil {
+			wakes[i](h.Key)
+		}
+	}
 }
 
 // New returns an empty ledger limiting exactly the resources of total. It
@@ -206,6 +254,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	}
 	l.mu.Lock()
 	l.total = next
+	l.changedLocked()
 	wake := l.wakeLocked()
 	l.mu.Unlock()
 	wake()

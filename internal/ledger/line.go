@@ -20,6 +20,9 @@ type waiter struct {
 	// promised: capacity freed was set aside for it, and it was woken to
 	// take it.
 	promised bool
+	// told is what the ledger last told it blocks it (reason and
+	// message): a change makes refresh wake it to say so.
+	told string
 	// pos is the waiter's index in the whole line's heap (0) and in its
 	// consumer's (1).
 	pos [2]int

@@ -59,7 +59,7 @@ func TestAdmitMessage(t *testing.T) {
 				l.ForgetSlice(key("x"), "")
 			},
 			offer: cpu("2"),
-			want:  "budget pool: cpu: asked 2, 1 free (free capacity is promised to 1 other waiting slice(s))",
+			want:  "budget pool: cpu: asked 2, 1 free (after what is promised to other waiting slices)",
 		},
 		"Fits": {
 			reason: "An offer that fits is admitted with no message.",
@@ -124,7 +124,7 @@ func TestWake(t *testing.T) {
 	admit(t, l, gold("d"), "1", at(3), cpu("1"))
 	ok, msg := l.Check(gold("e"), cpu("1"))
 	assert.False(t, ok, "the rest is b's")
-	assert.Contains(t, msg, "promised to 1 other waiting slice(s)")
+	assert.Contains(t, msg, "after what is promised to other waiting slices")
 	admit(t, l, gold("b"), "1", at(1), cpu("5"))
 	assert.Equal(t, []string{"gold/ns/c", "gold/ns/e"}, names(l.Waiting()), "admitted waiters left the line")
 	assertList(t, cpu("6"), l.Used(), "Used")
@@ -203,7 +203,7 @@ func TestLeaveReleasesPromise(t *testing.T) {
 	l.ForgetSlice(key("x"), "")
 	require.Equal(t, []string{"old"}, w.take())
 	_, msg := l.Admit(gold("young"), "1", at(1), cpu("4"))
-	require.Contains(t, msg, "promised to 1 other waiting slice(s)")
+	require.Contains(t, msg, "after what is promised to other waiting slices")
 
 	l.Leave(gold("old"))
 	assert.Equal(t, []string{"young"}, w.take(), "the released promise goes to the next in line")

@@ -319,6 +319,9 @@ func (l *Ledger) recountFrom(key types.NamespacedName, e *entry, prev corev1.Res
 // account replaces what e adds to the sum (and to its consumer's) with
 // counted.
 func (l *Ledger) account(e *entry, counted corev1.ResourceList) {
+	if len(e.counted) > 0 || len(counted) > 0 {
+		l.changedLocked()
+	}
 	mine := l.byConsumer[e.consumer]
 	for n, q := range e.counted {
 		sub(l.sum, n, q)

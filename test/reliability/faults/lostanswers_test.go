@@ -18,6 +18,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/grantwatch"
 	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
@@ -33,7 +34,9 @@ const lostAnswerSeedsEnv = "FAULTS_LOST_SEEDS"
 // and a few watches refused; then the first 30 slices (those admitted
 // first) are deleted, one every 200ms. For each seed, within 10s of the
 // last deletion exactly the budget's worth of the slices left is Accepted,
-// and the budget counts exactly what the cluster shows.
+// and the budget counts exactly what the cluster shows; Liqo's QuotaCreator
+// runs beside the class, and at no watched event do the grants exceed the
+// budget.
 func TestFaultsBudgetFirstAdmittedDeleted(t *testing.T) {
 	cp.Require(t)
 	seeds := 10
@@ -47,6 +50,10 @@ func TestFaultsBudgetFirstAdmittedDeleted(t *testing.T) {
 	}
 }
 
+// lostAnswerRates: every status PATCH is answered 503, and 30% of them
+// were applied; a few watches are refused.
+var lostAnswerRates = faultRates{statusLost: 0.3, statusRefused: 0.7, watch: 0.1}
+
 func runFirstAdmittedDeleted(t *testing.T, seed int64) {
 	const (
 		slices  = 60
@@ -59,9 +66,14 @@ func runFirstAdmittedDeleted(t *testing.T, seed int64) {
 	require.NoError(t, cp.CreateNamespace(ctx, ns))
 	b, err := budget.New(class, corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(total, resource.DecimalSI)})
 	require.NoError(t, err)
-	in := newInjector(faultRates{lost: 0.3, watch: 0.1}, seed)
+	in := newInjector(lostAnswerRates, seed)
 	var calls atomic.Int64
+	w := grantwatch.Watch(t, cp.Config, cp.Scheme, ns, fmt.Sprint(total))
 	testkit.StartManagerWith(t, in.config(cp.Config), testkit.ManagerOptions(t, cp.Scheme), func(mgr manager.Manager) error {
+		// Liqo's own QuotaCreator beside the class, as on a provider.
+		if err := grantwatch.RunLiqoQuotas(mgr); err != nil {
+			return err
+		}
 		return resourceslice.AddToManager(mgr, class, capped(0, &calls), resourceslice.WithBudget(b),
 			resourceslice.WithoutTenantRule(), resourceslice.WithMaxConcurrentReconciles(4),
 			resourceslice.WithRetryBackoff(5*time.Millisecond, time.Second))
@@ -100,5 +112,6 @@ func runFirstAdmittedDeleted(t *testing.T, seed int64) {
 		used := b.Used()[corev1.ResourceCPU]
 		return used.Cmp(*resource.NewQuantity(total, resource.DecimalSI)) == 0
 	})
+	w.Check(t)
 	t.Logf("RELIABILITY: lost answers, first admitted deleted: seed=%d settled %s after the last deletion; faults %s", seed, took.Round(time.Millisecond), faultCounts(in))
 }

@@ -53,6 +53,11 @@ type faultRates struct {
 	before, lost, throttled float64
 	watch, event            float64
 	cutWithin               time.Duration
+	// statusLost and statusRefused apply to status PATCHes on
+	// ResourceSlices instead of before, lost and throttled when either is
+	// set: a share applied with the answer lost (503), a share refused
+	// with 503 before it is sent, the rest answered as the server answers.
+	statusLost, statusRefused float64
 }
 
 // injector injects faults into every transport it wraps, at random from
@@ -146,6 +151,23 @@ func (f *faultyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return refuse(req, injectedAnswer(req, http.StatusInternalServerError), nil)
 		}
 		return f.next.RoundTrip(req)
+	}
+	if _, ok := statusPatchOf(req); ok && rates.statusLost+rates.statusRefused > 0 {
+		switch r := in.draw(); {
+		case r < rates.statusLost:
+			resp, err := f.send(req)
+			if err != nil || resp.StatusCode < 200 || resp.StatusCode >= 300 {
+				return resp, err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			in.injected[faultLost].Add(1)
+			return injectedAnswer(req, http.StatusServiceUnavailable), nil
+		case r < rates.statusLost+rates.statusRefused:
+			in.injected[faultBefore].Add(1)
+			return refuse(req, injectedAnswer(req, http.StatusServiceUnavailable), nil)
+		}
+		return f.send(req)
 	}
 	r := in.draw()
 	switch {
