@@ -21,6 +21,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
@@ -44,6 +45,8 @@ type classController struct {
 	ctrl controller.Controller
 	// reads are the objects the sources read from the manager's cache.
 	reads []client.Object
+	// feeds are the budgets whose feeds the class holds a reference to.
+	feeds []*ledger.Ledger
 	// abort ends the context of decisions in flight: a Stop that gave up
 	// waiting for them.
 	abort     context.Context
@@ -198,6 +201,10 @@ func (cc *classController) runBeside(ctx context.Context) {
 // both free or neither.
 func (cc *classController) release() {
 	cc.r.detach()
+	for _, l := range cc.feeds {
+		classes.releaseFeed(cc.mgr, l)
+	}
+	cc.feeds = nil
 	classes.unclaim(cc.mgr, cc.r.scope.class)
 }
 

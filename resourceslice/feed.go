@@ -61,6 +61,11 @@ type budgetFeed struct {
 	reader  client.Reader
 	settles workqueue.TypedRateLimitingInterface[settleItem]
 
+	// done is closed by stop: no class of the manager draws from the
+	// budget any more.
+	done     chan struct{}
+	stopOnce sync.Once
+
 	started chan struct{} // closed once the handlers are registered (or failed)
 	mu      sync.Mutex
 	synced  []toolscache.InformerSynced
@@ -82,8 +87,12 @@ func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, 
 			workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[settleItem]{Name: ""}),
 		started: make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 }
+
+// stop ends the feed, started or not.
+func (f *budgetFeed) stop() { f.stopOnce.Do(func() { close(f.done) }) }
 
 // The backoff of a settling read that failed (the API server unreachable,
 // or no get permission on resourceslices): the watch may settle the write
@@ -144,8 +153,18 @@ func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
 	}
 }
 
-// Start implements manager.Runnable.
+// Start implements manager.Runnable. It returns when the manager stops,
+// or when stop is called.
 func (f *budgetFeed) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	err := f.register(ctx)
 	f.mu.Lock()
 	f.err = err
@@ -153,6 +172,11 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 	close(f.started)
 	if err != nil {
 		f.settles.ShutDown()
+		select {
+		case <-f.done:
+			return nil // stopped while it started: not the manager's failure
+		default:
+		}
 		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
 	}
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -124,6 +125,7 @@ func bindClass(mgr manager.Manager, r *Reconciler, claimed bool) (*classControll
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
 		feeds = append(feeds, f)
+		cc.feeds = append(cc.feeds, l)
 	}
 	if r.owned != nil {
 		// Owned objects are read from the manager's cache, whose metadata
@@ -172,7 +174,8 @@ type classRegistry struct {
 	mu    sync.Mutex
 	byMgr map[manager.Manager]map[string]bool
 	views map[manager.Manager]*statusClasses
-	feeds map[manager.Manager]map[*ledger.Ledger]*budgetFeed
+	feeds map[manager.Manager]map[*ledger.Ledger]*feedRef
+	hosts map[manager.Manager]*feedHost
 	// nsStores read namespaces' consumers, one per manager.
 	nsStores map[manager.Manager]*namespaceStore
 	inited   bool
@@ -230,31 +233,127 @@ func (c *classRegistry) unclaim(mgr manager.Manager, class string) {
 func (c *classRegistry) init() {
 	if !c.inited {
 		c.byMgr, c.views, c.inited = map[manager.Manager]map[string]bool{}, map[manager.Manager]*statusClasses{}, true
-		c.feeds = map[manager.Manager]map[*ledger.Ledger]*budgetFeed{}
+		c.feeds = map[manager.Manager]map[*ledger.Ledger]*feedRef{}
+		c.hosts = map[manager.Manager]*feedHost{}
 		c.nsStores = map[manager.Manager]*namespaceStore{}
 	}
 }
 
-// feed returns the feed of l from mgr's informers, adding it to mgr on
-// first use: one per budget and manager, whatever the classes drawing.
+// feedRef is a budget's feed in one manager and how many classes of the
+// manager draw from the budget.
+type feedRef struct {
+	f    *budgetFeed
+	refs int
+}
+
+// feedHost runs a manager's budget feeds on its leader: added to the
+// manager once, it starts each feed as it is asked for (or, before the
+// manager is elected, when it is), and holds only the feeds some class
+// draws from, so a budget replaced many times leaves no runnable behind.
+type feedHost struct {
+	mu      sync.Mutex
+	ctx     context.Context // set once elected
+	pending []*budgetFeed
+}
+
+// Start implements manager.Runnable.
+func (h *feedHost) Start(ctx context.Context) error {
+	h.mu.Lock()
+	h.ctx = ctx
+	pending := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	for _, f := range pending {
+		go h.run(ctx, f)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: feeds run
+// where decisions are made.
+func (*feedHost) NeedLeaderElection() bool { return true }
+
+// add starts f, now or once the manager is elected.
+func (h *feedHost) add(f *budgetFeed) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ctx == nil {
+		h.pending = append(h.pending, f)
+		return
+	}
+	go h.run(h.ctx, f)
+}
+
+// forget drops f if it is still waiting to start.
+func (h *feedHost) forget(f *budgetFeed) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, p := range h.pending {
+		if p == f {
+			h.pending = append(h.pending[:i], h.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+func (h *feedHost) run(ctx context.Context, f *budgetFeed) {
+	if err := f.Start(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "budget feed failed; its classes report it on each decision")
+	}
+}
+
+// feed returns the feed of l from mgr's informers, started by mgr's feed
+// host: one per budget and manager, whatever the classes drawing. Each call
+// takes a reference that releaseFeed gives back.
 func (c *classRegistry) feed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses) (*budgetFeed, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.init()
 	byLedger := c.feeds[mgr]
 	if byLedger == nil {
-		byLedger = map[*ledger.Ledger]*budgetFeed{}
+		byLedger = map[*ledger.Ledger]*feedRef{}
 		c.feeds[mgr] = byLedger
 	}
-	if f := byLedger[l]; f != nil {
-		return f, nil
+	if ref := byLedger[l]; ref != nil {
+		ref.refs++
+		return ref.f, nil
+	}
+	host := c.hosts[mgr]
+	if host == nil {
+		host = &feedHost{}
+		if err := mgr.Add(host); err != nil {
+			return nil, fmt.Errorf("budget %q: adding the budget feeds to the manager: %w", l.Name(), err)
+		}
+		c.hosts[mgr] = host
 	}
 	f := newBudgetFeed(mgr, l, views, c.namespaceStoreLocked(mgr))
-	if err := mgr.Add(f); err != nil {
-		return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
-	}
-	byLedger[l] = f
+	host.add(f)
+	byLedger[l] = &feedRef{f: f, refs: 1}
 	return f, nil
+}
+
+// releaseFeed gives back a reference feed took: once no class of mgr draws
+// from l, its feed stops (its handlers leave the informers), the ledger
+// forgets what that feed told it (the next feed rebuilds it), and the feed
+// is forgotten.
+func (c *classRegistry) releaseFeed(mgr manager.Manager, l *ledger.Ledger) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ref := c.feeds[mgr][l]
+	if ref == nil {
+		return
+	}
+	if ref.refs--; ref.refs > 0 {
+		return
+	}
+	ref.f.stop()
+	c.hosts[mgr].forget(ref.f)
+	l.ForgetAll()
+	delete(c.feeds[mgr], l)
+	if len(c.feeds[mgr]) == 0 {
+		delete(c.feeds, mgr)
+	}
 }
 
 // namespaceStore returns the manager's namespace store, built on first

@@ -176,12 +176,42 @@ func (m *metrics) registerBudget(b *budget.Budget) error {
 	return nil
 }
 
+// unregisterBudget gives back a registration of b's metrics: once no class
+// exports b, the collector forgets it, and once it exports no budget, it
+// leaves the registry, so that budgets replaced many times leave neither
+// collectors nor series behind.
+func (m *metrics) unregisterBudget(b *budget.Budget) {
+	name := b.Name()
+	probe := &budgetCollector{
+		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": name}),
+	}
+	// Registering the same descriptors finds the collector of the name (a
+	// collector with no budget exports nothing, should a scrape see the
+	// probe).
+	err := m.reg.Register(probe)
+	if err == nil {
+		m.reg.Unregister(probe)
+		return
+	}
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) {
+		return
+	}
+	if c, ok := are.ExistingCollector.(*budgetCollector); ok && c.remove(b) {
+		m.reg.Unregister(c)
+	}
+}
+
 // budgetCollector exports the budgets of one name.
 type budgetCollector struct {
 	total, used, waiting *prometheus.Desc
 
 	mu sync.Mutex
 	bs []*budget.Budget // in registration order
+	// refs counts the registrations of each budget of bs.
+	refs map[*budget.Budget]int
 }
 
 // add registers b as the newest instance of the name.
@@ -195,6 +225,27 @@ func (c *budgetCollector) add(b *budget.Budget) {
 		}
 	}
 	c.bs = append(c.bs, b)
+	if c.refs == nil {
+		c.refs = map[*budget.Budget]int{}
+	}
+	c.refs[b]++
+}
+
+// remove gives back a registration of b; it reports whether the collector
+// is left with no budget.
+func (c *budgetCollector) remove(b *budget.Budget) (empty bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs[b]--; c.refs[b] <= 0 {
+		delete(c.refs, b)
+		for i, x := range c.bs {
+			if x == b {
+				c.bs = append(c.bs[:i], c.bs[i+1:]...)
+				break
+			}
+		}
+	}
+	return len(c.bs) == 0
 }
 
 // live is the instance to report: the newest one drawn from, else the
@@ -207,6 +258,9 @@ func (c *budgetCollector) live() *budget.Budget {
 			return c.bs[i]
 		}
 	}
+	if len(c.bs) == 0 {
+		return nil
+	}
 	return c.bs[len(c.bs)-1]
 }
 
@@ -218,6 +272,9 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	b := c.live()
+	if b == nil {
+		return
+	}
 	emit := func(d *prometheus.Desc, rl corev1.ResourceList) {
 		for name, q := range rl {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, q.AsApproximateFloat64(), string(name))

@@ -54,7 +54,11 @@ type Reconciler struct {
 	// ledgers are the admission ledgers of the class's budgets, in
 	// WithBudget's order; none without WithBudget.
 	ledgers []*ledger.Ledger
-	wiring  wiring
+	// exported are the budgets whose metrics the class exports; detach
+	// gives them back once.
+	exported   []*budget.Budget
+	detachOnce sync.Once
+	wiring     wiring
 	// seeded: without a feed, the ledger was told once what the client
 	// lists (see observe).
 	seedMu sync.Mutex
@@ -170,6 +174,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 			r.detach()
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
+		r.exported = append(r.exported, b)
 		l := ledger.Of(b)
 		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector}); err != nil {
 			r.detach()
@@ -536,11 +541,17 @@ func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, 
 	return nil
 }
 
-// detach stops the class drawing from its budgets.
+// detach stops the class drawing from its budgets, and its exporting
+// their metrics.
 func (r *Reconciler) detach() {
 	for _, l := range r.ledgers {
 		l.Detach(r.scope.class)
 	}
+	r.detachOnce.Do(func() {
+		for _, b := range r.exported {
+			r.metrics.unregisterBudget(b)
+		}
+	})
 }
 
 // seedLedger tells the ledger, once, what every slice the client lists

@@ -188,6 +188,18 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	wake()
 }
 
+// ForgetAll forgets every observation and assumption: the feed that told
+// the ledger what the cluster shows stopped, and the next one rebuilds it
+// from its initial list (a deletion between the two would otherwise never
+// be told). The waiting line is kept.
+func (l *Ledger) ForgetAll() {
+	l.mu.Lock()
+	for key, e := range l.slices {
+		l.dropLocked(key, e)
+	}
+	l.mu.Unlock()
+}
+
 // othersQuotas are the quotas not owned by uid.
 func othersQuotas(quotas map[string]quota, uid types.UID) map[string]quota {
 	var out map[string]quota

@@ -3,12 +3,16 @@ package integration
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -219,4 +223,81 @@ func TestWaitingSliceNamesWhatBlocksItNow(t *testing.T) {
 	})
 	used := b.Used()
 	assert.Equal(t, int64(5000), used.Cpu().MilliValue())
+}
+
+// Replacing a budget leaves nothing behind (the example manager replaces a
+// class's budget on each classes-file change): after 1,000 cycles of a
+// class served with a new budget of one name and stopped, goroutines and
+// heap are what they were after the first, and the budget metrics show
+// exactly the live budgets: one set of series while the class is served,
+// none once it is stopped.
+func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
+	cp.Require(t)
+	const reloads = 1000
+	ns := testkit.Namespace(t, cp, "books-reload")
+	class := "books-reload"
+	reg := prometheus.NewRegistry()
+	var cs *resourceslice.ClassSet
+	// A logger of its own: controller-runtime's default logger, never set
+	// in this process, keeps every logger derived from it until it is set.
+	opts := testkit.ManagerOptions(t, cp.Scheme)
+	opts.Logger = logr.Discard()
+	testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
+		var err error
+		cs, err = resourceslice.NewClassSet(mgr)
+		return err
+	})
+	create(t, sliceIn(ns, "one", class))
+	series := func() int {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		n := 0
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), "sliceclass_budget_") {
+				n += len(mf.GetMetric())
+			}
+		}
+		return n
+	}
+	cycle := func(i int) {
+		b, err := budget.New("reload", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(i%7 + 1))})
+		require.NoError(t, err)
+		require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
+			resourceslice.WithMetricsRegisterer(reg)))
+		require.Equal(t, 3, series(), "total, used and waiting of the one live budget")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, cs.Stop(ctx, class))
+		require.Zero(t, series(), "no series once no class draws from the budget")
+	}
+	measure := func() (goroutines int, heap uint64) {
+		var ms runtime.MemStats
+		for range 3 {
+			runtime.GC()
+		}
+		time.Sleep(100 * time.Millisecond) // stopped goroutines finish returning
+		runtime.ReadMemStats(&ms)
+		return runtime.NumGoroutine(), ms.HeapAlloc
+	}
+	const warm = 10 // connections, pools and caches settle in the first ones
+	for i := range warm {
+		cycle(i)
+	}
+	g1, h1 := measure()
+	for i := warm; i < reloads; i++ {
+		cycle(i)
+	}
+	gN, hN := measure()
+	t.Logf("after %d reloads: %d goroutines, %d KiB heap; after %d: %d goroutines, %d KiB heap", warm, g1, h1/1024, reloads, gN, hN/1024)
+	assert.LessOrEqual(t, gN, g1+10, "goroutines grow with reloads (a leak of one per reload would add hundreds)")
+	assert.Less(t, hN, h1+4<<20, "heap grows with reloads")
+
+	// The class still decides once served again.
+	b, err := budget.New("reload", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
+	require.NoError(t, err)
+	require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
+		resourceslice.WithMetricsRegisterer(reg)))
+	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "one"))
+	used := b.Used()
+	assert.Equal(t, int64(1), used.Cpu().Value(), "the new budget counts the slice")
 }
