@@ -185,6 +185,11 @@ func validateClass(s classSpec, shared map[string]bool) error {
 		}
 	}
 	if own, ok := s.own(); ok {
+		if shared[own.Name] {
+			// Two live budgets of one name would share one set of metric
+			// series.
+			return fmt.Errorf("its own budget is named after the class, and a shared budget of the file has that name %q: rename one", own.Name)
+		}
 		if err := validateBudget(own); err != nil {
 			return err
 		}

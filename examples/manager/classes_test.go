@@ -118,6 +118,7 @@ classes:
 		{"a shared budget without a name", "budgets: [{total: {cpu: 1}}]\nclasses: []\n"},
 		{"a shared budget of nothing", "budgets: [{name: a}]\nclasses: []\n"},
 		{"a shared budget with total and pool", "budgets: [{name: a, total: {cpu: 1}, pool: {selector: {}}}]\nclasses: []\n"},
+		{"a class's own budget and a shared budget of one name would share metric series", "budgets: [{name: gold, total: {cpu: 1}}]\nclasses: [{name: gold, budget: {cpu: 2}}]\n"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.reason, func(t *testing.T) {
