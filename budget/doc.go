@@ -30,15 +30,19 @@
 //
 // # When an offer does not fit
 //
-// A slice not yet Accepted is written Denied with reason ReasonExhausted;
-// the message names each short resource. An Accepted slice whose handler
-// now offers more than is free keeps its current offer: it stays Accepted,
-// its condition message and a Warning event (reason ReasonExhausted) name
-// what is short, and the larger offer waits. Waiting slices are admitted
-// oldest first when capacity frees (the freed capacity is promised to them
-// and they are woken); one that does not fit does not block smaller ones
-// behind it. No finalizer is ever set: a replicated slice is never kept
-// from deletion.
+// A slice not yet Accepted is written Denied with reason ReasonExhausted
+// (or ReasonConsumerLimit); the message names each short resource with the
+// amounts. An Accepted slice whose handler now offers more than is free
+// keeps its current offer: it stays Accepted, its condition message and a
+// Warning event name what is short, with the amounts, and the larger offer
+// waits. A waiting slice's condition follows what blocks it: when the
+// reason or the figures change, it is decided again and says so. When
+// capacity frees it is promised to the waiting slices that fit, fair by
+// consumer (the consumer holding the least, by its dominant share, first;
+// oldest first within one consumer), or in plain creation order with
+// WithOldestFirst; they are woken to take it, and one that does not fit
+// does not block smaller ones behind it. No finalizer is ever set: a
+// replicated slice is never kept from deletion.
 //
 // A Budget lives in one manager (the leader). Two managers (two processes)
 // must not share one budget's capacity: each would admit against its own

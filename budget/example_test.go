@@ -78,8 +78,9 @@ func Example_sharedByTwoClasses() {
 		})
 		// An acceptance that does not fit what the pool has free is written
 		// Denied with reason budget.ReasonExhausted (an Accepted slice asking
-		// for more keeps what it has), and admitted, oldest first, when
-		// capacity frees.
+		// for more keeps what it has), and admitted when capacity frees,
+		// fair by consumer (least-holding consumer first, oldest first
+		// within one).
 		if err := resourceslice.AddToManager(mgr, "gold", gold, resourceslice.WithBudget(pool)); err != nil {
 			return err
 		}

@@ -16,12 +16,16 @@
 // All three watch the same inputs with the same predicates (the class's
 // slices, old or new object; Tenants for the tenant rule; tenant
 // namespaces for the trusted consumer; status.class; budget re-admissions),
-// stop the same way (no new slice; a decision in flight is finished and
-// written), and run the same things beside the controller (the class Lease,
-// the inventory sweep, the WithWatch passes). Options say what they
-// configure: decision options apply everywhere; controller options
-// (workers, backoff, logger, watches, lease) only where the SDK builds the
-// controller, and NewReconciler refuses them by name.
+// decide the same way, and stop the same way (no new slice; a decision in
+// flight is finished and written). They differ where the controller is
+// yours: AddToManager and ClassSet run the class Lease and the WithWatch
+// passes beside the controller and write status through a REST client of
+// the manager's config; SetupWithManager runs the inventory sweep beside
+// your controller but no class Lease and no WithWatch pass (controller
+// options, which NewReconciler refuses by name), and writes status through
+// the client you gave NewReconciler. Options say what they configure:
+// decision options apply everywhere; controller options (workers, backoff,
+// logger, watches, lease) only where the SDK builds the controller.
 //
 // # What a class controller does
 //

@@ -3,9 +3,10 @@
 // the policy alone (grant what is asked, if the pool offers those
 // resources); the budget does the accounting: it admits an acceptance only
 // if it fits what is free, atomically across workers and classes, writes
-// the others Denied with reason budget.ReasonExhausted, releases a slice's
-// share when it is deleted, denied or shrinks, and re-admits waiting slices
-// oldest first.
+// the others Denied with reason budget.ReasonExhausted, gives a slice's
+// share back when it is deleted or accepted again with less (once Liqo's
+// Quota follows; a denial gives nothing back, as Liqo's Quota stays), and
+// re-admits waiting slices fair by consumer, oldest first within one.
 //
 // Before budgets, this example listed slices from the cache and summed what
 // Accepted ones held. The cache lags the controller's own writes, so a
