@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/go-logr/logr"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
