@@ -129,10 +129,20 @@ func (f *budgetFeed) settleLoop(ctx context.Context) {
 }
 
 func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind))
+	// A list by name needs only the list permission the controller already
+	// has (a get would need one more verb); metadata is all it reads.
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind + "List"))
 	readAt := time.Now()
-	switch err := f.reader.Get(ctx, it.key, m); {
+	err := f.reader.List(ctx, list, client.InNamespace(it.key.Namespace), client.MatchingFields{"metadata.name": it.key.Name})
+	if err == nil && len(list.Items) == 0 {
+		err = apierrors.NewNotFound(schema.GroupResource{Group: authv1beta1.GroupVersion.Group, Resource: "resourceslices"}, it.key.Name)
+	}
+	var m *metav1.PartialObjectMetadata
+	if err == nil {
+		m = &list.Items[0]
+	}
+	switch {
 	case apierrors.IsNotFound(err):
 		f.settles.Forget(it) // the watch brings the deletion, which ends all it held
 	case err != nil:

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
@@ -27,7 +28,8 @@ func TestFeedSettlesLostAnswersWithoutTheClass(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, authv1beta1.AddToScheme(scheme))
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rs).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rs).
+		WithIndex(&authv1beta1.ResourceSlice{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).Build()
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "s"}, rs))
 
 	l, err := ledger.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -300,4 +301,19 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "one"))
 	used := b.Used()
 	assert.Equal(t, int64(1), used.Cpu().Value(), "the new budget counts the slice")
+}
+
+// The budget feed settles a lost answer with a list of one slice by name
+// (the controller's role has list, not get, on resourceslices): the API
+// server serves that field selector for ResourceSlices, with metadata only.
+func TestSliceListedByName(t *testing.T) {
+	cp.Require(t)
+	ns := testkit.Namespace(t, cp, "books-byname")
+	create(t, sliceIn(ns, "wanted", "x"))
+	create(t, sliceIn(ns, "other", "x"))
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind + "List"))
+	require.NoError(t, cp.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingFields{"metadata.name": "wanted"}))
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, get(t, ns, "wanted").ResourceVersion, list.Items[0].ResourceVersion)
 }
