@@ -468,7 +468,7 @@ func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal 
 	// The condition says what blocks the growth now, with the figures: the
 	// budget wakes a waiting slice when they change.
 	was := conditions.Get(current, conditions.Resources)
-	note := fmt.Sprintf("keeps its current offer; the larger one waits (%s): %s", refusal.Reason, refusal.Message)
+	note := "keeps its current offer; the larger one waits: " + refusal.Message
 	copyOwned(desired, current)
 	conditions.Accept(desired, was.Reason, note)
 	if was.Message != note && !r.cfg.dryRun {

@@ -100,7 +100,7 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	rs := get(t, ns, "a")
 	c := conditions.Get(rs, conditions.Resources)
 	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
-	assert.Contains(t, c.Message, "BudgetExhausted, budget cpu-10: cpu", "the message names the budget and what is short")
+	assert.Equal(t, "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, 2 free", c.Message, "the message names the budget and what is short, with the amounts")
 	var notes []string
 	for _, e := range eventsFor(t, ns, "a") {
 		if e.Reason == budget.ReasonExhausted {
