@@ -54,6 +54,8 @@ type budgetFeed struct {
 	scope  scope // its status view gives the effective class
 	// namespaces gives each slice its consumer without a cache read.
 	namespaces *namespaceStore
+	// pods is the manager's trimmed ShadowPod cache (see inuse.go).
+	pods cache.Cache
 
 	// reader reads a slice from the API server, uncached, to settle a
 	// write whose answer did not say whether it was applied; settles are
@@ -79,9 +81,9 @@ type settleItem struct {
 	base string
 }
 
-func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore) *budgetFeed {
+func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore, pods cache.Cache) *budgetFeed {
 	return &budgetFeed{
-		l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns,
+		l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
 		reader: mgr.GetAPIReader(),
 		settles: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
@@ -260,6 +262,23 @@ func (f *budgetFeed) register(ctx context.Context) error {
 	} else {
 		log.FromContext(ctx).V(1).Info("Liqo's Quota CRD is not served: budget counts Accepted slices only", "budget", f.l.Name())
 	}
+	if served, err := shadowPodsServed(f.mapper); err != nil {
+		return err
+	} else if served && f.pods != nil {
+		pods, err := f.pods.GetInformer(ctx, &offloadingv1beta1.ShadowPod{})
+		if err != nil {
+			return fmt.Errorf("watching Liqo's ShadowPods: %w", err)
+		}
+		preg, err := pods.AddEventHandler(shadowPodHandler(f.l))
+		if err != nil {
+			return fmt.Errorf("watching Liqo's ShadowPods: %w", err)
+		}
+		synced = append(synced, preg.HasSynced)
+		go func() {
+			<-ctx.Done()
+			_ = pods.RemoveEventHandler(preg)
+		}()
+	}
 	f.mu.Lock()
 	f.synced = synced
 	f.mu.Unlock()
@@ -365,7 +384,7 @@ func (f *budgetFeed) quota(o any, gone bool) {
 		f.l.ForgetQuota(key, q.Name)
 		return
 	}
-	f.l.ObserveQuota(key, owner.UID, q.Name, q.Spec.Resources)
+	f.l.ObserveQuota(key, owner.UID, q.Name, q.Spec.User, q.Spec.Resources)
 }
 
 func isAuthGroup(apiVersion string) bool {

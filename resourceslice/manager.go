@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -176,6 +177,8 @@ type classRegistry struct {
 	views map[manager.Manager]*statusClasses
 	feeds map[manager.Manager]map[*ledger.Ledger]*feedRef
 	hosts map[manager.Manager]*feedHost
+	// podCaches are the managers' trimmed ShadowPod caches.
+	podCaches map[manager.Manager]cache.Cache
 	// nsStores read namespaces' consumers, one per manager.
 	nsStores map[manager.Manager]*namespaceStore
 	inited   bool
@@ -235,6 +238,7 @@ func (c *classRegistry) init() {
 		c.byMgr, c.views, c.inited = map[manager.Manager]map[string]bool{}, map[manager.Manager]*statusClasses{}, true
 		c.feeds = map[manager.Manager]map[*ledger.Ledger]*feedRef{}
 		c.hosts = map[manager.Manager]*feedHost{}
+		c.podCaches = map[manager.Manager]cache.Cache{}
 		c.nsStores = map[manager.Manager]*namespaceStore{}
 	}
 }
@@ -327,7 +331,15 @@ func (c *classRegistry) feed(mgr manager.Manager, l *ledger.Ledger, views *statu
 		}
 		c.hosts[mgr] = host
 	}
-	f := newBudgetFeed(mgr, l, views, c.namespaceStoreLocked(mgr))
+	pods := c.podCaches[mgr]
+	if pods == nil {
+		var err error
+		if pods, err = newShadowPodCache(mgr); err != nil {
+			return nil, fmt.Errorf("budget %q: %w", l.Name(), err)
+		}
+		c.podCaches[mgr] = pods
+	}
+	f := newBudgetFeed(mgr, l, views, c.namespaceStoreLocked(mgr), pods)
 	host.add(f)
 	byLedger[l] = &feedRef{f: f, refs: 1}
 	return f, nil

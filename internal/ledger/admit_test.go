@@ -236,7 +236,7 @@ func TestNoLeak(t *testing.T) {
 						open = append(open[:k], open[k+1:]...)
 					}
 				case 5:
-					l.ObserveQuota(key(name(i)), types.UID(fmt.Sprintf("%s-%d", name(i), gen[i])), "q", q)
+					l.ObserveQuota(key(name(i)), types.UID(fmt.Sprintf("%s-%d", name(i), gen[i])), "q", "", q)
 				case 6:
 					l.ForgetSlice(key(name(i)), "")
 					gen[i]++

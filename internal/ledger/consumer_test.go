@@ -88,7 +88,7 @@ func TestConsumerLimit(t *testing.T) {
 			reason: "Liqo's Quota for a slice that is not Accepted (any more) counts: it is enforced.",
 			setup: func(_ *testing.T, l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "1", nil, consumer("A")))
-				l.ObserveQuota(key("a"), uid("a"), "q", gpus("2"))
+				l.ObserveQuota(key("a"), uid("a"), "q", "", gpus("2"))
 			},
 			r: request("b", "A", at(1), gpus("1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
@@ -200,7 +200,7 @@ func TestConsumerLimitWake(t *testing.T) {
 		"QuotaGone": {
 			reason: "Liqo's Quota, which held more than a's grant, is gone.",
 			drop: func(_ *testing.T, l *ledger.Ledger, _ *ledger.Attempt) {
-				l.ObserveQuota(key("a"), uid("a"), "q", gpus("1"))
+				l.ObserveQuota(key("a"), uid("a"), "q", "", gpus("1"))
 				l.ObserveSlice(slice("a", "2", gpus("0"), consumer("A")))
 				l.ForgetQuota(key("a"), "q")
 			},

@@ -86,6 +86,10 @@ type Ledger struct {
 	goneNext int
 	// refreshArmed: a refresh of the waiters' messages is scheduled.
 	refreshArmed bool
+	// pods and users are what the consumers' running ShadowPods use (see
+	// inuse.go).
+	pods  map[types.NamespacedName]pod
+	users map[string]*userUse
 }
 
 // refreshDelay is how soon after a change of what is held, free or
@@ -170,6 +174,8 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		classes:    map[string]Class{},
 		line:       newWaitLine(),
 		gone:       map[types.UID]time.Time{},
+		pods:       map[types.NamespacedName]pod{},
+		users:      map[string]*userUse{},
 	}, nil
 }
 

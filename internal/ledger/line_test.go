@@ -166,7 +166,7 @@ func TestWakeTriggers(t *testing.T) {
 		"QuotaGone": {
 			reason: "A Quota larger than the grant holds capacity until it is gone.",
 			free: func(t *testing.T, l *ledger.Ledger) {
-				l.ObserveQuota(key("x"), uid("x"), "q", cpu("4"))
+				l.ObserveQuota(key("x"), uid("x"), "q", "", cpu("4"))
 				l.ObserveSlice(slice("x", "2", cpu("2")))
 				assertList(t, cpu("4"), l.Used(), "the Quota still enforces 4")
 				l.ForgetQuota(key("x"), "q")

@@ -54,15 +54,22 @@ type entry struct {
 	frozen corev1.ResourceList
 	// counted is what the entry adds to the ledger's sum.
 	counted corev1.ResourceList
+	// inUse is what the running ShadowPods of its Quotas' users are
+	// charged (see inuse.go).
+	inUse corev1.ResourceList
 }
 
 type quota struct {
 	owner     types.UID
 	resources corev1.ResourceList
+	// user is the Quota's spec.user: the identity whose ShadowPods it
+	// limits.
+	user string
 }
 
-// held is what the cluster shows the slice holds: the larger of its grant
-// and its live Quotas, per resource.
+// held is what the cluster shows the slice holds: the largest of its
+// grant, its live Quotas and what its consumer's running pods use, per
+// resource.
 func (e *entry) held() corev1.ResourceList {
 	out := e.grant
 	for _, q := range e.quotas {
@@ -71,7 +78,7 @@ func (e *entry) held() corev1.ResourceList {
 		}
 		out = maxList(out, q.resources)
 	}
-	return out
+	return maxList(out, e.inUse)
 }
 
 // count is what the entry counts now.
@@ -95,6 +102,7 @@ func (e *entry) count() corev1.ResourceList {
 func (e *entry) idle() bool {
 	return !e.member && len(e.attempts) == 0 && len(e.grant) == 0 && len(e.quotas) == 0
 }
+
 
 // ObserveSlice records what the cluster shows of a slice.
 func (l *Ledger) ObserveSlice(s Slice) {
@@ -127,8 +135,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		quotas := e.quotas
 		l.bury(e.uid)
 		l.dropLocked(s.Key, e)
-		e = &entry{consumer: s.Consumer, quotas: othersQuotas(quotas, e.uid)}
-		l.slices[s.Key] = e
+		e = l.newEntryLocked(s.Key, s.Consumer, othersQuotas(quotas, e.uid))
 	}
 	prev := e.held() // what it held as a member, if it is leaving now
 	movedConsumer := e.consumer != s.Consumer && e.counted != nil
@@ -177,7 +184,7 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 		quotas := othersQuotas(e.quotas, uid)
 		l.dropLocked(key, e)
 		if len(quotas) > 0 { // a Quota of a newer slice of that name, seen first
-			l.slices[key] = &entry{quotas: quotas}
+			l.newEntryLocked(key, "", quotas)
 		}
 	}
 	wake := l.wakeIfFreedLocked(before)
@@ -197,6 +204,8 @@ func (l *Ledger) ForgetAll() {
 	for key, e := range l.slices {
 		l.dropLocked(key, e)
 	}
+	clear(l.pods)
+	clear(l.users)
 	l.mu.Unlock()
 }
 
@@ -259,8 +268,9 @@ func (l *Ledger) bury(uid types.UID) {
 }
 
 // ObserveQuota records Liqo's Quota name, owned by the slice key (whose
-// UID is owner), enforcing resources.
-func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name string, resources corev1.ResourceList) {
+// UID is owner), enforcing resources for user (its spec.user, whose
+// running ShadowPods the slice then holds as well).
+func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name, user string, resources corev1.ResourceList) {
 	l.mu.Lock()
 	e := l.slices[key]
 	if e == nil {
@@ -271,7 +281,12 @@ func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name st
 	if e.quotas == nil {
 		e.quotas = map[string]quota{}
 	}
-	e.quotas[name] = quota{owner: owner, resources: resources.DeepCopy()}
+	if old, ok := e.quotas[name]; ok && old.user != user {
+		l.unlinkUser(old.user, key)
+	}
+	e.quotas[name] = quota{owner: owner, resources: resources.DeepCopy(), user: user}
+	l.linkUser(user, key)
+	e.inUse = l.inUseOf(e)
 	l.recount(key, e)
 	wake := l.wakeIfFreedLocked(before)
 	l.mu.Unlock()
@@ -287,7 +302,11 @@ func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
 		return
 	}
 	before := l.usedLocked()
+	if q, ok := e.quotas[name]; ok {
+		l.unlinkUser(q.user, key)
+	}
 	delete(e.quotas, name)
+	e.inUse = l.inUseOf(e)
 	l.recount(key, e)
 	wake := l.wakeIfFreedLocked(before)
 	l.mu.Unlock()
@@ -381,8 +400,23 @@ func (l *Ledger) dropLocked(key types.NamespacedName, e *entry) {
 		a.dropped = true
 	}
 	e.attempts = nil
+	for _, q := range e.quotas {
+		l.unlinkUser(q.user, key)
+	}
 	l.account(e, nil)
 	delete(l.slices, key)
+}
+
+// newEntryLocked makes the entry of key holding quotas (a newer slice's
+// of that name, seen before the slice itself).
+func (l *Ledger) newEntryLocked(key types.NamespacedName, consumer string, quotas map[string]quota) *entry {
+	e := &entry{consumer: consumer, quotas: quotas}
+	for _, q := range quotas {
+		l.linkUser(q.user, key)
+	}
+	e.inUse = l.inUseOf(e)
+	l.slices[key] = e
+	return e
 }
 
 // maxList is the per-resource maximum of a and b.

@@ -50,14 +50,14 @@ func TestObserve(t *testing.T) {
 			reason: "Per resource, a slice holds the larger of its grant and its live Quotas.",
 			steps: func(l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "1", res("3", "1Gi")))
-				l.ObserveQuota(key("a"), uid("a"), "q1", res("1", "2Gi"))
+				l.ObserveQuota(key("a"), uid("a"), "q1", "", res("1", "2Gi"))
 			},
 			want: res("3", "2Gi"),
 		},
 		"QuotaBeforeSlice": {
 			reason: "A Quota seen before its slice counts once the slice is seen.",
 			steps: func(l *ledger.Ledger) {
-				l.ObserveQuota(key("a"), uid("a"), "q1", cpu("3"))
+				l.ObserveQuota(key("a"), uid("a"), "q1", "", cpu("3"))
 				l.ObserveSlice(slice("a", "1", nil))
 			},
 			want: res("3", "0"),
@@ -66,7 +66,7 @@ func TestObserve(t *testing.T) {
 			reason: "A Quota gone no longer counts; the grant does.",
 			steps: func(l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "1", cpu("1")))
-				l.ObserveQuota(key("a"), uid("a"), "q1", cpu("3"))
+				l.ObserveQuota(key("a"), uid("a"), "q1", "", cpu("3"))
 				l.ForgetQuota(key("a"), "q1")
 			},
 			want: res("1", "0"),
@@ -75,7 +75,7 @@ func TestObserve(t *testing.T) {
 			reason: "A Quota owned by an older slice of the same name is not this slice's.",
 			steps: func(l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "1", cpu("1")))
-				l.ObserveQuota(key("a"), "uid-old", "q1", cpu("5"))
+				l.ObserveQuota(key("a"), "uid-old", "q1", "", cpu("5"))
 			},
 			want: res("1", "0"),
 		},
@@ -99,7 +99,7 @@ func TestObserve(t *testing.T) {
 			reason: "A deleted slice holds nothing: grant, Quotas and assumptions all go.",
 			steps: func(l *ledger.Ledger) {
 				l.ObserveSlice(slice("a", "1", cpu("1")))
-				l.ObserveQuota(key("a"), uid("a"), "q1", cpu("2"))
+				l.ObserveQuota(key("a"), uid("a"), "q1", "", cpu("2"))
 				a, _ := l.Admit(gold("a"), "1", at(0), cpu("3"))
 				l.Done(a, ledger.Applied)
 				l.ForgetSlice(key("a"), "")

@@ -47,7 +47,7 @@ func TestAdmitAfterTheDeletionLeaksNothing(t *testing.T) {
 func TestRecreatedSliceKeepsItsOwnQuota(t *testing.T) {
 	l, _ := newLedger(t, cpu("4"))
 	l.ObserveSlice(slice("a", "5", cpu("4")))
-	l.ObserveQuota(key("a"), "uid-a2", "q-a2", cpu("4"))
+	l.ObserveQuota(key("a"), "uid-a2", "q-a2", "", cpu("4"))
 	l.ObserveSlice(slice("a", "20", nil, withUID("uid-a2"), denied))
 	assertList(t, cpu("4"), l.Used(), "the second a's Quota still enforces 4")
 }

@@ -1,0 +1,180 @@
+package ledger
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// What a consumer's running pods use.
+//
+// Liqo enforces a slice's Quota on new ShadowPods only: pods already
+// running outlive a smaller grant. So a slice holds, besides its grant and
+// its Quota, what the running ShadowPods of its Quota's user are charged
+// (the label liqo.io/creator-user, which Liqo's webhook sets from the
+// requesting identity), and capacity freed by a smaller grant is free only
+// as those pods end.
+
+// pod is one running ShadowPod: its user and its charge.
+type pod struct {
+	user   string
+	charge corev1.ResourceList
+}
+
+// userUse is what one user's running pods are charged, and the slices
+// whose Quotas name the user.
+type userUse struct {
+	sum    corev1.ResourceList
+	slices map[types.NamespacedName]bool
+}
+
+// ObservePod records a ShadowPod key of user, running (not Succeeded or
+// Failed), charged charge. A pod that ended is forgotten with ForgetPod.
+func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList) {
+	l.mu.Lock()
+	before := l.usedLocked()
+	if old, ok := l.pods[key]; ok {
+		l.chargeUser(old.user, old.charge, -1)
+	}
+	l.pods[key] = pod{user: user, charge: charge.DeepCopy()}
+	l.chargeUser(user, charge, 1)
+	wake := l.wakeIfFreedLocked(before)
+	l.mu.Unlock()
+	wake()
+}
+
+// ForgetPod records that the ShadowPod key ended or is gone.
+func (l *Ledger) ForgetPod(key types.NamespacedName) {
+	l.mu.Lock()
+	old, ok := l.pods[key]
+	if !ok {
+		l.mu.Unlock()
+		return
+	}
+	before := l.usedLocked()
+	delete(l.pods, key)
+	l.chargeUser(old.user, old.charge, -1)
+	wake := l.wakeIfFreedLocked(before)
+	l.mu.Unlock()
+	wake()
+}
+
+// InUse returns what the running pods of the slice key's Quota users are
+// charged; nil when none run.
+func (l *Ledger) InUse(key types.NamespacedName) corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.slices[key]; e != nil {
+		return e.inUse.DeepCopy()
+	}
+	return nil
+}
+
+// chargeUser adds (sign 1) or removes (sign -1) charge to user's sum and
+// recounts the slices whose Quotas name the user.
+func (l *Ledger) chargeUser(user string, charge corev1.ResourceList, sign int) {
+	u := l.users[user]
+	if u == nil {
+		u = &userUse{sum: corev1.ResourceList{}}
+		l.users[user] = u
+	}
+	for n, q := range charge {
+		if sign > 0 {
+			add(u.sum, n, q)
+		} else {
+			sub(u.sum, n, q)
+		}
+	}
+	l.recountUser(user, u)
+}
+
+// recountUser brings the slices of user up to date, and forgets the user
+// when nothing refers to it.
+func (l *Ledger) recountUser(user string, u *userUse) {
+	for key := range u.slices {
+		if e := l.slices[key]; e != nil {
+			e.inUse = l.inUseOf(e)
+			l.recount(key, e)
+		}
+	}
+	if len(u.slices) == 0 && allZero(u.sum) {
+		delete(l.users, user)
+	}
+}
+
+// linkUser records that the slice key has a Quota for user.
+func (l *Ledger) linkUser(user string, key types.NamespacedName) {
+	if user == "" {
+		return
+	}
+	u := l.users[user]
+	if u == nil {
+		u = &userUse{sum: corev1.ResourceList{}}
+		l.users[user] = u
+	}
+	if u.slices == nil {
+		u.slices = map[types.NamespacedName]bool{}
+	}
+	u.slices[key] = true
+}
+
+// unlinkUser records that the slice key no longer has a Quota for user.
+func (l *Ledger) unlinkUser(user string, key types.NamespacedName) {
+	u := l.users[user]
+	if u == nil {
+		return
+	}
+	delete(u.slices, key)
+	if len(u.slices) == 0 && allZero(u.sum) {
+		delete(l.users, user)
+	}
+}
+
+// inUseOf is what the running pods of e's Quotas' users are charged.
+func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
+	var out corev1.ResourceList
+	seen := map[string]bool{}
+	for _, q := range e.quotas {
+		if q.user == "" || seen[q.user] || (e.uid != "" && q.owner != "" && q.owner != e.uid) {
+			continue
+		}
+		seen[q.user] = true
+		if u := l.users[q.user]; u != nil && !allZero(u.sum) {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			for n, v := range u.sum {
+				add(out, n, v)
+			}
+		}
+	}
+	return out
+}
+
+func allZero(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// PodCharge is what Liqo's ShadowPod webhook charges a pod: its
+// containers' requests summed, or the largest init container's request
+// where that is larger, per resource.
+func PodCharge(spec *corev1.PodSpec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := range spec.Containers {
+		for n, q := range spec.Containers[i].Resources.Requests {
+			add(out, n, q)
+		}
+	}
+	for i := range spec.InitContainers {
+		for n, q := range spec.InitContainers[i].Resources.Requests {
+			if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
+				out[n] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}

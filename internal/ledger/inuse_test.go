@@ -1,0 +1,71 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+func podKey(name string) types.NamespacedName { return types.NamespacedName{Namespace: "offloaded", Name: name} }
+
+// A smaller grant frees capacity only as the consumer's pods end: x holds 8
+// of 10, its two pods of 4 run, and it is accepted again with 2 (Liqo
+// shrinks its Quota to 2); y's 6 waits until a pod ends, then fits.
+func TestShrunkGrantFreesAsPodsEnd(t *testing.T) {
+	l, w := newLedger(t, cpu("10"))
+	l.ObserveSlice(slice("x", "1", cpu("8")))
+	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("8"))
+	l.ObservePod(podKey("p1"), "user-x", cpu("4"))
+	l.ObservePod(podKey("p2"), "user-x", cpu("4"))
+	l.ObservePod(podKey("other"), "user-of-no-slice", cpu("3"))
+	assertList(t, cpu("8"), l.Used(), "x holds its grant, its Quota and its pods' 8")
+
+	l.ObserveSlice(slice("x", "2", cpu("2")))
+	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("2"))
+	assertList(t, cpu("8"), l.Used(), "the pods still run: the smaller grant frees nothing yet")
+	assertList(t, cpu("8"), l.InUse(key("x")), "in use")
+	r := refused(t, []*ledger.Ledger{l}, request("y", "", at(1), cpu("6")))
+	assert.Equal(t, "budget pool: cpu: asked 6, 2 free", r.Message)
+	w.take()
+
+	l.ForgetPod(podKey("p1"))
+	assertList(t, cpu("4"), l.Used(), "a pod ended: 4 in use")
+	assert.Contains(t, w.take(), "y", "the waiter is woken")
+	admitted(t, []*ledger.Ledger{l}, request("y", "", at(1), cpu("6")))
+	assertList(t, cpu("10"), l.Used(), "x's 4 in use and y's 6")
+}
+
+// In use is never capped at the grant: pods beyond it (a provider that
+// turned Liqo's enforcement off) take the capacity all the same.
+func TestInUseBeyondTheGrantCounts(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	l.ObserveSlice(slice("x", "1", cpu("2")))
+	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("2"))
+	l.ObservePod(podKey("p1"), "user-x", cpu("5"))
+	assertList(t, cpu("5"), l.Used(), "5 in use on a grant of 2")
+	l.ForgetSlice(key("x"), uid("x"))
+	assertList(t, cpu("0"), l.Used(), "a deleted slice holds nothing, its pods included")
+}
+
+// PodCharge charges as Liqo's ShadowPod webhook does.
+func TestPodCharge(t *testing.T) {
+	req := func(cpuQ, mem string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpuQ), corev1.ResourceMemory: resource.MustParse(mem)}}
+	}
+	spec := &corev1.PodSpec{
+		Containers:     []corev1.Container{{Resources: req("1", "1Gi")}, {Resources: req("500m", "2Gi")}},
+		InitContainers: []corev1.Container{{Resources: req("2", "1Gi")}, {Resources: req("1", "512Mi")}},
+	}
+	got := ledger.PodCharge(spec)
+	require.Len(t, got, 2)
+	c, m := got[corev1.ResourceCPU], got[corev1.ResourceMemory]
+	assert.Equal(t, "2", c.String(), "the largest init container's CPU beats the containers' 1500m")
+	assert.Equal(t, "3Gi", m.String(), "the containers' memory sum beats any init container")
+}

@@ -1,0 +1,132 @@
+package resourceslice
+
+import (
+	"fmt"
+
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// What the consumer's running pods use: Liqo's ShadowPods
+// (offloading.liqo.io), as the consumer's virtual kubelet creates them on
+// the provider, labelled liqo.io/creator-user with the identity that
+// created them, which Liqo's webhook sets from the request and charges
+// against the Quota of that user. A budget counts, for each slice, the
+// running ShadowPods of its Quota's user, so that a smaller grant frees
+// capacity only as those pods end.
+//
+// ShadowPods hold whole pod specs; the SDK watches them through a cache of
+// its own that keeps only what the charge needs (the creator label, the
+// phase, the containers' requests), started only when the API server
+// serves the CRD.
+
+// shadowPodKind is Liqo's ShadowPod.
+var shadowPodKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "ShadowPod"}
+
+// labelCreatorUser is the label Liqo's webhook sets on a ShadowPod: the
+// identity that created it, the Quota's spec.user.
+const labelCreatorUser = "liqo.io/creator-user"
+
+// newShadowPodCache builds mgr's trimmed ShadowPod cache and adds it to
+// the manager (it starts with the manager; it watches nothing until a
+// budget feed asks).
+func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
+	scheme := runtime.NewScheme()
+	gv := offloadingv1beta1.SchemeGroupVersion
+	scheme.AddKnownTypes(gv, &offloadingv1beta1.ShadowPod{}, &offloadingv1beta1.ShadowPodList{})
+	metav1.AddToGroupVersion(scheme, gv)
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:           scheme,
+		Mapper:           mgr.GetRESTMapper(),
+		HTTPClient:       mgr.GetHTTPClient(),
+		DefaultTransform: trimShadowPod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the ShadowPod cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the ShadowPod cache to the manager: %w", err)
+	}
+	return c, nil
+}
+
+// trimShadowPod keeps what the charge needs: name, namespace, the creator
+// label, the phase and the containers' requests.
+func trimShadowPod(obj any) (any, error) {
+	sp, ok := obj.(*offloadingv1beta1.ShadowPod)
+	if !ok {
+		return obj, nil
+	}
+	out := &offloadingv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: sp.UID,
+		ResourceVersion: sp.ResourceVersion}}
+	if u, ok := sp.Labels[labelCreatorUser]; ok {
+		out.Labels = map[string]string{labelCreatorUser: u}
+	}
+	out.Status.Phase = sp.Status.Phase
+	keep := func(cs []corev1.Container) []corev1.Container {
+		if len(cs) == 0 {
+			return nil
+		}
+		kept := make([]corev1.Container, len(cs))
+		for i := range cs {
+			kept[i].Resources.Requests = cs[i].Resources.Requests
+		}
+		return kept
+	}
+	out.Spec.Pod.Containers = keep(sp.Spec.Pod.Containers)
+	out.Spec.Pod.InitContainers = keep(sp.Spec.Pod.InitContainers)
+	return out, nil
+}
+
+// shadowPodsServed asks discovery whether the API server serves Liqo's
+// ShadowPod.
+func shadowPodsServed(mapper meta.RESTMapper) (bool, error) {
+	_, err := mapper.RESTMapping(shadowPodKind, offloadingv1beta1.SchemeGroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("discovering Liqo's ShadowPod CRD: %w", err)
+	}
+}
+
+// shadowPodHandler tells l what each ShadowPod event shows.
+func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
+	observe := func(o any) {
+		sp, ok := o.(*offloadingv1beta1.ShadowPod)
+		if !ok {
+			return
+		}
+		key := client.ObjectKeyFromObject(sp)
+		user := sp.Labels[labelCreatorUser]
+		if user == "" || sp.Status.Phase == corev1.PodSucceeded || sp.Status.Phase == corev1.PodFailed {
+			l.ForgetPod(key) // charged to no Quota, or no longer running
+			return
+		}
+		l.ObservePod(key, user, ledger.PodCharge(&sp.Spec.Pod))
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, o any) { observe(o) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if obj, ok := o.(client.Object); ok {
+				l.ForgetPod(client.ObjectKeyFromObject(obj))
+			}
+		},
+	}
+}
