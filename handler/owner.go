@@ -18,7 +18,8 @@ import (
 // It must not write to the cluster itself, nor change rs (changes are
 // discarded). An error is retried with the class's backoff and prunes
 // nothing. resourceslice.Consumer(ctx) is the slice's trusted consumer, as
-// in Handle.
+// in Handle. Register an Owner with resourceslice.WithOwnedTypes naming the
+// types it returns: without it, registration fails.
 //
 // What the SDK does with the set, on every reconcile:
 //

@@ -186,8 +186,10 @@ func TestConsumerInOwnedAndRelease(t *testing.T) {
 		wantReleased string
 	}{
 		"Denied": {
-			reason:       "The slice is Denied: the reconcile read it, Release knows its consumer.",
-			exit:         func(_ *testing.T, _ *slicetest.Harness, p *consumerRecorder, _ *authv1beta1.ResourceSlice) { p.deny = true },
+			reason: "The slice is Denied: the reconcile read it, Release knows its consumer.",
+			exit: func(_ *testing.T, _ *slicetest.Harness, p *consumerRecorder, _ *authv1beta1.ResourceSlice) {
+				p.deny = true
+			},
 			wantReleased: id,
 		},
 		"LeftTheClass": {
