@@ -114,8 +114,8 @@ func (m *memory) forgetUnless(live func(types.UID) bool) {
 	}
 }
 
-// len is how many objects are remembered, over every slice.
-func (m *memory) len() int {
+// size is how many objects are remembered, over every slice.
+func (m *memory) size() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
