@@ -47,19 +47,6 @@ func withConsumer(ctx context.Context, c consumerInfo) context.Context {
 	return context.WithValue(ctx, consumerKey{}, c)
 }
 
-// withConsumerOf puts the trusted consumer of rs into ctx (see Consumer);
-// ctx as it is when rs is nil (the slice is gone).
-func (r *Reconciler) withConsumerOf(ctx context.Context, rs *authv1beta1.ResourceSlice) (context.Context, error) {
-	if rs == nil {
-		return ctx, nil
-	}
-	c, err := r.consumerOf(ctx, rs)
-	if err != nil {
-		return ctx, err
-	}
-	return withConsumer(ctx, c), nil
-}
-
 // consumerOf reads the trusted consumer of rs from its namespace, through
 // the Reconciler's reader (the cache, with a manager).
 func (r *Reconciler) consumerOf(ctx context.Context, rs *authv1beta1.ResourceSlice) (consumerInfo, error) {

@@ -215,7 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if err := r.removeOwned(ctx, current, req.NamespacedName, uid); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
-		if ctx, err = r.withConsumerOf(ctx, current); err != nil {
+		if ctx, err = r.releaseContext(ctx, current); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
