@@ -77,9 +77,9 @@ func WithSharePercent(p int) Option {
 	}
 }
 
-// WithLocalPods also subtracts from a node pool the requests of the pods
-// running on its nodes that were not offloaded through Liqo: the provider's
-// own workloads. A pod Liqo runs for a consumer carries the label
+// WithLocalPods subtracts local pods' requests from a node pool's total:
+// the pods running on its nodes that were not offloaded through Liqo, the
+// provider's own workloads. A pod Liqo runs for a consumer carries the label
 // liqo.io/managed-by=shadowpod (it is made from a ShadowPod) and is not
 // subtracted, since the consumer's grant already counts it; pods that
 // finished (Succeeded, Failed) hold nothing. It needs list and watch on pods.

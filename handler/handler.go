@@ -69,7 +69,9 @@ func (f Func) Handle(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.R
 // be idempotent. No finalizer is involved: a slice is never kept from
 // deletion, so Release runs after the slice is gone (at least once while the
 // controller runs; through Inventory for exits that happened while it was
-// down).
+// down). resourceslice.Consumer(ctx) is the slice's trusted consumer when
+// the SDK still found the slice (it was Denied or left the class), and ""
+// when it is gone.
 type Releaser interface {
 	Release(ctx context.Context, key types.NamespacedName) error
 }

@@ -17,7 +17,9 @@ import (
 // and must return the same objects for the same slice (a set, not a diff).
 // It must not write to the cluster itself, nor change rs (changes are
 // discarded). An error is retried with the class's backoff and prunes
-// nothing.
+// nothing. resourceslice.Consumer(ctx) is the slice's trusted consumer, as
+// in Handle. Register an Owner with resourceslice.WithOwnedTypes naming the
+// types it returns: without it, registration fails.
 //
 // What the SDK does with the set, on every reconcile:
 //
@@ -29,7 +31,11 @@ import (
 //     type in the manager's scheme, have a name (generateName is not
 //     supported: the name is how the next reconcile finds it again), have a
 //     namespace exactly when its type is namespaced, and be unique in the
-//     set.
+//     set. An object is sent again only when its content differs from what
+//     the SDK last applied for the slice, or the object is no longer as
+//     that apply left it (deleted or changed by someone else, or the
+//     controller restarted): a reconcile that changes nothing applies
+//     nothing.
 //   - Labels. The SDK adds sliceclass.io/class=<class>,
 //     sliceclass.io/slice-namespace, sliceclass.io/slice-name and
 //     sliceclass.io/slice-uid naming the slice (a slice name longer than a

@@ -24,13 +24,20 @@ type consumerInfo struct {
 	labelled bool
 }
 
-// Consumer returns, inside Handle, the slice's trusted consumer: its
-// namespace's liqo.io/remote-cluster-id label (set by the provider's Liqo on
-// every tenant namespace) or, in a namespace without it, the namespace
-// itself. A consumer's credentials reach only its tenant namespace, so it
-// can neither choose nor switch this value, unlike the IDs it writes on its
-// slice (see consumerID). Consumer limits (budget.WithConsumerLimit) and a
-// budget's fair order key on the same value. It returns "" outside Handle.
+// Consumer returns the trusted consumer of the slice a handler is called
+// for: its namespace's liqo.io/remote-cluster-id label (set by the
+// provider's Liqo on every tenant namespace) or, in a namespace without it,
+// the namespace itself. A consumer's credentials reach only its tenant
+// namespace, so it can neither choose nor switch this value, unlike the IDs
+// it writes on its slice (see consumerID). Consumer limits
+// (budget.WithConsumerLimit) and a budget's fair order key on the same
+// value.
+//
+// It is set inside Handle, inside handler.Owner's Owned, and inside
+// handler.Releaser's Release when the reconcile that releases found the
+// slice (it was Denied, or left the class). It returns "" inside a Release
+// for a slice already gone (the key is all that is left: record the
+// consumer when you grant, e.g. in Owned), and outside these calls.
 func Consumer(ctx context.Context) string {
 	c, _ := ctx.Value(consumerKey{}).(consumerInfo)
 	return c.id

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -136,6 +137,90 @@ func TestConsumerIsTheTrustedOne(t *testing.T) {
 			res := slicetest.Run(t, "gold", h, rs, objs...)
 			require.NoError(t, res.Err)
 			assert.Equal(t, tc.want, got, tc.reason)
+		})
+	}
+}
+
+// consumerRecorder accepts every slice unless deny is set, owns one
+// ConfigMap per slice, and records what Consumer(ctx) says in Owned and in
+// Release.
+type consumerRecorder struct {
+	deny     bool
+	owned    []string
+	released []string
+}
+
+var (
+	_ handler.Owner    = (*consumerRecorder)(nil)
+	_ handler.Releaser = (*consumerRecorder)(nil)
+)
+
+func (p *consumerRecorder) Handle(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	if p.deny {
+		conditions.Deny(rs, "Closed", "closed")
+		return ctrl.Result{}, nil
+	}
+	rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+	conditions.Accept(rs, "Granted", "granted")
+	return ctrl.Result{}, nil
+}
+
+func (p *consumerRecorder) Owned(ctx context.Context, rs *authv1beta1.ResourceSlice) ([]client.Object, error) {
+	p.owned = append(p.owned, resourceslice.Consumer(ctx))
+	return []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: "grant-" + rs.Name}}}, nil
+}
+
+func (p *consumerRecorder) Release(ctx context.Context, _ types.NamespacedName) error {
+	p.released = append(p.released, resourceslice.Consumer(ctx))
+	return nil
+}
+
+// Owned and Release see the same trusted consumer as Handle (issue 28):
+// the namespace's label, never the slice's claim. A Release for a slice
+// already gone sees "" (only its key is left).
+func TestConsumerInOwnedAndRelease(t *testing.T) {
+	const id = "cluster-a"
+	cases := map[string]struct {
+		reason       string
+		exit         func(t *testing.T, h *slicetest.Harness, p *consumerRecorder, rs *authv1beta1.ResourceSlice)
+		wantReleased string
+	}{
+		"Denied": {
+			reason: "The slice is Denied: the reconcile read it, Release knows its consumer.",
+			exit: func(_ *testing.T, _ *slicetest.Harness, p *consumerRecorder, _ *authv1beta1.ResourceSlice) {
+				p.deny = true
+			},
+			wantReleased: id,
+		},
+		"LeftTheClass": {
+			reason: "The slice moved to another class: the reconcile read it, Release knows its consumer.",
+			exit: func(t *testing.T, h *slicetest.Harness, _ *consumerRecorder, rs *authv1beta1.ResourceSlice) {
+				changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) { cur.Spec.Class = "silver" })
+			},
+			wantReleased: id,
+		},
+		"Deleted": {
+			reason: "The slice is gone: only its key is left, and Consumer is empty.",
+			exit: func(t *testing.T, h *slicetest.Harness, _ *consumerRecorder, rs *authv1beta1.ResourceSlice) {
+				require.NoError(t, h.Client.Delete(context.Background(), rs))
+			},
+			wantReleased: "",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", Labels: map[string]string{"liqo.io/remote-cluster-id": id}}}
+			rs := slicetest.NewSlice("s", slicetest.WithNamespace(ns.Name), slicetest.WithClass(gold), slicetest.WithConsumer(id),
+				slicetest.WithRequest(corev1.ResourceCPU, "1"))
+			p := &consumerRecorder{}
+			h := slicetest.New(t, gold, p, slicetest.WithObjects(ns, rs),
+				slicetest.WithReconcilerOptions(resourceslice.WithOwnedTypes(&corev1.ConfigMap{})))
+			requireDecision(t, h, rs, conditions.Accepted)
+			assert.Equal(t, []string{id}, p.owned, "Owned sees the namespace's consumer")
+
+			tc.exit(t, h, p, rs)
+			require.NoError(t, h.Reconcile(rs).Err)
+			assert.Equal(t, []string{tc.wantReleased}, p.released, tc.reason)
 		})
 	}
 }

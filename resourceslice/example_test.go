@@ -100,3 +100,12 @@ func ExampleConsumer() {
 	fmt.Printf("%q\n", resourceslice.Consumer(context.Background()))
 	// Output: ""
 }
+
+// Each class is its own controller, named after the class: the name to
+// select in controller-runtime's metrics (controller="resourceslice-gold"),
+// in the logs (key "controller") and as the reporting controller of the
+// class's events. Here, an alert on the gold class's failing reconciles.
+func ExampleControllerName() {
+	fmt.Printf("rate(controller_runtime_reconcile_errors_total{controller=%q}[5m]) > 0\n", resourceslice.ControllerName("gold"))
+	// Output: rate(controller_runtime_reconcile_errors_total{controller="resourceslice-gold"}[5m]) > 0
+}

@@ -48,7 +48,9 @@ const (
 // slices gone while the controller was down left behind. Owned may return
 // only objects of declared types; others are refused with an event. The
 // manager's cache must be able to list and watch them (RBAC: get, list,
-// watch, create, patch, delete).
+// watch, create, patch, delete). A handler.Owner needs it: registering one
+// without it (AddToManager, ClassSet.Serve, NewReconciler) fails, and so
+// does giving it for a handler that is not an Owner.
 func WithOwnedTypes(objs ...client.Object) Option {
 	return func(c *config) {
 		for _, o := range objs {
@@ -73,14 +75,18 @@ type ownedObjects struct {
 }
 
 // newOwnedObjects builds the machinery for h with c writing and reader
-// reading (metadata-only).
+// reading (metadata-only). It refuses a handler.Owner without declared
+// types: everything its Owned returns would be refused at run time, on every
+// slice, and nothing would watch or sweep its objects.
 func newOwnedObjects(h handler.Handler, c client.Client, reader client.Reader, class string, types []client.Object) (*ownedObjects, error) {
 	owner, ok := h.(handler.Owner)
-	if !ok {
-		if len(types) > 0 {
-			return nil, errors.New("WithOwnedTypes given, but the handler is not a handler.Owner")
-		}
+	switch {
+	case !ok && len(types) > 0:
+		return nil, errors.New("WithOwnedTypes given, but the handler is not a handler.Owner")
+	case !ok:
 		return nil, nil
+	case len(types) == 0:
+		return nil, fmt.Errorf("the handler (%T) is a handler.Owner, but no owned type is declared: add the option WithOwnedTypes naming the types its Owned returns (e.g. WithOwnedTypes(&corev1.ConfigMap{}))", h)
 	}
 	o := &ownedObjects{owner: owner, kinds: map[schema.GroupVersionKind]bool{}}
 	for _, t := range types {

@@ -215,6 +215,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if err := r.removeOwned(ctx, current, req.NamespacedName, uid); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
+		if ctx, err = r.releaseContext(ctx, current); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
 		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
@@ -230,6 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		r.leaveLine(req)
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
+	ctx = withConsumer(ctx, consumer) // for Owned and Release too
 	if len(r.ledgers) > 0 {
 		switch wait, err := r.observe(ctx, current, consumer); {
 		case err != nil:

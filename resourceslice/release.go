@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -87,6 +88,21 @@ func (r *Reconciler) seedHolding(ctx context.Context) error {
 		return fmt.Errorf("listing the class's Accepted slices: %w", err)
 	}
 	return nil
+}
+
+// releaseContext is ctx with the trusted consumer of rs (see Consumer), for
+// a Release the reconcile may call before it read the consumer (the slice
+// left the class); ctx as it is when rs is nil (the slice is gone) or the
+// handler releases nothing.
+func (r *Reconciler) releaseContext(ctx context.Context, rs *authv1beta1.ResourceSlice) (context.Context, error) {
+	if rs == nil || r.releaser() == nil {
+		return ctx, nil
+	}
+	c, err := r.consumerOf(ctx, rs)
+	if err != nil {
+		return ctx, err
+	}
+	return withConsumer(ctx, c), nil
 }
 
 // settleHolding records the decision now on the server for key: an Accepted

@@ -1,17 +1,258 @@
 package resourceslice
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
 )
+
+// The status write of a decision, in the order a write goes:
+//
+//   - who owns what: statusFields, the one table of ResourceSliceStatus's
+//     fields, which copyOwned, ownedEqual, foreignChanges and the patch all
+//     walk;
+//   - the patch: settleTransitionTime keeps the Resources condition's
+//     LastTransitionTime when its status did not change, and ownedPatch
+//     carries only the owned fields that differ and the resourceVersion;
+//   - the writer: statusWriter sends the patch, through the Reconciler's
+//     client (clientStatus) or, for a controller the SDK built, a REST
+//     client that reads back only the answer's resourceVersion
+//     (restStatus, answerVersion).
+//
+// Reconciler.write decides when to write and what a write's outcome means.
+
+// statusField declares who owns one JSON field of ResourceSliceStatus and
+// how the SDK copies, compares and patches it. statusFields is the only
+// place ownership is written down: copyOwned, ownedEqual, the status patch
+// and foreignChanges all walk it, and a guard test fails when Liqo's types
+// gain a status field this table does not name.
+type statusField struct {
+	// json is the field's name under "status".
+	json string
+	// ours compares the part a class controller owns; nil when it owns none.
+	ours func(a, b *authv1beta1.ResourceSliceStatus) bool
+	// theirs compares the part Liqo owns; nil when Liqo owns none.
+	theirs func(a, b *authv1beta1.ResourceSliceStatus) bool
+	// copy copies our part from src onto dst, leaving Liqo's part alone.
+	copy func(dst, src *authv1beta1.ResourceSliceStatus)
+	// patch is the JSON merge patch value turning from's field into to's.
+	patch func(from, to *authv1beta1.ResourceSliceStatus) any
+}
+
+// statusFields lists every field of ResourceSliceStatus (liqo v1.2.0).
+// Conditions are shared: the Resources condition is ours, every other
+// condition (Authentication) is Liqo's.
+var statusFields = []statusField{
+	{
+		json: "conditions",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			ca, cb := resourcesCondition(a), resourcesCondition(b)
+			return conditions.Equal(ca, cb) && (ca == nil || ca.LastTransitionTime.Equal(&cb.LastTransitionTime))
+		},
+		theirs: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(otherConditions(a), otherConditions(b))
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) {
+			setResourcesCondition(dst, resourcesCondition(src))
+		},
+		patch: func(_, to *authv1beta1.ResourceSliceStatus) any { return listOrNull(to.Conditions) },
+	},
+	{
+		json: "resources",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(a.Resources, b.Resources)
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) { dst.Resources = src.Resources.DeepCopy() },
+		patch: func(from, to *authv1beta1.ResourceSliceStatus) any {
+			return mapPatch(from.Resources, to.Resources, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
+		},
+	},
+	{
+		json: "authParams",
+		theirs: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return authParamsEqual(a.AuthParams, b.AuthParams)
+		},
+	},
+	{
+		json: "storageClasses",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(a.StorageClasses, b.StorageClasses)
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) {
+			dst.StorageClasses = append(dst.StorageClasses[:0:0], src.StorageClasses...)
+		},
+		patch: func(_, to *authv1beta1.ResourceSliceStatus) any { return listOrNull(to.StorageClasses) },
+	},
+	{
+		json: "ingressClasses",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(a.IngressClasses, b.IngressClasses)
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) {
+			dst.IngressClasses = append(dst.IngressClasses[:0:0], src.IngressClasses...)
+		},
+		patch: func(_, to *authv1beta1.ResourceSliceStatus) any { return listOrNull(to.IngressClasses) },
+	},
+	{
+		json: "loadBalancerClasses",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(a.LoadBalancerClasses, b.LoadBalancerClasses)
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) {
+			dst.LoadBalancerClasses = append(dst.LoadBalancerClasses[:0:0], src.LoadBalancerClasses...)
+		},
+		patch: func(_, to *authv1beta1.ResourceSliceStatus) any { return listOrNull(to.LoadBalancerClasses) },
+	},
+	{
+		json: "nodeLabels",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(a.NodeLabels, b.NodeLabels)
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) { dst.NodeLabels = copyMap(src.NodeLabels) },
+		patch: func(from, to *authv1beta1.ResourceSliceStatus) any {
+			return mapPatch(from.NodeLabels, to.NodeLabels, stringsEqual)
+		},
+	},
+	{
+		json: "nodeSelector",
+		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
+			return equality.Semantic.DeepEqual(a.NodeSelector, b.NodeSelector)
+		},
+		copy: func(dst, src *authv1beta1.ResourceSliceStatus) { dst.NodeSelector = copyMap(src.NodeSelector) },
+		patch: func(from, to *authv1beta1.ResourceSliceStatus) any {
+			return mapPatch(from.NodeSelector, to.NodeSelector, stringsEqual)
+		},
+	},
+}
+
+// copyOwned copies the status fields a class controller owns from src onto
+// dst, leaving every other field of dst alone. The Resources condition
+// replaces dst's in place (or is appended), so the order and content of the
+// other conditions are kept.
+func copyOwned(dst, src *authv1beta1.ResourceSlice) {
+	for _, f := range statusFields {
+		if f.copy != nil {
+			f.copy(&dst.Status, &src.Status)
+		}
+	}
+}
+
+// ownedEqual reports whether a and b agree on every field a class controller
+// owns (quantities compared by value, nil and empty alike).
+func ownedEqual(a, b *authv1beta1.ResourceSlice) bool {
+	for _, f := range statusFields {
+		if f.ours != nil && !f.ours(&a.Status, &b.Status) {
+			return false
+		}
+	}
+	return true
+}
+
+// foreignChanges lists the fields outside a class controller's ownership that
+// changed between orig and out. Byte fields (the CSR, certificates) are
+// compared with bytes.Equal and managedFields are skipped: reflection over
+// kilobytes of bytes dominated the reconcile's CPU profile, and metadata is
+// never written anyway.
+func foreignChanges(orig, out *authv1beta1.ResourceSlice) []string {
+	var changed []string
+	om, oo := orig.ObjectMeta, out.ObjectMeta
+	om.ManagedFields, oo.ManagedFields = nil, nil
+	if !equality.Semantic.DeepEqual(om, oo) {
+		changed = append(changed, "metadata")
+	}
+	sa, sb := orig.Spec, out.Spec
+	sa.CSR, sb.CSR = nil, nil
+	if !bytes.Equal(orig.Spec.CSR, out.Spec.CSR) || !equality.Semantic.DeepEqual(sa, sb) {
+		changed = append(changed, "spec")
+	}
+	for _, f := range statusFields {
+		if f.theirs != nil && !f.theirs(&orig.Status, &out.Status) {
+			changed = append(changed, "status."+f.json+liqoPart(f))
+		}
+	}
+	return changed
+}
+
+// liqoPart qualifies a shared field's name in a ChangesDiscarded note.
+func liqoPart(f statusField) string {
+	if f.ours != nil {
+		return " (other than Resources)"
+	}
+	return ""
+}
+
+func resourcesCondition(s *authv1beta1.ResourceSliceStatus) *authv1beta1.ResourceSliceCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == conditions.Resources {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func otherConditions(s *authv1beta1.ResourceSliceStatus) []authv1beta1.ResourceSliceCondition {
+	var out []authv1beta1.ResourceSliceCondition
+	for _, c := range s.Conditions {
+		if c.Type != conditions.Resources {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func authParamsEqual(a, b *authv1beta1.AuthParams) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if !bytes.Equal(a.CA, b.CA) || !bytes.Equal(a.SignedCRT, b.SignedCRT) {
+		return false
+	}
+	x, y := *a, *b
+	x.CA, x.SignedCRT, y.CA, y.SignedCRT = nil, nil, nil, nil
+	return equality.Semantic.DeepEqual(x, y)
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// setResourcesCondition puts c (a copy) as s's Resources condition; nil
+// removes it.
+func setResourcesCondition(s *authv1beta1.ResourceSliceStatus, c *authv1beta1.ResourceSliceCondition) {
+	if existing := resourcesCondition(s); existing != nil {
+		if c == nil {
+			s.Conditions = otherConditions(s)
+			return
+		}
+		*existing = *c
+		return
+	}
+	if c != nil {
+		s.Conditions = append(s.Conditions, *c)
+	}
+}
 
 // settleTransitionTime gives desired's Resources condition the
 // LastTransitionTime it must have: the current one's when the status did not
@@ -104,3 +345,229 @@ func mapPatch[M ~map[K]V, K comparable, V any](from, to M, equal func(V, V) bool
 }
 
 func stringsEqual(a, b string) bool { return a == b }
+
+// statusWriter sends a slice's status patch. On success rs holds what the
+// API server now holds: the patch was computed from the slice rs was built
+// from and applied under its resourceVersion, so the server's object is rs
+// with the new resourceVersion.
+type statusWriter interface {
+	patchStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, p client.Patch, owner client.FieldOwner) error
+}
+
+// clientStatus writes through a client.Client, which decodes the whole
+// answer into rs: the path of a Reconciler built with NewReconciler, whose
+// client may be the test harness's or one the user wrapped.
+type clientStatus struct{ c client.Client }
+
+func (w clientStatus) patchStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, p client.Patch, owner client.FieldOwner) error {
+	return w.c.Status().Patch(ctx, rs, p, owner)
+}
+
+// restStatus writes through a REST client of the manager's config and HTTP
+// client (same transport, same authentication) and reads only the answer's
+// metadata.resourceVersion: decoding the whole slice the API server sends
+// back (CSR and certificates included) was nine tenths of a status write's
+// CPU, and the answer tells nothing else the controller does not know.
+type restStatus struct{ rest rest.Interface }
+
+// newRESTStatus builds the status writer of a class controller the SDK
+// built from mgr.
+func newRESTStatus(mgr manager.Manager) (restStatus, error) {
+	gvk := authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)
+	// JSON only: ResourceSlices are custom resources, which have no
+	// protobuf encoding.
+	rc, err := apiutil.RESTClientForGVK(gvk, true, false, mgr.GetConfig(), serializer.NewCodecFactory(mgr.GetScheme()), mgr.GetHTTPClient())
+	if err != nil {
+		return restStatus{}, fmt.Errorf("building the REST client of status writes: %w", err)
+	}
+	return restStatus{rest: rc}, nil
+}
+
+func (w restStatus) patchStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, p client.Patch, owner client.FieldOwner) error {
+	data, err := p.Data(rs)
+	if err != nil {
+		return err
+	}
+	body, err := w.rest.Patch(p.Type()).
+		Namespace(rs.Namespace).
+		Resource(authv1beta1.ResourceSliceResource).
+		Name(rs.Name).
+		SubResource("status").
+		Param("fieldManager", string(owner)).
+		Body(data).
+		Do(ctx).
+		Raw()
+	if err != nil {
+		return err
+	}
+	rv, err := answerVersion(body)
+	if err != nil {
+		// Not the shape an API server sends: decode it all rather than
+		// guess.
+		if uerr := json.Unmarshal(body, rs); uerr != nil {
+			return fmt.Errorf("reading the API server's answer to a status patch: %w", errors.Join(err, uerr))
+		}
+		return nil
+	}
+	rs.ResourceVersion = rv
+	return nil
+}
+
+// answerVersion reads metadata.resourceVersion from an object's JSON,
+// stopping there: the fields after metadata (spec and status, where a
+// slice's CSR and certificates are) are not read at all, and those before
+// it only skipped over, without decoding. Anything it does not expect
+// (invalid JSON, an escaped key or version) is an error, and the caller
+// decodes the answer whole.
+func answerVersion(body []byte) (string, error) {
+	s := &jsonScan{b: body}
+	for key := range s.members() {
+		if key != "metadata" {
+			s.skip()
+			continue
+		}
+		for k := range s.members() {
+			if k != "resourceVersion" {
+				s.skip()
+				continue
+			}
+			if rv := s.plainString(); rv != "" && s.err == nil {
+				return rv, nil
+			}
+			return "", errors.New("metadata.resourceVersion is not a plain, non-empty string")
+		}
+		break
+	}
+	if s.err != nil {
+		return "", s.err
+	}
+	return "", errors.New("no metadata.resourceVersion")
+}
+
+// jsonScan walks JSON without decoding it; the first thing it does not
+// expect sets err and ends every walk.
+type jsonScan struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (s *jsonScan) fail(what string) {
+	if s.err == nil {
+		s.err = fmt.Errorf("unexpected JSON at byte %d: %s", s.i, what)
+	}
+}
+
+func (s *jsonScan) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// members yields the keys of the object that starts here, the scanner
+// standing on each key's value; the caller reads or skips it.
+func (s *jsonScan) members() func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != '{' {
+			s.fail("want an object")
+			return
+		}
+		s.i++
+		for first := true; s.err == nil; first = false {
+			s.space()
+			if s.i < len(s.b) && s.b[s.i] == '}' && first {
+				s.i++
+				return
+			}
+			key := s.plainString()
+			s.space()
+			if s.err != nil || s.i >= len(s.b) || s.b[s.i] != ':' {
+				s.fail("want a key and a colon")
+				return
+			}
+			s.i++
+			if !yield(key) || s.err != nil {
+				return
+			}
+			s.space()
+			switch {
+			case s.i < len(s.b) && s.b[s.i] == ',':
+				s.i++
+			case s.i < len(s.b) && s.b[s.i] == '}':
+				s.i++
+				return
+			default:
+				s.fail("want a comma or the object's end")
+				return
+			}
+		}
+	}
+}
+
+// plainString reads a string with no escapes in it.
+func (s *jsonScan) plainString() string {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.fail("want a string")
+		return ""
+	}
+	end := bytes.IndexByte(s.b[s.i+1:], '"')
+	if end < 0 {
+		s.fail("unterminated string")
+		return ""
+	}
+	v := s.b[s.i+1 : s.i+1+end]
+	if bytes.IndexByte(v, '\\') >= 0 {
+		s.fail("escaped string")
+		return ""
+	}
+	s.i += end + 2
+	return string(v)
+}
+
+// skip steps over one value of any kind.
+func (s *jsonScan) skip() {
+	s.space()
+	depth := 0
+	for s.i < len(s.b) && s.err == nil {
+		c := s.b[s.i]
+		switch c {
+		case '"':
+			s.i++
+			for s.i < len(s.b) && s.b[s.i] != '"' {
+				if s.b[s.i] == '\\' {
+					s.i++
+				}
+				s.i++
+			}
+			if s.i >= len(s.b) {
+				s.fail("unterminated string")
+				return
+			}
+			s.i++
+		case '{', '[':
+			depth++
+			s.i++
+		case '}', ']':
+			if depth == 0 {
+				return // the end of the enclosing object: a value was missing
+			}
+			depth--
+			s.i++
+		case ',':
+			if depth == 0 {
+				return
+			}
+			s.i++
+		default:
+			s.i++
+		}
+		if depth == 0 && (c == '"' || c == '}' || c == ']') {
+			return
+		}
+	}
+	if depth != 0 {
+		s.fail("unterminated value")
+	}
+}

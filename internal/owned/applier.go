@@ -43,6 +43,10 @@ type Applier struct {
 	// types are the kinds listed to prune, remove and sweep: those given by
 	// WithTypes and every kind applied since.
 	types map[schema.GroupVersionKind]struct{}
+
+	// memory is what the Applier applied for each slice, so that an
+	// unchanged object is not applied again.
+	memory *memory
 }
 
 // Option configures an Applier.
@@ -86,7 +90,7 @@ func New(c client.Client, reader client.Reader, scheme *runtime.Scheme, class st
 	}
 	a := &Applier{
 		client: c, reader: reader, scheme: scheme, class: class, manager: fieldManager(class), swept: selectClass(class),
-		types: map[schema.GroupVersionKind]struct{}{},
+		types: map[schema.GroupVersionKind]struct{}{}, memory: newMemory(),
 	}
 	for _, opt := range opts {
 		if err := opt(a); err != nil {

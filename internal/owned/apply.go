@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -31,6 +32,11 @@ import (
 //     objects earlier applied for rs's UID that objs no longer holds are
 //     deleted (pruned). A partial failure prunes nothing.
 //
+// An object is not sent again when the Applier applied the same content for
+// rs before and the reader shows the object at the resourceVersion that
+// apply left (Report.Unchanged): nobody deleted or changed it since. See
+// memory.go.
+//
 // The objects in objs are not modified. The error joins the Report's
 // failures, each naming its object; errors.Is(err, ErrNotOurs) tells
 // whether any was refused as someone else's. The caller adds the slice and
@@ -41,17 +47,37 @@ func (a *Applier) Apply(ctx context.Context, rs *authv1beta1.ResourceSlice, objs
 		return Report{}, err
 	}
 	r := Report{Failed: p.failed}
+	// remembered is what the memory holds for rs once this call ends: the
+	// objects of the set now in place as applied. What failed or was
+	// refused is applied again next time.
+	remembered := make(map[Ref]appliedState, len(p.apply))
 	for _, d := range p.apply {
+		sum, err := contentSum(d.obj)
+		if err != nil {
+			r.fail(d.ref, err)
+			continue
+		}
+		if a.memory.unchanged(rs.UID, d.ref, sum, d.seen) {
+			r.Unchanged = append(r.Unchanged, d.ref)
+			remembered[d.ref] = appliedState{sum: sum, resourceVersion: d.seen}
+			continue
+		}
 		opts := []client.ApplyOption{client.FieldOwner(a.manager)}
 		if d.exists {
 			opts = append(opts, client.ForceOwnership)
 		}
+		// The server's answer is decoded into d.obj: its resourceVersion is
+		// the one the reader shows while nobody else touches the object.
 		if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(d.obj), opts...); err != nil {
 			r.fail(d.ref, fmt.Errorf("applying: %w", err))
 			continue
 		}
 		r.Applied = append(r.Applied, d.ref)
+		if rv := d.obj.GetResourceVersion(); rv != "" {
+			remembered[d.ref] = appliedState{sum: sum, resourceVersion: rv}
+		}
 	}
+	a.memory.replace(rs.UID, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}, remembered)
 	if len(r.Failed) == 0 {
 		r.Pruned = a.remove(ctx, p.stale, &r)
 	}
@@ -86,6 +112,9 @@ type desired struct {
 	// exists when the object is there already, ours: it is applied with
 	// ForceOwnership.
 	exists bool
+	// seen is the resourceVersion of the object as the reader shows it; ""
+	// when it was not found.
+	seen string
 }
 
 // plan is what Apply does, found without writing.
@@ -133,13 +162,14 @@ func (a *Applier) plan(ctx context.Context, rs *authv1beta1.ResourceSlice, objs 
 		kinds = append(kinds, d.ref.GVK)
 	}
 	listed := a.list(ctx, a.learn(kinds...), selectSlice(a.class, rs.UID), &r)
-	ours := map[Ref]bool{}
+	// ours holds the resourceVersion of each object of the slice's found.
+	ours := map[Ref]string{}
 	for i := range listed {
 		m := &listed[i]
 		if notOurs(a.class, rs.UID, m) != "" {
 			continue // claimed by another controller since: neither ours to apply nor to prune
 		}
-		ours[refOf(m)] = true
+		ours[refOf(m)] = m.ResourceVersion
 		if !wanted[refOf(m)] {
 			p.stale = append(p.stale, *m)
 		}
@@ -148,7 +178,7 @@ func (a *Applier) plan(ctx context.Context, rs *authv1beta1.ResourceSlice, objs 
 	// 3. An object no list found is new, or someone else's: get it.
 	apply := p.apply[:0]
 	for _, d := range p.apply {
-		d.exists = ours[d.ref]
+		d.seen, d.exists = ours[d.ref]
 		if !d.exists {
 			m, found, err := a.get(ctx, d.ref)
 			if err != nil {
@@ -160,7 +190,7 @@ func (a *Applier) plan(ctx context.Context, rs *authv1beta1.ResourceSlice, objs 
 					r.fail(d.ref, fmt.Errorf("%w: %s", ErrNotOurs, why))
 					continue
 				}
-				d.exists = true // ours, not yet in the lists (a cache lags)
+				d.exists, d.seen = true, m.ResourceVersion // ours, not yet in the lists (a cache lags)
 			}
 		}
 		apply = append(apply, d)

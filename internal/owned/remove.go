@@ -14,7 +14,8 @@ import (
 // objects; an empty uid, when the slice is gone and its UID unknown, selects
 // those of every slice that had that namespace and name. Objects of every
 // kind known (WithTypes, and those applied since New) are listed; a failed
-// list does not stop the others' deletion.
+// list does not stop the others' deletion. What the Applier remembers of
+// the slice's applies is forgotten.
 func (a *Applier) Remove(ctx context.Context, key types.NamespacedName, uid types.UID) (Report, error) {
 	if key.Namespace == "" || key.Name == "" {
 		return Report{}, fmt.Errorf("removing the owned objects of slice %q: a namespace and a name are needed", key)
@@ -23,6 +24,7 @@ func (a *Applier) Remove(ctx context.Context, key types.NamespacedName, uid type
 	if uid == "" {
 		sel = selectSliceName(a.class, key)
 	}
+	a.memory.forget(uid, key)
 	var r Report
 	found := a.list(ctx, a.learn(), sel, &r)
 	r.Deleted = a.remove(ctx, found, &r)
@@ -39,11 +41,13 @@ func (a *Applier) Remove(ctx context.Context, key types.NamespacedName, uid type
 // would delete what its reconcile just applied (until the next reconcile).
 //
 // Call it only once the slice cache has synced: before, every slice looks
-// gone and Sweep deletes every owned object.
+// gone and Sweep deletes every owned object. What the Applier remembers of
+// the applies of slices not live is forgotten.
 func (a *Applier) Sweep(ctx context.Context, live func(types.UID) bool) (Report, error) {
 	if live == nil {
 		return Report{}, errors.New("sweeping owned objects: nil live function")
 	}
+	a.memory.forgetUnless(live)
 	var r Report
 	var gone []metav1.PartialObjectMetadata
 	for _, m := range a.list(ctx, a.learn(), a.swept, &r) {

@@ -77,6 +77,10 @@ func (f Failure) Unwrap() error { return f.Err }
 type Report struct {
 	// Applied lists the objects applied, in the order given.
 	Applied []Ref
+	// Unchanged lists the objects of the set not applied again, in the
+	// order given: the Applier applied the same content before and the
+	// object is still as that apply left it (Apply only).
+	Unchanged []Ref
 	// Pruned lists the objects of the slice deleted because the set no
 	// longer holds them (Apply, Plan), sorted.
 	Pruned []Ref
