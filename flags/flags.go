@@ -39,10 +39,23 @@ type Values struct {
 	// DecisionEvents is --decision-events (all, denied or none), for every
 	// served class.
 	DecisionEvents resourceslice.DecisionEvents
-	// Kubeconfig is --kubeconfig.
+	// Kubeconfig is --kubeconfig. When the flag set already had a
+	// --kubeconfig (controller-runtime's, on flag.CommandLine), Bind leaves
+	// it in place and RESTConfig reads it if Kubeconfig is "".
 	Kubeconfig string
 	// Zap holds the --zap-* logging flags.
 	Zap zap.Options
+
+	// kubeconfigFlag is a --kubeconfig defined before Bind, if any.
+	kubeconfigFlag flag.Value
+}
+
+// kubeconfig is --kubeconfig, wherever it was defined.
+func (v Values) kubeconfig() string {
+	if v.Kubeconfig == "" && v.kubeconfigFlag != nil {
+		return v.kubeconfigFlag.String()
+	}
+	return v.Kubeconfig
 }
 
 // ClassList is a repeatable, comma-separated --class-name flag.
@@ -91,7 +104,14 @@ func (v *Values) Bind(fs *flag.FlagSet) {
 		}
 		return err
 	})
-	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
+	if f := fs.Lookup("kubeconfig"); f != nil {
+		// controller-runtime defines --kubeconfig on flag.CommandLine when
+		// its config package is linked in: share that flag rather than
+		// panic on a second definition.
+		v.kubeconfigFlag = f.Value
+	} else {
+		fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
+	}
 	v.Zap = zap.Options{Development: true}
 	v.Zap.BindFlags(fs)
 }

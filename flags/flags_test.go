@@ -213,3 +213,20 @@ current-context: x
 	assert.Equal(t, "https://example.invalid:6443", cfg.Host)
 	assert.Equal(t, float32(-1), cfg.QPS, "client-side rate limiting is off, as with controller-runtime's GetConfig")
 }
+
+// A main that binds on flag.CommandLine meets controller-runtime's own
+// --kubeconfig there: Bind shares it instead of panicking, and RESTConfig
+// reads it.
+func TestBindBesideControllerRuntimesKubeconfig(t *testing.T) {
+	withoutKubeconfig(t)
+	fs := flag.NewFlagSet("main", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	theirs := fs.String("kubeconfig", "", "controller-runtime's")
+	v := flags.Bind(fs)
+	missing := filepath.Join(t.TempDir(), "nope")
+	require.NoError(t, fs.Parse([]string{"--kubeconfig=" + missing, "--class-name=gold"}))
+	assert.Equal(t, missing, *theirs)
+	_, err := v.RESTConfig()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--kubeconfig "+missing, "the shared flag is read")
+}

@@ -21,7 +21,7 @@ import (
 // rate limit, as with GetConfig: the API server's priority and fairness
 // protects it.
 func (v Values) RESTConfig() (*rest.Config, error) {
-	cfg, err := loadConfig(v.Kubeconfig)
+	cfg, err := loadConfig(v.kubeconfig())
 	if err != nil {
 		return nil, err
 	}
