@@ -108,7 +108,7 @@ func templateCapped(caps corev1.ResourceList) handler.Func {
 }
 
 func setupPorted(mgr ctrl.Manager, class string) error {
-	caps, err := cappedresources.ParseCaps("cpu=4,memory=8Gi,pods=110,ephemeral-storage=20Gi")
+	caps, err := flags.ParseResourceList("cpu=4,memory=8Gi,pods=110,ephemeral-storage=20Gi")
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func (o *options) complete() error {
 		return errors.New("--cap is required with --class-name: the capped policy offers only the resources it has a cap for")
 	}
 	if o.SharedBudget != "" {
-		total, err := cappedresources.ParseCaps(o.SharedBudget)
+		total, err := sdkflags.ParseResourceList(o.SharedBudget)
 		if err != nil {
 			return fmt.Errorf("--budget: %w", err)
 		}
