@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"bytes"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -259,7 +260,9 @@ func TestClassesForms(t *testing.T) {
 		var logged bytes.Buffer
 		log.SetOutput(&logged)
 		objs := render(t, "liqo", tc.values)
+		notes := renderFiles(t, "liqo", tc.values)["sliceclass-manager/templates/NOTES.txt"]
 		log.SetOutput(os.Stderr)
+		assert.Contains(t, notes, fmt.Sprintf("serves %d class(es)", len(tc.want)), "%s: NOTES.txt counts the classes", tc.reason)
 		assert.NotContains(t, logged.String(), "skipped value", tc.reason)
 		assert.NotContains(t, logged.String(), "Not a table", tc.reason)
 
