@@ -34,7 +34,7 @@ chart-test:
 	@assets="$$(hack/envtest.sh)" && cd charts/sliceclass-manager/test && $(GO) vet ./... && \
 		KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 $(GO) test -count=1 -timeout 10m ./...
 
-## image: the example manager as an OCI image tarball, $(IMAGE_TAR), tagged $(IMAGE) (the Helm chart's
+## image: the example manager (IMAGE_PKG) as an OCI image tarball, $(IMAGE_TAR), tagged $(IMAGE) (the Helm chart's
 ## default image), loadable with docker/podman load or kind load image-archive. A static binary packed by
 ## hack/image (its own module): no container daemon, no network beyond the Go module proxy, fixed
 ## timestamps (SOURCE_DATE_EPOCH, default 0), so one source tree gives one digest. Prints "IMAGE DIGEST".
@@ -42,11 +42,14 @@ IMAGE ?= sliceclass-manager:dev
 IMAGE_TAR ?= bin/sliceclass-manager.tar
 IMAGE_BIN ?= bin/image/manager
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+## IMAGE_PKG is the main package packed (default: the example manager). Your own manager, from your
+## module's root, the same way: go run github.com/sliceclass/sliceclass/hack/image@latest -build ./cmd/manager
+## -tag my-manager:v1 -out my-manager.tar (docs/deploying.md).
+IMAGE_PKG ?= ./examples/manager
 image:
 	@mkdir -p $(dir $(abspath $(IMAGE_BIN))) $(dir $(abspath $(IMAGE_TAR)))
-	@CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false -ldflags "-s -w -buildid=" \
-		-o $(abspath $(IMAGE_BIN)) ./examples/manager
-	@cd hack/image && $(GO) run . -binary $(abspath $(IMAGE_BIN)) -arch $(IMAGE_ARCH) -tag $(IMAGE) -out $(abspath $(IMAGE_TAR))
+	@cd hack/image && $(GO) run . -build $(IMAGE_PKG) -dir $(CURDIR) -binary $(abspath $(IMAGE_BIN)) \
+		-arch $(IMAGE_ARCH) -tag $(IMAGE) -out $(abspath $(IMAGE_TAR))
 
 ## image-check: the image packer's tests, then two builds of the image (binary and all) that must give
 ## one digest and byte-identical tarballs.

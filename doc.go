@@ -50,6 +50,14 @@
 //   - testing/controlplane: starts a real kube-apiserver and etcd with the
 //     Liqo CRDs installed, for integration tests; testing/controlplane/
 //     install-envtest builds their binaries from source.
+//   - testing/envkit: what an integration test of your manager needs on that
+//     control plane: start and stop the manager, waits that say what they
+//     wait for, Ready nodes, tenant namespaces and Tenants, and Liqo's own
+//     QuotaCreator beside your classes.
+//   - flags: the standard manager command line (classes, metrics, probes,
+//     leader election, decision events, class Leases, logging) that the Helm
+//     chart renders, bound in one call from your main; and the parser for
+//     resource lists given as flags.
 //   - examples: policies to start from (cappedresources, pool, gpupool), the
 //     example manager binary with its flags package and classes file
 //     (examples/manager, deployed by the Helm chart in charts/), and a
@@ -60,5 +68,9 @@
 //
 // Use [github.com/sliceclass/sliceclass/testing.Run] with a slice built by
 // [github.com/sliceclass/sliceclass/testing.NewSlice]; assert on the returned
-// decision, resources, events and number of API writes.
+// decision, resources, events and number of API writes. On a real API
+// server, start your manager with
+// [github.com/sliceclass/sliceclass/testing/envkit.StartManager]. The
+// README and docs/ walk through each step, from a handler to deploying your
+// own manager with the chart.
 package sliceclass

@@ -1,14 +1,11 @@
 package sliceclass_test
 
-// The README's Go snippets, verbatim, so that they compile and run;
-// TestREADMESnippetsCompile fails when a snippet in README.md is not in
-// this file.
+// The Go snippets of README.md and docs/*.md, verbatim, so that they
+// compile and run; TestDocSnippetsCompile (docs_test.go) fails when a
+// snippet is neither here nor in docs_test.go.
 
 import (
 	"context"
-	"os"
-	"regexp"
-	"strings"
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -122,18 +119,3 @@ func TestGoldWithABudget(t *testing.T) {
 var _ = setup
 var _ = setupBudget
 var _ = setupGPU
-
-// TestREADMESnippetsCompile checks that every Go snippet in README.md is in
-// this file, so a snippet that does not compile fails the build.
-func TestREADMESnippetsCompile(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	self, err := os.ReadFile("readme_test.go")
-	require.NoError(t, err)
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
-	require.NotEmpty(t, blocks, "README.md has Go snippets")
-	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
-	for _, b := range blocks {
-		assert.Contains(t, norm(string(self)), norm(b[1]), "README snippet is not in readme_test.go:\n%s", b[1])
-	}
-}

@@ -13,5 +13,8 @@
 // belong in integration tests on a real control plane (package
 // github.com/sliceclass/sliceclass/testing/controlplane). There, CreateAsLiqo
 // and Authenticate play Liqo's part on the provider, and WaitForDecision
-// waits for the class controller's answer.
+// waits for the class controller's answer; package
+// github.com/sliceclass/sliceclass/testing/envkit starts your manager on it,
+// waits with a message, and makes the cluster around the slices (Ready
+// nodes, tenant namespaces and Tenants, Liqo's QuotaCreator).
 package slicetest

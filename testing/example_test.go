@@ -16,10 +16,10 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // policy grants up to 8 CPUs and denies the rest.
@@ -77,7 +77,7 @@ func ExampleNew() {
 // serveGold stands for your test's setup: a manager on the control plane
 // serving class gold with policy, stopped when the test ends.
 func serveGold(t *testing.T, cp *controlplane.ControlPlane) {
-	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+	envkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "gold", policy)
 	})
 }

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/handler"
 )
 
@@ -79,31 +80,16 @@ func checkCap(q resource.Quantity) error {
 // Quantity holds exactly.
 var maxCap = *resource.NewQuantity(math.MaxInt64, resource.DecimalSI)
 
-// ParseCaps parses "cpu=4,memory=8Gi,pods=110" into a ResourceList.
+// ParseCaps parses "cpu=4,memory=8Gi,pods=110" into caps, as
+// flags.ParseResourceList does (the SDK's parser for resource lists on a
+// command line): it refuses malformed entries, negative caps, caps beyond
+// what a Quantity holds exactly, and a resource capped twice.
 func ParseCaps(s string) (corev1.ResourceList, error) {
-	out := corev1.ResourceList{}
-	if strings.TrimSpace(s) == "" {
-		return out, nil
+	caps, err := flags.ParseResourceList(s)
+	if err != nil {
+		return nil, fmt.Errorf("caps: %w", err)
 	}
-	for _, kv := range strings.Split(s, ",") {
-		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-		if !ok || name == "" || value == "" {
-			return nil, fmt.Errorf("cap %q: want name=quantity, e.g. cpu=4", kv)
-		}
-		q, err := resource.ParseQuantity(value)
-		if err != nil {
-			return nil, fmt.Errorf("cap %q: %w", kv, err)
-		}
-		if err := checkCap(q); err != nil {
-			return nil, fmt.Errorf("cap %q: %w", kv, err)
-		}
-		if _, dup := out[corev1.ResourceName(name)]; dup {
-			return nil, fmt.Errorf("cap for %s given twice", name)
-		}
-		out[corev1.ResourceName(name)] = q
-	}
-	return out, nil
+	return caps, nil
 }
 
 // Handle grants each requested resource that has a cap, up to its cap, and

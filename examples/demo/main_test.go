@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 func TestDemo(t *testing.T) {
-	testkit.SkipWithoutControlPlane(t) // run starts one
+	envkit.SkipWithoutControlPlane(t) // run starts one
 	var out bytes.Buffer
 	require.NoError(t, run(io.Discard, &out), out.String())
 	for _, want := range []string{"ResourcesCapped", "TenantDrained", "BudgetExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided", "2 slices: 2 Accepted, 0 Denied, 0 undecided",

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -19,9 +18,9 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/gpupool"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // On a real API server, with the pool sized from two GPU Nodes created
@@ -36,9 +35,11 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 	const ns = slicetest.DefaultNamespace
 	require.NoError(t, cp.CreateNamespace(ctx, ns))
 	for _, name := range []string{"gpu-a", "gpu-b"} {
-		require.NoError(t, createNode(ctx, cp.Client, name, map[string]string{"pool": "gpu"}, "2"))
+		_, err := envkit.CreateNode(ctx, cp.Client, name, nodeResources("2"), envkit.WithNodeLabels(map[string]string{"pool": "gpu"}))
+		require.NoError(t, err)
 	}
-	require.NoError(t, createNode(ctx, cp.Client, "cpu-only", map[string]string{"pool": "cpu"}, "0"), "a node outside the pool")
+	_, err := envkit.CreateNode(ctx, cp.Client, "cpu-only", nodeResources("0"), envkit.WithNodeLabels(map[string]string{"pool": "cpu"}))
+	require.NoError(t, err, "a node outside the pool")
 	var names []string
 	for i := range 3 {
 		s := slicetest.NewSlice(fmt.Sprintf("train-%d", i), slicetest.WithClass(class), slicetest.WithRequest(gpupool.GPU, "1"))
@@ -47,7 +48,7 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 	}
 
 	var pool *budget.Budget
-	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+	envkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		pool, err = budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
 			budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
@@ -60,7 +61,7 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 	})
 
 	decided := map[string]*authv1beta1.ResourceSlice{}
-	testkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "the 3 slices decided", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "the 3 slices decided", func() bool {
 		for _, n := range names {
 			var rs authv1beta1.ResourceSlice
 			require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &rs))
@@ -94,25 +95,11 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 	assert.Equal(t, 1, limited, "the third slice waits at the consumer's limit")
 }
 
-// createNode creates a Ready node labelled lbls, with gpus GPUs, 32 CPUs
-// and 128Gi allocatable: a node's status is written through its
-// subresource, as the kubelet does.
-func createNode(ctx context.Context, c client.Client, name string, lbls map[string]string, gpus string) error {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
-	if err := c.Create(ctx, n); err != nil {
-		return err
-	}
-	capacity := corev1.ResourceList{
+// nodeResources is the allocatable of a node with gpus GPUs, 32 CPUs and
+// 128Gi.
+func nodeResources(gpus string) corev1.ResourceList {
+	return corev1.ResourceList{
 		gpupool.GPU: resource.MustParse(gpus), corev1.ResourceCPU: resource.MustParse("32"),
 		corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110"),
 	}
-	n.Status = corev1.NodeStatus{
-		Capacity: capacity, Allocatable: capacity,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	if err := c.Status().Update(ctx, n); err != nil {
-		return fmt.Errorf("writing node %s's status: %w", name, err)
-	}
-	return nil
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/gpupool"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 const class = "gpu"
@@ -29,7 +29,7 @@ func newPool(t *testing.T, opts ...budget.Option) *budget.Budget {
 		budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
 		budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}),
 	}, opts...)
-	pool, err := budget.NewNodePool(testkit.UnreachableManager(t), "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}), opts...)
+	pool, err := budget.NewNodePool(envkit.UnreachableManager(t), "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}), opts...)
 	require.NoError(t, err)
 	return pool
 }
@@ -89,9 +89,9 @@ func TestPolicy(t *testing.T) {
 func TestPolicySetupErrors(t *testing.T) {
 	plain, err := budget.New("plain", list("nvidia.com/gpu", "8"))
 	require.NoError(t, err)
-	noGPU, err := budget.NewNodePool(testkit.UnreachableManager(t), "cpu", labels.SelectorFromSet(labels.Set{"pool": "cpu"}))
+	noGPU, err := budget.NewNodePool(envkit.UnreachableManager(t), "cpu", labels.SelectorFromSet(labels.Set{"pool": "cpu"}))
 	require.NoError(t, err)
-	notKeyValue, err := budget.NewNodePool(testkit.UnreachableManager(t), "gpu", labels.SelectorFromSet(nil).Add(exists(t, "gpu")),
+	notKeyValue, err := budget.NewNodePool(envkit.UnreachableManager(t), "gpu", labels.SelectorFromSet(nil).Add(exists(t, "gpu")),
 		budget.WithResources(gpupool.GPU))
 	require.NoError(t, err)
 	for name, pool := range map[string]*budget.Budget{"not a node pool": plain, "no GPU counted": noGPU, "selector not key=value": notKeyValue} {

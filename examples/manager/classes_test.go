@@ -131,10 +131,10 @@ classes:
 func TestParseFlagsClassesFile(t *testing.T) {
 	o, err := parseFlags([]string{"--classes-file", "/etc/classes.yaml", "--cap", "cpu=2"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, "sliceclass-classes-file", o.leaderElectionName(), "the file's classes change while the lease is held")
+	assert.Equal(t, "sliceclass-classes-file", o.LeaderElectionName(), "the file's classes change while the lease is held")
 	o, err = parseFlags([]string{"--classes-file", "/etc/classes.yaml", "--leader-election-id", "mine"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, "mine", o.leaderElectionName())
+	assert.Equal(t, "mine", o.LeaderElectionName())
 	_, err = parseFlags([]string{"--classes-file", "/etc/classes.yaml", "--class-name", "gold"}, io.Discard)
 	assert.Error(t, err, "--class-name and --classes-file are exclusive")
 }

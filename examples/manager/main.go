@@ -33,18 +33,11 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/user"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -53,19 +46,16 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/examples/grantrecords"
 	"github.com/sliceclass/sliceclass/examples/manager/flags"
+	sdkflags "github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
@@ -82,21 +72,8 @@ type options struct {
 
 // complete checks the parsed values and fills the fields derived from them.
 func (o *options) complete() error {
-	switch {
-	case len(o.ClassNames) == 0 && o.ClassesFile == "":
-		return errors.New("at least one --class-name, or --classes-file, is required")
-	case len(o.ClassNames) > 0 && o.ClassesFile != "":
-		return errors.New("--class-name and --classes-file are exclusive: list the classes in the file")
-	}
-	seen := map[string]bool{}
-	for _, c := range o.ClassNames {
-		if err := resourceslice.ValidateClass(c); err != nil {
-			return err
-		}
-		if seen[c] {
-			return fmt.Errorf("class %q given twice", c)
-		}
-		seen[c] = true
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	caps, err := cappedresources.ParseCaps(o.Cap)
 	if err != nil {
@@ -107,16 +84,13 @@ func (o *options) complete() error {
 		return errors.New("--cap is required with --class-name: the capped policy offers only the resources it has a cap for")
 	}
 	if o.SharedBudget != "" {
-		total, err := cappedresources.ParseCaps(o.SharedBudget)
+		total, err := sdkflags.ParseResourceList(o.SharedBudget)
 		if err != nil {
 			return fmt.Errorf("--budget: %w", err)
 		}
 		if o.budget, err = budget.New("manager", total); err != nil {
 			return fmt.Errorf("--budget: %w", err)
 		}
-	}
-	if o.MaxConcurrentReconciles < 1 {
-		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
 	return nil
 }
@@ -140,105 +114,6 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return o, o.complete()
-}
-
-// leaseName derives the leader-election lease from the served classes, so
-// managers serving different class sets do not contend for one lease.
-func leaseName(classes []string) string {
-	sorted := append([]string(nil), classes...)
-	sort.Strings(sorted)
-	joined := strings.ToLower(strings.Join(sorted, "-"))
-	name := "sliceclass-" + strings.NewReplacer("_", "-", ".", "-").Replace(joined)
-	if len(name) <= 63 && strings.Trim(name, "-") == name {
-		return name
-	}
-	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
-	return "sliceclass-" + hex.EncodeToString(sum[:])[:16]
-}
-
-// leaderElectionName is --leader-election-id, or a name derived from the
-// served classes: from --class-name, or fixed with --classes-file, whose
-// classes change while the lease is held.
-func (o options) leaderElectionName() string {
-	switch {
-	case o.LeaderElectionID != "":
-		return o.LeaderElectionID
-	case o.ClassesFile != "":
-		return "sliceclass-classes-file"
-	}
-	return leaseName(o.ClassNames)
-}
-
-// restConfig finds the API server as controller-runtime's GetConfig does
-// (--kubeconfig, then KUBECONFIG, then in-cluster config, then
-// ~/.kube/config) but logs nothing: when there is no configuration at all it
-// returns one error line saying where it looked and what to set.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	cfg, err := loadConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.QPS == 0 {
-		// No client-side rate limit, as with controller-runtime's GetConfig:
-		// the API server's priority and fairness protects it.
-		cfg.QPS = -1
-	}
-	return cfg, nil
-}
-
-// loadConfig is restConfig without the QPS default.
-func loadConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
-	var paths []string
-	if env != "" {
-		paths = filepath.SplitList(env)
-	} else {
-		cfg, err := rest.InClusterConfig()
-		if err == nil {
-			return cfg, nil
-		}
-		if !errors.Is(err, rest.ErrNotInCluster) {
-			return nil, fmt.Errorf("loading the in-cluster config: %w", err)
-		}
-		paths = []string{filepath.Join(homeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
-	}
-	rules := &clientcmd.ClientConfigLoadingRules{Precedence: paths}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", strings.Join(paths, string(filepath.ListSeparator)), err)
-	}
-	if clientcmdapi.IsConfigEmpty(raw) {
-		where := "in " + strings.Join(paths, ", ")
-		if env != "" {
-			where = "in KUBECONFIG=" + env
-		} else {
-			where += ", and not running in a cluster"
-		}
-		return nil, fmt.Errorf("no kubeconfig found (%s): pass --kubeconfig PATH or set KUBECONFIG", where)
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", strings.Join(paths, string(filepath.ListSeparator)), err)
-	}
-	return cfg, nil
-}
-
-// homeDir is $HOME, or the user's home directory when HOME is unset.
-func homeDir() string {
-	if h := os.Getenv("HOME"); h != "" {
-		return h
-	}
-	if u, err := user.Current(); err == nil {
-		return u.HomeDir
-	}
-	return ""
 }
 
 // managerOptions returns the manager's options. Its scheme holds only the
@@ -275,17 +150,10 @@ func managerOptions(o options) (manager.Options, error) {
 			return manager.Options{}, err
 		}
 	}
-	opts := manager.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress:  o.HealthProbeBindAddress,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        o.leaderElectionName(),
-		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		Cache: cache.Options{
-			ReaderFailOnMissingInformer: true,
-			DefaultTransform:            cache.TransformStripManagedFields(),
-		},
+	opts := o.ManagerOptions(scheme)
+	opts.Cache = cache.Options{
+		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            cache.TransformStripManagedFields(),
 	}
 	resourceslice.TrimCache(&opts.Cache)
 	return opts, nil
@@ -303,13 +171,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	}
 	// The options every class is served with, from --class-name or from
 	// the file (the class set's defaults).
-	copts := []resourceslice.Option{
-		resourceslice.WithMaxConcurrentReconciles(o.MaxConcurrentReconciles),
-		resourceslice.WithDecisionEvents(o.DecisionEvents),
-	}
-	if o.ClassLeaseNamespace != "" {
-		copts = append(copts, resourceslice.WithClassLease(o.ClassLeaseNamespace))
-	}
+	copts := o.ClassOptions()
 	if o.ClassesFile != "" {
 		set, err := resourceslice.NewClassSet(mgr, copts...)
 		if err != nil {
@@ -338,15 +200,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("cache-synced", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return errors.New("cache not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := sdkflags.AddProbes(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -412,11 +266,11 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(2, err)
 	}
-	cfg, err := restConfig(o.Kubeconfig)
+	cfg, err := o.RESTConfig()
 	if err != nil {
 		return fail(1, err)
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(stderr)))
+	ctrl.SetLogger(o.Logger(zap.WriteTo(stderr)))
 	if err := run(ctx, o, cfg); err != nil {
 		return fail(1, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,43 +136,6 @@ func TestNoKubeconfigPrintsOneLine(t *testing.T) {
 	assert.NotContains(t, out, "KUBERNETES_MASTER")
 }
 
-func TestKubeconfigNotFound(t *testing.T) {
-	withoutKubeconfig(t)
-	missing := filepath.Join(t.TempDir(), "nope")
-
-	t.Run("KUBECONFIG names missing files", func(t *testing.T) {
-		t.Setenv("KUBECONFIG", missing)
-		_, err := restConfig("")
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "KUBECONFIG="+missing)
-		assert.Contains(t, err.Error(), "--kubeconfig")
-	})
-	t.Run("--kubeconfig names a missing file", func(t *testing.T) {
-		_, err := restConfig(missing)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "--kubeconfig "+missing)
-		assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
-	})
-}
-
-func TestRestConfigReadsHomeKubeconfig(t *testing.T) {
-	home := withoutKubeconfig(t)
-	dir := filepath.Join(home, ".kube")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	const kubeconfig = `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://example.invalid:6443"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config"), []byte(kubeconfig), 0o600))
-	cfg, err := restConfig("")
-	require.NoError(t, err)
-	assert.Equal(t, "https://example.invalid:6443", cfg.Host)
-	assert.Equal(t, float32(-1), cfg.QPS, "client-side rate limiting is off, as with controller-runtime's GetConfig")
-}
-
 func TestManagerOptionsCacheOnlyWhatIsRead(t *testing.T) {
 	o, err := parseFlags([]string{"--class-name", "gold", "--cap", "cpu=4"}, io.Discard)
 	require.NoError(t, err)
@@ -281,7 +242,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == leaseName(o.ClassNames) {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Kind == "Lease" && e.InvolvedObject.Name == o.LeaderElectionName() {
 				return true, nil
 			}
 		}
@@ -296,16 +257,6 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("manager did not stop")
 	}
-}
-
-func TestLeaseName(t *testing.T) {
-	a, b := leaseName([]string{"silver", "gold"}), leaseName([]string{"gold", "silver"})
-	assert.Equal(t, a, b, "lease name must not depend on flag order")
-	long := leaseName([]string{strings.Repeat("x", 60), strings.Repeat("y", 60)})
-	for _, n := range []string{a, long, leaseName([]string{"gold_1.a"})} {
-		assert.Empty(t, validation.IsDNS1123Label(n), "lease name %q is not a valid DNS label", n)
-	}
-	assert.NotEqual(t, leaseName([]string{"gold"}), leaseName([]string{"silver"}), "different class sets must get different leases")
 }
 
 // --grant-records-namespace gives each accepted slice of a --class-name

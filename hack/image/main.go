@@ -1,18 +1,29 @@
-// Command image packs the example manager's binary into an OCI image,
-// without a container daemon and without any network: one layer holding
-// the binary and an /etc/passwd naming its non-root user, on an empty base,
-// with every timestamp fixed. The same binary gives the same image digest,
-// wherever and whenever it is packed.
+// Command image packs a manager's binary into an OCI image, without a
+// container daemon and without any network: one layer holding the binary
+// and an /etc/passwd naming its non-root user, on an empty base, with every
+// timestamp fixed. The same binary gives the same image digest, wherever
+// and whenever it is packed.
 //
 //	image -binary bin/image/manager -tag sliceclass-manager:dev -out bin/sliceclass-manager.tar
 //
-// The tarball loads with `docker load`, `podman load` or `kind load
+// With -build it first builds the binary itself, from a main package of the
+// module in -dir (default: the working directory), as `make image` builds
+// the example manager: static (CGO_ENABLED=0), for linux/-arch, with
+// -trimpath, -buildvcs=false and -ldflags "-s -w -buildid=", so that one
+// source tree gives one digest. From your own module's root, your manager
+// in one line:
+//
+//	go run github.com/sliceclass/sliceclass/hack/image@latest -build ./cmd/manager -tag my-manager:v1 -out my-manager.tar
+//
+// (-binary then names where the built binary is kept; by default it is
+// not.) The tarball loads with `docker load`, `podman load` or `kind load
 // image-archive`; the command prints the image reference and its digest.
 // SOURCE_DATE_EPOCH, when set, is the timestamp of the image and its files
 // (default: 0, the Unix epoch).
 //
 // It is a module of its own (hack/image/go.mod), so that
-// go-containerregistry stays out of the SDK's go.mod.
+// go-containerregistry stays out of the SDK's go.mod, and so that `go run
+// ...@version` works from any module.
 package main
 
 import (
@@ -23,6 +34,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,15 +68,17 @@ func main() {
 // run parses args, builds the image and writes the tarball.
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	binary := fs.String("binary", "", "the static manager binary to pack (required)")
+	binary := fs.String("binary", "", "the static manager binary to pack (required without -build); with -build, where to keep the built binary")
+	pkg := fs.String("build", "", "build this main package (e.g. ./cmd/manager) of the module in -dir first, reproducibly, and pack it")
+	dir := fs.String("dir", ".", "with -build: the directory of the module to build in")
 	tag := fs.String("tag", "sliceclass-manager:dev", "the image's reference, written into the tarball")
 	out := fs.String("out", "", "the tarball to write (required)")
 	arch := fs.String("arch", "amd64", "the binary's GOARCH")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *binary == "" || *out == "" {
-		return errors.New("-binary and -out are required")
+	if (*binary == "" && *pkg == "") || *out == "" {
+		return errors.New("-out, and -binary or -build, are required")
 	}
 	ref, err := name.NewTag(*tag)
 	if err != nil {
@@ -72,6 +87,13 @@ func run(args []string, stdout io.Writer) error {
 	epoch, err := sourceDate()
 	if err != nil {
 		return err
+	}
+	if *pkg != "" {
+		built, err := buildBinary(*dir, *pkg, *arch, *binary)
+		if err != nil {
+			return err
+		}
+		*binary = built
 	}
 	bin, err := os.ReadFile(*binary)
 	if err != nil {
@@ -90,6 +112,31 @@ func run(args []string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "%s %s\n", ref.String(), digest)
 	return err
+}
+
+// buildBinary builds the main package pkg of the module in dir for
+// linux/arch, static and reproducible, into keep (a temporary file when
+// keep is ""), and returns the binary's path.
+func buildBinary(dir, pkg, arch, keep string) (string, error) {
+	out := keep
+	if out == "" {
+		tmp, err := os.MkdirTemp("", "sliceclass-image-")
+		if err != nil {
+			return "", err
+		}
+		out = filepath.Join(tmp, "manager")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid=", "-o", abs, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s in %s: %w\n%s", pkg, dir, err, msg)
+	}
+	return abs, nil
 }
 
 // sourceDate is SOURCE_DATE_EPOCH, or the Unix epoch.
@@ -123,7 +170,7 @@ func build(bin []byte, arch string, epoch time.Time) (v1.Image, error) {
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{
 		Layer:   layer,
-		History: v1.History{Created: created, CreatedBy: "sliceclass hack/image: the example manager"},
+		History: v1.History{Created: created, CreatedBy: "sliceclass hack/image"},
 	})
 	if err != nil {
 		return nil, err

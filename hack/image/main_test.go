@@ -121,3 +121,51 @@ func TestImageContent(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildFromAModule builds a main package of a module of its own (as a
+// user's would be) twice, from two copies of the module in different
+// directories, and expects one digest: the build is reproducible, not
+// tied to where the source lies. -binary keeps the built binary.
+func TestBuildFromAModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	var outs [2]string
+	for i := range outs {
+		mod := filepath.Join(t.TempDir(), "mod"+string(rune('a'+i)))
+		if err := os.MkdirAll(filepath.Join(mod, "cmd", "manager"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{
+			"go.mod":              "module example.com/mine\n\ngo 1.22\n",
+			"cmd/manager/main.go": "package main\n\nfunc main() { println(\"mine\") }\n",
+		}
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(mod, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kept := filepath.Join(mod, "bin", "manager")
+		var stdout bytes.Buffer
+		err := run([]string{"-build", "./cmd/manager", "-dir", mod, "-binary", kept,
+			"-out", filepath.Join(mod, "image.tar"), "-tag", "mine:v1"}, &stdout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("-binary: the built binary is not kept: %v", err)
+		}
+		outs[i] = stdout.String()
+	}
+	if outs[0] != outs[1] {
+		t.Fatalf("one source, two images:\n%s%s", outs[0], outs[1])
+	}
+	if !strings.HasPrefix(outs[0], "mine:v1 sha256:") {
+		t.Errorf("want the reference and the digest, got %q", outs[0])
+	}
+
+	err := run([]string{"-build", "./nope", "-dir", t.TempDir(), "-out", filepath.Join(t.TempDir(), "x.tar")}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "go build ./nope") {
+		t.Errorf("a failing build names the package, got %v", err)
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
-	quotacreator "github.com/liqotech/liqo/pkg/liqo-controller-manager/quotacreator-controller"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // Watcher checks, at every slice or Quota event in one namespace, that the
@@ -155,12 +155,9 @@ func (w *Watcher) Check(t *testing.T) {
 	t.Logf("grant watcher: %d events, peak granted %s of %s CPU", w.events, w.peak.String(), w.limit.String())
 }
 
-// RunLiqoQuotas registers Liqo v1.2.0's own QuotaCreatorReconciler in mgr,
-// as the provider's liqo-controller-manager runs it: a Quota (Hard limits)
-// for each Accepted replicated slice, which is what the grants a Watcher
-// checks are made of.
+// RunLiqoQuotas registers Liqo v1.2.0's own QuotaCreatorReconciler in mgr
+// (envkit.AddLiqoQuotaCreator): a Quota (Hard limits) for each Accepted
+// replicated slice, which is what the grants a Watcher checks are made of.
 func RunLiqoQuotas(mgr manager.Manager) error {
-	r := quotacreator.NewQuotaCreatorReconciler(mgr.GetClient(), mgr.GetScheme(),
-		mgr.GetEventRecorderFor("liqo-quotacreator"), offloadingv1beta1.HardLimitsEnforcement) //nolint:staticcheck // Liqo's constructor takes the old recorder
-	return r.SetupWithManager(mgr)
+	return envkit.AddLiqoQuotaCreator(mgr)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
-// cp is the control plane of the manager tests; the waits' tests need none.
+// cp is the control plane of the package's tests.
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {

@@ -36,3 +36,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The mounted classes file (a directory mount: see deployment.yaml). */}}
 {{- define "sliceclass-manager.classesDir" -}}/etc/sliceclass{{- end -}}
+
+{{/*
+The rbac.ownedTypes rules split by verb, as a YAML list: with "reads" true,
+each rule's get, list and watch (all three for "*"); else its other verbs.
+A rule left with no verb is dropped.
+*/}}
+{{- define "sliceclass-manager.ownedRules" -}}
+{{- $readVerbs := list "get" "list" "watch" }}
+{{- $out := list }}
+{{- range .rules }}
+{{- $verbs := list }}
+{{- range .verbs }}
+{{- if $.reads }}
+{{- if eq . "*" }}{{ $verbs = concat $verbs $readVerbs }}{{ else if has . $readVerbs }}{{ $verbs = append $verbs . }}{{ end }}
+{{- else if not (has . $readVerbs) }}
+{{- $verbs = append $verbs . }}
+{{- end }}
+{{- end }}
+{{- if $verbs }}
+{{- $out = append $out (set (omit . "verbs") "verbs" (uniq $verbs)) }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end -}}

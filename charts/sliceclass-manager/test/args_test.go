@@ -1,6 +1,11 @@
 package charttest
 
 import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sliceclass/sliceclass/examples/manager/flags"
+	sdkflags "github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -113,11 +119,15 @@ func TestDefaultArgs(t *testing.T) {
 	assert.Equal(t, ":"+strconv.Itoa(int(port(t, c, "probes"))), v.HealthProbeBindAddress)
 
 	classes := classesMount(t, objs, d, c, v.ClassesFile)
-	var specs []map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(classes), &specs))
-	require.Len(t, specs, 1, "one default class")
-	assert.Equal(t, "gold", specs[0]["name"])
-	assert.NotEmpty(t, specs[0]["caps"], "the default class has caps of its own")
+	var file struct {
+		Budgets []any            `json:"budgets"`
+		Classes []map[string]any `json:"classes"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(classes), &file), "the documented object form")
+	assert.Empty(t, file.Budgets)
+	require.Len(t, file.Classes, 1, "one default class")
+	assert.Equal(t, "gold", file.Classes[0]["name"])
+	assert.NotEmpty(t, file.Classes[0]["caps"], "the default class has caps of its own")
 
 	env := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
@@ -226,4 +236,61 @@ func TestRenderRefuses(t *testing.T) {
 	only(t, objs, "Role", 0)
 	d, _ := managerContainer(t, objs)
 	assert.Equal(t, "existing", d.Spec.Template.Spec.ServiceAccountName)
+}
+
+// TestClassesForms renders both documented forms of classes, and the
+// default, without helm's "skipped value ... Not a table" warning (which
+// the map form gave when the default was a list), and checks that the
+// classes file names the classes given, as a manager reads it
+// (flags.ReadClassNames).
+func TestClassesForms(t *testing.T) {
+	for _, tc := range []struct {
+		reason, values string
+		want           []string
+	}{
+		{"the defaults", "", []string{"gold"}},
+		{"the object form, as values.yaml documents it",
+			"classes:\n  budgets: [{name: provider, total: {cpu: \"32\"}}]\n  classes: [{name: gold, budgets: [provider]}, {name: silver}]\n",
+			[]string{"gold", "silver"}},
+		{"the object form with classes alone keeps the default budgets: []",
+			"classes: {classes: [{name: bronze}]}\n", []string{"bronze"}},
+		{"the list form", "classes: [{name: silver, caps: {cpu: \"2\"}}]\n", []string{"silver"}},
+		{"no class", "classes: []\n", []string{}},
+	} {
+		var logged bytes.Buffer
+		log.SetOutput(&logged)
+		objs := render(t, "liqo", tc.values)
+		notes := renderFiles(t, "liqo", tc.values)["sliceclass-manager/templates/NOTES.txt"]
+		log.SetOutput(os.Stderr)
+		assert.Contains(t, notes, fmt.Sprintf("serves %d class(es)", len(tc.want)), "%s: NOTES.txt counts the classes", tc.reason)
+		assert.NotContains(t, logged.String(), "skipped value", tc.reason)
+		assert.NotContains(t, logged.String(), "Not a table", tc.reason)
+
+		d, c := managerContainer(t, objs)
+		path := filepath.Join(t.TempDir(), "classes.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)), 0o600))
+		names, err := sdkflags.ReadClassNames(path)
+		require.NoError(t, err, tc.reason)
+		assert.Equal(t, tc.want, names, tc.reason)
+	}
+}
+
+// TestCommandAndArgs checks that a manager of your own can replace the
+// entrypoint and every rendered argument, extraArgs still appended; with
+// neither set, the image's entrypoint runs with the rendered flags.
+func TestCommandAndArgs(t *testing.T) {
+	_, c := managerContainer(t, render(t, "liqo", `
+image: {repository: registry.example/billing-manager, tag: v1.2.3}
+command: [/billing-manager]
+args: [--class-name=gold, --billing-namespace=billing]
+extraArgs: [--zap-log-level=debug]
+`))
+	assert.Equal(t, "registry.example/billing-manager:v1.2.3", c.Image)
+	assert.Equal(t, []string{"/billing-manager"}, c.Command)
+	assert.Equal(t, []string{"--class-name=gold", "--billing-namespace=billing", "--zap-log-level=debug"}, c.Args)
+
+	_, c = managerContainer(t, render(t, "liqo", "extraArgs: [--zap-log-level=debug]"))
+	assert.Empty(t, c.Command, "the image's entrypoint")
+	assert.Contains(t, c.Args, "--leader-elect", "the rendered flags")
+	assert.Equal(t, "--zap-log-level=debug", c.Args[len(c.Args)-1], "extraArgs last")
 }

@@ -199,6 +199,26 @@ func TestOptionalRBAC(t *testing.T) {
 		values: "classes: {budgets: [{name: premium, total: {cpu: 64}}], classes: [{name: gold, caps: {cpu: 2}, budgets: [premium]}]}",
 		want:   sorted(append(slices.Clone(proven), quotas...)),
 	}, {
+		reason: "owned types written in named namespaces only: reads cluster-wide, the other verbs in a Role per namespace",
+		values: `rbac:
+  ownedTypes:
+    - {apiGroups: [""], resources: [configmaps], verbs: [get, list, watch, create, patch, delete]}
+    - {apiGroups: [example.com], resources: [records], verbs: ["*"]}
+    - {apiGroups: [""], resources: [secrets], verbs: [get]}
+  ownedTypesNamespaces: [billing, audit]`,
+		want: sorted(append(slices.Clone(proven),
+			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"},
+			permission{"", "example.com", "records", "get"}, permission{"", "example.com", "records", "list"}, permission{"", "example.com", "records", "watch"},
+			permission{"", "", "secrets", "get"},
+			permission{"billing", "", "configmaps", "create"}, permission{"billing", "", "configmaps", "patch"}, permission{"billing", "", "configmaps", "delete"},
+			permission{"billing", "example.com", "records", "*"},
+			permission{"audit", "", "configmaps", "create"}, permission{"audit", "", "configmaps", "patch"}, permission{"audit", "", "configmaps", "delete"},
+			permission{"audit", "example.com", "records", "*"})),
+	}, {
+		reason: "owned types without namespaces: as given, cluster-wide",
+		values: "rbac: {ownedTypes: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get, create]}]}",
+		want:   sorted(append(slices.Clone(proven), permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "create"})),
+	}, {
 		reason: "the object form without budgets: nothing more",
 		values: "classes: {classes: [{name: gold, caps: {cpu: 2}}]}",
 		want:   proven,

@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // TestDefaultsServe runs the example manager as `helm install` with the
@@ -41,59 +41,13 @@ func TestDefaultsServe(t *testing.T) {
 	const ns = "sc-run"
 	objs := render(t, ns, "")
 	install(t, objs)
-	d, c := managerContainer(t, objs)
+	_, c := managerContainer(t, objs)
 	v := parseArgs(t, c)
-	sa := d.Spec.Template.Spec.ServiceAccountName
-	dir := t.TempDir()
-
-	// What the kubelet would provide: the mounted classes file, the
-	// ServiceAccount's credentials, the downward API's POD_NAME.
-	classesFile := filepath.Join(dir, "classes.yaml")
-	require.NoError(t, os.WriteFile(classesFile, []byte(classesMount(t, objs, d, c, v.ClassesFile)), 0o600))
-	user, err := cp.AddUser("system:serviceaccount:"+ns+":"+sa, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
-	require.NoError(t, err)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: user.Host, CertificateAuthorityData: user.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{ClientCertificateData: user.CertData, ClientKeyData: user.KeyData}
-	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "sa"}
-	kc.CurrentContext = "sa"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
-
-	// The rendered args, but for the paths and ports of this machine.
-	var args []string
-	for _, a := range c.Args {
-		switch {
-		case strings.HasPrefix(a, "--classes-file="):
-			a = "--classes-file=" + classesFile
-		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + metricsAddr
-		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=" + probeAddr
-		}
-		args = append(args, a)
-	}
-	args = append(args, "--kubeconfig="+kubeconfig)
-	const podName = "sliceclass-manager-0"
-	log := &lockedBuffer{}
-	cmd := exec.Command(managerBinary(t), args...)
-	cmd.Env = append(os.Environ(), "POD_NAME="+podName)
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		err := <-done
-		if t.Failed() {
-			t.Logf("manager exited (%v); its log:\n%s", err, log.String())
-		}
-	})
+	m := serve(t, ns, objs, managerBinary(t, repoRoot, "./examples/manager"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eventually(ctx, t, "the manager ready on /readyz", func() bool { return httpOK("http://" + probeAddr + "/readyz") })
+	m.ready(ctx, t)
 
 	lease := &coordinationv1.Lease{}
 	eventually(ctx, t, "the class Lease of gold held by the pod", func() bool {
@@ -103,15 +57,7 @@ func TestDefaultsServe(t *testing.T) {
 	assert.Equal(t, "gold", lease.Labels["sliceclass.io/class"], "kubectl get leases -l %s lists it", "sliceclass.io/class")
 
 	// A consumer's slice of the default class, within its caps.
-	tenantNS := ns + "-tenant"
-	require.NoError(t, cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS,
-		Labels: map[string]string{"liqo.io/remote-cluster-id": slicetest.DefaultConsumer}}}))
-	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
-	tenant.Namespace = tenantNS
-	require.NoError(t, cp.Client.Create(ctx, tenant))
-	rs := slicetest.NewSlice("chart", slicetest.WithNamespace(tenantNS), slicetest.WithClass("gold"),
-		slicetest.WithRequest(corev1.ResourceCPU, "1"))
-	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
+	rs := consumerSlice(ctx, t, ns, "chart", "gold")
 	decided, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(rs))
 	require.NoError(t, err)
 	cond := conditions.Get(decided, conditions.Resources)
@@ -119,32 +65,185 @@ func TestDefaultsServe(t *testing.T) {
 	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, cond.Status, "%s: %s", cond.Reason, cond.Message)
 
 	eventually(ctx, t, "the decision counted on /metrics", func() bool {
-		body, ok := httpGet("http://" + metricsAddr + "/metrics")
+		body, ok := httpGet("http://" + m.metricsAddr + "/metrics")
 		return ok && strings.Contains(body, `sliceclass_decisions_total{class="gold",outcome="accepted"} 1`)
 	})
+	m.stop(ctx, t)
+}
 
-	// A clean stop: the process exits 0 and gives the class Lease back.
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+// TestYourOwnManagerServes deploys a manager built from a module outside
+// the SDK's (testdata/billingmanager: its own go.mod, importing the SDK and
+// its standard flags) with the chart: its image, the rendered args
+// unchanged plus one flag of its own in extraArgs, and the least-privilege
+// RBAC for its billing records (ConfigMaps read cluster-wide, written in
+// the billing namespace only). It must become ready, decide a slice and
+// write its billing record, without one request refused.
+func TestYourOwnManagerServes(t *testing.T) {
+	cp.Require(t)
+	const ns = "sc-own"
+	const billing = ns + "-billing"
+	objs := render(t, ns, `
+image: {repository: billing-manager, tag: test}
+classes: {classes: [{name: gold}]}
+extraArgs: [--billing-namespace=`+billing+`]
+rbac:
+  ownedTypes:
+    - {apiGroups: [""], resources: [configmaps], verbs: [get, list, watch, create, patch, delete]}
+  ownedTypesNamespaces: [`+billing+`]
+`)
+	_, c := managerContainer(t, objs)
+	assert.Equal(t, "billing-manager:test", c.Image)
+	install(t, objs) // creates the billing namespace, which holds the Role
+	m := serve(t, ns, objs, managerBinary(t, "testdata/billingmanager", "."))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m.ready(ctx, t)
+
+	rs := consumerSlice(ctx, t, ns, "own", "gold")
+	decided, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(rs))
+	require.NoError(t, err)
+	cond := conditions.Get(decided, conditions.Resources)
+	require.NotNil(t, cond)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, cond.Status, "%s: %s", cond.Reason, cond.Message)
+	assert.Equal(t, "Granted", cond.Reason, "the user's policy decided")
+
+	record := &corev1.ConfigMap{}
+	key := types.NamespacedName{Namespace: billing, Name: "bill-" + rs.Namespace + "-" + rs.Name}
+	eventually(ctx, t, "the billing record written in "+billing, func() bool { return cp.Client.Get(ctx, key, record) == nil })
+	assert.Equal(t, "1", record.Data["cpu"])
+	assert.Equal(t, "gold", record.Labels["sliceclass.io/class"], "applied by the SDK for the class")
+	m.stop(ctx, t)
+}
+
+// podName is the POD_NAME the tests give a manager, as the downward API does.
+const podName = "sliceclass-manager-0"
+
+// process is a manager process run as the rendered Deployment runs it.
+type process struct {
+	cmd                    *exec.Cmd
+	done                   chan error
+	log                    *lockedBuffer
+	metricsAddr, probeAddr string
+}
+
+// serve runs bin as the rendered Deployment's container runs: with the
+// rendered args (but for the paths and ports of this machine) and
+// environment, the rendered ConfigMap's classes file, and the identity of
+// the rendered ServiceAccount with only the rendered RBAC. It is killed
+// when the test ends, and its log shown if the test failed.
+func serve(t *testing.T, ns string, objs []rendered, bin string) *process {
+	t.Helper()
+	d, c := managerContainer(t, objs)
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	dir := t.TempDir()
+
+	// What the kubelet would provide: the mounted classes file, the
+	// ServiceAccount's credentials, the downward API's POD_NAME.
+	var renderedFile string
+	for _, a := range c.Args {
+		if f, ok := strings.CutPrefix(a, "--classes-file="); ok {
+			renderedFile = f
+		}
+	}
+	require.NotEmpty(t, renderedFile, "the rendered args name a classes file")
+	classesFile := filepath.Join(dir, "classes.yaml")
+	require.NoError(t, os.WriteFile(classesFile, []byte(classesMount(t, objs, d, c, renderedFile)), 0o600))
+	user, err := cp.AddUser("system:serviceaccount:"+ns+":"+sa, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
+	require.NoError(t, err)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: user.Host, CertificateAuthorityData: user.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{ClientCertificateData: user.CertData, ClientKeyData: user.KeyData}
+	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "sa"}
+	kc.CurrentContext = "sa"
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
+	m := &process{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), log: &lockedBuffer{}, done: make(chan error, 1)}
+
+	var args []string
+	for _, a := range c.Args {
+		switch {
+		case strings.HasPrefix(a, "--classes-file="):
+			a = "--classes-file=" + classesFile
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + m.metricsAddr
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + m.probeAddr
+		}
+		args = append(args, a)
+	}
+	args = append(args, "--kubeconfig="+kubeconfig)
+	m.cmd = exec.Command(bin, args...)
+	m.cmd.Env = append(os.Environ(), "POD_NAME="+podName)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	require.NoError(t, m.cmd.Start())
+	go func() { m.done <- m.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = m.cmd.Process.Kill()
+		err := <-m.done
+		if t.Failed() {
+			t.Logf("manager exited (%v); its log:\n%s", err, m.log.String())
+		}
+	})
+	return m
+}
+
+// ready waits until the manager answers /readyz, failing at once if it
+// exits first.
+func (m *process) ready(ctx context.Context, t *testing.T) {
+	t.Helper()
+	eventually(ctx, t, "the manager ready on /readyz", func() bool {
+		select {
+		case err := <-m.done:
+			m.done <- err // for the clean-up
+			t.Fatalf("the manager exited before it was ready: %v", err)
+		default:
+		}
+		return httpOK("http://" + m.probeAddr + "/readyz")
+	})
+}
+
+// stop stops the manager as the kubelet does, with SIGTERM, and checks a
+// clean exit, with no request refused by the chart's RBAC on the way.
+func (m *process) stop(ctx context.Context, t *testing.T) {
+	t.Helper()
+	require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
 	select {
-	case err := <-done:
-		done <- err // for the clean-up
+	case err := <-m.done:
+		m.done <- err // for the clean-up
 		require.NoError(t, err, "the manager's exit")
 	case <-ctx.Done():
 		t.Fatal("the manager did not stop on SIGTERM")
 	}
-	assert.NotContains(t, strings.ToLower(log.String()), "forbidden", "a request refused with the chart's RBAC")
+	assert.NotContains(t, strings.ToLower(m.log.String()), "forbidden", "a request refused with the chart's RBAC")
 }
 
-// managerBinary builds the example manager from this repository.
-func managerBinary(t *testing.T) string {
+// consumerSlice creates what Liqo leaves on a provider for a consumer: a
+// tenant namespace (ns-tenant) and an Active Tenant, and in it a slice of
+// class asking for 1 CPU.
+func consumerSlice(ctx context.Context, t *testing.T, ns, name, class string) *authv1beta1.ResourceSlice {
+	t.Helper()
+	tenantNS := ns + "-tenant"
+	require.NoError(t, envkit.CreateTenantNamespace(ctx, cp.Client, tenantNS, slicetest.DefaultConsumer))
+	_, err := envkit.CreateTenant(ctx, cp.Client, tenantNS, slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
+	require.NoError(t, err)
+	rs := slicetest.NewSlice(name, slicetest.WithNamespace(tenantNS), slicetest.WithClass(class),
+		slicetest.WithRequest(corev1.ResourceCPU, "1"))
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
+	return rs
+}
+
+// managerBinary builds the main package pkg of the module in dir (relative
+// to this package): the example manager, or a user's.
+func managerBinary(t *testing.T, dir, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "manager")
-	root, err := filepath.Abs(repoRoot)
+	abs, err := filepath.Abs(dir)
 	require.NoError(t, err)
-	cmd := exec.Command("go", "build", "-o", bin, "./examples/manager")
-	cmd.Dir = root
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = abs
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "building the manager:\n%s", out)
+	require.NoError(t, err, "building the manager in %s:\n%s", dir, out)
 	return bin
 }
 

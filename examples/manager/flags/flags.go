@@ -1,112 +1,41 @@
 package flags
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/sliceclass/sliceclass/resourceslice"
+	sdkflags "github.com/sliceclass/sliceclass/flags"
 )
 
-// Values holds the flags as given. Adding a flag takes a field here and one
-// line in Bind.
+// Values holds the flags as given: the SDK's standard flags
+// (github.com/sliceclass/sliceclass/flags), which the chart renders for any
+// manager, and the example manager's own. Adding a flag of its own takes a
+// field here and one line in Bind.
 type Values struct {
-	// ClassNames are the --class-name values.
-	ClassNames ClassList
-	// ClassesFile is --classes-file: the classes to serve instead of
-	// ClassNames, a YAML list of classes or {budgets, classes}.
-	ClassesFile string
+	sdkflags.Values
 	// Cap is --cap, unparsed: the capped policy's caps, which are also the
 	// only resources it offers.
 	Cap string
 	// SharedBudget is --budget, unparsed: one budget shared by the classes.
 	SharedBudget string
-	// ClassLeaseNamespace is --class-lease-namespace; "" for no class Lease.
-	ClassLeaseNamespace string
-	// MetricsBindAddress is --metrics-bind-address; "0" disables metrics.
-	MetricsBindAddress string
-	// HealthProbeBindAddress is --health-probe-bind-address; "0" disables it.
-	HealthProbeBindAddress string
-	// LeaderElect is --leader-elect.
-	LeaderElect bool
-	// LeaderElectionNamespace is --leader-election-namespace.
-	LeaderElectionNamespace string
-	// LeaderElectionID is --leader-election-id; "" derives it.
-	LeaderElectionID string
-	// MaxConcurrentReconciles is --max-concurrent-reconciles.
-	MaxConcurrentReconciles int
-	// DecisionEvents is --decision-events (all, denied or none), for every
-	// served class.
-	DecisionEvents resourceslice.DecisionEvents
 	// GrantRecordsNamespace is --grant-records-namespace: when set, every
 	// served class (--class-name or --classes-file) owns, per accepted slice, a ConfigMap recording
 	// the grant in this namespace and a PriorityClass for the consumer
 	// (examples/grantrecords).
 	GrantRecordsNamespace string
-	// Kubeconfig is --kubeconfig.
-	Kubeconfig string
-	// Zap holds the --zap-* logging flags.
-	Zap zap.Options
 }
 
-// ClassList is a repeatable, comma-separated --class-name flag.
-type ClassList []string
+// ClassList is the SDK's repeatable, comma-separated --class-name flag.
+type ClassList = sdkflags.ClassList
 
-// String implements flag.Value.
-func (c *ClassList) String() string { return strings.Join(*c, ",") }
-
-// Set implements flag.Value: it appends each comma-separated name.
-func (c *ClassList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*c = append(*c, s)
-		}
-	}
-	return nil
-}
-
-// Bind registers every flag on fs, writing into v.
+// Bind registers every flag on fs, writing into v: the standard ones, and
+// the example's.
 func (v *Values) Bind(fs *flag.FlagSet) {
-	fs.Var(&v.ClassNames, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); this or --classes-file is required")
-	fs.StringVar(&v.ClassesFile, "classes-file", "", "YAML classes to serve, re-read when it changes; replaces --class-name: a list of {name, caps, budget | pool, consumerLimit, budgets}, or {budgets: [{name, total | pool, consumerLimit}], classes: [...]}")
+	v.Values.Bind(fs)
 	fs.StringVar(&v.Cap, "cap", "", "caps of the capped policy, which offers only the resources it caps, e.g. cpu=4,memory=8Gi,pods=110; required with --class-name (with --classes-file: for classes without caps)")
 	fs.StringVar(&v.SharedBudget, "budget", "", "a budget shared by all served classes (with --classes-file: those without a budget), e.g. cpu=64,memory=256Gi (default: none)")
-	fs.StringVar(&v.ClassLeaseNamespace, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
-	fs.StringVar(&v.MetricsBindAddress, "metrics-bind-address", ":8080", "metrics endpoint address; 0 disables it")
-	fs.StringVar(&v.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "health probe address; 0 disables it")
-	fs.BoolVar(&v.LeaderElect, "leader-elect", false, "enable leader election")
-	fs.StringVar(&v.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
-	fs.StringVar(&v.LeaderElectionID, "leader-election-id", "", "name of the leader election lease (default: derived from --class-name, or sliceclass-classes-file)")
-	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "slices decided in parallel per class")
-	v.DecisionEvents = resourceslice.DecisionEventsAll
-	fs.Func("decision-events", "which decisions of every served class get an event: all, denied (denials only) or none; each event is an API write (default all)", func(s string) error {
-		mode, err := parseDecisionEvents(s)
-		if err == nil {
-			v.DecisionEvents = mode
-		}
-		return err
-	})
 	fs.StringVar(&v.GrantRecordsNamespace, "grant-records-namespace", "", "give each accepted slice of every served class a ConfigMap recording its grant in this namespace and a PriorityClass (owned objects; needs RBAC on configmaps and priorityclasses) (default: none)")
-	fs.StringVar(&v.Kubeconfig, "kubeconfig", "", "path to a kubeconfig (default: KUBECONFIG, in-cluster config, ~/.kube/config)")
-	v.Zap = zap.Options{Development: true}
-	v.Zap.BindFlags(fs)
-}
-
-// parseDecisionEvents maps a --decision-events value to its mode.
-func parseDecisionEvents(s string) (resourceslice.DecisionEvents, error) {
-	switch s {
-	case "all":
-		return resourceslice.DecisionEventsAll, nil
-	case "denied":
-		return resourceslice.DecisionEventsDenied, nil
-	case "none":
-		return resourceslice.DecisionEventsNone, nil
-	}
-	return 0, errors.New("want all, denied or none")
 }
 
 // NewFlagSet returns the manager's flag set, bound to v. It prints nothing

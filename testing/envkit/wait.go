@@ -1,29 +1,30 @@
-package testkit
+package envkit
 
 import (
 	"testing"
 	"time"
 )
 
-// defaultInterval is how often Eventually and Consistently check: 50ms.
-const defaultInterval = 50 * time.Millisecond
+// DefaultInterval is how often Eventually and Consistently check, and
+// what the zero Poller uses.
+const DefaultInterval = 50 * time.Millisecond
 
 // Poller checks a condition at a fixed interval. The zero Poller checks
-// every 50ms.
+// every DefaultInterval.
 type Poller struct {
 	interval time.Duration
 }
 
-// Every returns a Poller that checks every interval: slower than 50ms where
-// each check is expensive (a list of thousands of slices) or where a suite
-// measures the load it puts on the API server.
+// Every returns a Poller that checks every interval: slower than
+// DefaultInterval where each check is expensive (a list of thousands of
+// slices) or where a test measures the load it puts on the API server.
 func Every(interval time.Duration) Poller {
 	return Poller{interval: interval}
 }
 
 func (p Poller) every() time.Duration {
 	if p.interval <= 0 {
-		return defaultInterval
+		return DefaultInterval
 	}
 	return p.interval
 }
@@ -72,19 +73,22 @@ func (p Poller) Consistently(t testing.TB, d time.Duration, what string, cond fu
 	}
 }
 
-// Eventually checks cond every 50ms until it holds, and fails the test,
-// naming what it waited for, if it still does not after timeout:
+// Eventually checks cond every DefaultInterval until it holds, and fails
+// the test, naming what it waited for, if it still does not after timeout.
+// cond may call require: it runs on the test's goroutine.
 //
-//	testkit.Eventually(t, 30*time.Second, "slice a Accepted", func() bool {
-//		return conditions.IsAccepted(get(t, ns, "a")) // get may call require
+//	envkit.Eventually(t, 30*time.Second, "slice a Accepted", func() bool {
+//		var rs authv1beta1.ResourceSlice
+//		require.NoError(t, cp.Client.Get(ctx, key, &rs))
+//		return conditions.IsAccepted(&rs)
 //	})
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	Poller{}.Eventually(t, timeout, what, cond)
 }
 
-// Consistently checks cond every 50ms for d and fails the test, naming
-// what stopped holding, the first time it does not hold.
+// Consistently checks cond every DefaultInterval for d and fails the test,
+// naming what stopped holding, the first time it does not hold.
 func Consistently(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	Poller{}.Consistently(t, d, what, cond)

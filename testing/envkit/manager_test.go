@@ -1,7 +1,8 @@
-package testkit_test
+package envkit_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // StartManager returns a running manager whose cache has synced; Stop
@@ -21,7 +22,7 @@ import (
 func TestStartManagerStopWaits(t *testing.T) {
 	cp.Require(t)
 	started, stopped := make(chan struct{}), make(chan struct{})
-	m := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+	m := envkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
@@ -45,31 +46,68 @@ func TestStartManagerStopWaits(t *testing.T) {
 		t.Fatal("Stop returned before the manager's runnables stopped")
 	}
 	assert.False(t, m.Running())
+	assert.NoError(t, m.Err(), "a clean stop")
+	select {
+	case <-m.Done():
+	default:
+		t.Fatal("Done is open after Stop")
+	}
 	m.Stop()
+}
+
+// A manager that ends on its own (here a runnable fails after the cache
+// synced) shows it: Running turns false, Done closes and Err says why; the
+// test's Stop then reports that error.
+func TestManagerEndsOnItsOwn(t *testing.T) {
+	cp.Require(t)
+	fail := make(chan struct{})
+	r := &recorder{TB: t}
+	var m *envkit.Manager
+	r.run(func(tb testing.TB) {
+		m = envkit.StartManager(tb, cp, func(mgr manager.Manager) error {
+			return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+				select {
+				case <-fail:
+					return errors.New("the runnable broke")
+				case <-ctx.Done():
+					return nil
+				}
+			}))
+		})
+	})
+	require.NotNil(t, m)
+	require.NoError(t, m.Err(), "no error while it runs")
+	close(fail)
+	select {
+	case <-m.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager did not end when its runnable failed")
+	}
+	assert.False(t, m.Running())
+	require.Error(t, m.Err())
+	assert.Contains(t, m.Err().Error(), "the runnable broke")
+	r.runCleanups()
+	errs, _ := r.failures()
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0], "the runnable broke")
 }
 
 // A manager whose Start fails before its cache syncs (here leader
 // election refuses its durations) is reported with Start's error at once,
 // not waited for as a cache that never syncs. Its API server need not exist.
 func TestStartManagerReportsAFailedStart(t *testing.T) {
-	opts := testkit.ManagerOptions(t, runtime.NewScheme())
+	opts := envkit.ManagerOptions(t, runtime.NewScheme())
 	opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace = true, "testkit", "default"
 	opts.LeaseDuration, opts.RenewDeadline = ptr.To(time.Second), ptr.To(2*time.Second)
 	cfg := &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}
 	r := &recorder{TB: t}
 	r.run(func(tb testing.TB) {
-		testkit.StartManagerWith(tb, cfg, opts, func(manager.Manager) error { return nil })
+		envkit.StartManagerWith(tb, cfg, opts, func(manager.Manager) error { return nil })
 	})
 	r.runCleanups()
 	errs, fatal := r.failures()
-	assert.Contains(t, fatal, "manager stopped before its cache synced: ")
+	assert.Contains(t, fatal, "envkit: the manager stopped before its cache synced: ")
 	assert.Contains(t, fatal, "leader election")
 	require.Len(t, errs, 1, "the cleanup's Stop reports Start's error once")
-	assert.Contains(t, errs[0], "manager: ")
-}
-
-func TestNamespace(t *testing.T) {
-	cp.Require(t)
-	assert.Equal(t, "testkit-ns", testkit.Namespace(t, cp, "testkit-ns"))
-	assert.Equal(t, "testkit-ns", testkit.Namespace(t, cp, "testkit-ns"), "an existing namespace is fine")
+	assert.Contains(t, errs[0], "envkit: the manager's Start returned: ")
 }

@@ -1,4 +1,4 @@
-package testkit_test
+package envkit_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 func TestEventually(t *testing.T) {
@@ -36,7 +36,7 @@ func TestEventually(t *testing.T) {
 			r := &recorder{TB: t}
 			calls := 0
 			r.run(func(tb testing.TB) {
-				testkit.Every(10*time.Millisecond).Eventually(tb, 200*time.Millisecond, "slice a Accepted", func() bool {
+				envkit.Every(10*time.Millisecond).Eventually(tb, 200*time.Millisecond, "slice a Accepted", func() bool {
 					calls++
 					return tc.trueAt > 0 && calls >= tc.trueAt
 				})
@@ -56,7 +56,7 @@ func TestEventuallyConditionMayFailTheTest(t *testing.T) {
 	r := &recorder{TB: t}
 	start := time.Now()
 	r.run(func(tb testing.TB) {
-		testkit.Eventually(tb, time.Minute, "a read that fails", func() bool {
+		envkit.Eventually(tb, time.Minute, "a read that fails", func() bool {
 			require.FailNow(tb, "reading the slice: not found")
 			return false
 		})
@@ -71,7 +71,7 @@ func TestConsistently(t *testing.T) {
 	calls := 0
 	start := time.Now()
 	r.run(func(tb testing.TB) {
-		testkit.Every(10*time.Millisecond).Consistently(tb, time.Minute, "no second write", func() bool {
+		envkit.Every(10*time.Millisecond).Consistently(tb, time.Minute, "no second write", func() bool {
 			calls++
 			return calls < 3
 		})
@@ -84,7 +84,7 @@ func TestConsistently(t *testing.T) {
 
 	r = &recorder{TB: t}
 	r.run(func(tb testing.TB) {
-		testkit.Consistently(tb, 100*time.Millisecond, "quiet", func() bool { return true })
+		envkit.Consistently(tb, 100*time.Millisecond, "quiet", func() bool { return true })
 	})
 	errs, fatal := r.failures()
 	assert.Empty(t, errs)
@@ -92,7 +92,7 @@ func TestConsistently(t *testing.T) {
 }
 
 func TestHolds(t *testing.T) {
-	p := testkit.Every(20 * time.Millisecond)
+	p := envkit.Every(20 * time.Millisecond)
 	calls := 0
 	start := time.Now()
 	assert.True(t, p.Holds(100*time.Millisecond, func() bool { calls++; return true }))

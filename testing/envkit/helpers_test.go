@@ -1,4 +1,4 @@
-package testkit_test
+package envkit_test
 
 import (
 	"fmt"

@@ -1,0 +1,99 @@
+// Command billingmanager is a manager built outside the SDK's module, as a
+// user builds theirs: its own policy (grant what a slice asks, deny an
+// empty request) and a billing record per grant (a ConfigMap in
+// --billing-namespace), served with the SDK's standard flags
+// (github.com/sliceclass/sliceclass/flags), so that the Helm chart deploys
+// it with its rendered args unchanged and one flag of its own in
+// extraArgs. The chart's tests build and run it under the chart's RBAC.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/flags"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// billing grants what a slice asks and records each grant.
+type billing struct {
+	namespace string
+}
+
+var (
+	_ handler.Handler = billing{}
+	_ handler.Owner   = billing{}
+)
+
+// Handle grants the request; an empty request is denied.
+func (billing) Handle(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	if len(rs.Spec.Resources) == 0 {
+		conditions.Deny(rs, "NothingRequested", "the slice requests no resource")
+		return ctrl.Result{}, nil
+	}
+	rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+	conditions.Accept(rs, "Granted", "")
+	return ctrl.Result{}, nil
+}
+
+// Owned is the grant's billing record.
+func (b billing) Owned(_ context.Context, rs *authv1beta1.ResourceSlice) ([]client.Object, error) {
+	return []client.Object{&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.namespace, Name: "bill-" + rs.Namespace + "-" + rs.Name},
+		Data:       map[string]string{"slice": rs.Namespace + "/" + rs.Name, "cpu": rs.Status.Resources.Cpu().String()},
+	}}, nil
+}
+
+func run() error {
+	v := flags.Bind(flag.CommandLine)
+	billingNS := flag.String("billing-namespace", "", "where the billing records go (required)")
+	flag.Parse()
+	if *billingNS == "" {
+		return errors.New("--billing-namespace is required")
+	}
+	ctrl.SetLogger(v.Logger())
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{authv1beta1.AddToScheme, corev1.AddToScheme, coordinationv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	mgr, err := v.NewManager(scheme)
+	if err != nil {
+		return err
+	}
+	classes, err := v.Classes()
+	if err != nil {
+		return err
+	}
+	policy := billing{namespace: *billingNS}
+	for _, class := range classes {
+		opts := append(v.ClassOptions(), resourceslice.WithOwnedTypes(&corev1.ConfigMap{}))
+		if err := resourceslice.AddToManager(mgr, class, policy, opts...); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.Info("serving", "classes", classes, "billingNamespace", *billingNS)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,173 @@
+package sliceclass_test
+
+// The Go snippets of docs/*.md that are not in readme_test.go, verbatim, so
+// that they compile and run; TestDocSnippetsCompile fails when a snippet of
+// README.md or docs/*.md is in neither file.
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	"github.com/sliceclass/sliceclass/flags"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
+)
+
+// cp is the control plane of the snippets that need one (docs/testing.md).
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(controlplane.RunSuite(m, &cp)) }
+
+// docs/testing.md
+
+func TestGoldOnAServer(t *testing.T) {
+	cp.Require(t) // var cp *controlplane.ControlPlane, from controlplane.RunSuite in TestMain
+	ctx := context.Background()
+	ns, err := envkit.CreateConsumer(ctx, cp.Client, "alice")
+	require.NoError(t, err)
+	envkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "gold", capped)
+	})
+	rs := slicetest.NewSlice("s1", slicetest.WithNamespace(ns), slicetest.WithConsumer("alice"),
+		slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
+	envkit.Eventually(t, time.Minute, "s1 capped at 8 CPU", func() bool {
+		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
+		return conditions.IsAccepted(rs) && rs.Status.Resources.Cpu().Equal(resource.MustParse("8"))
+	})
+}
+
+// docs/deploying.md
+
+func userMain() error {
+	v := flags.Bind(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(v.Logger())
+	scheme := runtime.NewScheme()
+	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := v.NewManager(scheme) // validates, finds the API server, adds /healthz and /readyz
+	if err != nil {
+		return err
+	}
+	classes, err := v.Classes() // --class-name, or the names in the chart's --classes-file
+	if err != nil {
+		return err
+	}
+	for _, class := range classes {
+		if err := resourceslice.AddToManager(mgr, class, capped, v.ClassOptions()...); err != nil {
+			return err
+		}
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+var _ = userMain
+
+// docs/coming-from-the-template.md
+
+// templateCapped is the template's capped policy as an SDK handler: a
+// resource without a cap passes through as asked, and every slice is
+// Accepted, an empty request too.
+func templateCapped(caps corev1.ResourceList) handler.Func {
+	return func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		offer := corev1.ResourceList{}
+		for name, asked := range rs.Spec.Resources {
+			if limit, ok := caps[name]; ok && asked.Cmp(limit) > 0 {
+				offer[name] = limit
+				continue
+			}
+			offer[name] = asked
+		}
+		rs.Status.Resources = offer
+		conditions.Accept(rs, "ResourceSliceResourcesAccepted", "ResourceSlice resources accepted")
+		return ctrl.Result{}, nil
+	}
+}
+
+func setupPorted(mgr ctrl.Manager, class string) error {
+	caps, err := flags.ParseResourceList("cpu=4,memory=8Gi,pods=110,ephemeral-storage=20Gi")
+	if err != nil {
+		return err
+	}
+	return resourceslice.AddToManager(mgr, class, templateCapped(caps))
+}
+
+var _ = setupPorted
+
+// What docs/coming-from-the-template.md says of the two capped policies,
+// run on the harness: the template's passes an uncapped resource through
+// and accepts an empty request; the SDK's example drops the one and denies
+// the other.
+func TestTemplateAndExampleDiffer(t *testing.T) {
+	caps, err := cappedresources.ParseCaps("cpu=4")
+	require.NoError(t, err)
+	example, err := cappedresources.New(caps)
+	require.NoError(t, err)
+	gpus := slicetest.NewSlice("gpus", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"), slicetest.WithRequest("nvidia.com/gpu", "1000"))
+	empty := slicetest.NewSlice("empty", slicetest.WithClass("gold"))
+
+	res := slicetest.Run(t, "gold", templateCapped(caps), gpus.DeepCopy())
+	assert.Equal(t, conditions.Accepted, res.Decision)
+	gpu := res.Resources["nvidia.com/gpu"]
+	assert.Equal(t, int64(1000), gpu.Value(), "the template passes an uncapped resource through")
+	assert.True(t, res.Resources.Cpu().Equal(resource.MustParse("4")))
+	assert.Equal(t, conditions.Accepted, slicetest.Run(t, "gold", templateCapped(caps), empty.DeepCopy()).Decision,
+		"the template accepts an empty request")
+
+	res = slicetest.Run(t, "gold", example, gpus.DeepCopy())
+	assert.Equal(t, conditions.Accepted, res.Decision)
+	assert.NotContains(t, res.Resources, corev1.ResourceName("nvidia.com/gpu"), "the example drops it")
+	assert.Contains(t, res.Message, "nvidia.com/gpu", "and names it")
+	res = slicetest.Run(t, "gold", example, empty.DeepCopy())
+	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, cappedresources.ReasonNoResources, res.Reason)
+}
+
+// TestDocSnippetsCompile checks that every Go snippet in README.md and
+// docs/*.md is in readme_test.go or docs_test.go, so a snippet that does
+// not compile fails the build.
+func TestDocSnippetsCompile(t *testing.T) {
+	var self string
+	for _, f := range []string{"readme_test.go", "docs_test.go"} {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		self += string(raw)
+	}
+	pages, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, pages, "docs/ has pages")
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	snippets := 0
+	for _, page := range append([]string{"README.md"}, pages...) {
+		raw, err := os.ReadFile(page)
+		require.NoError(t, err)
+		for _, b := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
+			snippets++
+			assert.Contains(t, norm(self), norm(b[1]), "%s: a Go snippet in neither readme_test.go nor docs_test.go:\n%s", page, b[1])
+		}
+	}
+	assert.GreaterOrEqual(t, snippets, 10, "the snippets were not found: the pattern or the pages are broken")
+}

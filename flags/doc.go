@@ -1,0 +1,28 @@
+// Package flags is the command line every manager built with the SDK
+// shares: the classes to serve (--class-name, --classes-file), metrics and
+// health probes, leader election, decision events, class Leases, the
+// kubeconfig and zap's logging flags. The Helm chart
+// (charts/sliceclass-manager) renders these flags, so a manager whose main
+// binds them takes the chart's args unchanged:
+//
+//	func main() {
+//		v := flags.Bind(flag.CommandLine)
+//		flag.Parse()
+//		ctrl.SetLogger(v.Logger())
+//		mgr, err := v.NewManager(scheme) // metrics, probes, leader election, /healthz and /readyz
+//		if err != nil { ... }
+//		classes, err := v.Classes() // --class-name, or the names in --classes-file
+//		if err != nil { ... }
+//		for _, class := range classes {
+//			err := resourceslice.AddToManager(mgr, class, myPolicy, v.ClassOptions()...)
+//			...
+//		}
+//		err = mgr.Start(ctrl.SetupSignalHandler())
+//	}
+//
+// A manager that needs flags of its own binds them on the same flag set;
+// examples/manager/flags embeds Values and adds the capped policy's.
+//
+// The package only reads flags and builds options: it sets no global
+// (not even controller-runtime's logger) and registers nothing on import.
+package flags

@@ -1,0 +1,27 @@
+package flags_test
+
+import (
+	"flag"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sliceclass/sliceclass/flags"
+)
+
+// A main binds the standard flags in one call and parses: here the args
+// the chart renders by default, but for the classes given by name.
+func ExampleBind() {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	v := flags.Bind(fs)
+	_ = fs.Parse([]string{
+		"--class-name=gold", "--leader-elect", "--leader-election-namespace=liqo",
+		"--class-lease-namespace=liqo", "--max-concurrent-reconciles=4", "--decision-events=all",
+		"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+		"--zap-devel=false", "--zap-log-level=info",
+	})
+	opts := v.ManagerOptions(runtime.NewScheme())
+	classes, _ := v.Classes()
+	fmt.Println(classes, opts.LeaderElectionID, opts.LeaderElectionNamespace, len(v.ClassOptions()))
+	// Output: [gold] sliceclass-gold liqo 3
+}

@@ -1,0 +1,232 @@
+package flags_test
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sliceclass/sliceclass/flags"
+	"github.com/sliceclass/sliceclass/resourceslice"
+)
+
+// parse binds the standard flags on a set of their own and parses args.
+func parse(t *testing.T, args ...string) *flags.Values {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	v := flags.Bind(fs)
+	require.NoError(t, fs.Parse(args))
+	return v
+}
+
+func TestDefaults(t *testing.T) {
+	v := parse(t)
+	assert.Equal(t, ":8080", v.MetricsBindAddress)
+	assert.Equal(t, ":8081", v.HealthProbeBindAddress)
+	assert.Equal(t, 1, v.MaxConcurrentReconciles)
+	assert.Equal(t, resourceslice.DecisionEventsAll, v.DecisionEvents, "an event on every decision, as the SDK")
+	assert.False(t, v.LeaderElect)
+	assert.True(t, v.Zap.Development)
+	assert.Len(t, v.ClassOptions(), 2, "workers and decision events; no class Lease")
+}
+
+// Every flag the chart renders for any manager reaches its field.
+func TestEveryFlag(t *testing.T) {
+	v := parse(t, "--class-name=gold,silver", "--class-name", "bronze",
+		"--class-lease-namespace=leases", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
+		"--leader-elect", "--leader-election-namespace=liqo", "--leader-election-id=mine",
+		"--max-concurrent-reconciles=8", "--decision-events=denied", "--kubeconfig=/k",
+		"--zap-devel=false", "--zap-log-level=debug")
+	assert.Equal(t, flags.ClassList{"gold", "silver", "bronze"}, v.ClassNames)
+	assert.Equal(t, "leases", v.ClassLeaseNamespace)
+	assert.Equal(t, 8, v.MaxConcurrentReconciles)
+	assert.Equal(t, resourceslice.DecisionEventsDenied, v.DecisionEvents)
+	assert.Equal(t, "/k", v.Kubeconfig)
+	assert.False(t, v.Zap.Development)
+	assert.NotNil(t, v.Zap.Level)
+	assert.Len(t, v.ClassOptions(), 3, "a class Lease too")
+
+	opts := v.ManagerOptions(runtime.NewScheme())
+	assert.Equal(t, ":9090", opts.Metrics.BindAddress)
+	assert.Equal(t, ":9091", opts.HealthProbeBindAddress)
+	assert.True(t, opts.LeaderElection)
+	assert.Equal(t, "liqo", opts.LeaderElectionNamespace)
+	assert.Equal(t, "mine", opts.LeaderElectionID)
+	assert.NotNil(t, opts.Scheme)
+}
+
+func TestBadFlags(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags.Bind(fs)
+	err := fs.Parse([]string{"--decision-events=some"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want all, denied or none")
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		args   []string
+		want   string // "" for valid
+	}{
+		{"a class to serve is needed", nil, "at least one --class-name, or --classes-file"},
+		{"one source of classes", []string{"--class-name=gold", "--classes-file=/c"}, "exclusive"},
+		{"Liqo's own class is refused", []string{"--class-name=default"}, "default"},
+		{"a class given twice", []string{"--class-name=gold,gold"}, `class "gold" given twice`},
+		{"no workers", []string{"--class-name=gold", "--max-concurrent-reconciles=0"}, "at least 1, got 0"},
+		{"classes by name", []string{"--class-name=gold,silver"}, ""},
+		{"classes from a file", []string{"--classes-file=/c"}, ""},
+	} {
+		err := parse(t, tc.args...).Validate()
+		if tc.want == "" {
+			assert.NoError(t, err, tc.reason)
+			continue
+		}
+		if assert.Error(t, err, tc.reason) {
+			assert.Contains(t, err.Error(), tc.want, tc.reason)
+		}
+	}
+}
+
+func TestLeaderElectionName(t *testing.T) {
+	a := parse(t, "--class-name=silver,gold").LeaderElectionName()
+	b := parse(t, "--class-name=gold", "--class-name=silver").LeaderElectionName()
+	assert.Equal(t, a, b, "the lease must not depend on the flags' order")
+	assert.Equal(t, "sliceclass-gold-silver", a)
+	long := parse(t, "--class-name="+strings.Repeat("x", 60)+","+strings.Repeat("y", 60)).LeaderElectionName()
+	odd := parse(t, "--class-name=gold_1.a").LeaderElectionName()
+	for _, n := range []string{a, long, odd} {
+		assert.Empty(t, validation.IsDNS1123Label(n), "lease name %q is not a valid DNS label", n)
+	}
+	assert.NotEqual(t, parse(t, "--class-name=gold").LeaderElectionName(), parse(t, "--class-name=silver").LeaderElectionName(),
+		"different class sets must get different leases")
+	assert.Equal(t, "sliceclass-classes-file", parse(t, "--classes-file=/c").LeaderElectionName(),
+		"the file's classes change while the lease is held")
+	assert.Equal(t, "mine", parse(t, "--classes-file=/c", "--leader-election-id=mine").LeaderElectionName())
+}
+
+func TestReadClassNames(t *testing.T) {
+	for _, tc := range []struct {
+		reason, file string
+		want         []string
+		err          string
+	}{
+		{reason: "the list form, with the manager's own fields", file: "- name: gold\n  caps: {cpu: \"4\"}\n- name: silver\n", want: []string{"gold", "silver"}},
+		{reason: "the object form, with shared budgets", file: "budgets:\n  - {name: p, total: {cpu: \"8\"}}\nclasses:\n  - {name: gold, budgets: [p]}\n", want: []string{"gold"}},
+		{reason: "an explicit empty list serves no class", file: "[]\n", want: []string{}},
+		{reason: "an object with an empty list serves no class", file: "classes: []\n", want: []string{}},
+		{reason: "an empty file is a mistake", file: "\n", err: "empty: write [] for no class"},
+		{reason: "an object without classes", file: "budgets: []\n", err: "no classes field"},
+		{reason: "a class without a name", file: "- caps: {cpu: \"1\"}\n", err: "class 1"},
+		{reason: "a class twice", file: "[{name: gold}, {name: gold}]", err: `class "gold" listed twice`},
+		{reason: "Liqo's own class", file: "[{name: default}]", err: "default"},
+		{reason: "not YAML of either form", file: "- [1, 2]\n", err: "a list of classes"},
+	} {
+		path := filepath.Join(t.TempDir(), "classes.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(tc.file), 0o600))
+		got, err := flags.ReadClassNames(path)
+		if tc.err != "" {
+			if assert.Error(t, err, tc.reason) {
+				assert.Contains(t, err.Error(), tc.err, tc.reason)
+				assert.Contains(t, err.Error(), path, "%s: the error names the file", tc.reason)
+			}
+			continue
+		}
+		require.NoError(t, err, tc.reason)
+		assert.Equal(t, tc.want, got, tc.reason)
+		v := flags.Values{ClassesFile: path}
+		fromValues, err := v.Classes()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, fromValues, "%s: Classes reads the file", tc.reason)
+	}
+	_, err := flags.ReadClassNames(filepath.Join(t.TempDir(), "nope"))
+	assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
+
+	v := flags.Values{ClassNames: flags.ClassList{"gold"}}
+	got, err := v.Classes()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gold"}, got, "without a file, --class-name")
+}
+
+// withoutKubeconfig leaves the process with no way to find an API server:
+// no KUBECONFIG, an empty HOME, and not in a cluster.
+func withoutKubeconfig(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	return home
+}
+
+func TestRESTConfigNotFound(t *testing.T) {
+	home := withoutKubeconfig(t)
+	missing := filepath.Join(t.TempDir(), "nope")
+
+	_, err := flags.Values{}.RESTConfig()
+	require.Error(t, err)
+	for _, want := range []string{"no kubeconfig found", "--kubeconfig", "KUBECONFIG", "not running in a cluster", filepath.Join(home, ".kube", "config")} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	t.Setenv("KUBECONFIG", missing)
+	_, err = flags.Values{}.RESTConfig()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "KUBECONFIG="+missing)
+
+	_, err = flags.Values{Kubeconfig: missing}.RESTConfig()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--kubeconfig "+missing)
+	assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
+
+	_, err = flags.Values{ClassNames: flags.ClassList{"gold"}, MaxConcurrentReconciles: 1, Kubeconfig: missing}.NewManager(runtime.NewScheme())
+	assert.ErrorIs(t, err, os.ErrNotExist, "NewManager reports where the config was not found")
+	_, err = flags.Values{}.NewManager(runtime.NewScheme())
+	assert.ErrorContains(t, err, "--class-name", "NewManager validates first")
+}
+
+func TestRESTConfigReadsHomeKubeconfig(t *testing.T) {
+	home := withoutKubeconfig(t)
+	dir := filepath.Join(home, ".kube")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://example.invalid:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config"), []byte(kubeconfig), 0o600))
+	cfg, err := flags.Values{}.RESTConfig()
+	require.NoError(t, err)
+	assert.Equal(t, "https://example.invalid:6443", cfg.Host)
+	assert.Equal(t, float32(-1), cfg.QPS, "client-side rate limiting is off, as with controller-runtime's GetConfig")
+}
+
+// A main that binds on flag.CommandLine meets controller-runtime's own
+// --kubeconfig there: Bind shares it instead of panicking, and RESTConfig
+// reads it.
+func TestBindBesideControllerRuntimesKubeconfig(t *testing.T) {
+	withoutKubeconfig(t)
+	fs := flag.NewFlagSet("main", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	theirs := fs.String("kubeconfig", "", "controller-runtime's")
+	v := flags.Bind(fs)
+	missing := filepath.Join(t.TempDir(), "nope")
+	require.NoError(t, fs.Parse([]string{"--kubeconfig=" + missing, "--class-name=gold"}))
+	assert.Equal(t, missing, *theirs)
+	_, err := v.RESTConfig()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--kubeconfig "+missing, "the shared flag is read")
+}
