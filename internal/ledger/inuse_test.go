@@ -12,7 +12,9 @@ import (
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
-func podKey(name string) types.NamespacedName { return types.NamespacedName{Namespace: "offloaded", Name: name} }
+func podKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "offloaded", Name: name}
+}
 
 // A smaller grant frees capacity only as the consumer's pods end: x holds 8
 // of 10, its two pods of 4 run, and it is accepted again with 2 (Liqo

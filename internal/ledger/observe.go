@@ -103,7 +103,6 @@ func (e *entry) idle() bool {
 	return !e.member && len(e.attempts) == 0 && len(e.grant) == 0 && len(e.quotas) == 0
 }
 
-
 // ObserveSlice records what the cluster shows of a slice.
 func (l *Ledger) ObserveSlice(s Slice) {
 	l.mu.Lock()

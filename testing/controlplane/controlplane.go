@@ -47,8 +47,9 @@ const (
 )
 
 // crdFiles lists the Liqo CRDs installed: the authentication group, which
-// holds ResourceSlice and Tenant, and offloading's Quota, which Liqo makes
-// for each Accepted slice and budgets count.
+// holds ResourceSlice and Tenant, offloading's Quota, which Liqo makes for
+// each Accepted slice, and ShadowPod, the consumer's pods on the provider:
+// budgets count both.
 func crdFiles() []string {
 	return []string{
 		"authentication.liqo.io_resourceslices.yaml",
@@ -56,6 +57,7 @@ func crdFiles() []string {
 		"authentication.liqo.io_identities.yaml",
 		"authentication.liqo.io_renews.yaml",
 		"offloading.liqo.io_quotas.yaml",
+		"offloading.liqo.io_shadowpods.yaml",
 	}
 }
 

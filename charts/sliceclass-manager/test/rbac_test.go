@@ -122,14 +122,15 @@ func renderedPermissions(t *testing.T, objs []rendered) []permission {
 // TestDefaultRBACIsTheProvenOne checks that the defaults, with a budget as
 // test/reliability/privilege runs the manager, grant exactly what rbac.yaml
 // grants: nothing that suite has not shown to be needed, and nothing it needs
-// missing; without a budget, the Quota rule goes.
+// missing; without a budget, the Quota and ShadowPod rule goes.
 func TestDefaultRBACIsTheProvenOne(t *testing.T) {
 	proven := provenPermissions(t, "liqo")
 	got := renderedPermissions(t, render(t, "liqo", `sharedBudget: "cpu=3"`))
 	if diff := cmp.Diff(proven, got, cmp.AllowUnexported(permission{})); diff != "" {
 		t.Errorf("the chart's RBAC with a budget differs from %s (-proven +chart):\n%s", provenRBAC, diff)
 	}
-	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"}}
+	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"},
+		{"", "offloading.liqo.io", "shadowpods", "list"}, {"", "offloading.liqo.io", "shadowpods", "watch"}}
 	withoutBudget := slices.DeleteFunc(slices.Clone(proven), func(p permission) bool { return slices.Contains(quotas, p) })
 	got = renderedPermissions(t, render(t, "liqo", ""))
 	if diff := cmp.Diff(withoutBudget, got, cmp.AllowUnexported(permission{})); diff != "" {
@@ -151,7 +152,8 @@ func TestOptionalRBAC(t *testing.T) {
 		}
 		return out
 	}
-	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"}}
+	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"},
+		{"", "offloading.liqo.io", "shadowpods", "list"}, {"", "offloading.liqo.io", "shadowpods", "watch"}}
 	without := func(ps []permission, drop ...permission) []permission {
 		return slices.DeleteFunc(slices.Clone(ps), func(p permission) bool { return slices.Contains(drop, p) })
 	}
@@ -167,6 +169,7 @@ func TestOptionalRBAC(t *testing.T) {
 		want: sorted(append(append(without(proven, leases("sc-all", "delete")...),
 			permission{"", "", "nodes", "get"}, permission{"", "", "nodes", "list"}, permission{"", "", "nodes", "watch"},
 			permission{"", "offloading.liqo.io", "quotas", "list"}, permission{"", "offloading.liqo.io", "quotas", "watch"},
+			permission{"", "offloading.liqo.io", "shadowpods", "list"}, permission{"", "offloading.liqo.io", "shadowpods", "watch"},
 			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"},
 			permission{"", "", "configmaps", "create"}, permission{"", "", "configmaps", "patch"}, permission{"", "", "configmaps", "delete"},
 			permission{"", "scheduling.k8s.io", "priorityclasses", "get"}, permission{"", "scheduling.k8s.io", "priorityclasses", "list"},
