@@ -1,0 +1,130 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// What the consumer's pods use counts (issue 27), with Liqo's own
+// QuotaCreator beside the class and ShadowPods made as the consumer's
+// virtual kubelet makes them (labelled liqo.io/creator-user with the
+// Quota's user): x is Accepted with 8 of a 10-CPU budget and its two pods
+// of 4 run; the policy lowers x's grant to 2 and Liqo shrinks its Quota;
+// y's 6 CPU then waits, across a restart, until one of x's pods ends.
+// Before, y was admitted at once: 14 CPU in use on a budget of 10.
+func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	nsX := tenantNamespace(t, "inuse-x", "cluster-x")
+	nsY := tenantNamespace(t, "inuse-y", "cluster-y")
+	offloaded := testkit.Namespace(t, cp, "inuse-offloaded")
+	class := "inuse"
+	var xOffer atomic.Value
+	xOffer.Store("8")
+	policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		if rs.Name == "x" {
+			rs.Status.Resources[corev1.ResourceCPU] = resource.MustParse(xOffer.Load().(string))
+		}
+		conditions.Accept(rs, "Granted", "granted")
+		return ctrl.Result{}, nil
+	})
+	start := func() (*testkit.Manager, *budget.Budget) {
+		b, err := budget.New("inuse", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
+		require.NoError(t, err)
+		m := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+			if err := withLiqoQuotas(mgr); err != nil {
+				return err
+			}
+			return resourceslice.AddToManager(mgr, class, policy, resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
+		})
+		return m, b
+	}
+	m, b := start()
+	create(t, sliceIn(nsX, "x", class, slicetest.WithConsumer("cluster-x"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "x Accepted with 8 and its Quota at 8", func() bool {
+		return conditions.IsAccepted(get(t, nsX, "x")) && quotaIs(nsX, "x", "8")()
+	})
+	user := quotaUser(t, nsX)
+	p1 := runShadowPod(t, offloaded, "p1", user, "4")
+	runShadowPod(t, offloaded, "p2", user, "4")
+	testkit.Eventually(t, 10*time.Second, "the budget counts x's pods", func() bool {
+		used := b.Used()
+		return used.Cpu().Value() == 8
+	})
+
+	// The policy lowers x's grant; Liqo shrinks the Quota; the pods run on.
+	xOffer.Store("2")
+	setCPURequest(t, nsX, "x", "7") // a change the controller decides again
+	testkit.Eventually(t, 30*time.Second, "x Accepted with 2 and its Quota at 2", func() bool {
+		rs := get(t, nsX, "x")
+		cpu := rs.Status.Resources[corev1.ResourceCPU]
+		return conditions.IsAccepted(rs) && cpu.Cmp(resource.MustParse("2")) == 0 && quotaIs(nsX, "x", "2")()
+	})
+	used := b.Used()
+	assert.Equal(t, int64(8), used.Cpu().Value(), "x's running pods still use 8")
+
+	// Across a restart, the budget rebuilds the same: y waits.
+	m.Stop()
+	_, b = start()
+	create(t, sliceIn(nsY, "y", class, slicetest.WithConsumer("cluster-y"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	c := conditions.Get(waitForDecision(t, 30*time.Second, nsY, "y"), conditions.Resources)
+	assert.Equal(t, conditions.Denied, c.Status, "y must wait while x's pods use 8: %s", c.Message)
+	assert.Equal(t, budget.ReasonExhausted, c.Reason)
+	assert.Equal(t, "budget inuse: cpu: asked 6, 2 free", c.Message)
+	testkit.Consistently(t, time.Second, "y keeps waiting", func() bool { return !conditions.IsAccepted(get(t, nsY, "y")) })
+
+	// One of x's pods ends: 4 in use, and y's 6 fits.
+	require.NoError(t, cp.Client.Delete(ctx, p1))
+	testkit.Eventually(t, 30*time.Second, "y admitted once x's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsY, "y")) })
+	used = b.Used()
+	assert.Equal(t, int64(10), used.Cpu().Value(), "x's 4 in use and y's 6")
+}
+
+// quotaUser is the user of the one Quota in ns.
+func quotaUser(t *testing.T, ns string) string {
+	t.Helper()
+	var list offloadingv1beta1.QuotaList
+	require.NoError(t, cp.Client.List(context.Background(), &list, client.InNamespace(ns)))
+	require.Len(t, list.Items, 1)
+	return list.Items[0].Spec.User
+}
+
+// runShadowPod creates a ShadowPod as the consumer's virtual kubelet does
+// (labelled with the creator user) asking cpu, and marks it Running.
+func runShadowPod(t *testing.T, ns, name, user, cpu string) *offloadingv1beta1.ShadowPod {
+	t.Helper()
+	ctx := context.Background()
+	sp := &offloadingv1beta1.ShadowPod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"liqo.io/creator-user": user}},
+		Spec: offloadingv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", Image: "app",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+		}}}},
+	}
+	require.NoError(t, cp.Client.Create(ctx, sp))
+	sp.Status.Phase = corev1.PodRunning
+	require.NoError(t, cp.Client.Status().Update(ctx, sp), fmt.Sprintf("ShadowPod %s/%s Running", ns, name))
+	return sp
+}
