@@ -39,6 +39,12 @@ const (
 	// metricBudgetWaiting is how many slices wait for a budget's capacity,
 	// by budget.
 	metricBudgetWaiting = "sliceclass_budget_waiting"
+	// metricBudgetInUse is what the running ShadowPods of a budget's slices
+	// use, by budget and resource.
+	metricBudgetInUse = "sliceclass_budget_in_use"
+	// metricBudgetOverGrant is how much those pods use beyond their
+	// slices' grants, by budget and resource.
+	metricBudgetOverGrant = "sliceclass_budget_over_grant"
 )
 
 // Outcome and error-kind label values.
@@ -158,6 +164,8 @@ func (m *metrics) registerBudget(b *budget.Budget) error {
 		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": name}),
+		inUse:   prometheus.NewDesc(metricBudgetInUse, "What the running pods of a budget's slices use, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		over:    prometheus.NewDesc(metricBudgetOverGrant, "What the running pods of a budget's slices use beyond their grants, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 	}
 	c.add(b)
 	err := m.reg.Register(c)
@@ -186,6 +194,8 @@ func (m *metrics) unregisterBudget(b *budget.Budget) {
 		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": name}),
+		inUse:   prometheus.NewDesc(metricBudgetInUse, "What the running pods of a budget's slices use, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		over:    prometheus.NewDesc(metricBudgetOverGrant, "What the running pods of a budget's slices use beyond their grants, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 	}
 	// Registering the same descriptors finds the collector of the name (a
 	// collector with no budget exports nothing, should a scrape see the
@@ -206,7 +216,7 @@ func (m *metrics) unregisterBudget(b *budget.Budget) {
 
 // budgetCollector exports the budgets of one name.
 type budgetCollector struct {
-	total, used, waiting *prometheus.Desc
+	total, used, waiting, inUse, over *prometheus.Desc
 
 	mu sync.Mutex
 	bs []*budget.Budget // in registration order
@@ -268,6 +278,8 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.total
 	ch <- c.used
 	ch <- c.waiting
+	ch <- c.inUse
+	ch <- c.over
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -282,5 +294,7 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit(c.total, b.Total())
 	emit(c.used, b.Used())
+	emit(c.inUse, ledger.Of(b).InUseTotal())
+	emit(c.over, ledger.Of(b).OverGrant())
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(b).WaitingCount()))
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -173,6 +174,58 @@ func PodCharge(spec *corev1.PodSpec) corev1.ResourceList {
 		for n, q := range spec.InitContainers[i].Resources.Requests {
 			if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
 				out[n] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// InUseTotal returns what the running pods of the slices the ledger counts
+// use, summed, for the resources it limits.
+func (l *Ledger) InUseTotal() corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := corev1.ResourceList{}
+	for _, n := range l.names {
+		out[n] = resource.Quantity{}
+	}
+	for _, e := range l.slices {
+		if len(e.counted) == 0 {
+			continue
+		}
+		for _, n := range l.names {
+			if q, ok := e.inUse[n]; ok {
+				add(out, n, q)
+			}
+		}
+	}
+	return out
+}
+
+// OverGrant returns, for the resources the ledger limits, how much the
+// running pods of its slices use beyond their grants, summed over the
+// slices (a provider that turned Liqo's enforcement off lets pods exceed a
+// grant; the capacity is taken all the same).
+func (l *Ledger) OverGrant() corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := corev1.ResourceList{}
+	for _, n := range l.names {
+		out[n] = resource.Quantity{}
+	}
+	for _, e := range l.slices {
+		if len(e.counted) == 0 {
+			continue
+		}
+		for _, n := range l.names {
+			use, ok := e.inUse[n]
+			if !ok {
+				continue
+			}
+			over := use.DeepCopy()
+			over.Sub(e.grant[n])
+			if over.Sign() > 0 {
+				add(out, n, over)
 			}
 		}
 	}

@@ -51,6 +51,8 @@ func TestInUseBeyondTheGrantCounts(t *testing.T) {
 	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("2"))
 	l.ObservePod(podKey("p1"), "user-x", cpu("5"))
 	assertList(t, cpu("5"), l.Used(), "5 in use on a grant of 2")
+	assertList(t, cpu("5"), l.InUseTotal(), "in use")
+	assertList(t, cpu("3"), l.OverGrant(), "3 beyond the grant")
 	l.ForgetSlice(key("x"), uid("x"))
 	assertList(t, cpu("0"), l.Used(), "a deleted slice holds nothing, its pods included")
 }

@@ -265,7 +265,7 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
 			resourceslice.WithMetricsRegisterer(reg)))
-		require.Equal(t, 3, series(), "total, used and waiting of the one live budget")
+		require.Equal(t, 5, series(), "total, used, waiting, in use and over grant of the one live budget")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, cs.Stop(ctx, class))
