@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -121,8 +122,16 @@ func TestOptionsReachTheLedger(t *testing.T) {
 			b, err := budget.New("pool", list("cpu", "3"), tc.opts...)
 			require.NoError(t, err)
 			l := ledger.Of(b)
+			// Wake is called from any goroutine (the ledger's refresh of
+			// waiters' messages too): what the capacity freed woke is read
+			// at once, before a refresh could run.
+			var mu sync.Mutex
 			var woken []string
-			require.NoError(t, l.Attach("gold", ledger.Class{Wake: func(k types.NamespacedName) { woken = append(woken, k.Name) }}))
+			require.NoError(t, l.Attach("gold", ledger.Class{Wake: func(k types.NamespacedName) {
+				mu.Lock()
+				defer mu.Unlock()
+				woken = append(woken, k.Name)
+			}}))
 			l.ObserveSlice(ledger.Slice{Key: nsName("x"), UID: "x", RV: "1", Class: "gold", Consumer: "A", Accepted: true, Grant: list("cpu", "3")})
 			for i, w := range []struct{ name, consumer string }{{"a", "A"}, {"b", "B"}} {
 				_, refusal := ledger.AdmitAll([]*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "gold", Key: nsName(w.name)},
@@ -130,7 +139,10 @@ func TestOptionsReachTheLedger(t *testing.T) {
 				require.NotNil(t, refusal)
 			}
 			l.ObserveSlice(ledger.Slice{Key: nsName("x"), UID: "x", RV: "2", Class: "gold", Consumer: "A", Accepted: true, Grant: list("cpu", "1")})
-			assert.Equal(t, tc.want, woken, tc.reason)
+			mu.Lock()
+			got := append([]string(nil), woken...)
+			mu.Unlock()
+			assert.Equal(t, tc.want, got, tc.reason)
 		})
 	}
 }

@@ -40,7 +40,8 @@ type Holder struct {
 // Class is what the ledger needs from a class that draws from it.
 type Class struct {
 	// Wake enqueues a slice of the class for a new decision; it must not
-	// block.
+	// block, and it is called from any goroutine (the ledger's own refresh
+	// of waiters' messages among them).
 	Wake func(types.NamespacedName)
 	// Selector is the class's slice selector; nil selects every slice of
 	// the class.
