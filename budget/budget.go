@@ -21,6 +21,12 @@ const ReasonExhausted = ledger.ReasonExhausted
 // what the consumer holds and the limit.
 const ReasonConsumerLimit = ledger.ReasonConsumerLimit
 
+// ReasonReclaimed is the Resources condition reason of a slice that stays
+// Accepted with a smaller offer because a slice of higher priority
+// reclaimed capacity from it (WithPreemption); its Warning event has the
+// same reason.
+const ReasonReclaimed = ledger.ReasonReclaimed
+
 // Budget is a finite capacity shared by the classes that draw from it. It is
 // safe for concurrent use; every method is cheap (no API call).
 type Budget struct {
@@ -37,6 +43,7 @@ type Option func(*options)
 type options struct {
 	consumerLimit corev1.ResourceList
 	oldestFirst   bool
+	preemption    bool
 	// Node pools only.
 	resources []corev1.ResourceName
 	reserve   corev1.ResourceList
@@ -73,6 +80,22 @@ func WithOldestFirst() Option {
 	return func(o *options) { o.oldestFirst = true }
 }
 
+// WithPreemption lets a slice that waits in the budget reclaim capacity
+// from Accepted slices of strictly lower priority (resourceslice.WithPriority):
+// victims are the lowest priority first, then the consumer holding the
+// largest dominant share, then the newest slice, each shrunk by at most
+// what the waiter still lacks, per resource. A victim stays Accepted with
+// the smaller offer and reason ReasonReclaimed (one status patch and a
+// Warning event), and its handler's offers are capped at what it keeps
+// until the waiter is admitted. No victim is touched when the waiter would
+// not fit even after reclaiming all that lower priorities hold and all
+// that is free, and equal priorities never preempt. What is reclaimed is
+// promised to the waiter; it is admitted once the victims hold less, their
+// running pods included: no running pod is evicted.
+func WithPreemption() Option {
+	return func(o *options) { o.preemption = true }
+}
+
 func build(opts []Option) (options, error) {
 	o := options{share: 100}
 	for _, opt := range opts {
@@ -96,7 +119,7 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
-	l, err := ledger.New(name, total, ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst})
+	l, err := ledger.New(name, total, ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst, Preemption: o.preemption})
 	if err != nil {
 		return nil, err
 	}

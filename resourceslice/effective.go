@@ -122,7 +122,7 @@ func trimView(obj any) (any, error) {
 	}
 	out := &classView{
 		ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, UID: v.UID, Labels: v.Labels,
-			ResourceVersion: v.ResourceVersion, DeletionTimestamp: v.DeletionTimestamp},
+			ResourceVersion: v.ResourceVersion, CreationTimestamp: v.CreationTimestamp, DeletionTimestamp: v.DeletionTimestamp},
 		Spec:   v.Spec,
 		Status: viewStatus{Class: v.Status.Class},
 	}

@@ -360,6 +360,7 @@ func viewObservation(v *classView, consumer string) ledger.Slice {
 		Consumer: consumer,
 		Labels:   v.Labels,
 		Accepted: v.accepted(),
+		Created:  v.CreationTimestamp.Time,
 	}
 	if o.Accepted {
 		o.Grant = v.Status.Resources
@@ -403,6 +404,7 @@ func observation(s scope, rs *authv1beta1.ResourceSlice, consumer string) ledger
 		Consumer: consumer,
 		Labels:   rs.Labels,
 		Accepted: conditions.IsAccepted(rs),
+		Created:  rs.CreationTimestamp.Time,
 	}
 	if o.Accepted {
 		o.Grant = rs.Status.Resources

@@ -42,6 +42,8 @@ const (
 	// metricBudgetInUse is what the running ShadowPods of a budget's slices
 	// use, by budget and resource.
 	metricBudgetInUse = "sliceclass_budget_in_use"
+	// metricBudgetReclaimed counts victims' Reclaimed writes, by class.
+	metricBudgetReclaimed = "sliceclass_budget_reclaimed_total"
 	// metricBudgetOverGrant is how much those pods use beyond their
 	// slices' grants, by budget and resource.
 	metricBudgetOverGrant = "sliceclass_budget_over_grant"
@@ -66,6 +68,7 @@ type metrics struct {
 	reg             prometheus.Registerer
 	exhausted       *prometheus.CounterVec
 	consumerLimited *prometheus.CounterVec
+	reclaimed       *prometheus.CounterVec
 	gaveUp          *prometheus.CounterVec
 	passes          *prometheus.CounterVec
 	decisions       *prometheus.CounterVec
@@ -104,6 +107,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.consumerLimited, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricConsumerLimited,
 		Help: "Decisions written Denied because the consumer reached its limit in a budget (reason ConsumerLimitReached), by class.",
+	}, []string{"class"}))
+	if err != nil {
+		return nil, err
+	}
+	m.reclaimed, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricBudgetReclaimed,
+		Help: "Slices written Accepted with a smaller offer because a higher priority reclaimed capacity (reason Reclaimed), by class.",
 	}, []string{"class"}))
 	if err != nil {
 		return nil, err

@@ -72,6 +72,8 @@ type config struct {
 	leaseNamespace string
 	// statusClasses is set by AddToManager: the manager's status.class view.
 	statusClasses *statusClasses
+	// priority is WithPriority's: the class's priority in its budgets.
+	priority int32
 	// ownedTypes are WithOwnedTypes' declared types.
 	ownedTypes []client.Object
 	// controllerOpts names the controller options given, in order.
@@ -165,6 +167,15 @@ func WithRetryBackoff(base, maxDelay time.Duration) Option {
 		c.controllerOption("WithRetryBackoff")
 		c.backoffBase, c.backoffMax = base, maxDelay
 	}
+}
+
+// WithPriority (a decision option) sets the class's priority in every
+// budget it draws from (default 0; classes sharing a budget may differ):
+// its waiting slices are promised freed capacity before those of lower
+// priorities, and, in a budget built with budget.WithPreemption, may
+// reclaim capacity from Accepted slices of strictly lower priority.
+func WithPriority(p int32) Option {
+	return func(c *config) { c.priority = p }
 }
 
 // WithSelector (a decision option) replaces the default label selector:

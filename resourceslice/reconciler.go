@@ -176,7 +176,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		}
 		r.exported = append(r.exported, b)
 		l := ledger.Of(b)
-		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector}); err != nil {
+		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector, Priority: cfg.priority}); err != nil {
 			r.detach()
 			return nil, err
 		}
@@ -445,8 +445,9 @@ func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.
 		r.leaveLine(req)
 		return nil
 	}
+	r.applyCaps(req, current, desired)
 	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
-		Consumer: consumer.id, Offer: desired.Status.Resources}
+		Consumer: consumer.id, Offer: desired.Status.Resources, Priority: r.cfg.priority}
 	if r.cfg.dryRun { // consulted, not charged
 		if refusal := ledger.CheckAll(r.ledgers, ask); refusal != nil {
 			r.short(current, desired, refusal)
@@ -458,6 +459,35 @@ func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.
 		r.short(current, desired, refusal)
 	}
 	return as
+}
+
+// applyCaps caps an acceptance of a slice that yields capacity to a
+// higher priority (budget.WithPreemption): its offer is at most what it
+// keeps, per resource, and its condition says so, with reason
+// budget.ReasonReclaimed and a Warning event when that is new.
+func (r *Reconciler) applyCaps(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
+	var msgs []string
+	for _, l := range r.ledgers {
+		c, ok := l.Cap(req.NamespacedName)
+		if !ok {
+			continue
+		}
+		for n, keep := range c.Keep {
+			if q, ok := desired.Status.Resources[n]; ok && q.Cmp(keep) > 0 {
+				desired.Status.Resources[n] = keep.DeepCopy()
+			}
+		}
+		msgs = append(msgs, c.Message)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	msg := strings.Join(msgs, "; ")
+	conditions.Accept(desired, budget.ReasonReclaimed, msg)
+	if was := conditions.Get(current, conditions.Resources); !r.cfg.dryRun && (was == nil || was.Reason != budget.ReasonReclaimed || was.Message != msg) {
+		r.metrics.reclaimed.WithLabelValues(r.scope.class).Inc()
+		r.warn(current, budget.ReasonReclaimed, actionAdmit, "class %q: %s", r.scope.class, msg)
+	}
 }
 
 // short turns desired into what the SDK writes when its offer does not fit

@@ -88,6 +88,8 @@ type Request struct {
 	Created  time.Time
 	Consumer string
 	Offer    corev1.ResourceList
+	// Priority is the class's priority.
+	Priority int32
 }
 
 // Refusal says why a request did not fit: which budget, which reason
@@ -146,11 +148,21 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	if refusal != nil {
 		for _, l := range ls {
 			released := false
-			if reason, msg, _ := l.fitLocked(r); reason != "" {
+			if reason, _, _ := l.fitLocked(r); reason != "" {
 				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
-				l.line.by[r.Holder].told = reason + ": " + msg
+				w := l.line.by[r.Holder]
+				if reason == ReasonExhausted {
+					victims, _ := l.reclaimLocked(w)
+					wakes = append(wakes, l.wakeKeys(victims))
+				}
+				reason, msg := l.blockLocked(w)
+				w.told = reason + ": " + msg
+				if l == refusalLedger(ls, refusal) {
+					refusal.Message = msg
+				}
 			} else {
 				released = l.line.remove(r.Holder)
+				wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
 			}
 			if released {
 				wakes = append(wakes, l.wakeLocked())
@@ -165,6 +177,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	as := make([]*Attempt, len(ls))
 	for i, l := range ls {
 		released := l.line.remove(r.Holder)
+		wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
 		if _, gone := l.gone[r.UID]; gone && r.UID != "" {
 			// Deleted while it was decided: its write will find it gone,
 			// and nothing must stay counted for it.
@@ -193,6 +206,27 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 		w()
 	}
 	return as, nil
+}
+
+// refusalLedger is the ledger of ls that refusal names.
+func refusalLedger(ls []*Ledger, refusal *Refusal) *Ledger {
+	for _, l := range ls {
+		if l.name == refusal.Budget {
+			return l
+		}
+	}
+	return nil
+}
+
+// blockLocked is what blocks waiter w now: the reason and message
+// fitLocked gives, and what is still in use of the capacity reclaimed for
+// it.
+func (l *Ledger) blockLocked(w *waiter) (reason, msg string) {
+	reason, msg, _ = l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer, Priority: w.priority})
+	if reason != "" && w.reclaiming {
+		msg += l.reclaimNote(w.Holder)
+	}
+	return reason, msg
 }
 
 // lockAll locks each distinct ledger of ls in a global order (no
@@ -362,10 +396,12 @@ func (l *Ledger) Leave(h Holder) {
 	if l.line.remove(h) {
 		wake = l.wakeLocked()
 	}
+	uncapped := l.wakeKeys(l.uncapLocked(h))
 	l.mu.Unlock()
 	if wake != nil {
 		wake()
 	}
+	uncapped()
 }
 
 // WaitingCount returns how many slices wait for capacity.
@@ -540,15 +576,36 @@ func (l *Ledger) wakeLocked() func() {
 		l.line.promise(w)
 		picked = append(picked, w.Holder)
 	}
-	if l.opts.OldestFirst {
-		l.line.each(func(w *waiter) bool {
-			if !w.promised && fits(w) {
-				take(w)
+	// Higher priorities first; within one, fair (or oldest-first) order.
+	for _, p := range l.line.priorities() {
+		at := func(w *waiter) bool { return w.priority == p && fits(w) }
+		if l.opts.OldestFirst {
+			l.line.each(func(w *waiter) bool {
+				if !w.promised && at(w) {
+					take(w)
+				}
+				return anyPositive(free)
+			})
+		} else {
+			l.fairLocked(at, take, free)
+		}
+	}
+	if l.opts.Preemption {
+		// A waiter reclaimed for holds a promise already: it is woken once
+		// what its victims held has freed enough for it.
+		for _, w := range l.line.by {
+			if !w.reclaiming {
+				continue
 			}
-			return anyPositive(free)
-		})
-	} else {
-		l.fairLocked(fits, take, free)
+			mine := l.freeLocked()
+			others, _ := l.line.promisedExcept(w.Holder)
+			for n, q := range others {
+				sub(mine, n, q)
+			}
+			if len(shortfall(l.names, w.increase, mine, nil)) == 0 {
+				picked = append(picked, w.Holder)
+			}
+		}
 	}
 	wakes := make([]func(types.NamespacedName), len(picked))
 	for i, h := range picked {

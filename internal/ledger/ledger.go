@@ -46,6 +46,9 @@ type Class struct {
 	// Selector is the class's slice selector; nil selects every slice of
 	// the class.
 	Selector labels.Selector
+	// Priority orders the class's waiting slices before other classes' of
+	// lower priority, and lets them reclaim from those with Preemption.
+	Priority int32
 }
 
 // Options are a ledger's settings beyond its total.
@@ -56,6 +59,9 @@ type Options struct {
 	// OldestFirst admits waiting slices in plain creation order instead of
 	// consumer by consumer, least-holding first.
 	OldestFirst bool
+	// Preemption lets a waiting slice reclaim capacity from Accepted slices
+	// of strictly lower priority (see reclaim.go).
+	Preemption bool
 }
 
 // ids orders ledgers for AdmitAll's locking.
@@ -120,7 +126,7 @@ func (l *Ledger) refresh() {
 		if w.promised {
 			return true
 		}
-		reason, msg, _ := l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer})
+		reason, msg := l.blockLocked(w)
 		if told := reason + ": " + msg; reason != "" && told != w.told {
 			w.told = told
 			picked = append(picked, w.Holder)
@@ -166,7 +172,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 	return &Ledger{
 		name:       name,
 		id:         ids.Add(1),
-		opts:       Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst},
+		opts:       Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption},
 		byConsumer: map[string]corev1.ResourceList{},
 		names:      names,
 		total:      total.DeepCopy(),
@@ -307,6 +313,11 @@ func (l *Ledger) Detach(class string) {
 		return
 	}
 	delete(l.classes, class)
+	for h := range l.line.by {
+		if h.Class == class {
+			l.uncapLocked(h) // its victims are woken by their own classes' next event
+		}
+	}
 	released := l.line.removeClass(class)
 	l.remember()
 	var wake func()

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"container/heap"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,10 @@ type waiter struct {
 	// told is what the ledger last told it blocks it (reason and
 	// message): a change makes refresh wake it to say so.
 	told string
+	// priority is its class's; reclaiming: capacity is being reclaimed
+	// for it from lower priorities, and promised to it.
+	priority   int32
+	reclaiming bool
 	// pos is the waiter's index in the whole line's heap (0) and in its
 	// consumer's (1).
 	pos [2]int
@@ -70,6 +75,34 @@ func newWaitLine() waitLine {
 
 func (q *waitLine) len() int { return len(q.all.items) }
 
+// priorities lists the waiters' priorities, highest first.
+func (q *waitLine) priorities() []int32 {
+	if len(q.all.items) == 0 {
+		return nil
+	}
+	first := q.all.items[0].priority
+	same := true
+	for _, w := range q.all.items {
+		if w.priority != first {
+			same = false
+			break
+		}
+	}
+	if same {
+		return []int32{first}
+	}
+	seen := map[int32]bool{}
+	var out []int32
+	for _, w := range q.all.items {
+		if !seen[w.priority] {
+			seen[w.priority] = true
+			out = append(out, w.priority)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
+	return out
+}
+
 func (q *waitLine) has(h Holder) bool { _, ok := q.by[h]; return ok }
 
 // join puts r's slice in line (or updates its offer); it reports whether
@@ -77,7 +110,8 @@ func (q *waitLine) has(h Holder) bool { _, ok := q.by[h]; return ok }
 func (q *waitLine) join(r Request, increase corev1.ResourceList) (released bool) {
 	if w, ok := q.by[r.Holder]; ok {
 		released = q.unpromise(w)
-		w.offer, w.increase = r.Offer.DeepCopy(), increase
+		w.reclaiming = false
+		w.offer, w.increase, w.priority = r.Offer.DeepCopy(), increase, r.Priority
 		if !w.created.Equal(r.Created) || w.consumer != r.Consumer {
 			q.drop(w)
 			w.created, w.consumer = r.Created, r.Consumer
@@ -85,7 +119,7 @@ func (q *waitLine) join(r Request, increase corev1.ResourceList) (released bool)
 		}
 		return released
 	}
-	w := &waiter{Holder: r.Holder, consumer: r.Consumer, created: r.Created, offer: r.Offer.DeepCopy(), increase: increase}
+	w := &waiter{Holder: r.Holder, consumer: r.Consumer, created: r.Created, offer: r.Offer.DeepCopy(), increase: increase, priority: r.Priority}
 	q.by[r.Holder] = w
 	q.byKey[r.Key] = append(q.byKey[r.Key], r.Holder)
 	q.push(w)

@@ -29,6 +29,8 @@ type Slice struct {
 	// is then status.resources.
 	Accepted bool
 	Grant    corev1.ResourceList
+	// Created is the slice's creation time.
+	Created time.Time
 }
 
 // entry is what the ledger knows of one slice.
@@ -57,6 +59,12 @@ type entry struct {
 	// inUse is what the running ShadowPods of its Quotas' users are
 	// charged (see inuse.go).
 	inUse corev1.ResourceList
+	// created is the slice's creation time: among victims of equal
+	// priority and share, the newest yields first.
+	created time.Time
+	// capped is set while the slice yields capacity to a waiter of higher
+	// priority (see reclaim.go).
+	capped *capped
 }
 
 type quota struct {
@@ -142,7 +150,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		l.account(e, nil) // recounted below, as the new consumer's
 		e.consumer = s.Consumer
 	}
-	e.seen, e.uid, e.class, e.labels, e.rv = true, s.UID, s.Class, s.Labels, s.RV
+	e.seen, e.uid, e.class, e.labels, e.rv, e.created = true, s.UID, s.Class, s.Labels, s.RV, s.Created
 	if s.Accepted {
 		e.grant = s.Grant.DeepCopy()
 	}
@@ -169,6 +177,8 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 		return
 	}
 	promised := l.line.removeKey(key)
+	uncapped := l.wakeKeys(l.uncapKeyLocked(key))
+	defer uncapped()
 	if e == nil && !promised {
 		l.bury(uid)
 		l.mu.Unlock()

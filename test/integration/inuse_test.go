@@ -128,3 +128,111 @@ func runShadowPod(t *testing.T, ns, name, user, cpu string) *offloadingv1beta1.S
 	require.NoError(t, cp.Client.Status().Update(ctx, sp), fmt.Sprintf("ShadowPod %s/%s Running", ns, name))
 	return sp
 }
+
+// Reclaim by priority (issue 27), with Liqo's QuotaCreator and ShadowPods
+// as the virtual kubelet makes them: spot (priority 0) holds 8 of a
+// 10-CPU budget built WithPreemption and its pods use 8; gold (100) asks 6.
+// spot is shrunk to 4 (reason Reclaimed, a Warning event) at once, Liqo's
+// Quota follows, gold waits for the reclaimed capacity still in use and is
+// admitted once spot's pods use 4. A second spot slice asking meanwhile
+// does not take what was reclaimed for gold.
+func TestReclaimForHigherPriority(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	nsS := tenantNamespace(t, "reclaim-spot", "cluster-spot")
+	nsG := tenantNamespace(t, "reclaim-gold", "cluster-gold")
+	offloaded := testkit.Namespace(t, cp, "reclaim-offloaded")
+	b, err := budget.New("reclaim", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
+	require.NoError(t, err)
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		if err := resourceslice.AddToManager(mgr, "spot", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "gold", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(100))
+	})
+	create(t, sliceIn(nsS, "s", "spot", slicetest.WithConsumer("cluster-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "spot's slice Accepted with 8 and its Quota at 8", func() bool {
+		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
+	})
+	user := quotaUser(t, nsS)
+	p1 := runShadowPod(t, offloaded, "p1", user, "4")
+	runShadowPod(t, offloaded, "p2", user, "4")
+	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+
+	arrived := time.Now()
+	create(t, sliceIn(nsG, "g", "gold", slicetest.WithConsumer("cluster-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	var shrunk time.Duration
+	testkit.Every(10*time.Millisecond).Eventually(t, 10*time.Second, "spot shrunk to 4, reason Reclaimed", func() bool {
+		rs := get(t, nsS, "s")
+		c := conditions.Get(rs, conditions.Resources)
+		cpu := rs.Status.Resources[corev1.ResourceCPU]
+		shrunk = time.Since(arrived)
+		return c != nil && c.Status == conditions.Accepted && c.Reason == budget.ReasonReclaimed && cpu.Cmp(resource.MustParse("4")) == 0
+	})
+	t.Logf("spot shrunk %s after gold's arrival", shrunk.Round(time.Millisecond))
+	assert.Less(t, shrunk, time.Second, "within 1s of the waiter's arrival")
+	c := conditions.Get(get(t, nsS, "s"), conditions.Resources)
+	assert.Equal(t, "budget reclaim reclaimed cpu 8 to 4 for priority 100", c.Message)
+	testkit.Eventually(t, 10*time.Second, "a Reclaimed Warning event", hasEvent(t, nsS, "s", budget.ReasonReclaimed))
+	testkit.Eventually(t, 30*time.Second, "Liqo shrinks spot's Quota to 4", quotaIs(nsS, "s", "4"))
+	g := conditions.Get(waitForDecision(t, 30*time.Second, nsG, "g"), conditions.Resources)
+	assert.Equal(t, conditions.Denied, g.Status, "gold waits while spot's pods use 8")
+	testkit.Eventually(t, 10*time.Second, "gold's condition says what it waits for", func() bool {
+		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		return g.Message == "budget reclaim: cpu: asked 6, 2 free; waiting for reclaimed capacity still in use: cpu 4"
+	})
+
+	// Another spot slice asking 2 does not take the reclaimed capacity.
+	create(t, sliceIn(nsS, "s2", "spot", slicetest.WithConsumer("cluster-spot"), slicetest.WithRequest(corev1.ResourceCPU, "2")))
+	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, nsS, "s2"), conditions.Resources).Status)
+
+	require.NoError(t, cp.Client.Delete(ctx, p1))
+	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	used := b.Used()
+	assert.Equal(t, int64(10), used.Cpu().Value())
+	assert.False(t, conditions.IsAccepted(get(t, nsS, "s2")), "spot's second slice still waits")
+}
+
+// Equal priorities never preempt, and without WithPreemption nothing is
+// preempted: gold's slice waits, spot's keeps its 8.
+func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
+	cp.Require(t)
+	for _, tc := range []struct {
+		name       string
+		preemption bool
+		goldPrio   int32
+	}{{"equal", true, 0}, {"off", false, 100}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nsS := tenantNamespace(t, "noreclaim-s-"+tc.name, "cluster-ns-"+tc.name)
+			nsG := tenantNamespace(t, "noreclaim-g-"+tc.name, "cluster-ng-"+tc.name)
+			var opts []budget.Option
+			if tc.preemption {
+				opts = append(opts, budget.WithPreemption())
+			}
+			b, err := budget.New("noreclaim-"+tc.name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, opts...)
+			require.NoError(t, err)
+			spot, gold := "nr-spot-"+tc.name, "nr-gold-"+tc.name
+			testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+				if err := resourceslice.AddToManager(mgr, spot, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule()); err != nil {
+					return err
+				}
+				return resourceslice.AddToManager(mgr, gold, accept("Granted", nil), resourceslice.WithBudget(b),
+					resourceslice.WithoutTenantRule(), resourceslice.WithPriority(tc.goldPrio))
+			})
+			create(t, sliceIn(nsS, "s", spot, slicetest.WithConsumer("cluster-ns-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+			testkit.Eventually(t, 30*time.Second, "spot Accepted", func() bool { return conditions.IsAccepted(get(t, nsS, "s")) })
+			create(t, sliceIn(nsG, "g", gold, slicetest.WithConsumer("cluster-ng-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+			assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, nsG, "g"), conditions.Resources).Status)
+			testkit.Consistently(t, time.Second, "spot keeps its 8", func() bool {
+				rs := get(t, nsS, "s")
+				cpu := rs.Status.Resources[corev1.ResourceCPU]
+				return cpu.Cmp(resource.MustParse("8")) == 0 && conditions.Get(rs, conditions.Resources).Reason == "Granted"
+			})
+		})
+	}
+}

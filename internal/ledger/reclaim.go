@@ -1,0 +1,288 @@
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Priorities and reclaim.
+//
+// Classes drawing from a ledger have priorities (Class.Priority); waiting
+// slices are promised capacity in priority order, then fair order. With
+// Options.Preemption, a slice that waits may reclaim capacity from Accepted
+// slices of strictly lower priority: victims are the lowest priority first,
+// then the consumer holding the largest dominant share, then the newest
+// slice, and each is shrunk by at most what the waiter still lacks, per
+// resource. No victim is touched when the waiter would not fit even after
+// reclaiming all that lower priorities hold and all that is free. What is
+// reclaimed is promised to the waiter: no waiter of lower or equal priority
+// can take it. A victim keeps counting what it holds (its pods may still
+// use it) until the cluster shows less: the waiter is admitted once the
+// victims' holdings, in use included, have fallen enough.
+
+// ReasonReclaimed is the reason of a victim's condition: it stays Accepted
+// with a smaller offer.
+const ReasonReclaimed = "Reclaimed"
+
+// capped is a victim's reclaim: what it keeps, and for whom.
+type capped struct {
+	keep corev1.ResourceList
+	// was is what it counted when it was first capped, for the message.
+	was      corev1.ResourceList
+	priority int32
+	waiter   Holder
+}
+
+// Cap is what a victim keeps: its offer may not exceed Keep until the
+// waiter it yielded to is admitted or leaves. Message names the budget,
+// each resource's old and new amount and the priority it yielded to.
+type Cap struct {
+	Keep    corev1.ResourceList
+	Message string
+}
+
+// Cap returns what the slice key keeps after a reclaim, if it is a victim.
+func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.slices[key]
+	if e == nil || e.capped == nil {
+		return Cap{}, false
+	}
+	var parts []string
+	for _, n := range sortedNames(e.capped.keep) {
+		was, keep := e.capped.was[n], e.capped.keep[n]
+		parts = append(parts, fmt.Sprintf("%s %s to %s", n, was.String(), keep.String()))
+	}
+	return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for priority %d",
+		l.name, strings.Join(parts, ", "), e.capped.priority)}, true
+}
+
+// priorityOf is the priority of the class serving e (0 when none does).
+func (l *Ledger) priorityOf(e *entry) int32 {
+	return l.classes[e.class].Priority
+}
+
+// pendingLocked is what is being reclaimed for h and is still held by its
+// victims: what they count beyond what they keep.
+func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, e := range l.slices {
+		if e.capped == nil || e.capped.waiter != h {
+			continue
+		}
+		for n, keep := range e.capped.keep {
+			over := e.counted[n].DeepCopy()
+			over.Sub(keep)
+			if over.Sign() > 0 {
+				add(out, n, over)
+			}
+		}
+	}
+	return out
+}
+
+// reclaimLocked, for a waiter w of priority p refused by this ledger for
+// lack of capacity, caps victims of lower priority by what w still lacks
+// beyond what is free (net of promises to others) and what is already
+// being reclaimed for it. It reports the victims capped now, to wake, and
+// whether w is being reclaimed for (then it is promised its increase).
+func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, reclaiming bool) {
+	if !l.opts.Preemption {
+		return nil, false
+	}
+	free := l.freeLocked()
+	promised, _ := l.line.promisedExcept(w.Holder)
+	for n, q := range promised {
+		sub(free, n, q)
+	}
+	pending := l.pendingLocked(w.Holder)
+	lacking := corev1.ResourceList{}
+	for n, want := range w.increase {
+		need := want.DeepCopy()
+		need.Sub(free[n])
+		need.Sub(pending[n])
+		if need.Sign() > 0 {
+			lacking[n] = need
+		}
+	}
+	if len(lacking) == 0 {
+		if !allZero(pending) {
+			l.line.promise(w)
+			w.reclaiming = true
+			return nil, true
+		}
+		return nil, false
+	}
+	type cand struct {
+		key     types.NamespacedName
+		e       *entry
+		prio    int32
+		share   float64
+		created time.Time
+	}
+	var cands []cand
+	avail := corev1.ResourceList{}
+	for key, e := range l.slices {
+		if !e.member || key == w.Key || len(e.counted) == 0 {
+			continue
+		}
+		p := l.priorityOf(e)
+		if p >= w.priority {
+			continue
+		}
+		if e.capped != nil && e.capped.waiter != w.Holder && e.capped.priority >= w.priority {
+			continue // already yielding to a waiter at least as high
+		}
+		keep := l.keepOf(e)
+		for n := range lacking {
+			if q, ok := keep[n]; ok && q.Sign() > 0 {
+				add(avail, n, q)
+			}
+		}
+		cands = append(cands, cand{key: key, e: e, prio: p, share: l.shareLocked(e.consumer), created: e.created})
+	}
+	for n, need := range lacking {
+		if a := avail[n]; a.Cmp(need) < 0 {
+			return nil, false // even all of it would not do: touch no one
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		switch {
+		case a.prio != b.prio:
+			return a.prio < b.prio
+		case a.share != b.share:
+			return a.share > b.share
+		case !a.created.Equal(b.created):
+			return a.created.After(b.created)
+		}
+		return a.key.String() < b.key.String()
+	})
+	for _, c := range cands {
+		if len(lacking) == 0 {
+			break
+		}
+		keep := l.keepOf(c.e)
+		took := false
+		for n, need := range lacking {
+			have, ok := keep[n]
+			if !ok || have.Sign() <= 0 {
+				continue
+			}
+			take := need.DeepCopy()
+			if have.Cmp(take) < 0 {
+				take = have.DeepCopy()
+			}
+			have.Sub(take)
+			keep[n] = have
+			need.Sub(take)
+			if need.Sign() <= 0 {
+				delete(lacking, n)
+			} else {
+				lacking[n] = need
+			}
+			took = true
+		}
+		if !took {
+			continue
+		}
+		if c.e.capped == nil {
+			c.e.capped = &capped{was: c.e.counted.DeepCopy()}
+		}
+		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = keep, w.priority, w.Holder
+		victims = append(victims, c.key)
+	}
+	l.line.promise(w)
+	w.reclaiming = true
+	return victims, true
+}
+
+// keepOf is what e keeps now: its cap, or all it counts.
+func (l *Ledger) keepOf(e *entry) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range e.counted {
+		out[n] = q.DeepCopy()
+	}
+	if e.capped != nil {
+		for n, q := range e.capped.keep {
+			if c, ok := out[n]; !ok || q.Cmp(c) < 0 {
+				out[n] = q.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// uncapLocked lifts the caps made for h (admitted, or no longer waiting)
+// and returns the victims to wake: their growth waits at their own
+// priority from now on.
+func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
+	var out []types.NamespacedName
+	for key, e := range l.slices {
+		if e.capped != nil && e.capped.waiter == h {
+			e.capped = nil
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// uncapKeyLocked lifts the caps made for any class's waiter of key.
+func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName {
+	var out []types.NamespacedName
+	for k, e := range l.slices {
+		if e.capped != nil && e.capped.waiter.Key == key {
+			e.capped = nil
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// reclaimNote says, for a waiter being reclaimed for, what is still in use
+// by its victims.
+func (l *Ledger) reclaimNote(h Holder) string {
+	pending := l.pendingLocked(h)
+	if allZero(pending) {
+		return ""
+	}
+	var parts []string
+	for _, n := range sortedNames(pending) {
+		q := pending[n]
+		if q.Sign() > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
+		}
+	}
+	return "; waiting for reclaimed capacity still in use: " + strings.Join(parts, ", ")
+}
+
+// wakeKeys returns a function that wakes keys through the class that
+// serves each, to call without the lock.
+func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
+	if len(keys) == 0 {
+		return func() {}
+	}
+	type target struct {
+		wake func(types.NamespacedName)
+		key  types.NamespacedName
+	}
+	var ts []target
+	for _, k := range keys {
+		if e := l.slices[k]; e != nil {
+			if c, ok := l.classes[e.class]; ok && c.Wake != nil {
+				ts = append(ts, target{c.Wake, k})
+			}
+		}
+	}
+	return func() {
+		for _, t := range ts {
+			t.wake(t.key)
+		}
+	}
+}

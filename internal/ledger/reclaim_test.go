@@ -1,0 +1,111 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// priced returns a ledger of total with classes spot (priority 0) and gold
+// (priority 100) attached, and what each class's Wake receives.
+func priced(t *testing.T, total corev1.ResourceList, preemption bool) (*ledger.Ledger, *wakes, *wakes) {
+	t.Helper()
+	l, err := ledger.New("pool", total, ledger.Options{Preemption: preemption})
+	require.NoError(t, err)
+	spot, gold := &wakes{}, &wakes{}
+	require.NoError(t, l.Attach("spot", ledger.Class{Wake: spot.wake, Priority: 0}))
+	require.NoError(t, l.Attach("gold", ledger.Class{Wake: gold.wake, Priority: 100}))
+	return l, spot, gold
+}
+
+func goldAsk(name string, offer corev1.ResourceList) ledger.Request {
+	return ledger.Request{Holder: gold(name), UID: uid(name), Base: "1", Created: at(9), Consumer: "g", Offer: offer, Priority: 100}
+}
+
+// spot holds 8 of 10; gold asks 6: spot is shrunk by what gold lacks (4),
+// the capacity is promised to gold, and gold is admitted once spot holds
+// 4; then spot's cap is lifted.
+func TestReclaimPartialForHigherPriority(t *testing.T) {
+	l, spotW, goldW := priced(t, cpu("10"), true)
+	l.ObserveSlice(slice("s", "1", cpu("8"), inClass("spot"), consumer("c")))
+	r := refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	assert.Equal(t, ledger.ReasonExhausted, r.Reason)
+	assert.Equal(t, "budget pool: cpu: asked 6, 2 free; waiting for reclaimed capacity still in use: cpu 4", r.Message)
+	c, ok := l.Cap(key("s"))
+	require.True(t, ok, "spot's slice yields")
+	assertList(t, cpu("4"), c.Keep, "shrunk by what gold lacks, no more")
+	assert.Equal(t, "budget pool reclaimed cpu 8 to 4 for priority 100", c.Message)
+	assert.Equal(t, []string{"s"}, spotW.take(), "the victim is woken to write its smaller offer")
+
+	// Asking again while spot still holds 8 shrinks no one twice.
+	refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	c, _ = l.Cap(key("s"))
+	assertList(t, cpu("4"), c.Keep, "not shrunk twice")
+
+	// spot's smaller grant is observed (its Quota and pods follow): gold is
+	// woken and admitted; the cap goes.
+	goldW.take()
+	l.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("c")))
+	assert.Contains(t, goldW.take(), "g1")
+	admitted(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	_, ok = l.Cap(key("s"))
+	assert.False(t, ok, "admitted: the victim's cap is lifted")
+	assertList(t, cpu("10"), l.Used(), "4 and 6")
+}
+
+// No victim when nothing is of lower priority, when preemption is off, or
+// when the waiter would not fit even with all lower priorities hold.
+func TestReclaimOnlyWhenItHelps(t *testing.T) {
+	cases := map[string]struct {
+		preemption bool
+		class      string
+		ask        corev1.ResourceList
+	}{
+		"EqualPriority":  {preemption: true, class: "gold", ask: cpu("6")},
+		"NoPreemption":   {preemption: false, class: "spot", ask: cpu("6")},
+		"WouldNotFitAll": {preemption: true, class: "spot", ask: cpu("11")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, _, _ := priced(t, cpu("10"), tc.preemption)
+			l.ObserveSlice(slice("s", "1", cpu("8"), inClass(tc.class), consumer("c")))
+			refused(t, []*ledger.Ledger{l}, goldAsk("g1", tc.ask))
+			_, ok := l.Cap(key("s"))
+			assert.False(t, ok, "no victim")
+		})
+	}
+}
+
+// Victims: the consumer holding the largest share first, then the newest
+// slice; each shrunk by at most what is still lacking.
+func TestReclaimVictimOrder(t *testing.T) {
+	l, _, _ := priced(t, cpu("12"), true)
+	l.ObserveSlice(slice("small-old", "1", cpu("2"), inClass("spot"), consumer("few"), func(s *ledger.Slice) { s.Created = at(1) }))
+	l.ObserveSlice(slice("big-old", "1", cpu("4"), inClass("spot"), consumer("many"), func(s *ledger.Slice) { s.Created = at(1) }))
+	l.ObserveSlice(slice("big-new", "1", cpu("4"), inClass("spot"), consumer("many"), func(s *ledger.Slice) { s.Created = at(2) }))
+	refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("7"))) // 2 free: 5 lacking
+	c, ok := l.Cap(key("big-new"))
+	require.True(t, ok)
+	assertList(t, cpu("0"), c.Keep, "the largest consumer's newest slice yields all first")
+	c, ok = l.Cap(key("big-old"))
+	require.True(t, ok)
+	assertList(t, cpu("3"), c.Keep, "then its older one, by what is still lacking")
+	_, ok = l.Cap(key("small-old"))
+	assert.False(t, ok, "the smaller consumer is not touched")
+}
+
+// Reclaimed capacity is promised to the waiter: a spot slice asking
+// meanwhile does not take it.
+func TestReclaimedCapacityIsPromised(t *testing.T) {
+	l, _, _ := priced(t, cpu("10"), true)
+	l.ObserveSlice(slice("s", "1", cpu("8"), inClass("spot"), consumer("c")))
+	refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	l.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("c")))
+	r := refused(t, []*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("s2")}, UID: uid("s2"),
+		Base: "1", Created: at(10), Consumer: "d", Offer: cpu("2")})
+	assert.Equal(t, ledger.ReasonExhausted, r.Reason, "the freed 6 are gold's")
+}
