@@ -168,7 +168,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 // existing name (a class's budget changed in a classes file) takes over as
 // soon as it is registered, and the old one's figures never come back once
 // no class draws from it: never a stale total.
-func (m *metrics) registerBudget(b *budget.Budget) error {
+func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 	name := b.Name()
 	c := &budgetCollector{
 		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
@@ -182,46 +182,16 @@ func (m *metrics) registerBudget(b *budget.Budget) error {
 	var are prometheus.AlreadyRegisteredError
 	switch {
 	case err == nil:
-		return nil
+		return c, nil
 	case !errors.As(err, &are):
-		return fmt.Errorf("registering budget %q's metrics: %w", name, err)
+		return nil, fmt.Errorf("registering budget %q's metrics: %w", name, err)
 	}
 	old, ok := are.ExistingCollector.(*budgetCollector)
 	if !ok {
-		return fmt.Errorf("registering budget %q's metrics: another collector has the same metrics: %w", name, err)
+		return nil, fmt.Errorf("registering budget %q's metrics: another collector has the same metrics: %w", name, err)
 	}
 	old.add(b)
-	return nil
-}
-
-// unregisterBudget gives back a registration of b's metrics: once no class
-// exports b, the collector forgets it, and once it exports no budget, it
-// leaves the registry, so that budgets replaced many times leave neither
-// collectors nor series behind.
-func (m *metrics) unregisterBudget(b *budget.Budget) {
-	name := b.Name()
-	probe := &budgetCollector{
-		total:   prometheus.NewDesc(metricBudgetTotal, "Capacity of a budget, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
-		used:    prometheus.NewDesc(metricBudgetUsed, "What a budget's admitted slices hold, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
-		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": name}),
-		inUse:   prometheus.NewDesc(metricBudgetInUse, "What the running pods of a budget's slices use, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
-		over:    prometheus.NewDesc(metricBudgetOverGrant, "What the running pods of a budget's slices use beyond their grants, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
-	}
-	// Registering the same descriptors finds the collector of the name (a
-	// collector with no budget exports nothing, should a scrape see the
-	// probe).
-	err := m.reg.Register(probe)
-	if err == nil {
-		m.reg.Unregister(probe)
-		return
-	}
-	var are prometheus.AlreadyRegisteredError
-	if !errors.As(err, &are) {
-		return
-	}
-	if c, ok := are.ExistingCollector.(*budgetCollector); ok && c.remove(b) {
-		m.reg.Unregister(c)
-	}
+	return old, nil
 }
 
 // budgetCollector exports the budgets of one name.
@@ -251,8 +221,11 @@ func (c *budgetCollector) add(b *budget.Budget) {
 	c.refs[b]++
 }
 
-// remove gives back a registration of b; it reports whether the collector
-// is left with no budget.
+// remove gives back a registration of b: once no class exports b, the
+// collector forgets it, and a collector left with no budget exports no
+// series (it stays registered, for the next budget of its name), so that
+// the series follow the live budgets exactly and budgets replaced many
+// times leave nothing behind.
 func (c *budgetCollector) remove(b *budget.Budget) (empty bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

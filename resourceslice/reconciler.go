@@ -56,7 +56,7 @@ type Reconciler struct {
 	ledgers []*ledger.Ledger
 	// exported are the budgets whose metrics the class exports; detach
 	// gives them back once.
-	exported   []*budget.Budget
+	exported   []exported
 	detachOnce sync.Once
 	wiring     wiring
 	// seeded: without a feed, the ledger was told once what the client
@@ -170,11 +170,12 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, b := range cfg.budgets {
-		if err := m.registerBudget(b); err != nil {
+		c, err := m.registerBudget(b)
+		if err != nil {
 			r.detach()
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
-		r.exported = append(r.exported, b)
+		r.exported = append(r.exported, exported{b: b, c: c})
 		l := ledger.Of(b)
 		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector, Priority: cfg.priority}); err != nil {
 			r.detach()
@@ -183,6 +184,13 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		r.ledgers = append(r.ledgers, l)
 	}
 	return r, nil
+}
+
+// exported is a budget whose metrics a class exports, and their
+// collector.
+type exported struct {
+	b *budget.Budget
+	c *budgetCollector
 }
 
 // FieldManager is the field manager of every status patch the controller for
@@ -582,8 +590,8 @@ func (r *Reconciler) detach() {
 		l.Detach(r.scope.class)
 	}
 	r.detachOnce.Do(func() {
-		for _, b := range r.exported {
-			r.metrics.unregisterBudget(b)
+		for _, e := range r.exported {
+			e.c.remove(e.b)
 		}
 	})
 }
