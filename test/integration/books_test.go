@@ -266,6 +266,14 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 		require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
 			resourceslice.WithMetricsRegisterer(reg)))
 		require.Equal(t, 5, series(), "total, used, waiting, in use and over grant of the one live budget")
+		if i == 0 {
+			// The first feed starts the informers every later one shares
+			// (slices, Quotas, ShadowPods): wait until it counts the slice.
+			testkit.Eventually(t, 30*time.Second, "the first budget counts the slice", func() bool {
+				used := b.Used()
+				return used.Cpu().Value() == 1
+			})
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, cs.Stop(ctx, class))
