@@ -154,6 +154,20 @@ func (b *Budget) SetTotal(total corev1.ResourceList) error {
 	return b.l.SetTotal(total)
 }
 
+// SetConsumerLimit sets what one consumer (its trusted cluster ID, see
+// resourceslice.Consumer) may hold from the budget at run time, overriding
+// WithConsumerLimit for it; an empty list removes the override. Lowered
+// below what the consumer holds, its slices are shrunk, newest first, by
+// what it holds beyond the limit: each stays Accepted with a smaller offer,
+// reason ReasonReclaimed and a Warning event, Liqo shrinks its Quota and
+// virtual node, and the capacity frees as the consumer's running pods end
+// (none is evicted). SetConsumerLimit("globex", cpu 0) takes back all
+// globex holds. It returns an error, and changes nothing, for a negative
+// quantity.
+func (b *Budget) SetConsumerLimit(consumer string, limit corev1.ResourceList) error {
+	return b.l.SetConsumerLimit(consumer, limit)
+}
+
 // ledgerHandle is embedded under an unexported name: nothing of it shows
 // in the package's documentation.
 type ledgerHandle = ledger.Handle

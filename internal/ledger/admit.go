@@ -467,7 +467,7 @@ func shortNames(short []string) []string {
 // its slices, counting mine now, is granted offer (and extra is set aside
 // for it besides); nil when consumers are not limited or it fits.
 func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.ResourceList) []string {
-	limit := l.opts.ConsumerLimit
+	limit := l.limitLocked(consumer)
 	if len(limit) == 0 {
 		return nil
 	}

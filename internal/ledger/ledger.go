@@ -93,6 +93,9 @@ type Ledger struct {
 	goneNext int
 	// refreshArmed: a refresh of the waiters' messages is scheduled.
 	refreshArmed bool
+	// limits are the consumers' own limits, set at run time, overriding
+	// opts.ConsumerLimit (see SetConsumerLimit).
+	limits map[string]corev1.ResourceList
 	// pods and users are what the consumers' running ShadowPods use (see
 	// inuse.go).
 	pods  map[types.NamespacedName]pod
@@ -182,6 +185,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		line:       newWaitLine(),
 		gone:       map[types.UID]time.Time{},
 		pods:       map[types.NamespacedName]pod{},
+		limits:     map[string]corev1.ResourceList{},
 		users:      map[string]*userUse{},
 	}, nil
 }

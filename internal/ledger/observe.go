@@ -157,7 +157,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	e.settle(s.RV)
 	l.recountFrom(s.Key, e, prev)
 	wake := l.wakeIfFreedLocked(before)
-	if movedConsumer && len(l.opts.ConsumerLimit) > 0 {
+	if movedConsumer && (len(l.opts.ConsumerLimit) > 0 || len(l.limits) > 0) {
 		wake = l.wakeLocked() // the old consumer's holding dropped
 	}
 	l.mu.Unlock()

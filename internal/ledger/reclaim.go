@@ -36,6 +36,9 @@ type capped struct {
 	was      corev1.ResourceList
 	priority int32
 	waiter   Holder
+	// limit is set for a reclaim by the consumer's own limit
+	// (SetConsumerLimit), which lasts as long as the limit.
+	limit bool
 }
 
 // Cap is what a victim keeps: its offer may not exceed Keep until the
@@ -59,8 +62,106 @@ func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 		was, keep := e.capped.was[n], e.capped.keep[n]
 		parts = append(parts, fmt.Sprintf("%s %s to %s", n, was.String(), keep.String()))
 	}
+	if e.capped.limit {
+		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for consumer %q's limit",
+			l.name, strings.Join(parts, ", "), e.consumer)}, true
+	}
 	return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for priority %d",
 		l.name, strings.Join(parts, ", "), e.capped.priority)}, true
+}
+
+// limitLocked is what consumer may hold: its own limit, else the budget's.
+func (l *Ledger) limitLocked(consumer string) corev1.ResourceList {
+	if lim, ok := l.limits[consumer]; ok {
+		return lim
+	}
+	return l.opts.ConsumerLimit
+}
+
+// SetConsumerLimit sets what consumer may hold from the ledger, overriding
+// the budget's consumer limit for it; an empty limit removes the override.
+// Lowered below what the consumer holds, its slices are shrunk, newest
+// first, by what it holds beyond the limit: each keeps a smaller offer
+// (reason ReasonReclaimed) while the limit lasts, and the capacity frees
+// as the cluster shows them holding less (their pods ending).
+func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) error {
+	if err := checkTotal(limit); err != nil {
+		return fmt.Errorf("budget %q: consumer %q: %w", l.name, consumer, err)
+	}
+	l.mu.Lock()
+	if len(limit) == 0 {
+		delete(l.limits, consumer)
+	} else {
+		l.limits[consumer] = limit.DeepCopy()
+	}
+	var victims []types.NamespacedName
+	var mine []types.NamespacedName
+	for key, e := range l.slices {
+		if e.consumer != consumer {
+			continue
+		}
+		if e.capped != nil && e.capped.limit {
+			e.capped = nil
+			victims = append(victims, key)
+		}
+		if e.member && len(e.counted) > 0 {
+			mine = append(mine, key)
+		}
+	}
+	excess := corev1.ResourceList{}
+	held := l.byConsumer[consumer]
+	for n, lim := range l.limitLocked(consumer) {
+		over := held[n].DeepCopy()
+		over.Sub(lim)
+		if over.Sign() > 0 {
+			excess[n] = over
+		}
+	}
+	sort.Slice(mine, func(i, j int) bool {
+		a, b := l.slices[mine[i]], l.slices[mine[j]]
+		if !a.created.Equal(b.created) {
+			return a.created.After(b.created)
+		}
+		return mine[i].String() < mine[j].String()
+	})
+	for _, key := range mine {
+		if len(excess) == 0 {
+			break
+		}
+		e := l.slices[key]
+		keep := l.keepOf(e)
+		took := false
+		for n, over := range excess {
+			have, ok := keep[n]
+			if !ok || have.Sign() <= 0 {
+				continue
+			}
+			take := over.DeepCopy()
+			if have.Cmp(take) < 0 {
+				take = have.DeepCopy()
+			}
+			have.Sub(take)
+			keep[n] = have
+			over.Sub(take)
+			if over.Sign() <= 0 {
+				delete(excess, n)
+			} else {
+				excess[n] = over
+			}
+			took = true
+		}
+		if took {
+			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true}
+			victims = append(victims, key)
+		}
+	}
+	l.changedLocked()
+	wake := l.wakeLocked()
+	wakeVictims := l.wakeKeys(victims)
+	l.mu.Unlock()
+	wake()
+	wakeVictims()
+	return nil
 }
 
 // priorityOf is the priority of the class serving e (0 when none does).
@@ -73,7 +174,7 @@ func (l *Ledger) priorityOf(e *entry) int32 {
 func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, e := range l.slices {
-		if e.capped == nil || e.capped.waiter != h {
+		if e.capped == nil || e.capped.limit || e.capped.waiter != h {
 			continue
 		}
 		for n, keep := range e.capped.keep {
@@ -136,8 +237,8 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		if p >= w.priority {
 			continue
 		}
-		if e.capped != nil && e.capped.waiter != w.Holder && e.capped.priority >= w.priority {
-			continue // already yielding to a waiter at least as high
+		if e.capped != nil && (e.capped.limit || (e.capped.waiter != w.Holder && e.capped.priority >= w.priority)) {
+			continue // already yielding to its consumer's limit, or to a waiter at least as high
 		}
 		keep := l.keepOf(e)
 		for n := range lacking {
@@ -225,7 +326,7 @@ func (l *Ledger) keepOf(e *entry) corev1.ResourceList {
 func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 	var out []types.NamespacedName
 	for key, e := range l.slices {
-		if e.capped != nil && e.capped.waiter == h {
+		if e.capped != nil && !e.capped.limit && e.capped.waiter == h {
 			e.capped = nil
 			out = append(out, key)
 		}
@@ -237,7 +338,7 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName {
 	var out []types.NamespacedName
 	for k, e := range l.slices {
-		if e.capped != nil && e.capped.waiter.Key == key {
+		if e.capped != nil && !e.capped.limit && e.capped.waiter.Key == key {
 			e.capped = nil
 			out = append(out, k)
 		}

@@ -109,3 +109,33 @@ func TestReclaimedCapacityIsPromised(t *testing.T) {
 		Base: "1", Created: at(10), Consumer: "d", Offer: cpu("2")})
 	assert.Equal(t, ledger.ReasonExhausted, r.Reason, "the freed 6 are gold's")
 }
+
+// SetConsumerLimit below what a consumer holds shrinks its slices, newest
+// first, by what it holds beyond the limit, and keeps a growth of theirs
+// within it; removing the override lifts the caps.
+func TestSetConsumerLimitTakesBack(t *testing.T) {
+	l, spotW, _ := priced(t, cpu("20"), false)
+	l.ObserveSlice(slice("old", "1", cpu("4"), inClass("spot"), consumer("globex"), func(s *ledger.Slice) { s.Created = at(1) }))
+	l.ObserveSlice(slice("new", "1", cpu("4"), inClass("spot"), consumer("globex"), func(s *ledger.Slice) { s.Created = at(2) }))
+	l.ObserveSlice(slice("acme", "1", cpu("4"), inClass("spot"), consumer("acme")))
+	require.NoError(t, l.SetConsumerLimit("globex", cpu("2")))
+	c, ok := l.Cap(key("new"))
+	require.True(t, ok)
+	assertList(t, cpu("0"), c.Keep, "the newest yields first")
+	assert.Equal(t, `budget pool reclaimed cpu 4 to 0 for consumer "globex"'s limit`, c.Message)
+	c, ok = l.Cap(key("old"))
+	require.True(t, ok)
+	assertList(t, cpu("2"), c.Keep, "then the older, by what is still beyond the limit")
+	_, ok = l.Cap(key("acme"))
+	assert.False(t, ok, "another consumer is not touched")
+	assert.ElementsMatch(t, []string{"new", "old"}, spotW.take())
+
+	r := refused(t, []*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("more")}, UID: uid("more"),
+		Base: "1", Created: at(3), Consumer: "globex", Offer: cpu("1")})
+	assert.Equal(t, ledger.ReasonConsumerLimit, r.Reason)
+
+	require.NoError(t, l.SetConsumerLimit("globex", nil))
+	_, ok = l.Cap(key("new"))
+	assert.False(t, ok, "the override removed: caps lifted")
+	assert.Error(t, l.SetConsumerLimit("globex", cpu("-1")))
+}
