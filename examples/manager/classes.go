@@ -66,22 +66,57 @@ type classesConfig struct {
 // consumerLimit limits per consumer; budgets names shared budgets it also
 // draws from, all at once. A class with none of budget, pool and budgets
 // draws from the --budget shared by such classes, or from none.
+//
+// priority is the class's priority in every budget it draws from
+// (resourceslice.WithPriority); preemption and consumerLimits apply to the
+// class's own budget as to a shared one.
 type classSpec struct {
-	Name          string              `json:"name"`
-	Caps          corev1.ResourceList `json:"caps,omitempty"`
-	Budget        corev1.ResourceList `json:"budget,omitempty"`
-	Pool          *poolSpec           `json:"pool,omitempty"`
-	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
-	Budgets       []string            `json:"budgets,omitempty"`
+	Name           string                         `json:"name"`
+	Caps           corev1.ResourceList            `json:"caps,omitempty"`
+	Budget         corev1.ResourceList            `json:"budget,omitempty"`
+	Pool           *poolSpec                      `json:"pool,omitempty"`
+	ConsumerLimit  corev1.ResourceList            `json:"consumerLimit,omitempty"`
+	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
+	Preemption     bool                           `json:"preemption,omitempty"`
+	Budgets        []string                       `json:"budgets,omitempty"`
+	Priority       int32                          `json:"priority,omitempty"`
 }
 
 // budgetSpec is a budget: a fixed total or a node pool, with an optional
-// per-consumer limit (budget.WithConsumerLimit).
+// per-consumer limit (budget.WithConsumerLimit), per-consumer overrides of
+// it (Budget.SetConsumerLimit: a change is applied to the running budget,
+// which is not rebuilt), and preemption (budget.WithPreemption).
 type budgetSpec struct {
-	Name          string              `json:"name"`
-	Total         corev1.ResourceList `json:"total,omitempty"`
-	Pool          *poolSpec           `json:"pool,omitempty"`
-	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
+	Name           string                         `json:"name"`
+	Total          corev1.ResourceList            `json:"total,omitempty"`
+	Pool           *poolSpec                      `json:"pool,omitempty"`
+	ConsumerLimit  corev1.ResourceList            `json:"consumerLimit,omitempty"`
+	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
+	Preemption     bool                           `json:"preemption,omitempty"`
+}
+
+// sameButLimits reports whether a and b build the same budget, apart from
+// the per-consumer overrides, which a running budget follows.
+func sameButLimits(a, b budgetSpec) bool {
+	a.ConsumerLimits, b.ConsumerLimits = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// setLimits applies the per-consumer overrides want to b, which has was:
+// changed ones are set, removed ones lifted.
+func setLimits(b *budget.Budget, was, want map[string]corev1.ResourceList) error {
+	var errs []error
+	for c := range was {
+		if _, keep := want[c]; !keep {
+			errs = append(errs, b.SetConsumerLimit(c, nil))
+		}
+	}
+	for c, lim := range want {
+		if old, ok := was[c]; !ok || !equality.Semantic.DeepEqual(old, lim) {
+			errs = append(errs, b.SetConsumerLimit(c, lim))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // poolSpec is a node-pool budget (budget.NewNodePool): the Ready,
@@ -103,7 +138,8 @@ func (s classSpec) own() (budgetSpec, bool) {
 	if s.Budget == nil && s.Pool == nil {
 		return budgetSpec{}, false
 	}
-	return budgetSpec{Name: s.Name, Total: s.Budget, Pool: s.Pool, ConsumerLimit: s.ConsumerLimit}, true
+	return budgetSpec{Name: s.Name, Total: s.Budget, Pool: s.Pool, ConsumerLimit: s.ConsumerLimit,
+		ConsumerLimits: s.ConsumerLimits, Preemption: s.Preemption}, true
 }
 
 // parseClassesFile reads a --classes-file: a YAML list of classSpec, or a
@@ -193,8 +229,8 @@ func validateClass(s classSpec, shared map[string]bool) error {
 		if err := validateBudget(own); err != nil {
 			return err
 		}
-	} else if s.ConsumerLimit != nil {
-		return errors.New("consumerLimit limits the class's own budget or pool: give one, or set consumerLimit on a shared budget")
+	} else if s.ConsumerLimit != nil || s.ConsumerLimits != nil || s.Preemption {
+		return errors.New("consumerLimit, consumerLimits and preemption apply to the class's own budget or pool: give one, or set them on a shared budget")
 	}
 	named := map[string]bool{}
 	for _, n := range s.Budgets {
@@ -214,6 +250,16 @@ func validateBudget(b budgetSpec) error {
 	var opts []budget.Option
 	if b.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(b.ConsumerLimit))
+	}
+	for c, lim := range b.ConsumerLimits {
+		if c == "" {
+			return errors.New("consumerLimits: an empty consumer")
+		}
+		for n, q := range lim {
+			if q.Sign() < 0 {
+				return fmt.Errorf("consumerLimits: %s: negative %s=%s", c, n, q.String())
+			}
+		}
 	}
 	if b.Pool == nil {
 		if _, err := budget.New(b.Name, b.Total, opts...); err != nil {
@@ -444,13 +490,20 @@ func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBud
 	if b, ok := built[key]; ok {
 		return b.b, nil
 	}
-	if old, ok := f.budgets[key]; ok && equality.Semantic.DeepEqual(old.spec, s) {
-		built[key] = old
+	if old, ok := f.budgets[key]; ok && sameButLimits(old.spec, s) {
+		// Followed live: the running budget takes the new overrides.
+		if err := setLimits(old.b, old.spec.ConsumerLimits, s.ConsumerLimits); err != nil {
+			return nil, err
+		}
+		built[key] = builtBudget{spec: s, b: old.b}
 		return old.b, nil
 	}
 	var opts []budget.Option
 	if s.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(s.ConsumerLimit))
+	}
+	if s.Preemption {
+		opts = append(opts, budget.WithPreemption())
 	}
 	var b *budget.Budget
 	var err error
@@ -460,6 +513,9 @@ func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBud
 		b, err = f.newPool(s.Name, labels.SelectorFromSet(s.Pool.Selector), append(opts, s.Pool.options()...)...)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := setLimits(b, nil, s.ConsumerLimits); err != nil {
 		return nil, err
 	}
 	built[key] = builtBudget{spec: s, b: b}
@@ -519,6 +575,9 @@ func (f *classesFile) apply(cfg classesConfig) error {
 		var opts []resourceslice.Option
 		for _, b := range budgets {
 			opts = append(opts, resourceslice.WithBudget(b))
+		}
+		if s.Priority != 0 {
+			opts = append(opts, resourceslice.WithPriority(s.Priority))
 		}
 		var sh handler.Handler = h
 		if f.records != "" {

@@ -44,6 +44,25 @@ func TestParseClassesFile(t *testing.T) {
 	assert.Nil(t, specs[1].Caps, "no caps: --cap applies")
 	assert.Nil(t, specs[1].Budget, "no budget: --budget applies")
 
+	cfg, err = parseClassesFile([]byte(`
+budgets:
+  - name: pool
+    total: {cpu: "10"}
+    preemption: true
+    consumerLimits: {globex: {cpu: "0"}}
+classes:
+  - name: spot
+    budgets: [pool]
+  - name: gold
+    priority: 100
+    budgets: [pool]
+`))
+	require.NoError(t, err)
+	assert.True(t, cfg.Budgets[0].Preemption)
+	globex := cfg.Budgets[0].ConsumerLimits["globex"]
+	assert.True(t, globex.Cpu().IsZero(), "globex may hold nothing")
+	assert.Equal(t, int32(100), cfg.Classes[1].Priority)
+
 	none, err := parseClassesFile([]byte("[]\n"))
 	require.NoError(t, err, "an explicit empty list serves no class")
 	assert.Empty(t, none.Classes)
@@ -118,6 +137,8 @@ classes:
 		{"a shared budget without a name", "budgets: [{total: {cpu: 1}}]\nclasses: []\n"},
 		{"a shared budget of nothing", "budgets: [{name: a}]\nclasses: []\n"},
 		{"a shared budget with total and pool", "budgets: [{name: a, total: {cpu: 1}, pool: {selector: {}}}]\nclasses: []\n"},
+		{"a negative consumer limit override", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: {globex: {cpu: -1}}}]\nclasses: []\n"},
+		{"preemption with no budget of the class's own", "- name: gold\n  preemption: true\n"},
 		{"a class's own budget and a shared budget of one name would share metric series", "budgets: [{name: gold, total: {cpu: 1}}]\nclasses: [{name: gold, budget: {cpu: 2}}]\n"},
 	}
 	for _, tc := range bad {

@@ -236,3 +236,39 @@ func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
 		})
 	}
 }
+
+// "Take it back from globex": SetConsumerLimit(globex, cpu 0) shrinks
+// globex's Accepted slice to nothing (reason Reclaimed), Liqo's Quota
+// follows, and the capacity frees as its pods end.
+func TestSetConsumerLimitTakesItBack(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	ns := tenantNamespace(t, "takeback-globex", "globex")
+	offloaded := testkit.Namespace(t, cp, "takeback-offloaded")
+	b, err := budget.New("takeback", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
+	require.NoError(t, err)
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "takeback", accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
+	})
+	create(t, sliceIn(ns, "idle", "takeback", slicetest.WithConsumer("globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "globex's slice Accepted with 8", func() bool {
+		return conditions.IsAccepted(get(t, ns, "idle")) && quotaIs(ns, "idle", "8")()
+	})
+	pod := runShadowPod(t, offloaded, "last", quotaUser(t, ns), "2")
+
+	require.NoError(t, b.SetConsumerLimit("globex", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}))
+	testkit.Eventually(t, 10*time.Second, "globex's slice Accepted with 0, reason Reclaimed", func() bool {
+		rs := get(t, ns, "idle")
+		c := conditions.Get(rs, conditions.Resources)
+		cpu := rs.Status.Resources[corev1.ResourceCPU]
+		return c.Status == conditions.Accepted && c.Reason == budget.ReasonReclaimed && cpu.IsZero() &&
+			c.Message == `budget takeback reclaimed cpu 8 to 0 for consumer "globex"'s limit`
+	})
+	testkit.Eventually(t, 30*time.Second, "Liqo shrinks the Quota to 0", quotaIs(ns, "idle", "0"))
+	testkit.Eventually(t, 10*time.Second, "its running pod still counts", func() bool { u := b.Used(); return u.Cpu().Value() == 2 })
+	require.NoError(t, cp.Client.Delete(ctx, pod))
+	testkit.Eventually(t, 10*time.Second, "all freed once its pods end", func() bool { u := b.Used(); return u.Cpu().IsZero() })
+}
