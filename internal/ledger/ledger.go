@@ -273,8 +273,10 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	l.total = next
 	l.changedLocked()
 	wake := l.wakeLocked()
+	victims := l.wakeKeys(l.fitTotalLocked())
 	l.mu.Unlock()
 	wake()
+	victims()
 	return nil
 }
 

@@ -1,12 +1,13 @@
 package ledger
 
 import (
+	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -37,8 +38,9 @@ type capped struct {
 	priority int32
 	waiter   Holder
 	// limit is set for a reclaim by the consumer's own limit
-	// (SetConsumerLimit), which lasts as long as the limit.
-	limit bool
+	// (SetConsumerLimit), which lasts as long as the limit; pool for one
+	// by a total that fell below what is held, which lasts until it grows.
+	limit, pool bool
 }
 
 // Cap is what a victim keeps: its offer may not exceed Keep until the
@@ -62,12 +64,105 @@ func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 		was, keep := e.capped.was[n], e.capped.keep[n]
 		parts = append(parts, fmt.Sprintf("%s %s to %s", n, was.String(), keep.String()))
 	}
+	if e.capped.pool {
+		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s: its total fell below what its slices hold",
+			l.name, strings.Join(parts, ", "))}, true
+	}
 	if e.capped.limit {
 		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for consumer %q's limit",
 			l.name, strings.Join(parts, ", "), e.consumer)}, true
 	}
 	return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for priority %d",
 		l.name, strings.Join(parts, ", "), e.capped.priority)}, true
+}
+
+// fitTotalLocked, with Preemption, shrinks the lowest priorities (then
+// the largest consumers, then the newest slices) by what the slices hold
+// beyond a total that fell below it; without it nothing is revoked. It
+// returns the victims whose cap changed, to wake.
+func (l *Ledger) fitTotalLocked() []types.NamespacedName {
+	if !l.opts.Preemption {
+		return nil
+	}
+	want := map[*entry]corev1.ResourceList{}
+	excess := corev1.ResourceList{}
+	for _, n := range l.names {
+		over := l.sum[n].DeepCopy()
+		over.Sub(l.total[n])
+		if over.Sign() > 0 {
+			excess[n] = over
+		}
+	}
+	if len(excess) > 0 {
+		shares := map[string]float64{}
+		cands := make(victimHeap, 0, 64)
+		for key, e := range l.slices {
+			if !e.member || len(e.counted) == 0 || (e.capped != nil && !e.capped.pool) {
+				continue
+			}
+			share, ok := shares[e.consumer]
+			if !ok {
+				share = l.shareLocked(e.consumer)
+				shares[e.consumer] = share
+			}
+			cands = append(cands, victim{key: key, e: e, prio: l.priorityOf(e), share: share})
+		}
+		heap.Init(&cands)
+		for len(excess) > 0 && cands.Len() > 0 {
+			c := heap.Pop(&cands).(victim)
+			keep := c.e.counted.DeepCopy()
+			took := false
+			for n, over := range excess {
+				have, ok := keep[n]
+				if !ok || have.Sign() <= 0 {
+					continue
+				}
+				take := over.DeepCopy()
+				if have.Cmp(take) < 0 {
+					take = have.DeepCopy()
+				}
+				have.Sub(take)
+				keep[n] = have
+				over.Sub(take)
+				if over.Sign() <= 0 {
+					delete(excess, n)
+				} else {
+					excess[n] = over
+				}
+				took = true
+			}
+			if took {
+				want[c.e] = keep
+			}
+		}
+	}
+	var changed []types.NamespacedName
+	for key, e := range l.slices {
+		keep, capNow := want[e]
+		hadPool := e.capped != nil && e.capped.pool
+		switch {
+		case capNow && hadPool && equalLists(e.capped.keep, keep):
+		case capNow:
+			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true}
+			changed = append(changed, key)
+		case hadPool:
+			e.capped = nil
+			changed = append(changed, key)
+		}
+	}
+	return changed
+}
+
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, q := range a {
+		if c, ok := b[n]; !ok || c.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // limitLocked is what consumer may hold: its own limit, else the budget's.
@@ -174,7 +269,7 @@ func (l *Ledger) priorityOf(e *entry) int32 {
 func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, e := range l.slices {
-		if e.capped == nil || e.capped.limit || e.capped.waiter != h {
+		if e.capped == nil || e.capped.limit || e.capped.pool || e.capped.waiter != h {
 			continue
 		}
 		for n, keep := range e.capped.keep {
@@ -220,14 +315,11 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 		return nil, false
 	}
-	type cand struct {
-		key     types.NamespacedName
-		e       *entry
-		prio    int32
-		share   float64
-		created time.Time
-	}
-	var cands []cand
+	// One pass over the budget's slices: the candidates and what they
+	// could yield of each lacking resource, with no allocation per slice;
+	// then only the victims needed are taken from a heap in victim order.
+	shares := map[string]float64{}
+	cands := make(victimHeap, 0, 64)
 	avail := corev1.ResourceList{}
 	for key, e := range l.slices {
 		if !e.member || key == w.Key || len(e.counted) == 0 {
@@ -237,40 +329,35 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		if p >= w.priority {
 			continue
 		}
-		if e.capped != nil && (e.capped.limit || (e.capped.waiter != w.Holder && e.capped.priority >= w.priority)) {
+		if e.capped != nil && (e.capped.limit || e.capped.pool || (e.capped.waiter != w.Holder && e.capped.priority >= w.priority)) {
 			continue // already yielding to its consumer's limit, or to a waiter at least as high
 		}
-		keep := l.keepOf(e)
+		useful := false
 		for n := range lacking {
-			if q, ok := keep[n]; ok && q.Sign() > 0 {
+			if q := keepAmount(e, n); q.Sign() > 0 {
 				add(avail, n, q)
+				useful = true
 			}
 		}
-		cands = append(cands, cand{key: key, e: e, prio: p, share: l.shareLocked(e.consumer), created: e.created})
+		if !useful {
+			continue
+		}
+		share, ok := shares[e.consumer]
+		if !ok {
+			share = l.shareLocked(e.consumer)
+			shares[e.consumer] = share
+		}
+		cands = append(cands, victim{key: key, e: e, prio: p, share: share})
 	}
 	for n, need := range lacking {
 		if a := avail[n]; a.Cmp(need) < 0 {
 			return nil, false // even all of it would not do: touch no one
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		switch {
-		case a.prio != b.prio:
-			return a.prio < b.prio
-		case a.share != b.share:
-			return a.share > b.share
-		case !a.created.Equal(b.created):
-			return a.created.After(b.created)
-		}
-		return a.key.String() < b.key.String()
-	})
-	for _, c := range cands {
-		if len(lacking) == 0 {
-			break
-		}
+	heap.Init(&cands)
+	for len(lacking) > 0 && cands.Len() > 0 {
+		c := heap.Pop(&cands).(victim)
 		keep := l.keepOf(c.e)
-		took := false
 		for n, need := range lacking {
 			have, ok := keep[n]
 			if !ok || have.Sign() <= 0 {
@@ -288,10 +375,6 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 			} else {
 				lacking[n] = need
 			}
-			took = true
-		}
-		if !took {
-			continue
 		}
 		if c.e.capped == nil {
 			c.e.capped = &capped{was: c.e.counted.DeepCopy()}
@@ -302,6 +385,56 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	l.line.promise(w)
 	w.reclaiming = true
 	return victims, true
+}
+
+// keepAmount is what e keeps now of resource n: the smaller of what it
+// counts and its cap.
+func keepAmount(e *entry, n corev1.ResourceName) resource.Quantity {
+	q := e.counted[n]
+	if e.capped != nil {
+		if c, ok := e.capped.keep[n]; ok && c.Cmp(q) < 0 {
+			return c
+		}
+	}
+	return q
+}
+
+// victim is a candidate of a reclaim.
+type victim struct {
+	key   types.NamespacedName
+	e     *entry
+	prio  int32
+	share float64
+}
+
+// victimHeap orders candidates as victims are taken: the lowest priority
+// first, then the consumer holding the largest dominant share, then the
+// newest slice (then by name).
+type victimHeap []victim
+
+func (h victimHeap) Len() int { return len(h) }
+func (h victimHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	switch {
+	case a.prio != b.prio:
+		return a.prio < b.prio
+	case a.share != b.share:
+		return a.share > b.share
+	case !a.e.created.Equal(b.e.created):
+		return a.e.created.After(b.e.created)
+	}
+	if a.key.Namespace != b.key.Namespace {
+		return a.key.Namespace < b.key.Namespace
+	}
+	return a.key.Name < b.key.Name
+}
+func (h victimHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *victimHeap) Push(x any)   { *h = append(*h, x.(victim)) }
+func (h *victimHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // keepOf is what e keeps now: its cap, or all it counts.
@@ -326,7 +459,7 @@ func (l *Ledger) keepOf(e *entry) corev1.ResourceList {
 func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 	var out []types.NamespacedName
 	for key, e := range l.slices {
-		if e.capped != nil && !e.capped.limit && e.capped.waiter == h {
+		if e.capped != nil && !e.capped.limit && !e.capped.pool && e.capped.waiter == h {
 			e.capped = nil
 			out = append(out, key)
 		}
@@ -338,7 +471,7 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName {
 	var out []types.NamespacedName
 	for k, e := range l.slices {
-		if e.capped != nil && !e.capped.limit && e.capped.waiter.Key == key {
+		if e.capped != nil && !e.capped.limit && !e.capped.pool && e.capped.waiter.Key == key {
 			e.capped = nil
 			out = append(out, k)
 		}

@@ -139,3 +139,28 @@ func TestSetConsumerLimitTakesBack(t *testing.T) {
 	assert.False(t, ok, "the override removed: caps lifted")
 	assert.Error(t, l.SetConsumerLimit("globex", cpu("-1")))
 }
+
+// A total that falls below what the slices hold shrinks the lowest
+// priorities until it fits, with Preemption only; growing it back lifts
+// the caps.
+func TestShrinkingTotalShrinksLowestPriorities(t *testing.T) {
+	for _, preemption := range []bool{true, false} {
+		l, _, _ := priced(t, cpu("10"), preemption)
+		l.ObserveSlice(slice("s", "1", cpu("6"), inClass("spot"), consumer("a")))
+		l.ObserveSlice(slice("g", "1", cpu("4"), inClass("gold"), consumer("b")))
+		require.NoError(t, l.SetTotal(cpu("6")))
+		c, ok := l.Cap(key("s"))
+		_, gold := l.Cap(key("g"))
+		assert.False(t, gold, "the higher priority keeps all it holds")
+		if !preemption {
+			assert.False(t, ok, "without preemption nothing is revoked")
+			continue
+		}
+		require.True(t, ok)
+		assertList(t, cpu("2"), c.Keep, "spot shrunk by what the slices hold beyond the new total")
+		assert.Equal(t, "budget pool reclaimed cpu 6 to 2: its total fell below what its slices hold", c.Message)
+		require.NoError(t, l.SetTotal(cpu("10")))
+		_, ok = l.Cap(key("s"))
+		assert.False(t, ok, "the total grew back: the cap is lifted")
+	}
+}
