@@ -2,10 +2,14 @@ package resourceslice
 
 import (
 	"fmt"
+	"sort"
+	"strings"
+	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -32,6 +36,9 @@ const (
 	// reasonStatusRejected: the API server refused the status patch as
 	// invalid; not retried.
 	reasonStatusRejected = "StatusRejected"
+	// reasonOverGrant: the slice's running pods use more than it was
+	// granted (Liqo's enforcement off); once per change of the amount.
+	reasonOverGrant = "OverGrant"
 
 	// ReasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
 	// not retried until it changes, the resync period passes, or a
@@ -106,4 +113,50 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxNote-3] + "..."
+}
+
+// notes remembers, per slice and budget, the last note an event was
+// recorded with, so that one is recorded once per change.
+type notes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// changed records note for the slice key in budget and reports whether it
+// differs from the last one.
+func (n *notes) changed(key types.NamespacedName, budget, note string) bool {
+	k := key.String() + "\x00" + budget
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m[k] == note {
+		return false
+	}
+	if note == "" {
+		delete(n.m, k)
+	} else {
+		n.m[k] = note
+	}
+	return true
+}
+
+// forget drops what is remembered of the slice key.
+func (n *notes) forget(key types.NamespacedName) {
+	prefix := key.String() + "\x00"
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k := range n.m {
+		if strings.HasPrefix(k, prefix) {
+			delete(n.m, k)
+		}
+	}
+}
+
+// sortedResourceNames are rl's names, sorted.
+func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(rl))
+	for n := range rl {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }

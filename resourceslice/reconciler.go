@@ -77,6 +77,8 @@ type Reconciler struct {
 	// memos keeps decisions whose write did not go through (one handler
 	// call per decision).
 	memos *memos
+	// overGrants remembers the over-grant each slice was last warned of.
+	overGrants *notes
 	// tenants is what the tenant rule reads, fed by the Tenant source.
 	tenants *tenantIndex
 	// owned applies, prunes and removes a handler.Owner's objects; nil for
@@ -160,6 +162,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		releases:   newReleases(),
 		tenants:    newTenantIndex(),
 		memos:      newMemos(),
+		overGrants: &notes{m: map[string]string{}},
 		retries:    newRetries(cfg.maxRetries, cfg.resync),
 		passes:     newPasses(),
 		queueReady: make(chan struct{}),
@@ -251,6 +254,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
 	}
+	r.warnOverGrant(req, current)
 	if r.releaser() != nil {
 		if err := r.seedHolding(ctx); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
@@ -498,6 +502,27 @@ func (r *Reconciler) applyCaps(req reconcile.Request, current, desired *authv1be
 	}
 }
 
+// warnOverGrant records a Warning event OverGrant, once per change, when
+// the slice's running pods use more than it was granted (a provider that
+// turned Liqo's enforcement off lets them; the budget counts what they
+// use).
+func (r *Reconciler) warnOverGrant(req reconcile.Request, current *authv1beta1.ResourceSlice) {
+	for _, l := range r.ledgers {
+		over := l.OverGrantOf(req.NamespacedName)
+		var parts []string
+		for _, n := range sortedResourceNames(over) {
+			q := over[n]
+			parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
+		}
+		note := strings.Join(parts, ", ")
+		if !r.overGrants.changed(req.NamespacedName, l.Name(), note) || note == "" {
+			continue
+		}
+		r.warn(current, reasonOverGrant, actionAdmit, "class %q: the slice's running pods use more than it was granted, by %s (budget %s counts what they use)",
+			r.scope.class, note, l.Name())
+	}
+}
+
 // short turns desired into what the SDK writes when its offer does not fit
 // a budget: an Accepted slice keeps its current offer (a Warning event and
 // the condition's message name what is short), any other is denied.
@@ -730,6 +755,7 @@ func (r *Reconciler) release(req reconcile.Request) {
 	r.conflicts.Forget(req)
 	r.retries.forget(req.NamespacedName) // a slice gone or not ours keeps no failure count
 	r.memos.forget(req.NamespacedName)
+	r.overGrants.forget(req.NamespacedName)
 	r.leaveLine(req)
 }
 

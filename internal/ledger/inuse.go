@@ -39,8 +39,10 @@ func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1
 	l.pods[key] = pod{user: user, charge: charge.DeepCopy()}
 	l.chargeUser(user, charge, 1)
 	wake := l.wakeIfFreedLocked(before)
+	over := l.takeWakesLocked()
 	l.mu.Unlock()
 	wake()
+	over()
 }
 
 // ForgetPod records that the ShadowPod key ended or is gone.
@@ -55,8 +57,10 @@ func (l *Ledger) ForgetPod(key types.NamespacedName) {
 	delete(l.pods, key)
 	l.chargeUser(old.user, old.charge, -1)
 	wake := l.wakeIfFreedLocked(before)
+	over := l.takeWakesLocked()
 	l.mu.Unlock()
 	wake()
+	over()
 }
 
 // InUse returns what the running pods of the slice key's Quota users are
@@ -158,6 +162,66 @@ func allZero(rl corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// noteOverLocked wakes the class of a slice whose pods now use a
+// different amount beyond its grant, so that it says so (an OverGrant
+// event); the wake is made by the caller after releasing the lock.
+func (l *Ledger) noteOverLocked(key types.NamespacedName, e *entry) {
+	over := overOf(e)
+	if equalLists(over, e.overSeen) {
+		return
+	}
+	e.overSeen = over
+	if c, ok := l.classes[e.class]; ok && c.Wake != nil && len(over) > 0 {
+		l.pendingWakes = append(l.pendingWakes, wakeOf{c.Wake, key})
+	}
+}
+
+// overOf is what e's pods use beyond its grant, per resource (nil when
+// nothing).
+func overOf(e *entry) corev1.ResourceList {
+	var out corev1.ResourceList
+	for n, use := range e.inUse {
+		over := use.DeepCopy()
+		over.Sub(e.grant[n])
+		if over.Sign() > 0 {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[n] = over
+		}
+	}
+	return out
+}
+
+// OverGrantOf returns what the running pods of the slice key use beyond
+// its grant, per resource; nil when they use no more than it was granted.
+func (l *Ledger) OverGrantOf(key types.NamespacedName) corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e := l.slices[key]; e != nil {
+		return overOf(e)
+	}
+	return nil
+}
+
+// wakeOf is a wake owed after the lock is released.
+type wakeOf struct {
+	wake func(types.NamespacedName)
+	key  types.NamespacedName
+}
+
+// takeWakesLocked returns the wakes recorded under the lock, to call after
+// releasing it.
+func (l *Ledger) takeWakesLocked() func() {
+	ws := l.pendingWakes
+	l.pendingWakes = nil
+	return func() {
+		for _, w := range ws {
+			w.wake(w.key)
+		}
+	}
 }
 
 // PodCharge is what Liqo's ShadowPod webhook charges a pod: its

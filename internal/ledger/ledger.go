@@ -100,6 +100,8 @@ type Ledger struct {
 	// inuse.go).
 	pods  map[types.NamespacedName]pod
 	users map[string]*userUse
+	// pendingWakes are wakes recorded under the lock (see inuse.go).
+	pendingWakes []wakeOf
 }
 
 // refreshDelay is how soon after a change of what is held, free or

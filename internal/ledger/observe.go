@@ -65,6 +65,9 @@ type entry struct {
 	// capped is set while the slice yields capacity to a waiter of higher
 	// priority (see reclaim.go).
 	capped *capped
+	// overSeen is what its pods used beyond its grant when its class was
+	// last woken for that.
+	overSeen corev1.ResourceList
 }
 
 type quota struct {
@@ -160,8 +163,10 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	if movedConsumer && (len(l.opts.ConsumerLimit) > 0 || len(l.limits) > 0) {
 		wake = l.wakeLocked() // the old consumer's holding dropped
 	}
+	over := l.takeWakesLocked()
 	l.mu.Unlock()
 	wake()
+	over()
 }
 
 // ForgetSlice records that the slice key with UID uid is gone: it holds
@@ -298,8 +303,10 @@ func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name, u
 	e.inUse = l.inUseOf(e)
 	l.recount(key, e)
 	wake := l.wakeIfFreedLocked(before)
+	over := l.takeWakesLocked()
 	l.mu.Unlock()
 	wake()
+	over()
 }
 
 // ForgetQuota records that a Quota owned by key is gone.
@@ -318,8 +325,10 @@ func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
 	e.inUse = l.inUseOf(e)
 	l.recount(key, e)
 	wake := l.wakeIfFreedLocked(before)
+	over := l.takeWakesLocked()
 	l.mu.Unlock()
 	wake()
+	over()
 }
 
 // selects reports whether a slice of class with labels is served by an
@@ -351,6 +360,9 @@ func (l *Ledger) recountFrom(key types.NamespacedName, e *entry, prev corev1.Res
 	}
 	e.member = member
 	l.account(e, e.count())
+	if len(e.inUse) > 0 || len(e.overSeen) > 0 {
+		l.noteOverLocked(key, e)
+	}
 	if e.idle() && len(e.counted) == 0 {
 		delete(l.slices, key)
 	}

@@ -269,6 +269,7 @@ func TestSetConsumerLimitTakesItBack(t *testing.T) {
 	})
 	testkit.Eventually(t, 30*time.Second, "Liqo shrinks the Quota to 0", quotaIs(ns, "idle", "0"))
 	testkit.Eventually(t, 10*time.Second, "its running pod still counts", func() bool { u := b.Used(); return u.Cpu().Value() == 2 })
+	testkit.Eventually(t, 10*time.Second, "an OverGrant Warning: its pod uses 2 on a grant of 0", hasEvent(t, ns, "idle", "OverGrant"))
 	require.NoError(t, cp.Client.Delete(ctx, pod))
 	testkit.Eventually(t, 10*time.Second, "all freed once its pods end", func() bool { u := b.Used(); return u.Cpu().IsZero() })
 }
