@@ -64,8 +64,9 @@ type budgetFeed struct {
 	settles workqueue.TypedRateLimitingInterface[settleItem]
 
 	// done is closed by stop: no class of the manager draws from the
-	// budget any more.
+	// budget any more; ended, when Start returns.
 	done     chan struct{}
+	ended    chan struct{}
 	stopOnce sync.Once
 
 	started chan struct{} // closed once the handlers are registered (or failed)
@@ -90,6 +91,7 @@ func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, 
 			workqueue.TypedRateLimitingQueueConfig[settleItem]{Name: ""}),
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
+		ended:   make(chan struct{}),
 	}
 }
 
@@ -168,6 +170,7 @@ func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
 // Start implements manager.Runnable. It returns when the manager stops,
 // or when stop is called.
 func (f *budgetFeed) Start(ctx context.Context) error {
+	defer close(f.ended)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -300,11 +303,19 @@ func (f *budgetFeed) quotasServed() (bool, error) {
 }
 
 // WaitForSync blocks until the feed has delivered the initial lists.
+// It returns an error, rather than wait for good, once ctx ends or the
+// feed stops (its manager stopping, or no class of it drawing from the
+// budget any more): a decision in flight, whose context a stop does not
+// cancel, must not keep its manager from stopping.
 func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 	select {
 	case <-f.started:
 	case <-ctx.Done():
 		return fmt.Errorf("budget %q: waiting for its feed to start: %w", f.l.Name(), ctx.Err())
+	case <-f.done:
+		return fmt.Errorf("budget %q: %w", f.l.Name(), errFeedStopped)
+	case <-f.ended:
+		return fmt.Errorf("budget %q: %w", f.l.Name(), errFeedStopped)
 	}
 	f.mu.Lock()
 	synced, err := f.synced, f.err
@@ -313,12 +324,32 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
 	}
 	for _, s := range synced {
-		if !s() && !toolscache.WaitForCacheSync(ctx.Done(), s) {
-			return fmt.Errorf("budget %q: waiting for the slices and Quotas it counts: %w", f.l.Name(), errors.Join(ctx.Err(), errors.New("not synced")))
+		if s() {
+			continue
+		}
+		stop := make(chan struct{})
+		quit := make(chan struct{})
+		go func() {
+			defer close(stop)
+			select {
+			case <-ctx.Done():
+			case <-f.done:
+			case <-f.ended:
+			case <-quit:
+			}
+		}()
+		ok := toolscache.WaitForCacheSync(stop, s)
+		close(quit)
+		if !ok {
+			return fmt.Errorf("budget %q: waiting for the slices, Quotas and pods it counts: %w", f.l.Name(),
+				errors.Join(ctx.Err(), errFeedStopped))
 		}
 	}
 	return nil
 }
+
+// errFeedStopped: the budget's feed stopped before it synced.
+var errFeedStopped = errors.New("its feed stopped before it synced")
 
 func (f *budgetFeed) slice(o any) {
 	obj, ok := o.(client.Object)
