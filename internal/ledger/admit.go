@@ -148,14 +148,16 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	if refusal != nil {
 		for _, l := range ls {
 			released := false
-			if reason, _, _ := l.fitLocked(r); reason != "" {
+			if reason, msg, _ := l.fitLocked(r); reason != "" {
 				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
 				w := l.line.by[r.Holder]
-				if reason == ReasonExhausted {
-					victims, _ := l.reclaimLocked(w)
+				if reason == ReasonExhausted && l.opts.Preemption {
+					victims, reclaiming := l.reclaimLocked(w)
 					wakes = append(wakes, l.wakeKeys(victims))
+					if reclaiming {
+						reason, msg = l.blockLocked(w)
+					}
 				}
-				reason, msg := l.blockLocked(w)
 				w.told = reason + ": " + msg
 				if l == refusalLedger(ls, refusal) {
 					refusal.Message = msg

@@ -102,12 +102,14 @@ type Ledger struct {
 	users map[string]*userUse
 	// pendingWakes are wakes recorded under the lock (see inuse.go).
 	pendingWakes []wakeOf
+	// victims are the slices capped for each waiter (see reclaim.go).
+	victims map[Holder]map[types.NamespacedName]bool
 }
 
 // refreshDelay is how soon after a change of what is held, free or
 // promised the waiting slices are told what blocks them now: changes
 // within it are told once.
-const refreshDelay = 100 * time.Millisecond
+const refreshDelay = time.Second
 
 // changedLocked schedules a refresh after a change that may alter what
 // blocks a waiting slice.
@@ -188,6 +190,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		gone:       map[types.UID]time.Time{},
 		pods:       map[types.NamespacedName]pod{},
 		limits:     map[string]corev1.ResourceList{},
+		victims:    map[Holder]map[types.NamespacedName]bool{},
 		users:      map[string]*userUse{},
 	}, nil
 }

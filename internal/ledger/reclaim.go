@@ -268,8 +268,9 @@ func (l *Ledger) priorityOf(e *entry) int32 {
 // victims: what they count beyond what they keep.
 func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for _, e := range l.slices {
-		if e.capped == nil || e.capped.limit || e.capped.pool || e.capped.waiter != h {
+	for key := range l.victims[h] {
+		e := l.slices[key]
+		if e == nil || !e.capped.forWaiter(h) {
 			continue
 		}
 		for n, keep := range e.capped.keep {
@@ -281,6 +282,11 @@ func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// forWaiter reports whether c is a reclaim for the waiter h.
+func (c *capped) forWaiter(h Holder) bool {
+	return c != nil && !c.limit && !c.pool && c.waiter == h
 }
 
 // reclaimLocked, for a waiter w of priority p refused by this ledger for
@@ -378,8 +384,14 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 		if c.e.capped == nil {
 			c.e.capped = &capped{was: c.e.counted.DeepCopy()}
+		} else if prev := c.e.capped.waiter; prev != w.Holder {
+			delete(l.victims[prev], c.key)
 		}
 		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = keep, w.priority, w.Holder
+		if l.victims[w.Holder] == nil {
+			l.victims[w.Holder] = map[types.NamespacedName]bool{}
+		}
+		l.victims[w.Holder][c.key] = true
 		victims = append(victims, c.key)
 	}
 	l.line.promise(w)
@@ -457,9 +469,14 @@ func (l *Ledger) keepOf(e *entry) corev1.ResourceList {
 // and returns the victims to wake: their growth waits at their own
 // priority from now on.
 func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
+	set, ok := l.victims[h]
+	if !ok {
+		return nil
+	}
+	delete(l.victims, h)
 	var out []types.NamespacedName
-	for key, e := range l.slices {
-		if e.capped != nil && !e.capped.limit && !e.capped.pool && e.capped.waiter == h {
+	for key := range set {
+		if e := l.slices[key]; e != nil && e.capped.forWaiter(h) {
 			e.capped = nil
 			out = append(out, key)
 		}
@@ -470,10 +487,9 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 // uncapKeyLocked lifts the caps made for any class's waiter of key.
 func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName {
 	var out []types.NamespacedName
-	for k, e := range l.slices {
-		if e.capped != nil && !e.capped.limit && !e.capped.pool && e.capped.waiter.Key == key {
-			e.capped = nil
-			out = append(out, k)
+	for h := range l.victims {
+		if h.Key == key {
+			out = append(out, l.uncapLocked(h)...)
 		}
 	}
 	return out
