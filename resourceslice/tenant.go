@@ -18,7 +18,7 @@ import (
 // consumerID returns the cluster ID the slice claims for its consumer:
 // spec.consumerClusterID, or else the liqo.io/originID label. Both are set by
 // the consumer; the reconciler trusts them only when they agree with the
-// slice's namespace (see the README's "What the SDK trusts").
+// slice's namespace (see docs/trust.md).
 func consumerID(rs *authv1beta1.ResourceSlice) string {
 	if rs == nil {
 		return ""

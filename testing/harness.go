@@ -68,7 +68,8 @@ type Result struct {
 	// outcome (Write.Err); a decided, unchanged slice has none.
 	Writes []Write
 	// Applied and Pruned are the objects a handler.Owner's set made the SDK
-	// apply (server-side apply, every reconcile of an Accepted slice) and
+	// apply (server-side apply, when the content of an object changed or the
+	// object changed or went since its last apply) and
 	// delete (pruned from the set, or removed when the slice stopped being
 	// Accepted), each as "Kind namespace/name" ("Kind name" when
 	// cluster-scoped), in order. With WithDryRun nothing is applied or
