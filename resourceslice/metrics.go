@@ -42,6 +42,10 @@ const (
 	// metricBudgetInUse is what the running ShadowPods of a budget's slices
 	// use, by budget and resource.
 	metricBudgetInUse = "sliceclass_budget_in_use"
+	// metricBudgetReclaiming is what slices yielding capacity still hold
+	// beyond what they keep (their pods still use it), by budget and
+	// resource.
+	metricBudgetReclaiming = "sliceclass_budget_reclaiming"
 	// metricBudgetReclaimed counts victims' Reclaimed writes, by class.
 	metricBudgetReclaimed = "sliceclass_budget_reclaimed_total"
 	// metricBudgetOverGrant is how much those pods use beyond their
@@ -176,6 +180,8 @@ func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 		waiting: prometheus.NewDesc(metricBudgetWaiting, "Slices waiting for a budget's capacity.", nil, prometheus.Labels{"budget": name}),
 		inUse:   prometheus.NewDesc(metricBudgetInUse, "What the running pods of a budget's slices use, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		over:    prometheus.NewDesc(metricBudgetOverGrant, "What the running pods of a budget's slices use beyond their grants, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
+		reclaiming: prometheus.NewDesc(metricBudgetReclaiming, "Capacity a budget's slices granted away but still use (their pods still run), by resource.",
+			[]string{"resource"}, prometheus.Labels{"budget": name}),
 	}
 	c.add(b)
 	err := m.reg.Register(c)
@@ -196,7 +202,7 @@ func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 
 // budgetCollector exports the budgets of one name.
 type budgetCollector struct {
-	total, used, waiting, inUse, over *prometheus.Desc
+	total, used, waiting, inUse, over, reclaiming *prometheus.Desc
 
 	mu sync.Mutex
 	bs []*budget.Budget // in registration order
@@ -263,6 +269,7 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.waiting
 	ch <- c.inUse
 	ch <- c.over
+	ch <- c.reclaiming
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -279,5 +286,6 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(c.used, b.Used())
 	emit(c.inUse, ledger.Of(b).InUseTotal())
 	emit(c.over, ledger.Of(b).OverGrant())
+	emit(c.reclaiming, ledger.Of(b).Reclaiming())
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(b).WaitingCount()))
 }

@@ -536,3 +536,32 @@ func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
 		}
 	}
 }
+
+// Reclaiming returns, for the resources the ledger limits, what slices
+// yielding capacity still hold beyond what they keep: capacity granted away
+// (to a higher priority, a lower consumer limit or a smaller total) that
+// their running pods still use.
+func (l *Ledger) Reclaiming() corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := corev1.ResourceList{}
+	for _, n := range l.names {
+		out[n] = resource.Quantity{}
+	}
+	for _, e := range l.slices {
+		if e.capped == nil {
+			continue
+		}
+		for n, keep := range e.capped.keep {
+			if _, limited := out[n]; !limited {
+				continue
+			}
+			over := e.counted[n].DeepCopy()
+			over.Sub(keep)
+			if over.Sign() > 0 {
+				add(out, n, over)
+			}
+		}
+	}
+	return out
+}

@@ -265,7 +265,7 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
 			resourceslice.WithMetricsRegisterer(reg)))
-		require.Equal(t, 5, series(), "total, used, waiting, in use and over grant of the one live budget")
+		require.Equal(t, 6, series(), "total, used, waiting, in use, over grant and reclaiming of the one live budget")
 		if i == 0 {
 			// The first feed starts the informers every later one shares
 			// (slices, Quotas, ShadowPods): wait until it counts the slice.
