@@ -111,27 +111,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 		for len(excess) > 0 && cands.Len() > 0 {
 			c := heap.Pop(&cands).(victim)
 			keep := c.e.counted.DeepCopy()
-			took := false
-			for n, over := range excess {
-				have, ok := keep[n]
-				if !ok || have.Sign() <= 0 {
-					continue
-				}
-				take := over.DeepCopy()
-				if have.Cmp(take) < 0 {
-					take = have.DeepCopy()
-				}
-				have.Sub(take)
-				keep[n] = have
-				over.Sub(take)
-				if over.Sign() <= 0 {
-					delete(excess, n)
-				} else {
-					excess[n] = over
-				}
-				took = true
-			}
-			if took {
+			if takeFrom(keep, excess) {
 				want[c.e] = keep
 			}
 		}
@@ -225,27 +205,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 		}
 		e := l.slices[key]
 		keep := l.keepOf(e)
-		took := false
-		for n, over := range excess {
-			have, ok := keep[n]
-			if !ok || have.Sign() <= 0 {
-				continue
-			}
-			take := over.DeepCopy()
-			if have.Cmp(take) < 0 {
-				take = have.DeepCopy()
-			}
-			have.Sub(take)
-			keep[n] = have
-			over.Sub(take)
-			if over.Sign() <= 0 {
-				delete(excess, n)
-			} else {
-				excess[n] = over
-			}
-			took = true
-		}
-		if took {
+		if takeFrom(keep, excess) {
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true}
 			victims = append(victims, key)
 		}
@@ -364,24 +324,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	for len(lacking) > 0 && cands.Len() > 0 {
 		c := heap.Pop(&cands).(victim)
 		keep := l.keepOf(c.e)
-		for n, need := range lacking {
-			have, ok := keep[n]
-			if !ok || have.Sign() <= 0 {
-				continue
-			}
-			take := need.DeepCopy()
-			if have.Cmp(take) < 0 {
-				take = have.DeepCopy()
-			}
-			have.Sub(take)
-			keep[n] = have
-			need.Sub(take)
-			if need.Sign() <= 0 {
-				delete(lacking, n)
-			} else {
-				lacking[n] = need
-			}
-		}
+		takeFrom(keep, lacking)
 		if c.e.capped == nil {
 			c.e.capped = &capped{was: c.e.counted.DeepCopy()}
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
@@ -397,6 +340,33 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	l.line.promise(w)
 	w.reclaiming = true
 	return victims, true
+}
+
+// takeFrom lowers keep by what is still wanted, per resource, at most
+// what keep has, and lowers want by what it took (a resource fully taken
+// leaves want); it reports whether it took anything.
+func takeFrom(keep, want corev1.ResourceList) bool {
+	took := false
+	for n, need := range want {
+		have, ok := keep[n]
+		if !ok || have.Sign() <= 0 {
+			continue
+		}
+		take := need.DeepCopy()
+		if have.Cmp(take) < 0 {
+			take = have.DeepCopy()
+		}
+		have.Sub(take)
+		keep[n] = have
+		need.Sub(take)
+		if need.Sign() <= 0 {
+			delete(want, n)
+		} else {
+			want[n] = need
+		}
+		took = true
+	}
+	return took
 }
 
 // keepAmount is what e keeps now of resource n: the smaller of what it
