@@ -220,6 +220,8 @@ func (l *Ledger) ForgetAll() {
 	}
 	clear(l.pods)
 	clear(l.users)
+	clear(l.victims)
+	l.pendingWakes = nil
 	l.mu.Unlock()
 }
 
