@@ -167,8 +167,8 @@ func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
 	}
 }
 
-// Start implements manager.Runnable. It returns when the manager stops,
-// or when stop is called.
+// Start runs the feed (the manager's feedHost calls it on the leader) until
+// ctx ends or stop is called.
 func (f *budgetFeed) Start(ctx context.Context) error {
 	defer close(f.ended)
 	ctx, cancel := context.WithCancel(ctx)
@@ -201,10 +201,6 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 	f.settleLoop(ctx)
 	return nil
 }
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: the feed
-// runs where decisions are made.
-func (*budgetFeed) NeedLeaderElection() bool { return true }
 
 func (f *budgetFeed) register(ctx context.Context) error {
 	// Each slice's consumer is its namespace's label: the namespaces come

@@ -357,34 +357,6 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 	return again
 }
 
-// AwaitsOwnWrite reports whether an applied write to the slice was
-// computed from resourceVersion rv: a cache still showing rv has not seen
-// that write, and deciding from it would decide twice.
-func (l *Ledger) AwaitsOwnWrite(key types.NamespacedName, rv string) bool {
-	return l.hasAttempt(key, rv, Applied)
-}
-
-// Unsettled reports whether a write to the slice computed from rv ended
-// with no answer that says whether it was applied.
-func (l *Ledger) Unsettled(key types.NamespacedName, rv string) bool {
-	return l.hasAttempt(key, rv, Unknown) || l.hasAttempt(key, rv, Lost)
-}
-
-func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.slices[key]
-	if e == nil {
-		return false
-	}
-	for _, a := range e.attempts {
-		if a.done && a.outcome == o && a.base == rv {
-			return true
-		}
-	}
-	return false
-}
-
 // Leave takes h out of the waiting line: its decision ended without
 // reaching the budget (a handler failure, a denial, the slice left the
 // class). What it holds is not affected.

@@ -247,23 +247,7 @@ func PodCharge(spec *corev1.PodSpec) corev1.ResourceList {
 // InUseTotal returns what the running pods of the slices the ledger counts
 // use, summed, for the resources it limits.
 func (l *Ledger) InUseTotal() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := corev1.ResourceList{}
-	for _, n := range l.names {
-		out[n] = resource.Quantity{}
-	}
-	for _, e := range l.slices {
-		if len(e.counted) == 0 {
-			continue
-		}
-		for _, n := range l.names {
-			if q, ok := e.inUse[n]; ok {
-				add(out, n, q)
-			}
-		}
-	}
-	return out
+	return l.sumOverSlices(func(e *entry) corev1.ResourceList { return e.inUse })
 }
 
 // OverGrant returns, for the resources the ledger limits, how much the
@@ -271,6 +255,12 @@ func (l *Ledger) InUseTotal() corev1.ResourceList {
 // slices (a provider that turned Liqo's enforcement off lets pods exceed a
 // grant; the capacity is taken all the same).
 func (l *Ledger) OverGrant() corev1.ResourceList {
+	return l.sumOverSlices(overOf)
+}
+
+// sumOverSlices sums of over the slices the ledger counts, for the
+// resources it limits (zero for each when nothing).
+func (l *Ledger) sumOverSlices(of func(*entry) corev1.ResourceList) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := corev1.ResourceList{}
@@ -281,15 +271,9 @@ func (l *Ledger) OverGrant() corev1.ResourceList {
 		if len(e.counted) == 0 {
 			continue
 		}
-		for _, n := range l.names {
-			use, ok := e.inUse[n]
-			if !ok {
-				continue
-			}
-			over := use.DeepCopy()
-			over.Sub(e.grant[n])
-			if over.Sign() > 0 {
-				add(out, n, over)
+		for n, q := range of(e) {
+			if _, limited := out[n]; limited {
+				add(out, n, q)
 			}
 		}
 	}
