@@ -3,7 +3,6 @@ package resourceslice
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -116,16 +115,22 @@ func truncate(s string) string {
 }
 
 // notes remembers, per slice and budget, the last note an event was
-// recorded with, so that one is recorded once per change.
+// recorded with, so that one is recorded once per change. Asked on every
+// reconcile of a budgeted slice, it allocates nothing when nothing changed.
 type notes struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[noteKey]string
+}
+
+type noteKey struct {
+	slice  types.NamespacedName
+	budget string
 }
 
 // changed records note for the slice key in budget and reports whether it
 // differs from the last one.
 func (n *notes) changed(key types.NamespacedName, budget, note string) bool {
-	k := key.String() + "\x00" + budget
+	k := noteKey{key, budget}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.m[k] == note {
@@ -141,11 +146,10 @@ func (n *notes) changed(key types.NamespacedName, budget, note string) bool {
 
 // forget drops what is remembered of the slice key.
 func (n *notes) forget(key types.NamespacedName) {
-	prefix := key.String() + "\x00"
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for k := range n.m {
-		if strings.HasPrefix(k, prefix) {
+		if k.slice == key {
 			delete(n.m, k)
 		}
 	}

@@ -162,7 +162,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		releases:   newReleases(),
 		tenants:    newTenantIndex(),
 		memos:      newMemos(),
-		overGrants: &notes{m: map[string]string{}},
+		overGrants: &notes{m: map[noteKey]string{}},
 		retries:    newRetries(cfg.maxRetries, cfg.resync),
 		passes:     newPasses(),
 		queueReady: make(chan struct{}),
@@ -509,13 +509,17 @@ func (r *Reconciler) applyCaps(req reconcile.Request, current, desired *authv1be
 func (r *Reconciler) warnOverGrant(req reconcile.Request, current *authv1beta1.ResourceSlice) {
 	for _, l := range r.ledgers {
 		over := l.OverGrantOf(req.NamespacedName)
+		if len(over) == 0 {
+			r.overGrants.changed(req.NamespacedName, l.Name(), "") // forgets a past one
+			continue
+		}
 		var parts []string
 		for _, n := range sortedResourceNames(over) {
 			q := over[n]
 			parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
 		}
 		note := strings.Join(parts, ", ")
-		if !r.overGrants.changed(req.NamespacedName, l.Name(), note) || note == "" {
+		if !r.overGrants.changed(req.NamespacedName, l.Name(), note) {
 			continue
 		}
 		r.warn(current, reasonOverGrant, actionAdmit, "class %q: the slice's running pods use more than it was granted, by %s (budget %s counts what they use)",
