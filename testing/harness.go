@@ -5,23 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr/testr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -98,6 +106,18 @@ func WithReconcilerOptions(opts ...resourceslice.Option) Option {
 	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
 }
 
+// AlsoServe adds class, decided by h with opts, to the harness: it is set
+// up in the same manager as New's class, as a second AddToManager would set
+// it up. Classes drawing from one *budget.Budget (resourceslice.WithBudget)
+// share it as in production: each counts the others' slices, a waiter of
+// one may be woken by a release of the other, and with
+// budget.WithPreemption a higher resourceslice.WithPriority reclaims from
+// a lower one. Harness.Reconcile reconciles a slice with the class its
+// spec.class names.
+func AlsoServe(class string, h handler.Handler, opts ...resourceslice.Option) Option {
+	return func(hs *Harness) { hs.more = append(hs.more, classSpec{class: class, h: h, opts: opts}) }
+}
+
 // WithStatusWriteErrors makes the next status writes fail with errs, one
 // each, in order; a nil entry lets that write through. Use Conflict() for a
 // concurrent writer, AnswerLost(err) for a write applied whose answer is
@@ -129,32 +149,55 @@ type answerLost struct{ error }
 
 func (a answerLost) Unwrap() error { return a.error }
 
-// Harness runs the real resourceslice.Reconciler for one class on
-// controller-runtime's fake client and records what it did. It is safe for
-// use by one test goroutine.
+// Harness runs the real resourceslice.Reconciler of one class, or of
+// several (AlsoServe), on controller-runtime's fake client, set up the way
+// a manager sets a class up (see New), and records what they did. It is
+// safe for use by one test goroutine.
 type Harness struct {
 	// Client is the fake client the reconciler reads and writes through; use
 	// it to change the world between reconciles (e.g. drain a Tenant). The
 	// test's own writes through it are in no Result, but a status write
-	// still takes the next error queued by WithStatusWriteErrors.
+	// still takes the next error queued by WithStatusWriteErrors. The
+	// classes see a change at their next reconcile, as a watch event.
 	Client client.Client
-	// Reconciler is the real reconciler under test.
+	// Reconciler is the real reconciler under test: New's class's.
 	Reconciler *resourceslice.Reconciler
 
 	t          testing.TB
 	seed       []client.Object
 	ropts      []resourceslice.Option
+	more       []classSpec
 	statusErrs []error
+	// classes are New's class, then AlsoServe's, in order.
+	classes []*harnessClass
+	cache   *watchCache
 
 	mu     sync.Mutex
 	events []Event
 	writes []Write
 	// applied and pruned name owned objects (Result.Applied, Result.Pruned).
 	applied, pruned []string
+	// unsettled are the status writes whose answer did not say whether
+	// they were applied (SettleLostAnswers).
+	unsettled []unsettledWrite
 }
 
 // New builds a Harness serving class with h. It fails the test on a setup
 // error (e.g. a reserved class).
+//
+// Each class is set up as in a manager: resourceslice.NewReconciler on the
+// fake client, then SetupWithManager, which
+// wires what AddToManager wires (the budgets' feeds, which count the
+// slices of every class drawing from a budget and Liqo's Quotas seeded in
+// the fake API; the Tenant index; the namespaces' consumers; the
+// status.class view, which finds no status.class, as on Liqo v1.2.0's
+// CRD) and starts the controller. The harness holds the controller's
+// queue: a reconcile happens when the test asks (Reconcile,
+// ReconcilePending). Before and after each reconcile the cache delivers,
+// as watch events, every change made on the fake API server since the
+// last one. Status writes go through the fake client (a class AddToManager
+// builds sends the same patch over REST and reads only the answer's
+// resourceVersion).
 func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness {
 	t.Helper()
 	hs := &Harness{t: t}
@@ -168,6 +211,10 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
+	// Liqo's Quota, which a budget counts: served, so that a test may seed
+	// one. ShadowPods are not (see harnessManager).
+	scheme.AddKnownTypes(offloadingv1beta1.SchemeGroupVersion, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
+	metav1.AddToGroupVersion(scheme, offloadingv1beta1.SchemeGroupVersion)
 	// The fake client gives seeded objects no UID; the API server always
 	// does, and the SDK keys owned objects and budgets on it.
 	for _, o := range hs.seed {
@@ -175,28 +222,94 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 			o.SetUID(types.UID("uid-" + o.GetNamespace() + "-" + o.GetName()))
 		}
 	}
+	// The scope of Kubernetes' own types, so that a handler.Owner's
+	// cluster-scoped objects (a PriorityClass) are told apart.
+	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme)
 	base := fake.NewClientBuilder().
 		WithScheme(scheme).
-		// The scope of Kubernetes' own types, so that a handler.Owner's
-		// cluster-scoped objects (a PriorityClass) are told apart.
-		WithRESTMapper(testrestmapper.TestOnlyStaticRESTMapper(scheme)).
+		WithRESTMapper(mapper).
 		WithStatusSubresource(&authv1beta1.ResourceSlice{}, &authv1beta1.Tenant{}).
+		// The budget feed settles a lost answer with a list by name.
+		WithIndex(&authv1beta1.ResourceSlice{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 		WithObjects(hs.seed...).
 		WithInterceptorFuncs(hs.interceptors()).
 		Build()
 	hs.Client = base
-
-	ropts := append([]resourceslice.Option{
-		resourceslice.WithEventRecorder(recorder{hs}),
-		// A private registry per harness: parallel tests do not share counters.
-		resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()),
-	}, hs.ropts...)
-	r, err := resourceslice.NewReconciler(base, class, h, ropts...)
-	if err != nil {
-		t.Fatalf("slicetest: %v", err)
+	hs.cache = newWatchCache(scheme, base)
+	mgr := &harnessManager{
+		scheme: scheme, mapper: mapper, api: heldSettles{Reader: base}, cache: hs.cache,
+		client:  base,
+		logger:  testr.NewWithInterface(t, testr.Options{}),
+		events:  recorder{hs},
+		http:    &http.Client{Transport: discovery{}},
+		elected: make(chan struct{}),
 	}
-	hs.Reconciler = r
+	close(mgr.elected)
+
+	// One registry for the harness, as a manager has one: parallel tests
+	// do not share counters.
+	registry := prometheus.NewRegistry()
+	specs := append([]classSpec{{class: class, h: h, opts: hs.ropts}}, hs.more...)
+	for _, sp := range specs {
+		hc, err := hs.setUp(mgr, sp, registry)
+		if err != nil {
+			t.Fatalf("slicetest: %v", err)
+		}
+		hs.classes = append(hs.classes, hc)
+	}
+	hs.Reconciler = hs.classes[0].r
+
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := mgr.start(ctx)
+	t.Cleanup(func() {
+		cancel()
+		wait()
+	})
+	for _, c := range hs.classes {
+		select {
+		case <-c.q.waiting:
+		case <-time.After(time.Minute):
+			t.Fatalf("slicetest: the controller of class %q did not start", c.class)
+		}
+	}
 	return hs
+}
+
+// classSpec is a class to set up: New's, or one AlsoServe added.
+type classSpec struct {
+	class string
+	h     handler.Handler
+	opts  []resourceslice.Option
+}
+
+// harnessClass is a class set up in the harness's manager.
+type harnessClass struct {
+	class string
+	r     *resourceslice.Reconciler
+	q     *pendingQueue
+}
+
+// setUp builds sp's Reconciler and sets it up in mgr, with the harness's
+// event capture and registry before the test's options.
+func (h *Harness) setUp(mgr *harnessManager, sp classSpec, registry prometheus.Registerer) (*harnessClass, error) {
+	ropts := append([]resourceslice.Option{
+		resourceslice.WithEventRecorder(recorder{h}),
+		resourceslice.WithMetricsRegisterer(registry),
+	}, sp.opts...)
+	r, err := resourceslice.NewReconciler(mgr.client, sp.class, sp.h, ropts...)
+	if err != nil {
+		return nil, err
+	}
+	q := newPendingQueue()
+	b := builder.ControllerManagedBy(mgr).WithOptions(controller.Options{
+		NewQueue: func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return q
+		},
+	})
+	if err := r.SetupWithManager(mgr, b); err != nil {
+		return nil, err
+	}
+	return &harnessClass{class: sp.class, r: r, q: q}, nil
 }
 
 // Run is the one-call path: it builds a Harness serving class with h, seeded
@@ -207,16 +320,82 @@ func Run(t testing.TB, class string, h handler.Handler, slice *authv1beta1.Resou
 	return hs.Reconcile(slice)
 }
 
-// Reconcile runs the reconciler once for slice (only its namespace and name
-// are used) and returns what it did.
+// Reconcile runs the reconciler once for slice (only its namespace and
+// name are used) and returns what it did. The class that reconciles it is
+// the one its stored spec.class names among the harness's classes, else
+// New's class.
 func (h *Harness) Reconcile(slice *authv1beta1.ResourceSlice) Result {
 	h.t.Helper()
 	key := types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name}
+	return h.reconcile(h.classOf(key), key)
+}
+
+// ReconcilePending reconciles, one at a time and in the order they came,
+// the slices the harness's controllers have queued since they started and
+// not reconciled yet: slices whose watch events passed a class's
+// predicates (a create, a change made through Client, a Tenant drained),
+// and those the SDK queued itself (a budget's waiter woken when capacity
+// frees, a slice a reclaim shrinks). It repeats until no slice is pending
+// and returns each reconcile's Result in order. A RequeueAfter or an
+// error does not queue the slice again: reconcile it again to play a
+// retry. It fails the test after 1000 reconciles.
+func (h *Harness) ReconcilePending() []Result {
+	h.t.Helper()
+	var out []Result
+	for n := 0; ; n++ {
+		h.sync()
+		c, req, ok := h.nextPending()
+		if !ok {
+			return out
+		}
+		if n == 1000 {
+			h.t.Fatalf("slicetest: still reconciling pending slices after 1000 reconciles (last %s)", req.NamespacedName)
+		}
+		out = append(out, h.reconcile(c, req.NamespacedName))
+	}
+}
+
+func (h *Harness) nextPending() (*harnessClass, reconcile.Request, bool) {
+	for _, c := range h.classes {
+		if req, ok := c.q.take(); ok {
+			return c, req, true
+		}
+	}
+	return nil, reconcile.Request{}, false
+}
+
+// classOf is the harness's class that serves the slice key as stored.
+func (h *Harness) classOf(key types.NamespacedName) *harnessClass {
+	var stored authv1beta1.ResourceSlice
+	if err := h.Client.Get(context.Background(), key, &stored); err == nil {
+		for _, c := range h.classes {
+			if c.class == string(stored.Spec.Class) {
+				return c
+			}
+		}
+	}
+	return h.classes[0]
+}
+
+// sync delivers the watch events of every change since the last sync.
+func (h *Harness) sync() {
+	h.t.Helper()
+	if err := h.cache.sync(context.Background()); err != nil {
+		h.t.Fatalf("slicetest: delivering watch events: %v", err)
+	}
+}
+
+func (h *Harness) reconcile(c *harnessClass, key types.NamespacedName) Result {
+	h.t.Helper()
+	h.sync()
+	req := reconcile.Request{NamespacedName: key}
+	c.q.drop(req)
 	h.mu.Lock()
 	e0, w0, a0, p0 := len(h.events), len(h.writes), len(h.applied), len(h.pruned)
 	h.mu.Unlock()
 
-	res, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	res, err := c.r.Reconcile(context.Background(), req)
+	h.sync()
 
 	out := Result{Result: res, Err: err}
 	h.mu.Lock()
@@ -339,11 +518,12 @@ func (h *Harness) interceptors() interceptor.Funcs {
 				if perr := c.SubResource(sub).Patch(ctx, obj, p, opts...); perr != nil {
 					return h.record(w, perr)
 				}
-				return h.record(w, lost.error)
-			case err != nil:
-				return h.record(w, err)
+				err = lost.error
+			case err == nil:
+				err = c.SubResource(sub).Patch(ctx, obj, p, opts...)
 			}
-			return h.record(w, c.SubResource(sub).Patch(ctx, obj, p, opts...))
+			h.noteUnsettled(w.Object, data, err)
+			return h.record(w, err)
 		},
 	}
 }
