@@ -65,12 +65,6 @@ func (q *pendingQueue) drop(item reconcile.Request) {
 	}
 }
 
-func (q *pendingQueue) pending() []reconcile.Request {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return append([]reconcile.Request(nil), q.keys...)
-}
-
 func (q *pendingQueue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
