@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/flags"
@@ -56,6 +57,26 @@ func TestGoldOnAServer(t *testing.T) {
 		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
 		return conditions.IsAccepted(rs) && rs.Status.Resources.Cpu().Equal(resource.MustParse("8"))
 	})
+}
+
+func TestGoldReclaimsFromSpot(t *testing.T) {
+	b, err := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
+	require.NoError(t, err)
+	spot := slicetest.NewSlice("spot-1", slicetest.WithClass("spot"), slicetest.WithRequest("cpu", "8"),
+		slicetest.Decided(conditions.Accepted, "Granted"))
+	spot.Status.Resources = spot.Spec.Resources.DeepCopy() // spot holds 8 of the 10 CPUs
+	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
+
+	h := slicetest.New(t, "gold", capped, slicetest.WithObjects(spot, gold),
+		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
+		slicetest.AlsoServe("spot", capped, resourceslice.WithBudget(b)))
+	require.Equal(t, conditions.Denied, h.Reconcile(gold).Decision) // 2 CPUs free: gold waits
+	h.ReconcilePending()                                            // the reclaim, then the waiter
+
+	shrunk := h.Reconcile(spot)
+	assert.Equal(t, budget.ReasonReclaimed, shrunk.Reason)
+	assert.True(t, shrunk.Resources.Cpu().Equal(resource.MustParse("4")))
+	assert.Equal(t, conditions.Accepted, h.Reconcile(gold).Decision)
 }
 
 // docs/deploying.md
