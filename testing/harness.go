@@ -158,7 +158,9 @@ type Harness struct {
 	// it to change the world between reconciles (e.g. drain a Tenant). The
 	// test's own writes through it are in no Result, but a status write
 	// still takes the next error queued by WithStatusWriteErrors. The
-	// classes see a change at their next reconcile, as a watch event.
+	// reconcilers read through it, so they see a change at once; what
+	// watches (the budgets, the Tenant index, the controllers' queues)
+	// sees it as a watch event at the next Reconcile or ReconcilePending.
 	Client client.Client
 	// Reconciler is the real reconciler under test: New's class's.
 	Reconciler *resourceslice.Reconciler
@@ -180,6 +182,8 @@ type Harness struct {
 	// unsettled are the status writes whose answer did not say whether
 	// they were applied (SettleLostAnswers).
 	unsettled []unsettledWrite
+	// lastClass is the class that last reconciled each slice.
+	lastClass map[types.NamespacedName]string
 }
 
 // New builds a Harness serving class with h. It fails the test on a setup
@@ -197,10 +201,11 @@ type Harness struct {
 // as watch events, every change made on the fake API server since the
 // last one. Status writes go through the fake client (a class AddToManager
 // builds sends the same patch over REST and reads only the answer's
-// resourceVersion).
+// resourceVersion). The controllers stop at the end of the test
+// (t.Cleanup).
 func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness {
 	t.Helper()
-	hs := &Harness{t: t}
+	hs := &Harness{t: t, lastClass: map[types.NamespacedName]string{}}
 	for _, o := range opts {
 		o(hs)
 	}
@@ -322,8 +327,8 @@ func Run(t testing.TB, class string, h handler.Handler, slice *authv1beta1.Resou
 
 // Reconcile runs the reconciler once for slice (only its namespace and
 // name are used) and returns what it did. The class that reconciles it is
-// the one its stored spec.class names among the harness's classes, else
-// New's class.
+// the one its stored spec.class names among the harness's classes (for a
+// slice gone, the one that last reconciled it), else New's class.
 func (h *Harness) Reconcile(slice *authv1beta1.ResourceSlice) Result {
 	h.t.Helper()
 	key := types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name}
@@ -364,14 +369,22 @@ func (h *Harness) nextPending() (*harnessClass, reconcile.Request, bool) {
 	return nil, reconcile.Request{}, false
 }
 
-// classOf is the harness's class that serves the slice key as stored.
+// classOf is the harness's class that serves the slice key as stored or,
+// once it is gone, as it was last reconciled (its deletion is that class's
+// to see: a release hook, what it held).
 func (h *Harness) classOf(key types.NamespacedName) *harnessClass {
 	var stored authv1beta1.ResourceSlice
+	name := ""
 	if err := h.Client.Get(context.Background(), key, &stored); err == nil {
-		for _, c := range h.classes {
-			if c.class == string(stored.Spec.Class) {
-				return c
-			}
+		name = string(stored.Spec.Class)
+	} else {
+		h.mu.Lock()
+		name = h.lastClass[key]
+		h.mu.Unlock()
+	}
+	for _, c := range h.classes {
+		if c.class == name {
+			return c
 		}
 	}
 	return h.classes[0]
@@ -392,6 +405,7 @@ func (h *Harness) reconcile(c *harnessClass, key types.NamespacedName) Result {
 	c.q.drop(req)
 	h.mu.Lock()
 	e0, w0, a0, p0 := len(h.events), len(h.writes), len(h.applied), len(h.pruned)
+	h.lastClass[key] = c.class
 	h.mu.Unlock()
 
 	res, err := c.r.Reconcile(context.Background(), req)

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sliceclass/sliceclass/budget"
@@ -193,4 +194,28 @@ func TestReconcilePendingFollowsTheWatch(t *testing.T) {
 	require.Len(t, got, 1, "the create event queues the slice once")
 	assert.Equal(t, conditions.Accepted, got[0].Decision)
 	assert.Empty(t, h.ReconcilePending(), "the controller's own status write queues nothing")
+}
+
+// releasing grants what is asked and records the slices it releases.
+type releasing struct{ released []string }
+
+func (r *releasing) Handle(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	return asked.Handle(ctx, rs)
+}
+
+func (r *releasing) Release(_ context.Context, key types.NamespacedName) error {
+	r.released = append(r.released, key.Name)
+	return nil
+}
+
+func TestAGoneSliceIsReconciledByItsLastClass(t *testing.T) {
+	gold, silver := &releasing{}, &releasing{}
+	rs := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
+	h := slicetest.New(t, "gold", gold, slicetest.WithObjects(rs), slicetest.AlsoServe("silver", silver))
+	require.Equal(t, conditions.Accepted, h.Reconcile(rs).Decision)
+
+	require.NoError(t, h.Client.Delete(context.Background(), rs))
+	require.NoError(t, h.Reconcile(rs).Err)
+	assert.Equal(t, []string{"silver-1"}, silver.released, "silver granted it: silver releases it")
+	assert.Empty(t, gold.released)
 }
