@@ -201,7 +201,9 @@ type Harness struct {
 // as watch events, every change made on the fake API server since the
 // last one. Status writes go through the fake client (a class AddToManager
 // builds sends the same patch over REST and reads only the answer's
-// resourceVersion). The controllers stop at the end of the test
+// resourceVersion). The inventory and owned-object sweeps a manager runs
+// at start do not run on their own: drive them with
+// Reconciler.SweepInventory. The controllers stop at the end of the test
 // (t.Cleanup).
 func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness {
 	t.Helper()

@@ -343,9 +343,18 @@ func (c *watchCache) Start(ctx context.Context) error {
 	return nil
 }
 
-// WaitForCacheSync implements cache.Informers: an informer is synced once
-// it exists.
-func (c *watchCache) WaitForCacheSync(context.Context) bool { return true }
+// WaitForCacheSync implements cache.Informers. Each informer is synced
+// once it exists, but the cache as a whole never reports itself synced: it
+// blocks until ctx ends and returns false. What waits for it in a class
+// (the inventory sweep and the owned objects' sweep a manager runs at
+// start, beside the controller) therefore never runs on its own goroutine
+// in the harness, where it would call the handler's hooks concurrently
+// with the test's reconciles; a test drives a sweep with
+// Reconciler.SweepInventory.
+func (c *watchCache) WaitForCacheSync(ctx context.Context) bool {
+	<-ctx.Done()
+	return false
+}
 
 // IndexField implements client.FieldIndexer.
 func (c *watchCache) IndexField(_ context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
