@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sliceclass/sliceclass/budget"
@@ -218,4 +221,32 @@ func TestAGoneSliceIsReconciledByItsLastClass(t *testing.T) {
 	require.NoError(t, h.Reconcile(rs).Err)
 	assert.Equal(t, []string{"silver-1"}, silver.released, "silver granted it: silver releases it")
 	assert.Empty(t, gold.released)
+}
+
+// Liqo does not shrink a Quota on a Deny: a slice denied after an
+// acceptance still holds what its Quota grants, and the budget counts it.
+func TestSeededQuotaCounts(t *testing.T) {
+	b := cpuBudget(t, "10")
+	denied := slicetest.NewSlice("denied", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"),
+		slicetest.Decided(conditions.Denied, "NotNow"))
+	denied.UID = "uid-denied"
+	quota := &offloadingv1beta1.Quota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: denied.Namespace, Name: "denied-quota", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.ResourceSliceKind,
+			Name: denied.Name, UID: denied.UID, Controller: ptr.To(true),
+		}}},
+		Spec: offloadingv1beta1.QuotaSpec{User: "consumer-user", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}},
+	}
+	asking := slicetest.NewSlice("asking", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
+	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(denied, quota, asking),
+		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b)))
+
+	res := h.Reconcile(asking)
+	require.NoError(t, res.Err)
+	assert.Equal(t, budget.ReasonExhausted, res.Reason, "the Quota still grants 8 of 10: %s", res.Message)
+
+	require.NoError(t, h.Client.Delete(context.Background(), quota))
+	res = h.Reconcile(asking)
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
 }
