@@ -190,12 +190,11 @@ type Harness struct {
 // error (e.g. a reserved class).
 //
 // Each class is set up as in a manager: resourceslice.NewReconciler on the
-// fake client, then SetupWithManager, which
-// wires what AddToManager wires (the budgets' feeds, which count the
-// slices of every class drawing from a budget and Liqo's Quotas seeded in
-// the fake API; the Tenant index; the namespaces' consumers; the
-// status.class view, which finds no status.class, as on Liqo v1.2.0's
-// CRD) and starts the controller. The harness holds the controller's
+// fake client, then SetupWithManager, which wires what AddToManager wires
+// (the budgets' feeds, which count the slices of every class drawing from
+// a budget and Liqo's Quotas seeded in the fake API; the Tenant index; the
+// namespaces' consumers; the status.class view, which finds no
+// status.class, as on Liqo v1.2.0's CRD) and starts the controller. The harness holds the controller's
 // queue: a reconcile happens when the test asks (Reconcile,
 // ReconcilePending). Before and after each reconcile the cache delivers,
 // as watch events, every change made on the fake API server since the
