@@ -250,3 +250,26 @@ func TestSeededQuotaCounts(t *testing.T) {
 	require.NoError(t, res.Err)
 	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
 }
+
+// A Tenant drained after a slice was accepted: its watch event queues the
+// tenant's slices in every class, and the tenant rule denies them.
+func TestADrainedTenantQueuesItsSlices(t *testing.T) {
+	ctx := context.Background()
+	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
+	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "1"))
+	silver := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
+	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(tenant, gold, silver), slicetest.AlsoServe("silver", asked))
+	first := h.ReconcilePending()
+	require.Len(t, first, 2, "the seeded slices are queued, each for its class")
+	for _, r := range first {
+		require.Equal(t, conditions.Accepted, r.Decision, r.Slice.Name)
+	}
+
+	tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+	require.NoError(t, h.Client.Update(ctx, tenant))
+	got := map[string]string{}
+	for _, r := range h.ReconcilePending() {
+		got[r.Slice.Name] = string(r.Decision) + "/" + r.Reason
+	}
+	assert.Equal(t, map[string]string{"gold-1": "Denied/TenantDrained", "silver-1": "Denied/TenantDrained"}, got)
+}
