@@ -60,15 +60,16 @@ func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
 	return c, nil
 }
 
-// trimShadowPod keeps what the charge needs: name, namespace, the creator
-// label, the phase and the containers' requests.
+// trimShadowPod keeps what the charge and eviction need: name, namespace,
+// UID, creation time, the creator label, the phase and the containers'
+// requests.
 func trimShadowPod(obj any) (any, error) {
 	sp, ok := obj.(*offloadingv1beta1.ShadowPod)
 	if !ok {
 		return obj, nil
 	}
 	out := &offloadingv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: sp.UID,
-		ResourceVersion: sp.ResourceVersion}}
+		ResourceVersion: sp.ResourceVersion, CreationTimestamp: sp.CreationTimestamp}}
 	if u, ok := sp.Labels[labelCreatorUser]; ok {
 		out.Labels = map[string]string{labelCreatorUser: u}
 	}
@@ -115,7 +116,7 @@ func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 			l.ForgetPod(key) // charged to no Quota, or no longer running
 			return
 		}
-		l.ObservePod(key, user, ledger.PodCharge(&sp.Spec.Pod))
+		l.ObservePod(key, user, ledger.PodCharge(&sp.Spec.Pod), ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time})
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observe,
