@@ -184,9 +184,9 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return &Ledger{
-		name:       name,
-		id:         ids.Add(1),
-		opts:       Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption,
+		name: name,
+		id:   ids.Add(1),
+		opts: Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption,
 			EvictionAfter: o.EvictionAfter},
 		byConsumer: map[string]corev1.ResourceList{},
 		names:      names,
