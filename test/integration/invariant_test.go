@@ -18,7 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sliceclass/sliceclass/conditions")
+	"github.com/sliceclass/sliceclass/conditions"
+)
 
 // holdWatcher is the invariant of a budget whose slices' pods run
 // (issue 27), checked by an observer independent of the SDK: it watches
