@@ -49,6 +49,7 @@ budgets:
   - name: pool
     total: {cpu: "10"}
     preemption: true
+    evictionAfter: 10m
     consumerLimits: {globex: {cpu: "0"}}
 classes:
   - name: spot
@@ -59,6 +60,8 @@ classes:
 `))
 	require.NoError(t, err)
 	assert.True(t, cfg.Budgets[0].Preemption)
+	require.NotNil(t, cfg.Budgets[0].EvictionAfter)
+	assert.Equal(t, 10*time.Minute, cfg.Budgets[0].EvictionAfter.Duration)
 	globex := cfg.Budgets[0].ConsumerLimits["globex"]
 	assert.True(t, globex.Cpu().IsZero(), "globex may hold nothing")
 	assert.Equal(t, int32(100), cfg.Classes[1].Priority)
@@ -139,6 +142,8 @@ classes:
 		{"a shared budget with total and pool", "budgets: [{name: a, total: {cpu: 1}, pool: {selector: {}}}]\nclasses: []\n"},
 		{"a negative consumer limit override", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: {globex: {cpu: -1}}}]\nclasses: []\n"},
 		{"preemption with no budget of the class's own", "- name: gold\n  preemption: true\n"},
+		{"evictionAfter with no budget of the class's own", "- name: gold\n  evictionAfter: 1m\n"},
+		{"a zero evictionAfter", "budgets: [{name: a, total: {cpu: 1}, evictionAfter: 0s}]\nclasses: []\n"},
 		{"a class's own budget and a shared budget of one name would share metric series", "budgets: [{name: gold, total: {cpu: 1}}]\nclasses: [{name: gold, budget: {cpu: 2}}]\n"},
 	}
 	for _, tc := range bad {
