@@ -335,3 +335,54 @@ classes:
 	assert.Equal(t, map[string]int{"Accepted/" + cappedresources.ReasonGranted: 1, "Denied/" + budget.ReasonConsumerLimit: 1}, reasons,
 		"the pool has 8 CPU, the consumer may hold 3: one slice of 2")
 }
+
+// A change of consumerLimits in the file is followed live, on the running
+// budget (issue 27): the consumer's Accepted slice is shrunk to the new
+// limit with reason Reclaimed, and removing the override lifts the cap, so
+// the slice's next decision grows back.
+func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane")
+	}
+	cp := controlplane.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = slicetest.DefaultNamespace // the consumer is the namespace: it has no cluster-ID label
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	path := filepath.Join(t.TempDir(), "classes.yaml")
+	write := func(content string) {
+		t.Helper()
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	file := func(limits string) string {
+		return "budgets:\n  - name: pool\n    total: {cpu: 10}\n" + limits + "classes:\n  - name: limgold\n    caps: {cpu: 6}\n    budgets: [pool]\n"
+	}
+	write(file(""))
+	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
+	require.NoError(t, err)
+	serve(t, o, cp.Config)
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("g", slicetest.WithClass("limgold"), slicetest.WithRequest("cpu", "6"))))
+	offer := func(reason string, cpu int64) func(context.Context) (bool, error) {
+		return func(context.Context) (bool, error) {
+			var rs authv1beta1.ResourceSlice
+			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &rs); err != nil {
+				return false, nil
+			}
+			c := conditions.Get(&rs, conditions.Resources)
+			return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
+		}
+	}
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)), "g Accepted with 6")
+
+	before := testutil.ToFloat64(reloadsTotal.WithLabelValues("applied"))
+	write(file("    consumerLimits: {" + ns + ": {cpu: \"2\"}}\n"))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer(budget.ReasonReclaimed, 2)),
+		"g shrunk to the consumer's new limit, reason Reclaimed")
+	assert.Greater(t, testutil.ToFloat64(reloadsTotal.WithLabelValues("applied")), before)
+
+	write(file(""))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)),
+		"the override removed: g's offer grows back")
+}
