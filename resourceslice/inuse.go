@@ -61,8 +61,11 @@ func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
 }
 
 // trimShadowPod keeps what the charge and eviction need: name, namespace,
-// UID, creation time, the creator label, the phase and the containers'
-// requests.
+// UID, version, creation time, the creator label, the phase and the charge
+// itself, computed here as Liqo's webhook computes it and kept as the
+// requests of one container (PodCharge of the trimmed pod is the charge of
+// the whole one): a ShadowPod holds a whole pod spec, and a cache of
+// thousands of them would otherwise hold every container.
 func trimShadowPod(obj any) (any, error) {
 	sp, ok := obj.(*offloadingv1beta1.ShadowPod)
 	if !ok {
@@ -74,18 +77,9 @@ func trimShadowPod(obj any) (any, error) {
 		out.Labels = map[string]string{labelCreatorUser: u}
 	}
 	out.Status.Phase = sp.Status.Phase
-	keep := func(cs []corev1.Container) []corev1.Container {
-		if len(cs) == 0 {
-			return nil
-		}
-		kept := make([]corev1.Container, len(cs))
-		for i := range cs {
-			kept[i].Resources.Requests = cs[i].Resources.Requests
-		}
-		return kept
+	if charge := ledger.PodCharge(&sp.Spec.Pod); len(charge) > 0 {
+		out.Spec.Pod.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: charge}}}
 	}
-	out.Spec.Pod.Containers = keep(sp.Spec.Pod.Containers)
-	out.Spec.Pod.InitContainers = keep(sp.Spec.Pod.InitContainers)
 	return out, nil
 }
 
