@@ -202,15 +202,17 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	w.check(t)
 }
 
-// Equal priorities never preempt, and without WithPreemption nothing is
-// preempted: gold's slice waits, spot's keeps its 8.
+// Equal priorities never preempt, without WithPreemption nothing is
+// preempted, and a waiter that would not fit even with all that lower
+// priorities hold preempts nobody: gold's slice waits, spot's keeps its 8.
 func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
 	cp.Require(t)
 	for _, tc := range []struct {
 		name       string
 		preemption bool
 		goldPrio   int32
-	}{{"equal", true, 0}, {"off", false, 100}} {
+		goldAsks   string
+	}{{"equal", true, 0, "6"}, {"off", false, 100, "6"}, {"toobig", true, 100, "11"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			nsS := tenantNamespace(t, "noreclaim-s-"+tc.name, "cluster-ns-"+tc.name)
 			nsG := tenantNamespace(t, "noreclaim-g-"+tc.name, "cluster-ng-"+tc.name)
@@ -230,7 +232,7 @@ func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
 			})
 			create(t, sliceIn(nsS, "s", spot, slicetest.WithConsumer("cluster-ns-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 			testkit.Eventually(t, 30*time.Second, "spot Accepted", func() bool { return conditions.IsAccepted(get(t, nsS, "s")) })
-			create(t, sliceIn(nsG, "g", gold, slicetest.WithConsumer("cluster-ng-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+			create(t, sliceIn(nsG, "g", gold, slicetest.WithConsumer("cluster-ng-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, tc.goldAsks)))
 			assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, nsG, "g"), conditions.Resources).Status)
 			testkit.Consistently(t, time.Second, "spot keeps its 8", func() bool {
 				rs := get(t, nsS, "s")
