@@ -106,9 +106,3 @@ func (r *Reconciler) Pass(ctx context.Context) ([]types.NamespacedName, error) {
 	}
 	return keys, nil
 }
-
-func (r *Reconciler) enqueue(key types.NamespacedName) {
-	if q := r.queue.Load(); q != nil {
-		(*q).Add(reconcile.Request{NamespacedName: key})
-	}
-}

@@ -7,8 +7,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -17,12 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -37,7 +33,13 @@ const cacheLagRetry = 100 * time.Millisecond
 // Reconciler decides the ResourceSlices of one class with a Handler. Build it
 // with NewReconciler when wiring your own controller; AddToManager is the
 // one-line path that builds and registers it.
+//
+// A Reconciler is built once, with every collaborator it works with, and
+// never changed afterwards; what it remembers between reconciles (its
+// classState) may be shared by a second Reconciler of the same class, which
+// SetupWithManager builds with the manager's collaborators.
 type Reconciler struct {
+	*classState
 	client client.Client
 	// status sends the status patches: through client, or, for a
 	// controller the SDK built from a manager, a REST client that reads
@@ -47,46 +49,18 @@ type Reconciler struct {
 	handler    handler.Handler
 	cfg        *config
 	recorder   events.EventRecorder
-	metrics    *metrics
 	fieldOwner client.FieldOwner
-	// conflicts spaces out quiet retries after a write conflict.
-	conflicts workqueue.TypedRateLimiter[reconcile.Request]
-	// ledgers are the admission ledgers of the class's budgets, in
-	// WithBudget's order; none without WithBudget.
-	ledgers []*ledger.Ledger
-	// exported are the budgets whose metrics the class exports; detach
-	// gives them back once.
-	exported   []exported
-	detachOnce sync.Once
-	wiring     wiring
-	// seeded: without a feed, the ledger was told once what the client
-	// lists (see observe).
-	seedMu sync.Mutex
-	seeded bool
-	// queue receives slices the SDK enqueues itself (budget re-admissions,
-	// WithWatch passes, inventory sweeps); set when the controller starts.
-	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	// calls calls the handler, one call per slice at a time.
 	calls *handlerCalls
-	// releases, retries and passes are what the Reconciler remembers
-	// between reconciles: what release hooks are owed, which failing slices
-	// it gave up on, and the WithWatch passes asked for.
-	releases *releases
-	retries  *retries
-	passes   *passes
-	// memos keeps decisions whose write did not go through (one handler
-	// call per decision).
-	memos *memos
-	// overGrants remembers the over-grant each slice was last warned of.
-	overGrants *notes
-	// tenants is what the tenant rule reads, fed by the Tenant source.
-	tenants *tenantIndex
 	// owned applies, prunes and removes a handler.Owner's objects; nil for
 	// other handlers.
 	owned *ownedObjects
-	// queueReady is closed once queue is set.
-	queueReady chan struct{}
-	readyOnce  sync.Once
+	// feeds tell the budgets' ledgers what the cluster shows; none outside
+	// a manager, where the Reconciler tells them what it reads itself.
+	feeds []*budgetFeed
+	// namespaces reads namespaces' consumer labels from the manager's
+	// informer store; nil outside a manager.
+	namespaces *namespaceStore
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -95,105 +69,110 @@ var _ reconcile.Reconciler = &Reconciler{}
 // build their own controller: pass it to SetupWithManager with your
 // builder. c reads slices (and Tenants, unless WithoutTenantRule) and
 // patches their status; with a manager, pass mgr.GetClient() so reads come
-// from the cache. It takes decision options only: a controller option
+// from the cache. It takes decision options only: the controller options
 // (WithMaxConcurrentReconciles, WithRetryBackoff, WithLogger, WithWatch,
-// WithClassLease) configures a controller NewReconciler does not build, and
-// is refused with an error naming it; set workers, backoff and logger on
-// your builder instead. It returns an error naming the class for a reserved
-// or invalid class, a nil handler or client, or a bad option.
-func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Option) (*Reconciler, error) {
+// WithClassLease) configure a controller NewReconciler does not build, and
+// do not compile here; set workers, backoff and logger on your builder
+// instead. It returns an error naming the class for a reserved or invalid
+// class, a nil handler or client, or a bad option.
+func NewReconciler(c client.Client, class string, h handler.Handler, opts ...DecisionOption) (*Reconciler, error) {
 	if err := ValidateClass(class); err != nil {
 		return nil, err
 	}
-	cfg, err := newConfig(opts)
-	if err == nil && len(cfg.controllerOpts) > 0 {
-		err = fmt.Errorf("%s configure the controller, which NewReconciler does not build: give them to AddToManager or ClassSet.Serve, or set workers, backoff and logger on your own builder",
-			strings.Join(cfg.controllerOpts, ", "))
+	all := make([]Option, len(opts))
+	for i, o := range opts {
+		all[i] = o
 	}
+	cfg, err := newConfig(all)
 	if err != nil {
 		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
 	}
-	return newReconciler(c, class, h, cfg, wiring{})
-}
-
-// wiring is what a manager gives a Reconciler beyond its client.
-type wiring struct {
-	// apiReader reads from the API server, uncached: it settles whether a
-	// write whose answer was lost was applied. nil outside a manager.
-	apiReader client.Reader
-	// feeds tell the budgets' ledgers what the cluster shows; none
-	// outside a manager, where the Reconciler tells them what it reads
-	// itself.
-	feeds []*budgetFeed
-	// namespaces reads namespaces' consumer labels from the manager's
-	// informer store; nil outside a manager.
-	namespaces *namespaceStore
-}
-
-// newReconciler builds the Reconciler from a configuration built once.
-func newReconciler(c client.Client, class string, h handler.Handler, cfg *config, w wiring) (*Reconciler, error) {
-	if err := ValidateClass(class); err != nil {
+	if err := checkParts(c, class, h); err != nil {
 		return nil, err
 	}
-	if h == nil {
-		return nil, fmt.Errorf("class %q: nil handler", class)
-	}
-	if c == nil {
-		return nil, fmt.Errorf("class %q: nil client", class)
-	}
-	m, err := newMetrics(cfg.registerer)
+	st, err := newClassState(class, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("class %q: %w", class, err)
+		return nil, err
 	}
-	var rec events.EventRecorder = discardRecorder{}
-	if cfg.recorder != nil {
-		rec = cfg.recorder
-	}
-	r := &Reconciler{
-		client:     c,
-		status:     clientStatus{c: c},
-		scope:      scope{class: class, selector: cfg.selector, status: cfg.statusClasses},
-		handler:    h,
-		cfg:        cfg,
-		recorder:   rec,
-		metrics:    m,
-		fieldOwner: client.FieldOwner(FieldManager(class)),
-		conflicts:  workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
-		releases:   newReleases(),
-		tenants:    newTenantIndex(),
-		memos:      newMemos(),
-		overGrants: &notes{m: map[noteKey]string{}},
-		retries:    newRetries(cfg.maxRetries, cfg.resync),
-		passes:     newPasses(),
-		queueReady: make(chan struct{}),
-		wiring:     w,
-	}
-	r.calls = &handlerCalls{h: h, timeout: cfg.timeout, class: class, metrics: m, warn: r.warn}
-	if r.owned, err = newOwnedObjects(h, c, c, class, cfg.ownedTypes); err != nil {
-		return nil, fmt.Errorf("class %q: %w", class, err)
-	}
-	for _, b := range cfg.budgets {
-		c, err := m.registerBudget(b)
-		if err != nil {
-			r.detach()
-			return nil, fmt.Errorf("class %q: %w", class, err)
-		}
-		r.exported = append(r.exported, exported{b: b, c: c})
-		l := ledger.Of(b)
-		if err := l.Attach(class, ledger.Class{Wake: r.wake, Selector: cfg.selector, Priority: cfg.priority}); err != nil {
-			r.detach()
-			return nil, err
-		}
-		r.ledgers = append(r.ledgers, l)
+	r, err := newReconciler(c, class, h, cfg, st, collaborators{})
+	if err != nil {
+		st.detach()
+		return nil, err
 	}
 	return r, nil
 }
 
-// exported is a budget whose metrics a class exports, and their
-// collector.
-type exported struct {
-	b *budget.Budget
-	c *budgetCollector
+// collaborators are what a Reconciler works with besides its client and
+// its options. The zero value is a Reconciler on its client alone
+// (NewReconciler); a manager gives the rest (see bindClass).
+type collaborators struct {
+	// status writes the status; nil writes through the client.
+	status statusWriter
+	// views is the manager's status.class view; nil outside a manager.
+	views *statusClasses
+	// recorder records events; nil takes WithEventRecorder's, else none.
+	recorder events.EventRecorder
+	// ownedReader reads owned objects' metadata; nil reads through the
+	// client.
+	ownedReader client.Reader
+	// feeds are the budgets' feeds, in WithBudget's order.
+	feeds []*budgetFeed
+	// namespaces is the manager's namespace store.
+	namespaces *namespaceStore
+}
+
+// checkParts refuses a nil client or handler.
+func checkParts(c client.Client, class string, h handler.Handler) error {
+	if h == nil {
+		return fmt.Errorf("class %q: nil handler", class)
+	}
+	if c == nil {
+		return fmt.Errorf("class %q: nil client", class)
+	}
+	return nil
+}
+
+// newReconciler builds the Reconciler, once, from its configuration, its
+// state and its collaborators.
+func newReconciler(c client.Client, class string, h handler.Handler, cfg *config, st *classState, with collaborators) (*Reconciler, error) {
+	if err := checkParts(c, class, h); err != nil {
+		return nil, err
+	}
+	rec := with.recorder
+	switch {
+	case rec != nil:
+	case cfg.recorder != nil:
+		rec = cfg.recorder
+	default:
+		rec = discardRecorder{}
+	}
+	status := with.status
+	if status == nil {
+		status = clientStatus{c: c}
+	}
+	ownedReader := with.ownedReader
+	if ownedReader == nil {
+		ownedReader = c
+	}
+	o, err := newOwnedObjects(h, c, ownedReader, class, cfg.ownedTypes)
+	if err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
+	r := &Reconciler{
+		classState: st,
+		client:     c,
+		status:     status,
+		scope:      scope{class: class, selector: cfg.selector, status: with.views},
+		handler:    h,
+		cfg:        cfg,
+		recorder:   rec,
+		fieldOwner: client.FieldOwner(FieldManager(class)),
+		owned:      o,
+		feeds:      with.feeds,
+		namespaces: with.namespaces,
+	}
+	r.calls = &handlerCalls{h: h, timeout: cfg.timeout, class: class, metrics: st.metrics, warn: r.warn}
+	return r, nil
 }
 
 // FieldManager is the field manager of every status patch the controller for
@@ -565,13 +544,13 @@ func (r *Reconciler) countShort(reason string) {
 // (NewReconciler on a client of its own) the Reconciler tells them what it
 // reads.
 func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
-	for _, f := range r.wiring.feeds {
+	for _, f := range r.feeds {
 		if err := f.WaitForSync(ctx); err != nil {
 			return false, err
 		}
 	}
 	key := client.ObjectKeyFromObject(current)
-	if len(r.wiring.feeds) == 0 {
+	if len(r.feeds) == 0 {
 		if err := r.seedLedger(ctx); err != nil {
 			return false, err
 		}
@@ -595,7 +574,7 @@ func (r *Reconciler) observeSlice(o ledger.Slice) {
 // now: gone (always: the cache may be ahead of the feed), or, when no feed
 // does, being deleted or moved away.
 func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
-	if len(r.ledgers) == 0 || len(r.wiring.feeds) > 0 {
+	if len(r.ledgers) == 0 || len(r.feeds) > 0 {
 		return nil // the feeds observe every slice, deletions included
 	}
 	if current == nil {
@@ -610,19 +589,6 @@ func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, 
 	}
 	r.observeSlice(observation(r.scope, current, consumer.id))
 	return nil
-}
-
-// detach stops the class drawing from its budgets, and its exporting
-// their metrics.
-func (r *Reconciler) detach() {
-	for _, l := range r.ledgers {
-		l.Detach(r.scope.class)
-	}
-	r.detachOnce.Do(func() {
-		for _, e := range r.exported {
-			e.c.remove(e.b)
-		}
-	})
 }
 
 // seedLedger tells the ledger, once, what every slice the client lists
@@ -667,7 +633,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	switch {
 	case err == nil:
 		r.done(a, ledger.Applied)
-		if len(r.wiring.feeds) == 0 {
+		if len(r.feeds) == 0 {
 			r.observeSlice(observation(r.scope, desired, consumer.id)) // the server's answer
 		}
 		r.recordTransition(ctx, current, desired)
@@ -696,7 +662,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 			o = ledger.Unknown // the server answered: it is done with the request
 		}
 		r.done(a, o)
-		for i, f := range r.wiring.feeds {
+		for i, f := range r.feeds {
 			if i < len(a) && a[i] != nil {
 				f.settleLater(req.NamespacedName, current.ResourceVersion, o)
 			}
@@ -778,21 +744,6 @@ func (r *Reconciler) held(ctx context.Context) (map[types.NamespacedName]corev1.
 		}
 	}
 	return out, nil
-}
-
-// wake enqueues a slice the budget re-admits; before the controller starts
-// there is nothing waiting to wake.
-func (r *Reconciler) wake(key types.NamespacedName) { r.enqueue(key) }
-
-// ownSource is the source through which the Reconciler enqueues slices
-// itself: a budget's re-admissions when capacity frees, WithWatch passes,
-// inventory sweeps.
-func (r *Reconciler) ownSource() source.Source {
-	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		r.queue.Store(&q)
-		r.readyOnce.Do(func() { close(r.queueReady) })
-		return nil
-	})
 }
 
 // dryRun reports what would be written: a Normal DryRun event and a
