@@ -7,9 +7,12 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 )
 
@@ -179,4 +182,21 @@ func (r *Reconciler) sweepLoop(ctx context.Context, synced func(context.Context)
 		case <-t.C:
 		}
 	}
+}
+
+// held lists what the class's Accepted slices hold, from the cache: the
+// budget's rebuild after a restart or a failover.
+func (r *Reconciler) held(ctx context.Context) (map[types.NamespacedName]corev1.ResourceList, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := map[types.NamespacedName]corev1.ResourceList{}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if r.scope.serves(rs) && conditions.IsAccepted(rs) {
+			out[client.ObjectKeyFromObject(rs)] = rs.Status.Resources.DeepCopy()
+		}
+	}
+	return out, nil
 }
