@@ -132,10 +132,10 @@ func (r *Reconciler) settleHolding(ctx context.Context, key types.NamespacedName
 	return nil
 }
 
-// SweepInventory asks a handler that implements handler.Inventory (and
-// handler.Releaser) what it holds, marks each key as held and returns them:
-// reconciling each key then releases those whose slice is gone or no longer
-// Accepted in the class. The SDK runs it after the cache syncs and at the
+// SweepInventory marks as held every key a handler.Inventory (that is also
+// a handler.Releaser) says it holds, and returns them: reconciling each key
+// then releases those whose slice is gone or no longer Accepted in the
+// class. The SDK runs it after the cache syncs and at the
 // resync period, enqueueing the keys; call it yourself to drive a sweep in a
 // test. It returns nothing for other handlers, and in a dry run.
 func (r *Reconciler) SweepInventory(ctx context.Context) ([]types.NamespacedName, error) {
