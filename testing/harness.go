@@ -93,8 +93,9 @@ func WithObjects(objs ...client.Object) Option {
 	return func(h *Harness) { h.seed = append(h.seed, objs...) }
 }
 
-// WithReconcilerOptions passes options to resourceslice.NewReconciler.
-func WithReconcilerOptions(opts ...resourceslice.Option) Option {
+// WithReconcilerOptions passes options to resourceslice.NewReconciler:
+// decision options only, as NewReconciler takes.
+func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
 }
 
@@ -143,7 +144,7 @@ type Harness struct {
 
 	t          testing.TB
 	seed       []client.Object
-	ropts      []resourceslice.Option
+	ropts      []resourceslice.DecisionOption
 	statusErrs []error
 
 	mu     sync.Mutex
@@ -186,7 +187,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 		Build()
 	hs.Client = base
 
-	ropts := append([]resourceslice.Option{
+	ropts := append([]resourceslice.DecisionOption{
 		resourceslice.WithEventRecorder(recorder{hs}),
 		// A private registry per harness: parallel tests do not share counters.
 		resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()),
