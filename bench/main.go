@@ -110,6 +110,12 @@ type flags struct {
 	// child mode: run one process of the side by side (sbsTemplate or
 	// sbsPlain) serving sbsClass, until SIGTERM.
 	sbsChild, sbsClass string
+	// the reclaim phase (reclaim.go), run alone with reclaimOnly.
+	reclaimOnly               bool
+	reclaimN, podsN, podsMemN int
+	// child mode: measure a manager whose budget counts podsChild
+	// ShadowPods, then exit.
+	podsChild int
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -146,6 +152,11 @@ func main() {
 	flag.IntVar(&f.sbsN, "sbs-n", 2000, "side by side: slices each process (example manager, template-shaped controller, plain client) decides alone, on a control plane of its own (0: no side by side)")
 	flag.BoolVar(&f.sbsOnly, "sbs-only", false, "run the side by side only")
 	flag.StringVar(&f.sbsChild, "sbs-child", "", "internal: run as a process of the side by side (template or plain)")
+	flag.BoolVar(&f.reclaimOnly, "reclaim-only", false, "run the reclaim phase alone: reclaim latency, the ShadowPod watch on vs off, heap per ShadowPod")
+	flag.IntVar(&f.reclaimN, "reclaim-n", 50, "reclaim phase: reclaims timed")
+	flag.IntVar(&f.podsN, "pods-n", 2000, "reclaim phase: ShadowPods present while the watch on/off backlogs run")
+	flag.IntVar(&f.podsMemN, "pods-mem-n", 50000, "reclaim phase: ShadowPods counted for the heap per ShadowPod")
+	flag.IntVar(&f.podsChild, "pods-child", -1, "internal: run as the ShadowPod memory child")
 	flag.StringVar(&f.sbsClass, "sbs-class", "", "internal: the class the side by side's child serves")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -159,6 +170,13 @@ func main() {
 	}
 	if f.scaleChild != "" {
 		if err := scaleChild(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if f.podsChild >= 0 {
+		if err := podsChild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -228,6 +246,17 @@ func run(f flags) (bool, error) {
 		return false, err
 	}
 	defer func() { _ = cp.Stop() }()
+	if f.reclaimOnly {
+		if f.reclaimN < 1 || f.podsN < 0 || f.podsMemN < 1 {
+			return false, fmt.Errorf("-reclaim-n and -pods-mem-n must be at least 1, -pods-n at least 0")
+		}
+		phase := time.Now()
+		if err := reclaimPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		t.add("wall time: reclaim phase (pod creation included)", round(time.Since(phase)))
+		return report(f, t)
+	}
 
 	if !f.scaleOnly {
 		t.add("slices (N) / classes (K) / concurrency", fmt.Sprintf("%d / %d / %d (%d per class)", f.n, f.k, f.concurrency(), f.perClass()))

@@ -84,7 +84,7 @@ func throughputPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags
 				if round == 0 && f.cpuProfile != "" {
 					profile = f.cpuProfile + v.profile
 				}
-				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), v.mode, v.budget, first, profile)
+				res, err := oursRun(ctx, cp, f, fmt.Sprintf("r%d-%d", round, m), v.mode, v.budget, first, profile, nil)
 				if err != nil {
 					return err
 				}
@@ -234,8 +234,10 @@ type oursResult struct {
 // oursRun creates a backlog of n slices over k classes named prefix-<i>,
 // then starts a manager serving them, recording decision events per mode,
 // and times the decisions. It counts the status writes per decision and,
-// with idle, over a 5 s idle window after the backlog.
-func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle bool, profile string) (oursResult, error) {
+// with idle, over a 5 s idle window after the backlog. configure, when
+// set, changes the manager's options further.
+func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle bool, profile string,
+	configure func(*manager.Options)) (oursResult, error) {
 	var res oursResult
 	ns := "ours-" + prefix
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -256,6 +258,9 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}}
 		if f.noPriorityQueue {
 			o.Controller.UsePriorityQueue = ptr.To(false)
+		}
+		if configure != nil {
+			configure(o)
 		}
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -44,6 +45,7 @@ type options struct {
 	consumerLimit corev1.ResourceList
 	oldestFirst   bool
 	preemption    bool
+	evictAfter    time.Duration
 	// Node pools only.
 	resources []corev1.ResourceName
 	reserve   corev1.ResourceList
@@ -96,6 +98,28 @@ func WithPreemption() Option {
 	return func(o *options) { o.preemption = true }
 }
 
+// WithEvictionAfter lets the budget delete running pods, which it never
+// does otherwise: a slice shrunk with ReasonReclaimed (WithPreemption, a
+// consumer's limit, a pool that fell) whose running ShadowPods still use
+// more than it keeps d after the shrink has ShadowPods deleted, the newest
+// first (skipping one that charges nothing still over), until the rest
+// fit, with a Warning event Evicted on the slice for each. The deletion
+// carries the pod's UID as a precondition, so a pod recreated under the
+// same name is not deleted. It needs the delete verb on
+// shadowpods.offloading.liqo.io, which nothing else needs; a refused
+// deletion is a Warning event EvictionFailed and is retried. d counts
+// from the shrink as the current leader saw it: a failover restarts it.
+// It returns an error from New or NewNodePool for d ≤ 0.
+func WithEvictionAfter(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.errs = append(o.errs, fmt.Errorf("eviction after %s: must be positive", d))
+			return
+		}
+		o.evictAfter = d
+	}
+}
+
 func build(opts []Option) (options, error) {
 	o := options{share: 100}
 	for _, opt := range opts {
@@ -104,6 +128,12 @@ func build(opts []Option) (options, error) {
 		}
 	}
 	return o, errors.Join(o.errs...)
+}
+
+// ledgerOptions are the ledger's options of o.
+func (o options) ledgerOptions() ledger.Options {
+	return ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst, Preemption: o.preemption,
+		EvictionAfter: o.evictAfter}
 }
 
 // New returns a Budget named name over total. The budget limits exactly
@@ -119,7 +149,7 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
-	l, err := ledger.New(name, total, ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst, Preemption: o.preemption})
+	l, err := ledger.New(name, total, o.ledgerOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package budget_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -152,4 +153,49 @@ func ExampleWithConsumerLimit() {
 	// Output:
 	// premium 64
 	// budget "premium": empty consumer limit
+}
+
+// spot and gold sell one 64-CPU pool: gold (priority 100) comes first, and
+// a gold slice that does not fit shrinks spot's Accepted slices by what it
+// lacks (WithPreemption). Running pods outlive a smaller grant, so spot's
+// pods that still use more than spot keeps ten minutes after the shrink
+// are deleted, the newest first (WithEvictionAfter; the manager needs
+// delete on shadowpods.offloading.liqo.io).
+func ExampleWithEvictionAfter() {
+	var spot, gold handler.Handler // the two classes' policies
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	pool, err := budget.New("pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
+		budget.WithPreemption(), budget.WithEvictionAfter(10*time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	if err := resourceslice.AddToManager(mgr, "spot", spot, resourceslice.WithBudget(pool)); err != nil {
+		panic(err)
+	}
+	if err := resourceslice.AddToManager(mgr, "gold", gold, resourceslice.WithBudget(pool), resourceslice.WithPriority(100)); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}
+
+// "globex has held 8 CPU idle for weeks: take it back." A consumer limit of
+// zero for globex alone, at run time: its Accepted slices are shrunk to
+// nothing (reason Reclaimed) and the capacity frees as its pods end.
+func ExampleBudget_SetConsumerLimit() {
+	pool, err := budget.New("pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(pool.SetConsumerLimit("globex", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}))
+	fmt.Println(pool.SetConsumerLimit("globex", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}) != nil)
+	fmt.Println(pool.SetConsumerLimit("globex", nil)) // the override removed
+	// Output:
+	// <nil>
+	// true
+	// <nil>
 }

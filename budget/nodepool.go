@@ -126,7 +126,7 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 			return nil, fmt.Errorf("budget %q: negative reserve %s=%s", name, n, q.String())
 		}
 	}
-	l, err := ledger.New(name, zero, ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst, Preemption: o.preemption})
+	l, err := ledger.New(name, zero, o.ledgerOptions())
 	if err != nil {
 		return nil, err
 	}

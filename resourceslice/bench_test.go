@@ -25,7 +25,7 @@ import (
 
 // benchSetup returns a reconciler over a fake client holding rs, and a
 // counter of the API writes it makes.
-func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice, opts ...resourceslice.Option) (*resourceslice.Reconciler, client.Client, *atomic.Int64) {
+func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice, opts ...resourceslice.DecisionOption) (*resourceslice.Reconciler, client.Client, *atomic.Int64) {
 	b.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -39,7 +39,7 @@ func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice, opts ...resourcesli
 			},
 		}).Build()
 	r, err := resourceslice.NewReconciler(c, gold, acceptAll("Granted"),
-		append([]resourceslice.Option{resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())}, opts...)...)
+		append([]resourceslice.DecisionOption{resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func benchBudget(b *testing.B) *budget.Budget {
 	return bg
 }
 
-func benchDecided(b *testing.B, opts ...resourceslice.Option) {
+func benchDecided(b *testing.B, opts ...resourceslice.DecisionOption) {
 	rs := realisticSlice()
 	r, _, writes := benchSetup(b, rs, opts...)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}
@@ -103,7 +103,7 @@ func BenchmarkReconcileFirstDecision(b *testing.B) {
 	b.Run("Budget", func(b *testing.B) { benchFirstDecision(b, resourceslice.WithBudget(benchBudget(b))) })
 }
 
-func benchFirstDecision(b *testing.B, opts ...resourceslice.Option) {
+func benchFirstDecision(b *testing.B, opts ...resourceslice.DecisionOption) {
 	rs := realisticSlice()
 	r, c, writes := benchSetup(b, rs, opts...)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}}

@@ -39,7 +39,10 @@ import (
 
 // classController is one class's controller and what runs beside it.
 type classController struct {
-	mgr  manager.Manager
+	mgr manager.Manager
+	// mc are the manager's companions, where the class is claimed and its
+	// budgets' feeds are held.
+	mc   *companions
 	r    *Reconciler
 	cfg  *config
 	ctrl controller.Controller
@@ -54,15 +57,27 @@ type classController struct {
 }
 
 // newClassController validates and claims class in mgr, and builds its
-// Reconciler and controller. unmanaged names controllers that come and go
-// (ClassSet): controller-runtime's process-wide name check is skipped, the
-// manager's claim already refusing a second controller for the class.
+// Reconciler and controller. comesAndGoes names controllers that come and
+// go (ClassSet): controller-runtime's process-wide name check is skipped,
+// the manager's claim already refusing a second controller for the class.
 func newClassController(mgr manager.Manager, class string, h handler.Handler, opts []Option, comesAndGoes bool) (*classController, error) {
-	cc, err := prepare(mgr, class, h, opts)
+	if mgr == nil {
+		return nil, fmt.Errorf("class %q: nil manager", class)
+	}
+	mc, err := companionsOf(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
+	return mc.newClassController(class, h, opts, comesAndGoes)
+}
+
+// newClassController is newClassController in the manager of mc.
+func (mc *companions) newClassController(class string, h handler.Handler, opts []Option, comesAndGoes bool) (*classController, error) {
+	cc, err := mc.prepare(class, h, opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg := cc.cfg
+	mgr, cfg := mc.mgr, cc.cfg
 	name := ControllerName(class)
 	copts := controller.Options{
 		Reconciler:     cc.shutdownPolicy(),
@@ -71,7 +86,7 @@ func newClassController(mgr manager.Manager, class string, h handler.Handler, op
 	}
 	// What the class does not set comes from the manager's controller
 	// defaults (ctrl.Options.Controller), then controller-runtime's own.
-	if cfg.gave("WithMaxConcurrentReconciles") {
+	if cfg.maxConcurrentGiven {
 		copts.MaxConcurrentReconciles = cfg.maxConcurrent
 	}
 	if comesAndGoes {
@@ -93,6 +108,88 @@ func newClassController(mgr manager.Manager, class string, h handler.Handler, op
 		}
 	}
 	cc.ctrl = c
+	return cc, nil
+}
+
+// prepare validates a class's registration, claims it and builds its
+// Reconciler with the manager's client: shared by AddToManager and
+// ClassSet, so both apply the same rules.
+func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*classController, error) {
+	if err := ValidateClass(class); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, fmt.Errorf("class %q: nil handler", class)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("class %q: invalid options: %w", class, err)
+	}
+	return mc.bindClass(mc.mgr.GetClient(), class, h, cfg, nil)
+}
+
+// bindClass claims class in the manager and builds, once, the Reconciler
+// that decides it there, with everything the manager gives beyond its
+// client: the event recorder (unless WithEventRecorder), the status.class
+// view, the budgets' feeds, the namespace store and the cache owned objects
+// are read from. st is the class's state when a Reconciler built it
+// already (SetupWithManager): the new Reconciler shares it, and its status
+// writes keep going through the client its user chose; nil makes it (the
+// SDK builds the class: AddToManager, ClassSet), and status writes then go
+// through the manager's REST config without decoding the answer. On error
+// nothing stays claimed or held.
+func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, st *classState) (_ *classController, err error) {
+	mgr := mc.mgr
+	sdkBuilt := st == nil
+	if err := mc.addTypes(cfg.leaseNamespace != ""); err != nil {
+		return nil, fmt.Errorf("class %q: adding Liqo's types (and coordination/v1 for class Leases) to the manager's scheme: %w", class, err)
+	}
+	if need := mgr.GetControllerOptions().NeedLeaderElection; len(cfg.budgets) > 0 && need != nil && !*need {
+		return nil, fmt.Errorf("class %q: %w", class, errBudgetNeedsLeader)
+	}
+	// Claim the name first: a concurrent registration of the class then
+	// fails with ErrClassRegistered before it touches the budgets.
+	if err := mc.claim(class); err != nil {
+		return nil, err
+	}
+	cc := &classController{mgr: mgr, mc: mc, cfg: cfg}
+	if sdkBuilt {
+		if st, err = newClassState(class, cfg); err != nil {
+			mc.unclaim(class)
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			cc.releaseParts(st, class)
+		}
+	}()
+	with := collaborators{namespaces: mc.namespaceStore(), ownedReader: mgr.GetCache()}
+	if sdkBuilt {
+		w, err := newRESTStatus(mgr)
+		if err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		with.status = w
+	}
+	if with.views, err = mc.statusClasses(); err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
+	for _, l := range st.ledgers {
+		f, err := mc.feed(l, with.views)
+		if err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		with.feeds = append(with.feeds, f)
+		cc.feeds = append(cc.feeds, l)
+	}
+	if cfg.recorder == nil {
+		with.recorder = mgr.GetEventRecorder(ControllerName(class))
+	}
+	if cc.r, err = newReconciler(c, class, h, cfg, st, with); err != nil {
+		return nil, err
+	}
+	cc.abort, cc.abortStop = context.WithCancel(context.Background())
 	return cc, nil
 }
 
@@ -132,7 +229,7 @@ func (cc *classController) sources() []source.Source {
 	for _, o := range cc.ownedSources() {
 		out = append(out, o)
 	}
-	return append(out, cc.cfg.statusClasses.source(r.scope), r.ownSource())
+	return append(out, r.scope.status.source(r.scope), r.ownSource())
 }
 
 // shutdownPolicy wraps the Reconciler: a stopping controller (Stop, or the
@@ -199,13 +296,15 @@ func (cc *classController) runBeside(ctx context.Context) {
 // release gives back what the class holds in the manager: first its
 // budgets, then its name, so that a concurrent Serve of the class finds
 // both free or neither.
-func (cc *classController) release() {
-	cc.r.detach()
+func (cc *classController) release() { cc.releaseParts(cc.r.classState, cc.r.scope.class) }
+
+func (cc *classController) releaseParts(st *classState, class string) {
+	st.detach()
 	for _, l := range cc.feeds {
-		classes.releaseFeed(cc.mgr, l)
+		cc.mc.releaseFeed(l)
 	}
 	cc.feeds = nil
-	classes.unclaim(cc.mgr, cc.r.scope.class)
+	cc.mc.unclaim(class)
 }
 
 // managedClass runs an AddToManager class as a manager runnable: on the
@@ -258,29 +357,40 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 // names it ControllerName(class), adds every watch r needs (the class's
 // slices, Tenants, namespaces, status.class, and r's own queue for budget
 // re-admissions and inventory sweeps, with the same predicates and the same
-// shutdown policy as AddToManager), binds r to mgr's budgets feeds and API
-// reader, and runs the inventory sweep beside it. b must not have called
-// For. r then decides exactly as AddToManager's controller would. Call it
-// once, before mgr starts; the class is claimed in mgr (errors.Is
-// ErrClassRegistered when it already is).
+// shutdown policy as AddToManager), and runs the inventory sweep beside it.
+// b must not have called For. Call it once, before mgr starts; the class is
+// claimed in mgr (errors.Is ErrClassRegistered when it already is).
+//
+// r itself is not changed: the controller decides with a Reconciler built
+// once from r's client, class, handler and options and from what mgr gives
+// (its event recorder unless WithEventRecorder, its status.class view, the
+// budgets' feeds, its namespace and owned-object caches). The two share
+// what r remembers (its queue, retries, passes and budgets), so Pass and
+// SweepInventory on r act on the controller; decisions are the
+// controller's, exactly as AddToManager's controller would make them.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) error {
 	if mgr == nil || b == nil {
 		return fmt.Errorf("class %q: SetupWithManager needs a manager and a builder", r.scope.class)
 	}
-	cc, err := bindClass(mgr, r, false)
+	mc, err := companionsOf(mgr)
+	if err != nil {
+		return fmt.Errorf("class %q: %w", r.scope.class, err)
+	}
+	cc, err := mc.bindClass(r.client, r.scope.class, r.handler, r.cfg, r.classState)
 	if err != nil {
 		return err
 	}
-	b = b.Named(ControllerName(r.scope.class))
+	class := cc.r.scope.class
+	b = b.Named(ControllerName(class))
 	for _, s := range cc.sources() {
 		b = b.WatchesRawSource(s)
 	}
 	if err := b.Complete(cc.shutdownPolicy()); err != nil {
 		cc.release()
-		return fmt.Errorf("class %q: building controller %q: %w", r.scope.class, ControllerName(r.scope.class), err)
+		return fmt.Errorf("class %q: building controller %q: %w", class, ControllerName(class), err)
 	}
 	if err := mgr.Add(besideRunnable{cc: cc}); err != nil {
-		return fmt.Errorf("class %q: adding the inventory sweep to the manager: %w", r.scope.class, err)
+		return fmt.Errorf("class %q: adding the inventory sweep to the manager: %w", class, err)
 	}
 	return nil
 }

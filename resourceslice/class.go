@@ -7,25 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// typedEffectiveClass is the slice's effective class when the Go type has
-// Liqo's EffectiveClass() (releases after v1.2.0, which the pinned types
-// lack), so that a build against a newer Liqo picks it up with no code
-// change; ok is false on the pinned types.
-func typedEffectiveClass(rs *authv1beta1.ResourceSlice) (string, bool) {
-	if rs == nil {
-		return "", true
-	}
-	switch v := any(rs).(type) {
-	case interface {
-		EffectiveClass() authv1beta1.ResourceSliceClass
-	}:
-		return string(v.EffectiveClass()), true
-	case interface{ EffectiveClass() string }:
-		return v.EffectiveClass(), true
-	}
-	return "", false
-}
-
 // ControllerName is the name of the controller serving class:
 // "resourceslice-<class>". It names the controller's metrics, logs and
 // events.

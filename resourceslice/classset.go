@@ -32,7 +32,10 @@ var ErrClassNotServed = errors.New("class not served by this ClassSet")
 // informers its classes read before it is elected, so that a new leader
 // decides at once instead of first listing every slice.
 type ClassSet struct {
-	mgr      manager.Manager
+	mgr manager.Manager
+	// mc are the manager's companions: Serve, from any goroutine and at
+	// any time, claims its classes there.
+	mc       *companions
 	defaults []Option
 
 	mu      sync.Mutex
@@ -61,10 +64,14 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 	// Now, before the manager starts: a scheme changed while the caches
 	// read it is a data race. (A class served after start with its own
 	// WithClassLease needs coordination/v1 in the scheme already.)
-	if err := classes.addTypes(mgr, cfg.leaseNamespace != ""); err != nil {
+	mc, err := companionsOf(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("class set: %w", err)
+	}
+	if err := mc.addTypes(cfg.leaseNamespace != ""); err != nil {
 		return nil, fmt.Errorf("class set: adding Liqo's types to the manager's scheme: %w", err)
 	}
-	cs := &ClassSet{mgr: mgr, defaults: append([]Option(nil), opts...), classes: map[string]*servedClass{}}
+	cs := &ClassSet{mgr: mgr, mc: mc, defaults: append([]Option(nil), opts...), classes: map[string]*servedClass{}}
 	if err := mgr.Add(classSetRunnable{cs}); err != nil {
 		return nil, fmt.Errorf("class set: adding to the manager: %w", err)
 	}
@@ -80,7 +87,7 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 // set or by AddToManager; errors.Is ErrClassRegistered).
 func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error {
 	all := append(append([]Option(nil), cs.defaults...), opts...)
-	cc, err := newClassController(cs.mgr, class, h, all, true)
+	cc, err := cs.mc.newClassController(class, h, all, true)
 	if err != nil {
 		return err
 	}

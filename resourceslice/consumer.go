@@ -50,7 +50,7 @@ func withConsumer(ctx context.Context, c consumerInfo) context.Context {
 // consumerOf reads the trusted consumer of rs from its namespace, through
 // the Reconciler's reader (the cache, with a manager).
 func (r *Reconciler) consumerOf(ctx context.Context, rs *authv1beta1.ResourceSlice) (consumerInfo, error) {
-	if s := r.wiring.namespaces; s != nil {
+	if s := r.namespaces; s != nil {
 		if c, ok := s.consumer(ctx, rs.Namespace); ok {
 			return c, nil
 		}

@@ -22,10 +22,11 @@
 // passes beside the controller and write status through a REST client of
 // the manager's config; SetupWithManager runs the inventory sweep beside
 // your controller but no class Lease and no WithWatch pass (controller
-// options, which NewReconciler refuses by name), and writes status through
-// the client you gave NewReconciler. Options say what they configure:
-// decision options apply everywhere; controller options (workers, backoff,
-// logger, watches, lease) only where the SDK builds the controller.
+// options, which NewReconciler does not take), and writes status through
+// the client you gave NewReconciler. Options say what they configure, and
+// the compiler checks where they go: decision options (DecisionOption) go
+// everywhere; controller options (workers, backoff, logger, watches,
+// lease) are Options only, taken only where the SDK builds the controller.
 //
 // # What a class controller does
 //

@@ -27,6 +27,11 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 )
 
+// The effective class, in one file: the rule that says whether a class
+// controller serves a slice (scope: classOf, selects, serves), the typed
+// lookup a newer Liqo's EffectiveClass() gives (typedEffectiveClass), and,
+// on the pinned types, the status.class view below.
+//
 // Effective class on the pinned Liqo types.
 //
 // Liqo after v1.2.0 adds status.class (set once by the provider when
@@ -320,3 +325,62 @@ func schemaHasStatusClass(doc []byte) (bool, error) {
 }
 
 var _ client.Object = &classView{}
+
+// scope is the one rule that says whether a class controller serves a
+// slice. The slice predicate, the Tenant mapping, Reconcile and the budget's
+// rebuild all ask it, so they can never disagree.
+type scope struct {
+	class    string
+	selector labels.Selector
+	// status reads status.class, which the pinned Liqo types drop; nil
+	// outside a manager (NewReconciler), where classOf alone decides.
+	status *statusClasses
+}
+
+// classOf is the slice's effective class, as Liqo's
+// ResourceSlice.EffectiveClass() defines it: status.class when set, else
+// spec.class. The pinned types drop status.class, so it is read from the
+// manager's status.class view (none outside a manager, where the typed
+// object alone decides).
+func (s scope) classOf(rs *authv1beta1.ResourceSlice) string {
+	if c, ok := typedEffectiveClass(rs); ok {
+		return c
+	}
+	if s.status != nil {
+		if c := s.status.lookup(types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}); c != "" {
+			return c
+		}
+	}
+	return string(rs.Spec.Class)
+}
+
+// selects reports whether rs is of the class (its effective class) and
+// matches the selector, whatever its lifecycle.
+func (s scope) selects(rs *authv1beta1.ResourceSlice) bool {
+	return rs != nil && s.classOf(rs) == s.class && s.selector.Matches(labels.Set(rs.GetLabels()))
+}
+
+// serves reports whether the controller decides rs now: selected and not
+// being deleted.
+func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
+	return s.selects(rs) && rs.DeletionTimestamp.IsZero()
+}
+
+// typedEffectiveClass is the slice's effective class when the Go type has
+// Liqo's EffectiveClass() (releases after v1.2.0, which the pinned types
+// lack), so that a build against a newer Liqo picks it up with no code
+// change; ok is false on the pinned types.
+func typedEffectiveClass(rs *authv1beta1.ResourceSlice) (string, bool) {
+	if rs == nil {
+		return "", true
+	}
+	switch v := any(rs).(type) {
+	case interface {
+		EffectiveClass() authv1beta1.ResourceSliceClass
+	}:
+		return string(v.EffectiveClass()), true
+	case interface{ EffectiveClass() string }:
+		return v.EffectiveClass(), true
+	}
+	return "", false
+}

@@ -1,6 +1,7 @@
 package resourceslice
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -10,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 )
 
@@ -163,4 +166,23 @@ func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// recordTransition counts, logs and (per WithDecisionEvents) records an
+// event when the decision's status or reason changed.
+func (r *Reconciler) recordTransition(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
+	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
+		return
+	}
+	outcome := outcomeAccepted
+	if after.Status == conditions.Denied {
+		outcome = outcomeDenied
+	}
+	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()
+	if after.Reason == budget.ReasonExhausted || after.Reason == budget.ReasonConsumerLimit {
+		r.countShort(after.Reason)
+	}
+	r.decisionEvent(desired, after)
+	log.FromContext(ctx).Info("decided", "decision", after.Status, "reason", after.Reason)
 }

@@ -62,6 +62,9 @@ type budgetFeed struct {
 	// the slices to read.
 	reader  client.Reader
 	settles workqueue.TypedRateLimitingInterface[settleItem]
+	// evict deletes the pods the ledger names, when the budget was built
+	// WithEvictionAfter (see evict.go); nil otherwise.
+	evict *evictor
 
 	// done is closed by stop: no class of the manager draws from the
 	// budget any more; ended, when Start returns.
@@ -83,7 +86,11 @@ type settleItem struct {
 }
 
 func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore, pods cache.Cache) *budgetFeed {
-	return &budgetFeed{
+	var evict *evictor
+	if l.EvictionAfter() > 0 {
+		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: mgr.GetEventRecorder(evictorName)}
+	}
+	return &budgetFeed{evict: evict,
 		l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
 		reader: mgr.GetAPIReader(),
 		settles: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -198,6 +205,9 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 		<-ctx.Done()
 		f.settles.ShutDown()
 	}()
+	if f.evict != nil && f.pods != nil {
+		go f.evict.run(ctx)
+	}
 	f.settleLoop(ctx)
 	return nil
 }

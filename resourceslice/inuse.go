@@ -60,31 +60,26 @@ func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
 	return c, nil
 }
 
-// trimShadowPod keeps what the charge needs: name, namespace, the creator
-// label, the phase and the containers' requests.
+// trimShadowPod keeps what the charge and eviction need: name, namespace,
+// UID, version, creation time, the creator label, the phase and the charge
+// itself, computed here as Liqo's webhook computes it and kept as the
+// requests of one container (PodCharge of the trimmed pod is the charge of
+// the whole one): a ShadowPod holds a whole pod spec, and a cache of
+// thousands of them would otherwise hold every container.
 func trimShadowPod(obj any) (any, error) {
 	sp, ok := obj.(*offloadingv1beta1.ShadowPod)
 	if !ok {
 		return obj, nil
 	}
 	out := &offloadingv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: sp.UID,
-		ResourceVersion: sp.ResourceVersion}}
+		ResourceVersion: sp.ResourceVersion, CreationTimestamp: sp.CreationTimestamp}}
 	if u, ok := sp.Labels[labelCreatorUser]; ok {
 		out.Labels = map[string]string{labelCreatorUser: u}
 	}
 	out.Status.Phase = sp.Status.Phase
-	keep := func(cs []corev1.Container) []corev1.Container {
-		if len(cs) == 0 {
-			return nil
-		}
-		kept := make([]corev1.Container, len(cs))
-		for i := range cs {
-			kept[i].Resources.Requests = cs[i].Resources.Requests
-		}
-		return kept
+	if charge := ledger.PodCharge(&sp.Spec.Pod); len(charge) > 0 {
+		out.Spec.Pod.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: charge}}}
 	}
-	out.Spec.Pod.Containers = keep(sp.Spec.Pod.Containers)
-	out.Spec.Pod.InitContainers = keep(sp.Spec.Pod.InitContainers)
 	return out, nil
 }
 
@@ -115,7 +110,7 @@ func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 			l.ForgetPod(key) // charged to no Quota, or no longer running
 			return
 		}
-		l.ObservePod(key, user, ledger.PodCharge(&sp.Spec.Pod))
+		l.ObservePod(key, user, ledger.PodCharge(&sp.Spec.Pod), ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time})
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observe,

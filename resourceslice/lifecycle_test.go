@@ -586,8 +586,8 @@ func TestHandlerTimeout(t *testing.T) {
 	// the call is waited for (one call per slice at a time), and its
 	// answer, however good, is a timeout.
 	const hold = 300 * time.Millisecond
+	start := time.Now() // before the timer is armed: elapsed is then at least hold
 	time.AfterFunc(hold, func() { close(late.proceed) })
-	start := time.Now()
 	res := h.Reconcile(rs)
 	elapsed := time.Since(start)
 	require.Error(t, res.Err, "a handler past its deadline is a failure")

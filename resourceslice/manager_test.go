@@ -71,11 +71,14 @@ func TestAddToManagerRejectsBadSetup(t *testing.T) {
 		opts  []resourceslice.Option
 		want  string
 	}{
-		"reserved class":   {class: "default", h: grant, want: "reserved"},
-		"nil handler":      {class: "a", want: "nil handler"},
-		"nil budget":       {class: "b", h: grant, opts: []resourceslice.Option{resourceslice.WithBudget(nil)}, want: "nil budget"},
-		"bad events mode":  {class: "c", h: grant, opts: []resourceslice.Option{resourceslice.WithDecisionEvents(42)}, want: "decision events"},
-		"negative workers": {class: "d", h: grant, opts: []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(0)}, want: "at least 1"},
+		"reserved class":      {class: "default", h: grant, want: "reserved"},
+		"nil handler":         {class: "a", want: "nil handler"},
+		"nil budget":          {class: "b", h: grant, opts: []resourceslice.Option{resourceslice.WithBudget(nil)}, want: "nil budget"},
+		"bad events mode":     {class: "c", h: grant, opts: []resourceslice.Option{resourceslice.WithDecisionEvents(42)}, want: "decision events"},
+		"negative workers":    {class: "d", h: grant, opts: []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(0)}, want: "at least 1"},
+		"backoff base > max":  {class: "e", h: grant, opts: []resourceslice.Option{resourceslice.WithRetryBackoff(time.Minute, time.Second)}, want: "backoff"},
+		"nil option":          {class: "f", h: grant, opts: []resourceslice.Option{nil}, want: "nil Option"},
+		"nil decision option": {class: "g", h: grant, opts: []resourceslice.Option{resourceslice.DecisionOption(nil)}, want: "nil Option"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

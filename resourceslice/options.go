@@ -34,22 +34,49 @@ const (
 	defaultBackoffMax              = 5 * time.Minute
 )
 
-// Option configures a class. Options come in two kinds, each documented as
-// such:
+// Option configures a class whose controller the SDK builds: AddToManager,
+// NewClassSet and ClassSet.Serve take any Option. Options come in two
+// kinds, each documented as such, and the compiler tells them apart, as
+// controller-runtime's builder tells its ForOption from its OwnsOption:
 //
 //   - decision options (WithSelector, WithoutAuthenticationGate,
-//     WithoutTenantRule, WithBudget, WithMaxRetries, WithHandlerTimeout,
-//     WithDryRun, WithDecisionEvents, WithEventRecorder,
-//     WithMetricsRegisterer, WithResyncPeriod) say how slices are decided
-//     and reported; every constructor takes them.
+//     WithoutTenantRule, WithBudget, WithPriority, WithMaxRetries,
+//     WithHandlerTimeout, WithDryRun, WithDecisionEvents,
+//     WithEventRecorder, WithMetricsRegisterer, WithResyncPeriod,
+//     WithOwnedTypes) say how slices are decided and reported: they are
+//     DecisionOptions, which every constructor takes, NewReconciler
+//     included.
 //   - controller options (WithMaxConcurrentReconciles, WithRetryBackoff,
 //     WithLogger, WithWatch, WithClassLease) configure the controller the
-//     SDK builds and what runs beside it: AddToManager, NewClassSet and
-//     ClassSet.Serve take them; NewReconciler, which builds no controller,
-//     refuses them with an error naming each one.
+//     SDK builds and what runs beside it: they are Options only, so
+//     NewReconciler, which builds no controller, does not compile with one.
 //
 // Options are validated eagerly: a bad value is an error naming the class.
-type Option func(*config)
+// A list of both kinds is a []Option.
+type Option interface {
+	applyToClass(c *config)
+}
+
+// DecisionOption is an Option that says how a class's slices are decided
+// and reported, whoever builds the controller: NewReconciler takes these
+// only.
+type DecisionOption func(*config)
+
+func (o DecisionOption) applyToClass(c *config) {
+	if o == nil {
+		c.errs = append(c.errs, errNilOption)
+		return
+	}
+	o(c)
+}
+
+// controllerOption is an Option that configures the controller the SDK
+// builds (AddToManager, ClassSet), not the decisions.
+type controllerOption func(*config)
+
+func (o controllerOption) applyToClass(c *config) { DecisionOption(o).applyToClass(c) }
+
+var errNilOption = errors.New("nil Option")
 
 type config struct {
 	maxConcurrent int
@@ -70,36 +97,15 @@ type config struct {
 	watches       []watchSpec
 	// leaseNamespace holds the class Lease; "" for none.
 	leaseNamespace string
-	// statusClasses is set by AddToManager: the manager's status.class view.
-	statusClasses *statusClasses
 	// priority is WithPriority's: the class's priority in its budgets.
 	priority int32
 	// ownedTypes are WithOwnedTypes' declared types.
 	ownedTypes []client.Object
-	// controllerOpts names the controller options given, in order.
-	controllerOpts []string
+	// maxConcurrentGiven: WithMaxConcurrentReconciles was given, and
+	// overrides the manager's controller defaults.
+	maxConcurrentGiven bool
 
 	errs []error
-}
-
-// controllerOption marks an option as configuring the controller.
-func (c *config) controllerOption(name string) {
-	for _, n := range c.controllerOpts {
-		if n == name {
-			return
-		}
-	}
-	c.controllerOpts = append(c.controllerOpts, name)
-}
-
-// gave reports whether the controller option name was given.
-func (c *config) gave(name string) bool {
-	for _, n := range c.controllerOpts {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -115,10 +121,10 @@ func newConfig(opts []Option) (*config, error) {
 	}
 	for _, o := range opts {
 		if o == nil {
-			c.errs = append(c.errs, errors.New("nil Option"))
+			c.errs = append(c.errs, errNilOption)
 			continue
 		}
-		o(c)
+		o.applyToClass(c)
 	}
 	if c.maxConcurrent < 1 {
 		c.errs = append(c.errs, fmt.Errorf("max concurrent reconciles must be at least 1, got %d", c.maxConcurrent))
@@ -157,16 +163,13 @@ func replicatedSelector() labels.Selector {
 // ctrl.Options.Controller.MaxConcurrentReconciles, else 1). Above 1 the
 // handler must be safe for concurrent use.
 func WithMaxConcurrentReconciles(n int) Option {
-	return func(c *config) { c.controllerOption("WithMaxConcurrentReconciles"); c.maxConcurrent = n }
+	return controllerOption(func(c *config) { c.maxConcurrentGiven = true; c.maxConcurrent = n })
 }
 
 // WithRetryBackoff (a controller option) sets the per-slice exponential backoff for retries after
 // an error and after a write conflict (default 50ms doubling up to 5m).
 func WithRetryBackoff(base, maxDelay time.Duration) Option {
-	return func(c *config) {
-		c.controllerOption("WithRetryBackoff")
-		c.backoffBase, c.backoffMax = base, maxDelay
-	}
+	return controllerOption(func(c *config) { c.backoffBase, c.backoffMax = base, maxDelay })
 }
 
 // WithPriority (a decision option) sets the class's priority in every
@@ -174,7 +177,7 @@ func WithRetryBackoff(base, maxDelay time.Duration) Option {
 // its waiting slices are promised freed capacity before those of lower
 // priorities, and, in a budget built with budget.WithPreemption, may
 // reclaim capacity from Accepted slices of strictly lower priority.
-func WithPriority(p int32) Option {
+func WithPriority(p int32) DecisionOption {
 	return func(c *config) { c.priority = p }
 }
 
@@ -182,7 +185,7 @@ func WithPriority(p int32) Option {
 // slices Liqo replicated into this cluster from a consumer (label
 // liqo.io/originID exists and liqo.io/replicated=true). labels.Everything()
 // serves every slice of the class, e.g. slices created locally in tests.
-func WithSelector(s labels.Selector) Option {
+func WithSelector(s labels.Selector) DecisionOption {
 	return func(c *config) {
 		if s == nil {
 			c.errs = append(c.errs, errors.New("nil label selector; use labels.Everything() to select all slices"))
@@ -194,14 +197,14 @@ func WithSelector(s labels.Selector) Option {
 
 // WithoutAuthenticationGate (a decision option) lets the handler decide slices whose
 // Authentication condition is not (yet) Accepted. By default they wait.
-func WithoutAuthenticationGate() Option {
+func WithoutAuthenticationGate() DecisionOption {
 	return func(c *config) { c.authGate = false }
 }
 
 // WithoutTenantRule (a decision option) turns off Liqo's tenant rule (Drained or Cordoned tenants'
 // slices Denied) and the Tenant watch. Only do this when the handler applies
 // its own rule: otherwise the controller re-accepts slices an operator drained.
-func WithoutTenantRule() Option {
+func WithoutTenantRule() DecisionOption {
 	return func(c *config) { c.tenantRule = false }
 }
 
@@ -211,13 +214,13 @@ func WithoutTenantRule() Option {
 // up on is tried again after it, and a handler.Inventory is swept again at
 // it. Zero (the default) re-evaluates only on relevant changes and sweeps
 // once, at start.
-func WithResyncPeriod(d time.Duration) Option {
+func WithResyncPeriod(d time.Duration) DecisionOption {
 	return func(c *config) { c.resync = d }
 }
 
 // WithEventRecorder (a decision option) overrides the recorder (by default the manager's, named
 // after the controller; none for a bare NewReconciler).
-func WithEventRecorder(r events.EventRecorder) Option {
+func WithEventRecorder(r events.EventRecorder) DecisionOption {
 	return func(c *config) {
 		if r == nil {
 			c.errs = append(c.errs, errors.New("nil event recorder"))
@@ -233,14 +236,14 @@ func WithEventRecorder(r events.EventRecorder) Option {
 // the context. Each line carries the controller name and the slice's
 // namespace and name.
 func WithLogger(l logr.Logger) Option {
-	return func(c *config) { c.controllerOption("WithLogger"); c.logger = &l }
+	return controllerOption(func(c *config) { c.logger = &l })
 }
 
 // WithMetricsRegisterer (a decision option) registers the SDK's collectors
 // on r instead of controller-runtime's registry. Collectors already
 // registered there are reused, so many classes share one set.
 // AddUnservedReporter, which takes no option, uses controller-runtime's.
-func WithMetricsRegisterer(r prometheus.Registerer) Option {
+func WithMetricsRegisterer(r prometheus.Registerer) DecisionOption {
 	return func(c *config) {
 		if r == nil {
 			c.errs = append(c.errs, errors.New("nil metrics registerer"))
@@ -270,7 +273,7 @@ const (
 // WithDecisionEvents (a decision option) chooses which decision transitions are recorded as
 // events. An event costs one API write; at high decision rates,
 // DecisionEventsDenied or DecisionEventsNone save it.
-func WithDecisionEvents(mode DecisionEvents) Option {
+func WithDecisionEvents(mode DecisionEvents) DecisionOption {
 	return func(c *config) { c.events = mode }
 }
 
@@ -285,7 +288,7 @@ func WithDecisionEvents(mode DecisionEvents) Option {
 // the whole provider). See package budget for what a budget counts and the
 // order waiting slices are admitted in. A budget lives in one manager: two
 // managers must not share one.
-func WithBudget(b *budget.Budget) Option {
+func WithBudget(b *budget.Budget) DecisionOption {
 	return func(c *config) {
 		if b == nil {
 			c.errs = append(c.errs, errors.New("nil budget"))
@@ -307,7 +310,7 @@ func WithBudget(b *budget.Budget) Option {
 // sliceclass_handler_gave_up_total counts it. The slice is tried again on its
 // next relevant change, at the resync period (WithResyncPeriod), or on a
 // WithWatch pass. Zero (the default) retries without limit.
-func WithMaxRetries(n int) Option {
+func WithMaxRetries(n int) DecisionOption {
 	return func(c *config) { c.maxRetries = n }
 }
 
@@ -319,7 +322,7 @@ func WithMaxRetries(n int) Option {
 // call to return before the slice can be decided again: a handler is never
 // called twice at once for one slice, and one that ignores its context
 // holds its worker until it returns. Zero (the default) sets no deadline.
-func WithHandlerTimeout(d time.Duration) Option {
+func WithHandlerTimeout(d time.Duration) DecisionOption {
 	return func(c *config) { c.timeout = d }
 }
 
@@ -330,7 +333,7 @@ func WithHandlerTimeout(d time.Duration) Option {
 // action "DryRun". No status write is made, no release hook is called, and a
 // budget is consulted but not charged. A dry-run manager may serve a class
 // side by side with the live one (another process) to try a new policy.
-func WithDryRun() Option {
+func WithDryRun() DecisionOption {
 	return func(c *config) { c.dryRun = true }
 }
 
@@ -347,14 +350,13 @@ type watchSpec struct {
 // slices whose decision or offer changes are written. The manager's cache
 // must be able to list and watch obj's type (RBAC and cache options).
 func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
-	return func(c *config) {
-		c.controllerOption("WithWatch")
+	return controllerOption(func(c *config) {
 		if obj == nil {
 			c.errs = append(c.errs, errors.New("nil object to watch"))
 			return
 		}
 		c.watches = append(c.watches, watchSpec{obj: obj, preds: preds})
-	}
+	})
 }
 
 // WithClassLease (a controller option) makes the class's controller hold, while it serves the
@@ -366,12 +368,11 @@ func WithWatch(obj client.Object, preds ...predicate.Predicate) Option {
 // AddUnservedReporter reads them. It needs get/create/update/delete on
 // leases in namespace.
 func WithClassLease(namespace string) Option {
-	return func(c *config) {
-		c.controllerOption("WithClassLease")
+	return controllerOption(func(c *config) {
 		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 			c.errs = append(c.errs, fmt.Errorf("class lease namespace %q: %v", namespace, errs))
 			return
 		}
 		c.leaseNamespace = namespace
-	}
+	})
 }

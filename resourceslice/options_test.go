@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -17,27 +20,17 @@ func TestNewReconcilerRejectsBadSetup(t *testing.T) {
 	h := acceptAll("Granted")
 	cases := map[string]struct {
 		class string
-		opts  []resourceslice.Option
+		opts  []resourceslice.DecisionOption
 		want  string
 	}{
 		"Empty":         {class: "", want: "reserved"},
 		"Default":       {class: "default", want: "reserved"},
 		"NotLabel":      {class: "not a label value!", want: "not a valid label value"},
-		"ZeroWorkers":   {class: gold, opts: []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(0)}, want: "at least 1"},
-		"Backoff":       {class: gold, opts: []resourceslice.Option{resourceslice.WithRetryBackoff(time.Minute, time.Second)}, want: "backoff"},
-		"Resync":        {class: gold, opts: []resourceslice.Option{resourceslice.WithResyncPeriod(-time.Second)}, want: "resync"},
-		"NilSelector":   {class: gold, opts: []resourceslice.Option{resourceslice.WithSelector(nil)}, want: "selector"},
-		"NilRecorder":   {class: gold, opts: []resourceslice.Option{resourceslice.WithEventRecorder(nil)}, want: "recorder"},
-		"NilRegisterer": {class: gold, opts: []resourceslice.Option{resourceslice.WithMetricsRegisterer(nil)}, want: "registerer"},
-		"NilOption":     {class: gold, opts: []resourceslice.Option{nil}, want: "nil Option"},
-		// Controller options configure a controller NewReconciler does not
-		// build: refused, by name, rather than ignored.
-		"Workers":     {class: gold, opts: []resourceslice.Option{resourceslice.WithMaxConcurrentReconciles(4)}, want: "WithMaxConcurrentReconciles"},
-		"GoodBackoff": {class: gold, opts: []resourceslice.Option{resourceslice.WithRetryBackoff(time.Second, time.Minute)}, want: "WithRetryBackoff"},
-		"Logger":      {class: gold, opts: []resourceslice.Option{resourceslice.WithLogger(logr.Discard())}, want: "WithLogger"},
-		"Watch":       {class: gold, opts: []resourceslice.Option{resourceslice.WithWatch(&corev1.ConfigMap{})}, want: "WithWatch"},
-		"Lease":       {class: gold, opts: []resourceslice.Option{resourceslice.WithClassLease("sliceclass-system")}, want: "WithClassLease"},
-		"TwoOfThem":   {class: gold, opts: []resourceslice.Option{resourceslice.WithLogger(logr.Discard()), resourceslice.WithClassLease("ns")}, want: "WithLogger, WithClassLease"},
+		"Resync":        {class: gold, opts: []resourceslice.DecisionOption{resourceslice.WithResyncPeriod(-time.Second)}, want: "resync"},
+		"NilSelector":   {class: gold, opts: []resourceslice.DecisionOption{resourceslice.WithSelector(nil)}, want: "selector"},
+		"NilRecorder":   {class: gold, opts: []resourceslice.DecisionOption{resourceslice.WithEventRecorder(nil)}, want: "recorder"},
+		"NilRegisterer": {class: gold, opts: []resourceslice.DecisionOption{resourceslice.WithMetricsRegisterer(nil)}, want: "registerer"},
+		"NilOption":     {class: gold, opts: []resourceslice.DecisionOption{nil}, want: "nil Option"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -55,5 +48,36 @@ func TestNewReconcilerRejectsBadSetup(t *testing.T) {
 	}
 	if _, err := resourceslice.NewReconciler(c, gold, h); err != nil {
 		t.Errorf("a good setup must pass: %v", err)
+	}
+}
+
+// The two kinds of option are told apart by the compiler: a controller
+// option is an Option and not a DecisionOption, so NewReconciler (which
+// takes DecisionOptions) does not compile with one, while AddToManager and
+// ClassSet.Serve (which take Options) take both kinds.
+func TestControllerOptionsAreNotDecisionOptions(t *testing.T) {
+	controller := map[string]resourceslice.Option{
+		"WithMaxConcurrentReconciles": resourceslice.WithMaxConcurrentReconciles(2),
+		"WithRetryBackoff":            resourceslice.WithRetryBackoff(time.Second, time.Minute),
+		"WithLogger":                  resourceslice.WithLogger(logr.Discard()),
+		"WithWatch":                   resourceslice.WithWatch(&corev1.ConfigMap{}),
+		"WithClassLease":              resourceslice.WithClassLease("sliceclass-system"),
+	}
+	for name, o := range controller {
+		if _, ok := o.(resourceslice.DecisionOption); ok {
+			t.Errorf("%s is a DecisionOption: NewReconciler would take it", name)
+		}
+	}
+	decision := []resourceslice.Option{
+		resourceslice.WithSelector(labels.Everything()), resourceslice.WithoutAuthenticationGate(),
+		resourceslice.WithoutTenantRule(), resourceslice.WithPriority(1), resourceslice.WithMaxRetries(1),
+		resourceslice.WithHandlerTimeout(time.Second), resourceslice.WithDryRun(),
+		resourceslice.WithDecisionEvents(resourceslice.DecisionEventsNone), resourceslice.WithResyncPeriod(time.Minute),
+		resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()), resourceslice.WithOwnedTypes(&corev1.ConfigMap{}),
+	}
+	for i, o := range decision {
+		if _, ok := o.(resourceslice.DecisionOption); !ok {
+			t.Errorf("decision option %d (%T) is not a DecisionOption", i, o)
+		}
 	}
 }

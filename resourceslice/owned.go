@@ -51,7 +51,7 @@ const (
 // watch, create, patch, delete). A handler.Owner needs it: registering one
 // without it (AddToManager, ClassSet.Serve, NewReconciler) fails, and so
 // does giving it for a handler that is not an Owner.
-func WithOwnedTypes(objs ...client.Object) Option {
+func WithOwnedTypes(objs ...client.Object) DecisionOption {
 	return func(c *config) {
 		for _, o := range objs {
 			if o == nil {

@@ -62,16 +62,18 @@ func TestOwnerNeedsWithOwnedTypes(t *testing.T) {
 
 	cases := []struct {
 		name, class string
-		register    func(class string, h handler.Handler, opts ...resourceslice.Option) error
+		register    func(class string, h handler.Handler, opts ...resourceslice.DecisionOption) error
 	}{
-		{"NewReconciler", "owner-nr", func(class string, h handler.Handler, opts ...resourceslice.Option) error {
+		{"NewReconciler", "owner-nr", func(class string, h handler.Handler, opts ...resourceslice.DecisionOption) error {
 			_, err := resourceslice.NewReconciler(c, class, h, opts...)
 			return err
 		}},
-		{"AddToManager", "owner-atm", func(class string, h handler.Handler, opts ...resourceslice.Option) error {
-			return resourceslice.AddToManager(mgr, class, h, opts...)
+		{"AddToManager", "owner-atm", func(class string, h handler.Handler, opts ...resourceslice.DecisionOption) error {
+			return resourceslice.AddToManager(mgr, class, h, asOptions(opts)...)
 		}},
-		{"ClassSet.Serve", "owner-cs", cs.Serve},
+		{"ClassSet.Serve", "owner-cs", func(class string, h handler.Handler, opts ...resourceslice.DecisionOption) error {
+			return cs.Serve(class, h, asOptions(opts)...)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,4 +90,14 @@ func TestOwnerNeedsWithOwnedTypes(t *testing.T) {
 			assert.NoError(t, reg(class, grantOwner{}, owns), "with the option, the same class registers: the refusals claimed nothing")
 		})
 	}
+}
+
+// asOptions lists decision options as Options, for the constructors that
+// take both kinds.
+func asOptions(opts []resourceslice.DecisionOption) []resourceslice.Option {
+	out := make([]resourceslice.Option, len(opts))
+	for i, o := range opts {
+		out[i] = o
+	}
+	return out
 }

@@ -86,11 +86,12 @@ func (r *Reconciler) runPass(ctx context.Context) {
 	}
 }
 
-// Pass starts a re-evaluation pass, as a WithWatch input's change does: it
-// returns every slice the class serves (from the reader the Reconciler was
-// built with) and lets slices the controller gave up on be tried again.
-// Reconciling each key writes only the decisions that change. Call it to
-// drive a pass in a test.
+// Pass lets every slice the controller gave up on (WithMaxRetries) be
+// tried again, by starting a new retry epoch, and returns every slice the
+// class serves (from the reader the Reconciler was built with): the
+// re-evaluation pass a WithWatch input's change starts. Reconciling each
+// key writes only the decisions that change. Call it to drive a pass in a
+// test.
 func (r *Reconciler) Pass(ctx context.Context) ([]types.NamespacedName, error) {
 	r.retries.newEpoch()
 	r.metrics.passes.WithLabelValues(r.scope.class).Inc()
@@ -105,10 +106,4 @@ func (r *Reconciler) Pass(ctx context.Context) ([]types.NamespacedName, error) {
 		}
 	}
 	return keys, nil
-}
-
-func (r *Reconciler) enqueue(key types.NamespacedName) {
-	if q := r.queue.Load(); q != nil {
-		(*q).Add(reconcile.Request{NamespacedName: key})
-	}
 }

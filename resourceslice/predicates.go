@@ -3,54 +3,12 @@ package resourceslice
 import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/conditions"
 )
-
-// scope is the one rule that says whether a class controller serves a
-// slice. The slice predicate, the Tenant mapping, Reconcile and the budget's
-// rebuild all ask it, so they can never disagree.
-type scope struct {
-	class    string
-	selector labels.Selector
-	// status reads status.class, which the pinned Liqo types drop; nil
-	// outside a manager (NewReconciler), where classOf alone decides.
-	status *statusClasses
-}
-
-// classOf is the slice's effective class, as Liqo's
-// ResourceSlice.EffectiveClass() defines it: status.class when set, else
-// spec.class. The pinned types drop status.class, so it is read from the
-// manager's status.class view (none outside a manager, where the typed
-// object alone decides).
-func (s scope) classOf(rs *authv1beta1.ResourceSlice) string {
-	if c, ok := typedEffectiveClass(rs); ok {
-		return c
-	}
-	if s.status != nil {
-		if c := s.status.lookup(types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}); c != "" {
-			return c
-		}
-	}
-	return string(rs.Spec.Class)
-}
-
-// selects reports whether rs is of the class (its effective class) and
-// matches the selector, whatever its lifecycle.
-func (s scope) selects(rs *authv1beta1.ResourceSlice) bool {
-	return rs != nil && s.classOf(rs) == s.class && s.selector.Matches(labels.Set(rs.GetLabels()))
-}
-
-// serves reports whether the controller decides rs now: selected and not
-// being deleted.
-func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
-	return s.selects(rs) && rs.DeletionTimestamp.IsZero()
-}
 
 // predicate passes the slice events a controller for the class must see:
 //

@@ -80,7 +80,7 @@ func TestReconcileDecisions(t *testing.T) {
 		slice        *authv1beta1.ResourceSlice
 		objs         []client.Object
 		h            *countingHandler
-		opts         []resourceslice.Option
+		opts         []resourceslice.DecisionOption
 		wantCalls    int32
 		wantDecision authv1beta1.ResourceSliceConditionStatus
 		wantReason   string
@@ -118,7 +118,7 @@ func TestReconcileDecisions(t *testing.T) {
 		"UnauthenticatedGateOff": {
 			reason: "With the gate off the handler decides at once.",
 			slice:  goldSlice("a", slicetest.Unauthenticated()), h: acceptAll("Granted"),
-			opts:      []resourceslice.Option{resourceslice.WithoutAuthenticationGate()},
+			opts:      []resourceslice.DecisionOption{resourceslice.WithoutAuthenticationGate()},
 			wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},
@@ -132,7 +132,7 @@ func TestReconcileDecisions(t *testing.T) {
 		"TenantDrainedRuleOff": {
 			reason: "With the tenant rule off the handler decides.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)},
-			h: acceptAll("Granted"), opts: []resourceslice.Option{resourceslice.WithoutTenantRule()},
+			h: acceptAll("Granted"), opts: []resourceslice.DecisionOption{resourceslice.WithoutTenantRule()},
 			wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 )
 
@@ -129,10 +132,10 @@ func (r *Reconciler) settleHolding(ctx context.Context, key types.NamespacedName
 	return nil
 }
 
-// SweepInventory asks a handler that implements handler.Inventory (and
-// handler.Releaser) what it holds, marks each key as held and returns them:
-// reconciling each key then releases those whose slice is gone or no longer
-// Accepted in the class. The SDK runs it after the cache syncs and at the
+// SweepInventory marks as held every key a handler.Inventory (that is also
+// a handler.Releaser) says it holds, and returns them: reconciling each key
+// then releases those whose slice is gone or no longer Accepted in the
+// class. The SDK runs it after the cache syncs and at the
 // resync period, enqueueing the keys; call it yourself to drive a sweep in a
 // test. It returns nothing for other handlers, and in a dry run.
 func (r *Reconciler) SweepInventory(ctx context.Context) ([]types.NamespacedName, error) {
@@ -179,4 +182,21 @@ func (r *Reconciler) sweepLoop(ctx context.Context, synced func(context.Context)
 		case <-t.C:
 		}
 	}
+}
+
+// held lists what the class's Accepted slices hold, from the cache: the
+// budget's rebuild after a restart or a failover.
+func (r *Reconciler) held(ctx context.Context) (map[types.NamespacedName]corev1.ResourceList, error) {
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := map[types.NamespacedName]corev1.ResourceList{}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if r.scope.serves(rs) && conditions.IsAccepted(rs) {
+			out[client.ObjectKeyFromObject(rs)] = rs.Status.Resources.DeepCopy()
+		}
+	}
+	return out, nil
 }

@@ -27,18 +27,21 @@ func AddUnservedReporter(mgr manager.Manager, namespace string, after time.Durat
 	if mgr == nil {
 		return errors.New("unserved reporter: nil manager")
 	}
-	if err := classes.addTypes(mgr, true); err != nil {
+	mc, err := companionsOf(mgr)
+	if err != nil {
+		return fmt.Errorf("unserved reporter: %w", err)
+	}
+	if err := mc.addTypes(true); err != nil {
 		return fmt.Errorf("unserved reporter: %w", err)
 	}
 	count, oldest := classlease.NewGauges()
-	var err error
 	if count, err = register(ctrlmetrics.Registry, count); err != nil {
 		return err
 	}
 	if oldest, err = register(ctrlmetrics.Registry, oldest); err != nil {
 		return err
 	}
-	views, err := classes.statusClasses(mgr)
+	views, err := mc.statusClasses()
 	if err != nil {
 		return fmt.Errorf("unserved reporter: %w", err)
 	}

@@ -9,16 +9,21 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // The status write of a decision, in the order a write goes:
@@ -32,9 +37,10 @@ import (
 //   - the writer: statusWriter sends the patch, through the Reconciler's
 //     client (clientStatus) or, for a controller the SDK built, a REST
 //     client that reads back only the answer's resourceVersion
-//     (restStatus, answerVersion).
-//
-// Reconciler.write decides when to write and what a write's outcome means.
+//     (restStatus; answer.go reads the answer's resourceVersion);
+//   - the write: Reconciler.write sends one and says what its outcome
+//     means for the budgets and the retry; dryRun reports what it would
+//     write.
 
 // statusField declares who owns one JSON field of ResourceSliceStatus and
 // how the SDK copies, compares and patches it. statusFields is the only
@@ -413,161 +419,79 @@ func (w restStatus) patchStatus(ctx context.Context, rs *authv1beta1.ResourceSli
 	return nil
 }
 
-// answerVersion reads metadata.resourceVersion from an object's JSON,
-// stopping there: the fields after metadata (spec and status, where a
-// slice's CSR and certificates are) are not read at all, and those before
-// it only skipped over, without decoding. Anything it does not expect
-// (invalid JSON, an escaped key or version) is an error, and the caller
-// decodes the answer whole.
-func answerVersion(body []byte) (string, error) {
-	s := &jsonScan{b: body}
-	for key := range s.members() {
-		if key != "metadata" {
-			s.skip()
-			continue
+type writeOutcome int
+
+const (
+	written writeOutcome = iota
+	writeConflicted
+	writeGone
+)
+
+// write patches desired's owned fields with one optimistic-lock merge patch
+// against current and records the decision transition.
+func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice, a []*ledger.Attempt, consumer consumerInfo) (writeOutcome, error) {
+	// The patch is computed from current to desired: a JSON merge patch of
+	// the owned fields that changed, plus metadata.resourceVersion. Fields
+	// the Go types do not know are never in it.
+	err := r.status.patchStatus(ctx, desired, ownedPatch{from: current}, r.fieldOwner)
+	switch {
+	case err == nil:
+		r.done(a, ledger.Applied)
+		if len(r.feeds) == 0 {
+			r.observeSlice(observation(r.scope, desired, consumer.id)) // the server's answer
 		}
-		for k := range s.members() {
-			if k != "resourceVersion" {
-				s.skip()
-				continue
-			}
-			if rv := s.plainString(); rv != "" && s.err == nil {
-				return rv, nil
-			}
-			return "", errors.New("metadata.resourceVersion is not a plain, non-empty string")
+		r.recordTransition(ctx, current, desired)
+		return written, nil
+	case apierrors.IsConflict(err):
+		r.done(a, ledger.NotApplied)
+		log.FromContext(ctx).V(1).Info("status write conflicted with another writer, retrying")
+		return writeConflicted, nil
+	case apierrors.IsNotFound(err):
+		r.done(a, ledger.NotApplied)
+		r.release(req)
+		for _, l := range r.ledgers {
+			l.ForgetSlice(req.NamespacedName, current.UID)
 		}
-		break
-	}
-	if s.err != nil {
-		return "", s.err
-	}
-	return "", errors.New("no metadata.resourceVersion")
-}
-
-// jsonScan walks JSON without decoding it; the first thing it does not
-// expect sets err and ends every walk.
-type jsonScan struct {
-	b   []byte
-	i   int
-	err error
-}
-
-func (s *jsonScan) fail(what string) {
-	if s.err == nil {
-		s.err = fmt.Errorf("unexpected JSON at byte %d: %s", s.i, what)
-	}
-}
-
-func (s *jsonScan) space() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-// members yields the keys of the object that starts here, the scanner
-// standing on each key's value; the caller reads or skips it.
-func (s *jsonScan) members() func(yield func(string) bool) {
-	return func(yield func(string) bool) {
-		s.space()
-		if s.i >= len(s.b) || s.b[s.i] != '{' {
-			s.fail("want an object")
-			return
+		return writeGone, nil
+	case apierrors.IsInvalid(err):
+		r.done(a, ledger.NotApplied)
+		r.warn(current, reasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.scope.class, err)
+		return written, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
+	default:
+		// The outcome is unknown (the server may have applied it): the
+		// budget keeps counting the offer until the watch, or one read of
+		// the slice, shows whether it was applied.
+		o := ledger.Lost
+		if errors.As(err, new(apierrors.APIStatus)) {
+			o = ledger.Unknown // the server answered: it is done with the request
 		}
-		s.i++
-		for first := true; s.err == nil; first = false {
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == '}' && first {
-				s.i++
-				return
-			}
-			key := s.plainString()
-			s.space()
-			if s.err != nil || s.i >= len(s.b) || s.b[s.i] != ':' {
-				s.fail("want a key and a colon")
-				return
-			}
-			s.i++
-			if !yield(key) || s.err != nil {
-				return
-			}
-			s.space()
-			switch {
-			case s.i < len(s.b) && s.b[s.i] == ',':
-				s.i++
-			case s.i < len(s.b) && s.b[s.i] == '}':
-				s.i++
-				return
-			default:
-				s.fail("want a comma or the object's end")
-				return
+		r.done(a, o)
+		for i, f := range r.feeds {
+			if i < len(a) && a[i] != nil {
+				f.settleLater(req.NamespacedName, current.ResourceVersion, o)
 			}
 		}
+		return written, fmt.Errorf("patching status: %w", err)
 	}
 }
 
-// plainString reads a string with no escapes in it.
-func (s *jsonScan) plainString() string {
-	s.space()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		s.fail("want a string")
-		return ""
+// dryRun reports what would be written: a Normal DryRun event and a
+// dry-run outcome for a would-be transition; nothing is written.
+func (r *Reconciler) dryRun(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+	if ownedEqual(current, desired) {
+		return
 	}
-	end := bytes.IndexByte(s.b[s.i+1:], '"')
-	if end < 0 {
-		s.fail("unterminated string")
-		return ""
+	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
+	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
+		log.FromContext(ctx).V(1).Info("dry run: the offer would change", "reason", after.Reason)
+		return
 	}
-	v := s.b[s.i+1 : s.i+1+end]
-	if bytes.IndexByte(v, '\\') >= 0 {
-		s.fail("escaped string")
-		return ""
+	outcome := outcomeDryRunAccepted
+	if after.Status == conditions.Denied {
+		outcome = outcomeDryRunDenied
 	}
-	s.i += end + 2
-	return string(v)
-}
-
-// skip steps over one value of any kind.
-func (s *jsonScan) skip() {
-	s.space()
-	depth := 0
-	for s.i < len(s.b) && s.err == nil {
-		c := s.b[s.i]
-		switch c {
-		case '"':
-			s.i++
-			for s.i < len(s.b) && s.b[s.i] != '"' {
-				if s.b[s.i] == '\\' {
-					s.i++
-				}
-				s.i++
-			}
-			if s.i >= len(s.b) {
-				s.fail("unterminated string")
-				return
-			}
-			s.i++
-		case '{', '[':
-			depth++
-			s.i++
-		case '}', ']':
-			if depth == 0 {
-				return // the end of the enclosing object: a value was missing
-			}
-			depth--
-			s.i++
-		case ',':
-			if depth == 0 {
-				return
-			}
-			s.i++
-		default:
-			s.i++
-		}
-		if depth == 0 && (c == '"' || c == '}' || c == ']') {
-			return
-		}
-	}
-	if depth != 0 {
-		s.fail("unterminated value")
-	}
+	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()
+	r.recorder.Eventf(current, nil, corev1.EventTypeNormal, after.Reason, actionDryRun, "%s",
+		truncate(fmt.Sprintf("dry run: class %q would set Resources %s (%s): %s", r.scope.class, after.Status, after.Reason, after.Message)))
+	log.FromContext(ctx).Info("dry run: would decide", "decision", after.Status, "reason", after.Reason)
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
@@ -101,8 +102,9 @@ func WithObjects(objs ...client.Object) Option {
 	return func(h *Harness) { h.seed = append(h.seed, objs...) }
 }
 
-// WithReconcilerOptions passes options to resourceslice.NewReconciler.
-func WithReconcilerOptions(opts ...resourceslice.Option) Option {
+// WithReconcilerOptions passes options to resourceslice.NewReconciler:
+// decision options only, as NewReconciler takes.
+func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
 }
 
@@ -114,7 +116,7 @@ func WithReconcilerOptions(opts ...resourceslice.Option) Option {
 // budget.WithPreemption a higher resourceslice.WithPriority reclaims from
 // a lower one. Harness.Reconcile reconciles a slice with the class its
 // spec.class names.
-func AlsoServe(class string, h handler.Handler, opts ...resourceslice.Option) Option {
+func AlsoServe(class string, h handler.Handler, opts ...resourceslice.DecisionOption) Option {
 	return func(hs *Harness) { hs.more = append(hs.more, classSpec{class: class, h: h, opts: opts}) }
 }
 
@@ -167,7 +169,7 @@ type Harness struct {
 
 	t          testing.TB
 	seed       []client.Object
-	ropts      []resourceslice.Option
+	ropts      []resourceslice.DecisionOption
 	more       []classSpec
 	statusErrs []error
 	// classes are New's class, then AlsoServe's, in order.
@@ -244,11 +246,12 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	hs.cache = newWatchCache(scheme, base)
 	mgr := &harnessManager{
 		scheme: scheme, mapper: mapper, api: heldSettles{Reader: base}, cache: hs.cache,
-		client:  base,
-		logger:  testr.NewWithInterface(t, testr.Options{}),
-		events:  recorder{hs},
-		http:    &http.Client{Transport: discovery{}},
-		elected: make(chan struct{}),
+		client:     base,
+		logger:     testr.NewWithInterface(t, testr.Options{}),
+		events:     recorder{hs},
+		http:       &http.Client{Transport: discovery{}},
+		elected:    make(chan struct{}),
+		converters: conversion.NewRegistry(),
 	}
 	close(mgr.elected)
 
@@ -285,7 +288,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 type classSpec struct {
 	class string
 	h     handler.Handler
-	opts  []resourceslice.Option
+	opts  []resourceslice.DecisionOption
 }
 
 // harnessClass is a class set up in the harness's manager.
@@ -298,7 +301,7 @@ type harnessClass struct {
 // setUp builds sp's Reconciler and sets it up in mgr, with the harness's
 // event capture and registry before the test's options.
 func (h *Harness) setUp(mgr *harnessManager, sp classSpec, registry prometheus.Registerer) (*harnessClass, error) {
-	ropts := append([]resourceslice.Option{
+	ropts := append([]resourceslice.DecisionOption{
 		resourceslice.WithEventRecorder(recorder{h}),
 		resourceslice.WithMetricsRegisterer(registry),
 	}, sp.opts...)

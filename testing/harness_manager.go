@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 )
 
 // harnessManager is the manager the harness's classes are set up in, the
@@ -48,6 +49,9 @@ type harnessManager struct {
 	events events.EventRecorder
 	http   *http.Client
 
+	// converters is where the SDK keeps what a manager's classes share.
+	converters conversion.Registry
+
 	mu        sync.Mutex
 	runnables []manager.Runnable
 	elected   chan struct{}
@@ -63,6 +67,8 @@ func (m *harnessManager) GetLogger() logr.Logger                       { return 
 func (m *harnessManager) GetHTTPClient() *http.Client                  { return m.http }
 func (m *harnessManager) GetEventRecorder(string) events.EventRecorder { return m.events }
 func (m *harnessManager) Elected() <-chan struct{}                     { return m.elected }
+
+func (m *harnessManager) GetConverterRegistry() conversion.Registry { return m.converters }
 
 func (m *harnessManager) GetEventRecorderFor(string) record.EventRecorder {
 	return &record.FakeRecorder{}

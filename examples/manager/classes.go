@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -68,8 +69,8 @@ type classesConfig struct {
 // draws from the --budget shared by such classes, or from none.
 //
 // priority is the class's priority in every budget it draws from
-// (resourceslice.WithPriority); preemption and consumerLimits apply to the
-// class's own budget as to a shared one.
+// (resourceslice.WithPriority); preemption, consumerLimits and
+// evictionAfter apply to the class's own budget as to a shared one.
 type classSpec struct {
 	Name           string                         `json:"name"`
 	Caps           corev1.ResourceList            `json:"caps,omitempty"`
@@ -78,6 +79,7 @@ type classSpec struct {
 	ConsumerLimit  corev1.ResourceList            `json:"consumerLimit,omitempty"`
 	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
 	Preemption     bool                           `json:"preemption,omitempty"`
+	EvictionAfter  *metav1.Duration               `json:"evictionAfter,omitempty"`
 	Budgets        []string                       `json:"budgets,omitempty"`
 	Priority       int32                          `json:"priority,omitempty"`
 }
@@ -85,7 +87,9 @@ type classSpec struct {
 // budgetSpec is a budget: a fixed total or a node pool, with an optional
 // per-consumer limit (budget.WithConsumerLimit), per-consumer overrides of
 // it (Budget.SetConsumerLimit: a change is applied to the running budget,
-// which is not rebuilt), and preemption (budget.WithPreemption).
+// which is not rebuilt), preemption (budget.WithPreemption) and
+// evictionAfter, a duration such as "10m" (budget.WithEvictionAfter: the
+// manager then needs delete on shadowpods.offloading.liqo.io).
 type budgetSpec struct {
 	Name           string                         `json:"name"`
 	Total          corev1.ResourceList            `json:"total,omitempty"`
@@ -93,6 +97,7 @@ type budgetSpec struct {
 	ConsumerLimit  corev1.ResourceList            `json:"consumerLimit,omitempty"`
 	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
 	Preemption     bool                           `json:"preemption,omitempty"`
+	EvictionAfter  *metav1.Duration               `json:"evictionAfter,omitempty"`
 }
 
 // sameButLimits reports whether a and b build the same budget, apart from
@@ -139,7 +144,7 @@ func (s classSpec) own() (budgetSpec, bool) {
 		return budgetSpec{}, false
 	}
 	return budgetSpec{Name: s.Name, Total: s.Budget, Pool: s.Pool, ConsumerLimit: s.ConsumerLimit,
-		ConsumerLimits: s.ConsumerLimits, Preemption: s.Preemption}, true
+		ConsumerLimits: s.ConsumerLimits, Preemption: s.Preemption, EvictionAfter: s.EvictionAfter}, true
 }
 
 // parseClassesFile reads a --classes-file: a YAML list of classSpec, or a
@@ -229,8 +234,8 @@ func validateClass(s classSpec, shared map[string]bool) error {
 		if err := validateBudget(own); err != nil {
 			return err
 		}
-	} else if s.ConsumerLimit != nil || s.ConsumerLimits != nil || s.Preemption {
-		return errors.New("consumerLimit, consumerLimits and preemption apply to the class's own budget or pool: give one, or set them on a shared budget")
+	} else if s.ConsumerLimit != nil || s.ConsumerLimits != nil || s.Preemption || s.EvictionAfter != nil {
+		return errors.New("consumerLimit, consumerLimits, preemption and evictionAfter apply to the class's own budget or pool: give one, or set them on a shared budget")
 	}
 	named := map[string]bool{}
 	for _, n := range s.Budgets {
@@ -250,6 +255,9 @@ func validateBudget(b budgetSpec) error {
 	var opts []budget.Option
 	if b.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(b.ConsumerLimit))
+	}
+	if b.EvictionAfter != nil {
+		opts = append(opts, budget.WithEvictionAfter(b.EvictionAfter.Duration))
 	}
 	for c, lim := range b.ConsumerLimits {
 		if c == "" {
@@ -504,6 +512,9 @@ func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBud
 	}
 	if s.Preemption {
 		opts = append(opts, budget.WithPreemption())
+	}
+	if s.EvictionAfter != nil {
+		opts = append(opts, budget.WithEvictionAfter(s.EvictionAfter.Duration))
 	}
 	var b *budget.Budget
 	var err error

@@ -49,6 +49,7 @@ budgets:
   - name: pool
     total: {cpu: "10"}
     preemption: true
+    evictionAfter: 10m
     consumerLimits: {globex: {cpu: "0"}}
 classes:
   - name: spot
@@ -59,6 +60,8 @@ classes:
 `))
 	require.NoError(t, err)
 	assert.True(t, cfg.Budgets[0].Preemption)
+	require.NotNil(t, cfg.Budgets[0].EvictionAfter)
+	assert.Equal(t, 10*time.Minute, cfg.Budgets[0].EvictionAfter.Duration)
 	globex := cfg.Budgets[0].ConsumerLimits["globex"]
 	assert.True(t, globex.Cpu().IsZero(), "globex may hold nothing")
 	assert.Equal(t, int32(100), cfg.Classes[1].Priority)
@@ -139,6 +142,8 @@ classes:
 		{"a shared budget with total and pool", "budgets: [{name: a, total: {cpu: 1}, pool: {selector: {}}}]\nclasses: []\n"},
 		{"a negative consumer limit override", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: {globex: {cpu: -1}}}]\nclasses: []\n"},
 		{"preemption with no budget of the class's own", "- name: gold\n  preemption: true\n"},
+		{"evictionAfter with no budget of the class's own", "- name: gold\n  evictionAfter: 1m\n"},
+		{"a zero evictionAfter", "budgets: [{name: a, total: {cpu: 1}, evictionAfter: 0s}]\nclasses: []\n"},
 		{"a class's own budget and a shared budget of one name would share metric series", "budgets: [{name: gold, total: {cpu: 1}}]\nclasses: [{name: gold, budget: {cpu: 2}}]\n"},
 	}
 	for _, tc := range bad {
@@ -329,4 +334,55 @@ classes:
 	require.NoError(t, err, "waiting for both slices to be decided")
 	assert.Equal(t, map[string]int{"Accepted/" + cappedresources.ReasonGranted: 1, "Denied/" + budget.ReasonConsumerLimit: 1}, reasons,
 		"the pool has 8 CPU, the consumer may hold 3: one slice of 2")
+}
+
+// A change of consumerLimits in the file is followed live, on the running
+// budget (issue 27): the consumer's Accepted slice is shrunk to the new
+// limit with reason Reclaimed, and removing the override lifts the cap, so
+// the slice's next decision grows back.
+func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane")
+	}
+	cp := controlplane.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = slicetest.DefaultNamespace // the consumer is the namespace: it has no cluster-ID label
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	path := filepath.Join(t.TempDir(), "classes.yaml")
+	write := func(content string) {
+		t.Helper()
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	file := func(limits string) string {
+		return "budgets:\n  - name: pool\n    total: {cpu: 10}\n" + limits + "classes:\n  - name: limgold\n    caps: {cpu: 6}\n    budgets: [pool]\n"
+	}
+	write(file(""))
+	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
+	require.NoError(t, err)
+	serve(t, o, cp.Config)
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("g", slicetest.WithClass("limgold"), slicetest.WithRequest("cpu", "6"))))
+	offer := func(reason string, cpu int64) func(context.Context) (bool, error) {
+		return func(context.Context) (bool, error) {
+			var rs authv1beta1.ResourceSlice
+			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &rs); err != nil {
+				return false, nil
+			}
+			c := conditions.Get(&rs, conditions.Resources)
+			return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
+		}
+	}
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)), "g Accepted with 6")
+
+	before := testutil.ToFloat64(reloadsTotal.WithLabelValues("applied"))
+	write(file("    consumerLimits: {" + ns + ": {cpu: \"2\"}}\n"))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer(budget.ReasonReclaimed, 2)),
+		"g shrunk to the consumer's new limit, reason Reclaimed")
+	assert.Greater(t, testutil.ToFloat64(reloadsTotal.WithLabelValues("applied")), before)
+
+	write(file(""))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)),
+		"the override removed: g's offer grows back")
 }

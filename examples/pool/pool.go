@@ -56,7 +56,7 @@ func New(b *budget.Budget) (*Pool, error) {
 
 // Option makes a class draw from the pool's budget: pass it to
 // resourceslice.AddToManager with the Pool as the handler.
-func (p *Pool) Option() resourceslice.Option { return resourceslice.WithBudget(p.b) }
+func (p *Pool) Option() resourceslice.DecisionOption { return resourceslice.WithBudget(p.b) }
 
 // Handle accepts what the slice asks if the pool offers every resource it
 // asks for; whether it fits is the budget's call.

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"container/heap"
 	"fmt"
 	"sort"
 	"strings"
@@ -110,24 +109,6 @@ const (
 	// ReasonConsumerLimit: the consumer would hold more than its limit.
 	ReasonConsumerLimit = "ConsumerLimitReached"
 )
-
-// Admit assumes an acceptance of offer for h, decided from the slice at
-// resourceVersion base; it is AdmitAll over this ledger alone, for a
-// consumer that is not limited. It returns the attempt to end with Done,
-// or nil and a message naming what is short.
-func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.ResourceList) (*Attempt, string) {
-	var consumer string
-	l.mu.Lock()
-	if e := l.slices[h.Key]; e != nil {
-		consumer = e.consumer
-	}
-	l.mu.Unlock()
-	as, refusal := AdmitAll([]*Ledger{l}, Request{Holder: h, Base: base, Created: created, Consumer: consumer, Offer: offer})
-	if refusal != nil {
-		return nil, refusal.Message
-	}
-	return as[0], ""
-}
 
 // AdmitAll admits r in every ledger of ls or in none (never a partial
 // hold): in each, the increase over what the slice counts now must fit what
@@ -253,21 +234,6 @@ func unlockAll(ls []*Ledger) {
 	for i := len(ls) - 1; i >= 0; i-- {
 		ls[i].mu.Unlock()
 	}
-}
-
-// Check answers what Admit would, without assuming anything or joining
-// the line: a dry run consults the budget but does not charge it.
-func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
-	var consumer string
-	l.mu.Lock()
-	if e := l.slices[h.Key]; e != nil {
-		consumer = e.consumer
-	}
-	l.mu.Unlock()
-	if refusal := CheckAll([]*Ledger{l}, Request{Holder: h, Consumer: consumer, Offer: offer}); refusal != nil {
-		return false, refusal.Message
-	}
-	return true, ""
 }
 
 // CheckAll answers what AdmitAll would, without assuming anything or
@@ -592,74 +558,6 @@ func (l *Ledger) wakeLocked() func() {
 			}
 		}
 	}
-}
-
-// fairLocked promises, one waiter at a time, to the consumer holding the
-// least (held and promised, by dominant share), its oldest waiter that fits.
-func (l *Ledger) fairLocked(fits func(*waiter) bool, take func(*waiter), free corev1.ResourceList) {
-	q := &consumerQueue{}
-	for c := range l.line.consumers {
-		heap.Push(q, consumerTurn{consumer: c, share: l.shareLocked(c)})
-	}
-	for q.Len() > 0 && anyPositive(free) {
-		turn := heap.Pop(q).(consumerTurn)
-		var found *waiter
-		l.line.eachOf(turn.consumer, func(w *waiter) bool {
-			if !w.promised && fits(w) {
-				found = w
-				return false
-			}
-			return true
-		})
-		if found == nil {
-			continue // nothing of this consumer fits what is left
-		}
-		take(found)
-		heap.Push(q, consumerTurn{consumer: turn.consumer, share: l.shareLocked(turn.consumer)})
-	}
-}
-
-// shareLocked is consumer's dominant share: the largest, over the limited
-// resources, of what it holds and is promised over the total.
-func (l *Ledger) shareLocked(consumer string) float64 {
-	held, promised := l.byConsumer[consumer], l.line.promisedTo(consumer)
-	share := 0.0
-	for _, n := range l.names {
-		t := l.total[n]
-		if t.Sign() <= 0 {
-			continue
-		}
-		h := held[n].DeepCopy()
-		h.Add(promised[n])
-		if s := h.AsApproximateFloat64() / t.AsApproximateFloat64(); s > share {
-			share = s
-		}
-	}
-	return share
-}
-
-type consumerTurn struct {
-	consumer string
-	share    float64
-}
-
-// consumerQueue orders consumers by share, then by name.
-type consumerQueue []consumerTurn
-
-func (q consumerQueue) Len() int { return len(q) }
-func (q consumerQueue) Less(i, j int) bool {
-	if q[i].share != q[j].share {
-		return q[i].share < q[j].share
-	}
-	return q[i].consumer < q[j].consumer
-}
-func (q consumerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *consumerQueue) Push(x any)   { *q = append(*q, x.(consumerTurn)) }
-func (q *consumerQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
 }
 
 func anyPositive(rl corev1.ResourceList) bool {

@@ -1,6 +1,11 @@
 package ledger
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // What the tests read of an attempt's state; the SDK itself asks Ahead and
 // SettleRead.
@@ -31,4 +36,40 @@ func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool
 		}
 	}
 	return false
+}
+
+// Admit and Check are one-ledger shorthands of AdmitAll and CheckAll that
+// only tests use: the SDK admits through AdmitAll and CheckAll.
+
+// Admit assumes an acceptance of offer for h, decided from the slice at
+// resourceVersion base; it is AdmitAll over this ledger alone, for a
+// consumer that is not limited. It returns the attempt to end with Done,
+// or nil and a message naming what is short.
+func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.ResourceList) (*Attempt, string) {
+	var consumer string
+	l.mu.Lock()
+	if e := l.slices[h.Key]; e != nil {
+		consumer = e.consumer
+	}
+	l.mu.Unlock()
+	as, refusal := AdmitAll([]*Ledger{l}, Request{Holder: h, Base: base, Created: created, Consumer: consumer, Offer: offer})
+	if refusal != nil {
+		return nil, refusal.Message
+	}
+	return as[0], ""
+}
+
+// Check answers what Admit would, without assuming anything or joining
+// the line: a dry run consults the budget but does not charge it.
+func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
+	var consumer string
+	l.mu.Lock()
+	if e := l.slices[h.Key]; e != nil {
+		consumer = e.consumer
+	}
+	l.mu.Unlock()
+	if refusal := CheckAll([]*Ledger{l}, Request{Holder: h, Consumer: consumer, Offer: offer}); refusal != nil {
+		return false, refusal.Message
+	}
+	return true, ""
 }

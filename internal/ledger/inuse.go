@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,28 +17,40 @@ import (
 // requesting identity), and capacity freed by a smaller grant is free only
 // as those pods end.
 
-// pod is one running ShadowPod: its user and its charge.
+// pod is one running ShadowPod: its user, its charge, and what eviction
+// needs of it.
 type pod struct {
 	user   string
 	charge corev1.ResourceList
+	meta   PodMeta
 }
 
-// userUse is what one user's running pods are charged, and the slices
-// whose Quotas name the user.
+// PodMeta is what eviction needs of a ShadowPod beyond its charge: its UID
+// (a deletion's precondition) and its creation time (the newest go first).
+type PodMeta struct {
+	UID     types.UID
+	Created time.Time
+}
+
+// userUse is what one user's running pods are charged, the pods, and the
+// slices whose Quotas name the user.
 type userUse struct {
 	sum    corev1.ResourceList
+	pods   map[types.NamespacedName]bool
 	slices map[types.NamespacedName]bool
 }
 
 // ObservePod records a ShadowPod key of user, running (not Succeeded or
 // Failed), charged charge. A pod that ended is forgotten with ForgetPod.
-func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList) {
+func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList, meta PodMeta) {
 	l.mu.Lock()
 	before := l.usedLocked()
 	if old, ok := l.pods[key]; ok {
 		l.chargeUser(old.user, old.charge, -1)
+		l.podOfUser(old.user, key, false)
 	}
-	l.pods[key] = pod{user: user, charge: charge.DeepCopy()}
+	l.pods[key] = pod{user: user, charge: charge.DeepCopy(), meta: meta}
+	l.podOfUser(user, key, true)
 	l.chargeUser(user, charge, 1)
 	wake := l.wakeIfFreedLocked(before)
 	over := l.takeWakesLocked()
@@ -55,6 +69,8 @@ func (l *Ledger) ForgetPod(key types.NamespacedName) {
 	}
 	before := l.usedLocked()
 	delete(l.pods, key)
+	delete(l.evicting, key)
+	l.podOfUser(old.user, key, false)
 	l.chargeUser(old.user, old.charge, -1)
 	wake := l.wakeIfFreedLocked(before)
 	over := l.takeWakesLocked()
@@ -101,9 +117,29 @@ func (l *Ledger) recountUser(user string, u *userUse) {
 			l.recount(key, e)
 		}
 	}
-	if len(u.slices) == 0 && allZero(u.sum) {
+	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
 		delete(l.users, user)
 	}
+}
+
+// podOfUser records (in true) or forgets the pod key of user.
+func (l *Ledger) podOfUser(user string, key types.NamespacedName, in bool) {
+	u := l.users[user]
+	if u == nil {
+		if !in {
+			return
+		}
+		u = &userUse{sum: corev1.ResourceList{}}
+		l.users[user] = u
+	}
+	if !in {
+		delete(u.pods, key)
+		return
+	}
+	if u.pods == nil {
+		u.pods = map[types.NamespacedName]bool{}
+	}
+	u.pods[key] = true
 }
 
 // linkUser records that the slice key has a Quota for user.
@@ -129,12 +165,13 @@ func (l *Ledger) unlinkUser(user string, key types.NamespacedName) {
 		return
 	}
 	delete(u.slices, key)
-	if len(u.slices) == 0 && allZero(u.sum) {
+	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
 		delete(l.users, user)
 	}
 }
 
-// inUseOf is what the running pods of e's Quotas' users are charged.
+// inUseOf is what the running pods of e's Quotas' users are charged, of
+// the resources the ledger limits.
 func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
 	var out corev1.ResourceList
 	seen := map[string]bool{}
@@ -148,7 +185,9 @@ func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
 				out = corev1.ResourceList{}
 			}
 			for n, v := range u.sum {
-				add(out, n, v)
+				if _, limited := l.total[n]; limited {
+					add(out, n, v)
+				}
 			}
 		}
 	}

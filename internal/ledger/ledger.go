@@ -62,6 +62,10 @@ type Options struct {
 	// Preemption lets a waiting slice reclaim capacity from Accepted slices
 	// of strictly lower priority (see reclaim.go).
 	Preemption bool
+	// EvictionAfter, when positive, makes EvictionsDue name the running
+	// pods to delete of a slice that has used more than it keeps for that
+	// long after it was shrunk (see evict.go).
+	EvictionAfter time.Duration
 }
 
 // ids orders ledgers for AdmitAll's locking.
@@ -104,6 +108,9 @@ type Ledger struct {
 	pendingWakes []wakeOf
 	// victims are the slices capped for each waiter (see reclaim.go).
 	victims map[Holder]map[types.NamespacedName]bool
+	// evicting are the pods EvictionsDue named, and when, until they are
+	// gone (see evict.go).
+	evicting map[types.NamespacedName]time.Time
 }
 
 // refreshDelay is how soon after a change of what is held, free or
@@ -177,9 +184,10 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return &Ledger{
-		name:       name,
-		id:         ids.Add(1),
-		opts:       Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption},
+		name: name,
+		id:   ids.Add(1),
+		opts: Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption,
+			EvictionAfter: o.EvictionAfter},
 		byConsumer: map[string]corev1.ResourceList{},
 		names:      names,
 		total:      total.DeepCopy(),
@@ -192,6 +200,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		limits:     map[string]corev1.ResourceList{},
 		victims:    map[Holder]map[types.NamespacedName]bool{},
 		users:      map[string]*userUse{},
+		evicting:   map[types.NamespacedName]time.Time{},
 	}, nil
 }
 

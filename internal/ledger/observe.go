@@ -221,6 +221,7 @@ func (l *Ledger) ForgetAll() {
 	clear(l.pods)
 	clear(l.users)
 	clear(l.victims)
+	clear(l.evicting)
 	l.pendingWakes = nil
 	l.mu.Unlock()
 }

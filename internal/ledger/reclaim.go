@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -37,6 +38,8 @@ type capped struct {
 	was      corev1.ResourceList
 	priority int32
 	waiter   Holder
+	// since is when it was first capped (eviction counts from it).
+	since time.Time
 	// limit is set for a reclaim by the consumer's own limit
 	// (SetConsumerLimit), which lasts as long as the limit; pool for one
 	// by a total that fell below what is held, which lasts until it grows.
@@ -123,7 +126,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 		switch {
 		case capNow && hadPool && equalLists(e.capped.keep, keep):
 		case capNow:
-			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true}
+			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}
 			changed = append(changed, key)
 		case hadPool:
 			e.capped = nil
@@ -206,7 +209,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 		e := l.slices[key]
 		keep := l.keepOf(e)
 		if takeFrom(keep, excess) {
-			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true}
+			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
 			victims = append(victims, key)
 		}
 	}
@@ -326,7 +329,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		keep := l.keepOf(c.e)
 		takeFrom(keep, lacking)
 		if c.e.capped == nil {
-			c.e.capped = &capped{was: c.e.counted.DeepCopy()}
+			c.e.capped = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
 			delete(l.victims[prev], c.key)
 		}
@@ -472,14 +475,12 @@ func (l *Ledger) reclaimNote(h Holder) string {
 	if allZero(pending) {
 		return ""
 	}
-	var parts []string
-	for _, n := range sortedNames(pending) {
-		q := pending[n]
-		if q.Sign() > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
+	for n, q := range pending {
+		if q.Sign() <= 0 {
+			delete(pending, n)
 		}
 	}
-	return "; waiting for reclaimed capacity still in use: " + strings.Join(parts, ", ")
+	return "; waiting for reclaimed capacity still in use: " + Amounts(pending)
 }
 
 // wakeKeys returns a function that wakes keys through the class that

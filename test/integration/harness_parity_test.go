@@ -146,8 +146,8 @@ func (sc parityScenario) budget(t *testing.T) *budget.Budget {
 	return b
 }
 
-func (c parityClass) options(b *budget.Budget) []resourceslice.Option {
-	return []resourceslice.Option{resourceslice.WithBudget(b), resourceslice.WithPriority(c.priority)}
+func (c parityClass) options(b *budget.Budget) []resourceslice.DecisionOption {
+	return []resourceslice.DecisionOption{resourceslice.WithBudget(b), resourceslice.WithPriority(c.priority)}
 }
 
 func playOnHarness(t *testing.T, sc parityScenario, consumer string) map[string]string {
@@ -186,7 +186,11 @@ func playOnControlPlane(t *testing.T, sc parityScenario, consumer string, harnes
 			return err
 		}
 		for _, c := range sc.classes {
-			if err := resourceslice.AddToManager(mgr, c.name, accept("Granted", nil), c.options(b)...); err != nil {
+			var opts []resourceslice.Option
+			for _, o := range c.options(b) {
+				opts = append(opts, o)
+			}
+			if err := resourceslice.AddToManager(mgr, c.name, accept("Granted", nil), opts...); err != nil {
 				return err
 			}
 		}

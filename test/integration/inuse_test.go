@@ -61,6 +61,7 @@ func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
 		})
 		return m, b
 	}
+	w := watchHolds(t, "10", class)
 	m, b := start()
 	create(t, sliceIn(nsX, "x", class, slicetest.WithConsumer("cluster-x"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, 30*time.Second, "x Accepted with 8 and its Quota at 8", func() bool {
@@ -100,6 +101,7 @@ func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "y admitted once x's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsY, "y")) })
 	used = b.Used()
 	assert.Equal(t, int64(10), used.Cpu().Value(), "x's 4 in use and y's 6")
+	w.check(t)
 }
 
 // quotaUser is the user of the one Quota in ns.
@@ -144,6 +146,7 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	offloaded := testkit.Namespace(t, cp, "reclaim-offloaded")
 	b, err := budget.New("reclaim", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
 	require.NoError(t, err)
+	w := watchHolds(t, "10", "spot", "gold")
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := withLiqoQuotas(mgr); err != nil {
 			return err
@@ -196,17 +199,20 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	used := b.Used()
 	assert.Equal(t, int64(10), used.Cpu().Value())
 	assert.False(t, conditions.IsAccepted(get(t, nsS, "s2")), "spot's second slice still waits")
+	w.check(t)
 }
 
-// Equal priorities never preempt, and without WithPreemption nothing is
-// preempted: gold's slice waits, spot's keeps its 8.
+// Equal priorities never preempt, without WithPreemption nothing is
+// preempted, and a waiter that would not fit even with all that lower
+// priorities hold preempts nobody: gold's slice waits, spot's keeps its 8.
 func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
 	cp.Require(t)
 	for _, tc := range []struct {
 		name       string
 		preemption bool
 		goldPrio   int32
-	}{{"equal", true, 0}, {"off", false, 100}} {
+		goldAsks   string
+	}{{"equal", true, 0, "6"}, {"off", false, 100, "6"}, {"toobig", true, 100, "11"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			nsS := tenantNamespace(t, "noreclaim-s-"+tc.name, "cluster-ns-"+tc.name)
 			nsG := tenantNamespace(t, "noreclaim-g-"+tc.name, "cluster-ng-"+tc.name)
@@ -226,7 +232,7 @@ func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
 			})
 			create(t, sliceIn(nsS, "s", spot, slicetest.WithConsumer("cluster-ns-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 			testkit.Eventually(t, 30*time.Second, "spot Accepted", func() bool { return conditions.IsAccepted(get(t, nsS, "s")) })
-			create(t, sliceIn(nsG, "g", gold, slicetest.WithConsumer("cluster-ng-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+			create(t, sliceIn(nsG, "g", gold, slicetest.WithConsumer("cluster-ng-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, tc.goldAsks)))
 			assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, nsG, "g"), conditions.Resources).Status)
 			testkit.Consistently(t, time.Second, "spot keeps its 8", func() bool {
 				rs := get(t, nsS, "s")

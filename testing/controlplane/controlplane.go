@@ -86,10 +86,11 @@ type ControlPlane struct {
 var ErrNoAssets = errors.New("no envtest binaries (kube-apiserver, etcd): run `go run " + installCommand +
 	"` from your module (`make envtest` in the sliceclass repo), or set KUBEBUILDER_ASSETS to a directory holding both (e.g. from setup-envtest)")
 
-// Start starts a control plane for a test and stops it when the test ends.
-// Under -short it skips the test. When no binaries are found it skips the
-// test, or fails it when the SLICECLASS_REQUIRE_ENVTEST environment variable
-// is set.
+// Start is New for one test: it starts a control plane and stops it when
+// the test ends (t.Cleanup). Under -short it skips the test. When no
+// binaries are found it skips the test, or fails it when the
+// SLICECLASS_REQUIRE_ENVTEST environment variable is set. A suite sharing
+// one control plane calls RunSuite from TestMain instead.
 func Start(t testing.TB) *ControlPlane {
 	t.Helper()
 	if testing.Short() {
@@ -110,7 +111,9 @@ func Start(t testing.TB) *ControlPlane {
 	return cp
 }
 
-// New starts a control plane; the caller must Stop it.
+// New starts a control plane (an API server and etcd, with Liqo's CRDs
+// installed) and returns it running: despite its name, it does not only
+// build one. The caller must Stop it; in a test, Start does both.
 func New() (*ControlPlane, error) {
 	assets, err := AssetsDir()
 	if err != nil {

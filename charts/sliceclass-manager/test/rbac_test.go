@@ -222,6 +222,14 @@ func TestOptionalRBAC(t *testing.T) {
 		values: "rbac: {ownedTypes: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get, create]}]}",
 		want:   sorted(append(slices.Clone(proven), permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "create"})),
 	}, {
+		reason: "a shared budget with evictionAfter: the Quota rule and delete on ShadowPods",
+		values: "classes: {budgets: [{name: pool, total: {cpu: 10}, preemption: true, evictionAfter: 10m}], classes: [{name: gold, budgets: [pool]}]}",
+		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), permission{"", "offloading.liqo.io", "shadowpods", "delete"})...)),
+	}, {
+		reason: "rbac.shadowPodEviction alone: delete on ShadowPods only",
+		values: "rbac: {shadowPodEviction: true}",
+		want:   sorted(append(slices.Clone(proven), permission{"", "offloading.liqo.io", "shadowpods", "delete"})),
+	}, {
 		reason: "the object form without budgets: nothing more",
 		values: "classes: {classes: [{name: gold, caps: {cpu: 2}}]}",
 		want:   proven,

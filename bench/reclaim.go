@@ -1,0 +1,449 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+)
+
+// The reclaim phase (issue 27), opt-in with -reclaim-only:
+//   - the time from a waiter's arrival to its victim's shrink, over
+//     -reclaim-n reclaims (p50, p99);
+//   - decisions/s and CPU per decision of a budgeted backlog with the
+//     ShadowPod watch on and off, in the same rounds, while pods churn;
+//   - the heap per ShadowPod the budget's trimmed ShadowPod cache and
+//     ledger hold, at -pods-mem-n pods, each count in a fresh process.
+
+// creatorUser is the label Liqo's webhook sets on a ShadowPod.
+const creatorUser = "liqo.io/creator-user"
+
+func reclaimPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
+	if err := reclaimLatency(ctx, cp, f, t); err != nil {
+		return err
+	}
+	if err := shadowPodWatchCost(ctx, cp, f, t); err != nil {
+		return err
+	}
+	return shadowPodMemory(ctx, cp, f, t)
+}
+
+// reclaimLatency times -reclaim-n reclaims: spot (priority 0) holds 8 of a
+// 10-CPU budget built WithPreemption; gold (100) asks 6; the time is from
+// gold's creation to spot's status showing reason Reclaimed. Both are then
+// deleted, and the next run waits for the budget to be empty.
+func reclaimLatency(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
+	const ns = "reclaim-latency"
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return err
+	}
+	b, err := budget.New("reclaim-latency", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
+	if err != nil {
+		return err
+	}
+	mgr, err := newManager(cp, func(o *manager.Options) { o.Cache.DefaultNamespaces = map[string]cache.Config{ns: {}} })
+	if err != nil {
+		return err
+	}
+	if err := resourceslice.AddToManager(mgr, "rl-spot", acceptAll(), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule()); err != nil {
+		return err
+	}
+	if err := resourceslice.AddToManager(mgr, "rl-gold", acceptAll(), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
+		resourceslice.WithPriority(100)); err != nil {
+		return err
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	end := t.loads.start("reclaim latency")
+	var took []float64
+	for i := range f.reclaimN {
+		spot := slicetest.NewSlice(fmt.Sprintf("spot-%03d", i), slicetest.WithNamespace(ns), slicetest.WithClass("rl-spot"),
+			slicetest.WithRequest(corev1.ResourceCPU, "8"))
+		gold := slicetest.NewSlice(fmt.Sprintf("gold-%03d", i), slicetest.WithNamespace(ns), slicetest.WithClass("rl-gold"),
+			slicetest.WithRequest(corev1.ResourceCPU, "6"))
+		if err := slicetest.CreateAsLiqo(ctx, cp.Client, spot); err != nil {
+			return err
+		}
+		if err := pollUntil(ctx, 30*time.Second, func() bool {
+			rs, ok := getSlice(ctx, cp.Client, spot)
+			return ok && conditions.IsAccepted(rs)
+		}); err != nil {
+			return fmt.Errorf("reclaim latency, run %d: spot not Accepted: %w", i, err)
+		}
+		t0 := time.Now()
+		if err := slicetest.CreateAsLiqo(ctx, cp.Client, gold); err != nil {
+			return err
+		}
+		if err := pollUntilEvery(ctx, 30*time.Second, 2*time.Millisecond, func() bool {
+			rs, ok := getSlice(ctx, cp.Client, spot)
+			if !ok {
+				return false
+			}
+			c := conditions.Get(rs, conditions.Resources)
+			return c != nil && c.Reason == budget.ReasonReclaimed
+		}); err != nil {
+			return fmt.Errorf("reclaim latency, run %d: spot not shrunk: %w", i, err)
+		}
+		took = append(took, float64(time.Since(t0))/float64(time.Millisecond))
+		for _, rs := range []*authv1beta1.ResourceSlice{spot, gold} {
+			if err := cp.Client.Delete(ctx, rs); err != nil {
+				return err
+			}
+		}
+		if err := pollUntil(ctx, 30*time.Second, func() bool { u := b.Used(); return u.Cpu().IsZero() }); err != nil {
+			return fmt.Errorf("reclaim latency, run %d: the budget did not empty: %w", i, err)
+		}
+	}
+	end()
+	slices.Sort(took)
+	t.add(fmt.Sprintf("reclaim: waiter's arrival to the victim's shrink, %d runs: p50 / p99 / max", len(took)),
+		fmt.Sprintf("%.0f ms / %.0f ms / %.0f ms", quantile(took, 0.5), quantile(took, 0.99), took[len(took)-1]))
+	return nil
+}
+
+// quantile is the q-quantile of sorted xs (nearest rank).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(xs))+0.5) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// shadowPodWatchCost runs f.rounds rounds of a budgeted backlog of f.n
+// slices (events none), once with the ShadowPod watch on and once with it
+// off (the manager's REST mapper hides the ShadowPod CRD, as on a cluster
+// without it), in alternating order, while -pods-n ShadowPods exist and
+// more are created and deleted at 20/s.
+func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
+	const ns = "pods-churn"
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return err
+	}
+	say("reclaim: creating %d ShadowPods...", f.podsN)
+	if err := createPods(ctx, cp.Client, ns, "static", f.podsN, "churn-user"); err != nil {
+		return err
+	}
+	var on, off series
+	for round := range f.rounds {
+		order := []bool{true, false}
+		if round%2 == 1 {
+			order = []bool{false, true}
+		}
+		end := t.loads.start(fmt.Sprintf("ShadowPod watch round %d/%d", round+1, f.rounds))
+		for _, watched := range order {
+			cctx, stopChurn := context.WithCancel(ctx)
+			churned := make(chan error, 1)
+			go func() { churned <- churn(cctx, cp.Client, ns, fmt.Sprintf("r%d-%v", round, watched)) }()
+			var configure func(*manager.Options)
+			if !watched {
+				configure = hideShadowPods
+			}
+			prefix := fmt.Sprintf("sp%d-%v", round, watched)
+			res, err := oursRun(ctx, cp, f, prefix, resourceslice.DecisionEventsNone, true, false, "", configure)
+			stopChurn()
+			if cerr := <-churned; cerr != nil && !errors.Is(cerr, context.Canceled) {
+				return cerr
+			}
+			if err != nil {
+				return err
+			}
+			if watched {
+				on.record(res.rate, res.cpu)
+			} else {
+				off.record(res.rate, res.cpu)
+			}
+			say("round %d/%d: budget, ShadowPod watch %v: %.0f/s", round+1, f.rounds, watched, res.rate)
+		}
+		end()
+	}
+	t.add("decisions/s, budget, ShadowPod watch on / off (medians, range)", fmt.Sprintf("%.0f %s / %.0f %s", median(on.rate), spread(on.rate),
+		median(off.rate), spread(off.rate)))
+	ratioTarget(t, "decisions/s, ShadowPod watch on / off (budget, events none, pods churning)", on.rate, off.rate, atLeast(0.97))
+	ratioTarget(t, "client CPU per decision, ShadowPod watch on / off", on.cpu, off.cpu, atMost(1.05))
+	// The churned and static pods go: the memory phase counts its own.
+	return cp.Client.DeleteAllOf(ctx, &offloadingv1beta1.ShadowPod{}, client.InNamespace(ns))
+}
+
+// hideShadowPods makes the manager's REST mapper answer that the API
+// server does not serve Liqo's ShadowPod: the budget then watches none.
+func hideShadowPods(o *manager.Options) {
+	o.MapperProvider = func(cfg *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+		m, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+		if err != nil {
+			return nil, err
+		}
+		return noShadowPods{m}, nil
+	}
+}
+
+type noShadowPods struct{ meta.RESTMapper }
+
+func (m noShadowPods) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gk.Group == offloadingv1beta1.SchemeGroupVersion.Group && gk.Kind == "ShadowPod" {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// churn creates a ShadowPod every 50 ms and deletes the one before, until
+// ctx ends.
+func churn(ctx context.Context, c client.Client, ns, prefix string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last *offloadingv1beta1.ShadowPod
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		sp := realisticShadowPod(ns, fmt.Sprintf("churn-%s-%05d", prefix, i), "churn-user")
+		if err := c.Create(ctx, sp); err != nil {
+			return ignoreCanceled(ctx, err)
+		}
+		if last != nil {
+			if err := c.Delete(ctx, last); err != nil {
+				return ignoreCanceled(ctx, err)
+			}
+		}
+		last = sp
+	}
+}
+
+func ignoreCanceled(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// realisticShadowPod is a ShadowPod as a consumer's virtual kubelet makes
+// one: the pod spec whole (two containers with env, mounts, requests and
+// limits; volumes), labelled with the creator user.
+func realisticShadowPod(ns, name, user string) *offloadingv1beta1.ShadowPod {
+	container := func(n string) corev1.Container {
+		c := corev1.Container{
+			Name: n, Image: "app/" + n + ":1.2.3", Command: []string{"/bin/" + n, "--serve", "--port=8080"},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+			},
+			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + n}, {Name: "token", MountPath: "/var/run/secrets/token"}},
+		}
+		for i := range 5 {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("APP_SETTING_%d", i), Value: fmt.Sprintf("value-%d-of-%s", i, n)})
+		}
+		return c
+	}
+	return &offloadingv1beta1.ShadowPod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{creatorUser: user, "app": "shop", "tier": "backend", "liqo.io/managed-by": "shadowpod",
+				"pod-template-hash": "7d9f8c6b5"},
+			Annotations: map[string]string{"liqo.io/origin": "consumer", "kubectl.kubernetes.io/restartedAt": "2026-11-25T10:00:00Z"},
+		},
+		Spec: offloadingv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{
+			Containers: []corev1.Container{container("app"), container("sidecar")},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}},
+				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}}}}},
+			},
+		}},
+	}
+}
+
+// createPods creates n ShadowPods of user in ns with 8 parallel writers.
+func createPods(ctx context.Context, c client.Client, ns, prefix string, n int, user string) error {
+	return parallel(8, n, func(i int) error {
+		return c.Create(ctx, realisticShadowPod(ns, fmt.Sprintf("%s-%06d", prefix, i), user))
+	})
+}
+
+// podMemResult is what a ShadowPod memory child reports.
+type podMemResult struct {
+	HeapInuse uint64 `json:"heapInuse"`
+	RSS       uint64 `json:"rss"`
+}
+
+// shadowPodMemory creates -pods-mem-n ShadowPods charged to one Accepted
+// slice's Quota user and measures, each in a fresh process, a manager whose
+// budgeted class counts them, and one with no pod: the difference per pod
+// is what the trimmed ShadowPod cache and the ledger hold per pod.
+func shadowPodMemory(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
+	const ns = "podmem"
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return err
+	}
+	if err := createMany(ctx, cp.Client, ns, 1, func(int) string { return "podmem" }, true); err != nil {
+		return err
+	}
+	var rs authv1beta1.ResourceSlice
+	if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "s-00000"}, &rs); err != nil {
+		return err
+	}
+	q := &offloadingv1beta1.Quota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podmem-quota", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.ResourceSliceKind, Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
+		Spec: offloadingv1beta1.QuotaSpec{User: "podmem-user", Resources: rs.Status.Resources.DeepCopy()},
+	}
+	if err := cp.Client.Create(ctx, q); err != nil {
+		return err
+	}
+	cfgFile, err := writeConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(cfgFile) }()
+	empty, err := podChild(cfgFile, 0)
+	if err != nil {
+		return err
+	}
+	one, err := json.Marshal(realisticShadowPod(ns, "p-000000", "podmem-user"))
+	if err != nil {
+		return err
+	}
+	say("reclaim: creating %d ShadowPods for the memory phase...", f.podsMemN)
+	if err := createPods(ctx, cp.Client, ns, "p", f.podsMemN, "podmem-user"); err != nil {
+		return err
+	}
+	m, err := podChild(cfgFile, f.podsMemN)
+	if err != nil {
+		return err
+	}
+	per := (float64(m.HeapInuse) - float64(empty.HeapInuse)) / float64(f.podsMemN)
+	t.add(fmt.Sprintf("heap / RSS, budget counting %d ShadowPods (trimmed cache and ledger) vs none", f.podsMemN),
+		fmt.Sprintf("%s / %s vs %s / %s", mib(m.HeapInuse), mib(m.RSS), mib(empty.HeapInuse), mib(empty.RSS)))
+	t.add(fmt.Sprintf("heap bytes per ShadowPod counted, %d pods (a whole ShadowPod is %d bytes of JSON)", f.podsMemN, len(one)),
+		fmt.Sprintf("%.0f", per))
+	return cp.Client.DeleteAllOf(ctx, &offloadingv1beta1.ShadowPod{}, client.InNamespace(ns))
+}
+
+// podChild re-runs this binary to measure a manager counting n pods.
+func podChild(cfgFile string, n int) (podMemResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return podMemResult{}, err
+	}
+	cmd := exec.Command(self, "-pods-child", strconv.Itoa(n), "-config", cfgFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return podMemResult{}, fmt.Errorf("ShadowPod memory child (n=%d): %w", n, err)
+	}
+	var m podMemResult
+	if err := json.Unmarshal(out, &m); err != nil {
+		return podMemResult{}, fmt.Errorf("ShadowPod memory child output %q: %w", out, err)
+	}
+	return m, nil
+}
+
+// podsChild runs a manager whose class "podmem" draws from a budget, waits
+// until the budget counts the f.podsChild pods of namespace podmem (each
+// charged 1m CPU to the one slice's Quota user, beside the slice's 4 CPU),
+// and prints its settled heap and RSS as JSON.
+func podsChild(f flags) error {
+	cfg, err := loadConfig(f.cfgFile)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, authv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{"podmem": {}}},
+	})
+	if err != nil {
+		return err
+	}
+	b, err := budget.New("podmem", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")})
+	if err != nil {
+		return err
+	}
+	if err := resourceslice.AddToManager(mgr, "podmem", acceptAll(), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule()); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = mgr.Start(ctx) }()
+	want := max(int64(4000), int64(f.podsChild))
+	if err := pollUntil(ctx, 5*time.Minute, func() bool { u := b.Used(); return u.Cpu().MilliValue() == want }); err != nil {
+		u := b.Used()
+		return fmt.Errorf("the budget counts %s CPU, want %dm: %w", u.Cpu().String(), want, err)
+	}
+	time.Sleep(2 * time.Second)
+	goruntime.GC()
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return json.NewEncoder(os.Stdout).Encode(podMemResult{HeapInuse: ms.HeapInuse, RSS: rss()})
+}
+
+// pollUntil polls cond every 20 ms until it holds or timeout passes.
+func pollUntil(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	return pollUntilEvery(ctx, timeout, 20*time.Millisecond, cond)
+}
+
+func pollUntilEvery(ctx context.Context, timeout, every time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+	return nil
+}
+
+// getSlice reads rs's current version from the API server.
+func getSlice(ctx context.Context, c client.Client, rs *authv1beta1.ResourceSlice) (*authv1beta1.ResourceSlice, bool) {
+	var out authv1beta1.ResourceSlice
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rs), &out); err != nil {
+		return nil, false
+	}
+	return &out, true
+}

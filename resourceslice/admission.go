@@ -1,0 +1,234 @@
+package resourceslice
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// Admission: everything between the handler's decision and the budgets'
+// ledgers. Before deciding, observe makes sure the ledgers are not ahead
+// of the slice the cache shows (and, outside a manager, tells them what
+// the Reconciler reads); after deciding, admit asks every budget of the
+// class at once, applyCaps and short turn a reclaim or a refusal into what
+// is written, and the bookkeeping around the write (holder, done,
+// leaveLine) ends each attempt.
+
+// admit asks the class's budgets to admit an acceptance, all at once. An
+// offer that does not fit leaves a slice Accepted with what it holds (its
+// growth waits) and turns any other acceptance into a denial with the
+// refusing budget's reason; either way the slice waits in line. A denial
+// takes the slice out of the lines and releases nothing: the cluster still
+// shows what it holds.
+func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) []*ledger.Attempt {
+	h := r.holder(req)
+	if !conditions.IsAccepted(desired) {
+		r.leaveLine(req)
+		return nil
+	}
+	r.applyCaps(req, current, desired)
+	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
+		Consumer: consumer.id, Offer: desired.Status.Resources, Priority: r.cfg.priority}
+	if r.cfg.dryRun { // consulted, not charged
+		if refusal := ledger.CheckAll(r.ledgers, ask); refusal != nil {
+			r.short(current, desired, refusal)
+		}
+		return nil
+	}
+	as, refusal := ledger.AdmitAll(r.ledgers, ask)
+	if refusal != nil {
+		r.short(current, desired, refusal)
+	}
+	return as
+}
+
+// applyCaps caps an acceptance of a slice that yields capacity to a
+// higher priority (budget.WithPreemption): its offer is at most what it
+// keeps, per resource, and its condition says so, with reason
+// budget.ReasonReclaimed and a Warning event when that is new.
+func (r *Reconciler) applyCaps(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
+	var msgs []string
+	for _, l := range r.ledgers {
+		c, ok := l.Cap(req.NamespacedName)
+		if !ok {
+			continue
+		}
+		for n, keep := range c.Keep {
+			if q, ok := desired.Status.Resources[n]; ok && q.Cmp(keep) > 0 {
+				desired.Status.Resources[n] = keep.DeepCopy()
+			}
+		}
+		msgs = append(msgs, c.Message)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	msg := strings.Join(msgs, "; ")
+	conditions.Accept(desired, budget.ReasonReclaimed, msg)
+	if was := conditions.Get(current, conditions.Resources); !r.cfg.dryRun && (was == nil || was.Reason != budget.ReasonReclaimed || was.Message != msg) {
+		r.metrics.reclaimed.WithLabelValues(r.scope.class).Inc()
+		r.warn(current, budget.ReasonReclaimed, actionAdmit, "class %q: %s", r.scope.class, msg)
+	}
+}
+
+// warnOverGrant records a Warning event OverGrant, once per change, when
+// the slice's running pods use more than it was granted (a provider that
+// turned Liqo's enforcement off lets them; the budget counts what they
+// use).
+func (r *Reconciler) warnOverGrant(req reconcile.Request, current *authv1beta1.ResourceSlice) {
+	for _, l := range r.ledgers {
+		over := l.OverGrantOf(req.NamespacedName)
+		if len(over) == 0 {
+			r.overGrants.changed(req.NamespacedName, l.Name(), "") // forgets a past one
+			continue
+		}
+		var parts []string
+		for _, n := range sortedResourceNames(over) {
+			q := over[n]
+			parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
+		}
+		note := strings.Join(parts, ", ")
+		if !r.overGrants.changed(req.NamespacedName, l.Name(), note) {
+			continue
+		}
+		r.warn(current, reasonOverGrant, actionAdmit, "class %q: the slice's running pods use more than it was granted, by %s (budget %s counts what they use)",
+			r.scope.class, note, l.Name())
+	}
+}
+
+// short turns desired into what the SDK writes when its offer does not fit
+// a budget: an Accepted slice keeps its current offer (a Warning event and
+// the condition's message name what is short), any other is denied.
+func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal *ledger.Refusal) {
+	if !conditions.IsAccepted(current) {
+		desired.Status.Resources = nil
+		conditions.Deny(desired, refusal.Reason, refusal.Message)
+		return
+	}
+	// The condition says what blocks the growth now, with the figures: the
+	// budget wakes a waiting slice when they change.
+	was := conditions.Get(current, conditions.Resources)
+	note := "keeps its current offer; the larger one waits: " + refusal.Message
+	copyOwned(desired, current)
+	conditions.Accept(desired, was.Reason, note)
+	if was.Message != note && !r.cfg.dryRun {
+		r.countShort(refusal.Reason)
+		r.warn(current, refusal.Reason, actionAdmit, "class %q: the slice keeps its current offer; the larger one waits: %s", r.scope.class, refusal.Message)
+	}
+}
+
+// countShort counts a slice kept from what it asked by a budget.
+func (r *Reconciler) countShort(reason string) {
+	if reason == budget.ReasonConsumerLimit {
+		r.metrics.consumerLimited.WithLabelValues(r.scope.class).Inc()
+		return
+	}
+	r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
+}
+
+// observe makes sure the budgets' ledgers are not ahead of the slice the
+// cache shows, before deciding: wait asks for a retry shortly when they are
+// (the cache has not seen the SDK's own last write, or an event the budget
+// feed delivered). Under a manager the feeds are the ledgers' one source of
+// observations, and settle the writes whose answers were lost; without one
+// (NewReconciler on a client of its own) the Reconciler tells them what it
+// reads.
+func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
+	for _, f := range r.feeds {
+		if err := f.WaitForSync(ctx); err != nil {
+			return false, err
+		}
+	}
+	key := client.ObjectKeyFromObject(current)
+	if len(r.feeds) == 0 {
+		if err := r.seedLedger(ctx); err != nil {
+			return false, err
+		}
+		r.observeSlice(observation(r.scope, current, consumer.id))
+	}
+	for _, l := range r.ledgers {
+		if l.Ahead(key, current.UID, current.ResourceVersion) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (r *Reconciler) observeSlice(o ledger.Slice) {
+	for _, l := range r.ledgers {
+		l.ObserveSlice(o)
+	}
+}
+
+// observeOutside tells the budgets about a slice the class does not serve
+// now: gone (always: the cache may be ahead of the feed), or, when no feed
+// does, being deleted or moved away.
+func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
+	if len(r.ledgers) == 0 || len(r.feeds) > 0 {
+		return nil // the feeds observe every slice, deletions included
+	}
+	if current == nil {
+		for _, l := range r.ledgers {
+			l.ForgetSlice(req.NamespacedName, "")
+		}
+		return nil
+	}
+	consumer, err := r.consumerOf(ctx, current)
+	if err != nil {
+		return err
+	}
+	r.observeSlice(observation(r.scope, current, consumer.id))
+	return nil
+}
+
+// seedLedger tells the ledger, once, what every slice the client lists
+// holds: without a manager there is no feed, and a restarted controller
+// must count what its predecessor granted before admitting anything.
+func (r *Reconciler) seedLedger(ctx context.Context) error {
+	r.seedMu.Lock()
+	defer r.seedMu.Unlock()
+	if r.seeded {
+		return nil
+	}
+	var list authv1beta1.ResourceSliceList
+	if err := r.client.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing slices to count what they hold: %w", err)
+	}
+	for i := range list.Items {
+		consumer, err := r.consumerOf(ctx, &list.Items[i])
+		if err != nil {
+			return err
+		}
+		r.observeSlice(observation(r.scope, &list.Items[i], consumer.id))
+	}
+	r.seeded = true
+	return nil
+}
+
+// The budget's bookkeeping around a write; all no-ops without a budget.
+
+func (r *Reconciler) holder(req reconcile.Request) ledger.Holder {
+	return ledger.Holder{Class: r.scope.class, Key: req.NamespacedName}
+}
+
+func (r *Reconciler) done(as []*ledger.Attempt, o ledger.Outcome) {
+	for i, a := range as {
+		r.ledgers[i].Done(a, o)
+	}
+}
+
+// leaveLine takes the slice out of the budget's waiting line: its
+// reconcile ended without reaching the budget.
+func (r *Reconciler) leaveLine(req reconcile.Request) {
+	for _, l := range r.ledgers {
+		l.Leave(r.holder(req))
+	}
+}

@@ -1,0 +1,100 @@
+package resourceslice
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+	"weak"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
+)
+
+// Issue 29: what a manager's classes share lives in one object per
+// manager, found again through the manager and gone with it. Starting and
+// stopping 100 managers, each serving a budgeted class (claims, the
+// status.class view, a feed, the ShadowPod cache, the feed host) and a
+// ClassSet, leaves nothing behind: each manager's companions are empty once
+// it stops, none of them outlives its manager, and the goroutines return
+// to where they were.
+func TestCompanionsGoWithTheirManager(t *testing.T) {
+	cp := controlplane.Start(t)
+	const managers = 100
+	grant := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		conditions.Accept(rs, "Granted", "")
+		return ctrl.Result{}, nil
+	})
+	settle := func() int {
+		runtime.GC()
+		return runtime.NumGoroutine()
+	}
+	var alive []weak.Pointer[companions]
+	var before int
+	for i := range managers {
+		func() {
+			opts := envkit.ManagerOptions(t, cp.Scheme)
+			opts.Metrics.BindAddress = "0"
+			mgr, err := manager.New(cp.Config, opts)
+			require.NoError(t, err)
+			b, err := budget.New("gold", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
+			require.NoError(t, err)
+			reg := WithMetricsRegisterer(prometheus.NewRegistry())
+			require.NoError(t, AddToManager(mgr, "gold", grant, WithBudget(b), reg))
+			cs, err := NewClassSet(mgr, reg)
+			require.NoError(t, err)
+			require.NoError(t, cs.Serve("silver", grant))
+
+			mc, err := companionsOf(mgr)
+			require.NoError(t, err)
+			again, err := companionsOf(mgr)
+			require.NoError(t, err)
+			require.Same(t, mc, again, "the manager's companions are found again, not made twice")
+			require.Positive(t, mc.size(), "the companions hold the classes' shared state while the manager runs")
+			alive = append(alive, weak.Make(mc))
+
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- mgr.Start(ctx) }()
+			syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
+			synced := mgr.GetCache().WaitForCacheSync(syncCtx)
+			cancelSync()
+			require.True(t, synced, "manager %d: cache synced", i)
+			<-mgr.Elected()
+			cancel()
+			require.NoError(t, <-done)
+			assert.Zero(t, mc.size(), "manager %d: its companions are empty once it stopped", i)
+		}()
+		if i == 0 {
+			before = settle() // after one manager: client-go's shared transports exist
+		}
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, goroutines := 0, settle()
+		for _, w := range alive {
+			if w.Value() != nil {
+				left++
+			}
+		}
+		if (left == 0 && goroutines <= before+10) || time.Now().After(deadline) {
+			assert.Zero(t, left, "companions outliving their stopped managers")
+			assert.LessOrEqual(t, goroutines, before+10, "goroutines after %d managers (after the first: %d)", managers, before)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

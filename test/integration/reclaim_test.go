@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// spotAndGold starts a manager running Liqo's QuotaCreator and classes
+// spotClass (priority 0) and goldClass (priority 100) on b.
+func spotAndGold(t *testing.T, b *budget.Budget, spotClass, goldClass string) *testkit.Manager {
+	t.Helper()
+	return testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		if err := resourceslice.AddToManager(mgr, spotClass, accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, goldClass, accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(100))
+	})
+}
+
+// Eviction after d (budget.WithEvictionAfter): spot holds 8 of 10 with
+// pods of 4 (the oldest), 2 and 2 (the newest); gold (100) asks 6 and spot
+// is shrunk to 4. Nothing is deleted before d; then the two newest pods
+// go, each with an Evicted Warning on spot's slice, the oldest runs on,
+// and gold is admitted. Offers, Quotas and pods in use never sum past 10.
+func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
+	cp.Require(t)
+	nsS := tenantNamespace(t, "evict-spot", "cluster-evict-spot")
+	nsG := tenantNamespace(t, "evict-gold", "cluster-evict-gold")
+	offloaded := testkit.Namespace(t, cp, "evict-offloaded")
+	const d = 3 * time.Second
+	b, err := budget.New("evict", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")},
+		budget.WithPreemption(), budget.WithEvictionAfter(d))
+	require.NoError(t, err)
+	w := watchHolds(t, "10", "ev-spot", "ev-gold")
+	spotAndGold(t, b, "ev-spot", "ev-gold")
+	create(t, sliceIn(nsS, "s", "ev-spot", slicetest.WithConsumer("cluster-evict-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
+	})
+	user := quotaUser(t, nsS)
+	// Creation times have a one-second grain: the pods are a second apart.
+	oldest := runShadowPod(t, offloaded, "oldest", user, "4")
+	waitNextSecond()
+	mid := runShadowPod(t, offloaded, "mid", user, "2")
+	waitNextSecond()
+	newest := runShadowPod(t, offloaded, "newest", user, "2")
+	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+
+	create(t, sliceIn(nsG, "g", "ev-gold", slicetest.WithConsumer("cluster-evict-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	testkit.Every(20*time.Millisecond).Eventually(t, 10*time.Second, "spot shrunk to 4", func() bool {
+		rs := get(t, nsS, "s")
+		c := conditions.Get(rs, conditions.Resources)
+		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
+	})
+	shrunk := time.Now()
+	testkit.Consistently(t, d-time.Second, "no pod is deleted before d", func() bool {
+		return exists(t, oldest) && exists(t, mid) && exists(t, newest)
+	})
+	testkit.Eventually(t, 10*time.Second, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
+	t.Logf("evicted %s after the shrink (d = %s)", time.Since(shrunk).Round(100*time.Millisecond), d)
+	assert.True(t, exists(t, oldest), "the oldest pod fits what spot keeps: it runs on")
+	testkit.Eventually(t, 10*time.Second, "an Evicted Warning per pod on spot's slice", func() bool {
+		n := 0
+		for _, e := range eventsFor(t, nsS, "s") {
+			if e.Reason == "Evicted" && e.Type == corev1.EventTypeWarning {
+				n++
+			}
+		}
+		return n == 2
+	})
+	testkit.Eventually(t, 30*time.Second, "gold admitted", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	testkit.Consistently(t, time.Second, "nothing more is evicted", func() bool { return exists(t, oldest) })
+	w.check(t)
+}
+
+// A restart in the middle of a reclaim finishes it without shrinking
+// anyone twice: spot (8, pods using 8) is shrunk to 4 for gold (6); the
+// manager stops while gold waits; a new one takes over, spot keeps 4 (no
+// second shrink), gold still waits for the reclaimed capacity in use, and
+// is admitted once spot's pods use 4. Offers, Quotas and pods in use never
+// sum past 10.
+func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	nsS := tenantNamespace(t, "midreclaim-spot", "cluster-mid-spot")
+	nsG := tenantNamespace(t, "midreclaim-gold", "cluster-mid-gold")
+	offloaded := testkit.Namespace(t, cp, "midreclaim-offloaded")
+	newBudget := func() *budget.Budget {
+		b, err := budget.New("midreclaim", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
+		require.NoError(t, err)
+		return b
+	}
+	w := watchHolds(t, "10", "mid-spot", "mid-gold")
+	b := newBudget()
+	m := spotAndGold(t, b, "mid-spot", "mid-gold")
+	create(t, sliceIn(nsS, "s", "mid-spot", slicetest.WithConsumer("cluster-mid-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
+	})
+	user := quotaUser(t, nsS)
+	p1 := runShadowPod(t, offloaded, "p1", user, "4")
+	runShadowPod(t, offloaded, "p2", user, "4")
+	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+	create(t, sliceIn(nsG, "g", "mid-gold", slicetest.WithConsumer("cluster-mid-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	testkit.Eventually(t, 10*time.Second, "spot shrunk to 4 and gold waiting", func() bool {
+		rs := get(t, nsS, "s")
+		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
+	})
+	m.Stop()
+
+	b = newBudget()
+	spotAndGold(t, b, "mid-spot", "mid-gold")
+	testkit.Eventually(t, 30*time.Second, "after the restart gold waits for the reclaimed capacity in use", func() bool {
+		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		return g.Status == conditions.Denied &&
+			g.Message == "budget midreclaim: cpu: asked 6, 2 free; waiting for reclaimed capacity still in use: cpu 4"
+	})
+	testkit.Consistently(t, 2*time.Second, "spot keeps 4, reason Reclaimed", func() bool {
+		rs := get(t, nsS, "s")
+		c := conditions.Get(rs, conditions.Resources)
+		return c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
+	})
+	require.NoError(t, cp.Client.Delete(ctx, p1))
+	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	assert.Equal(t, []string{"none", "8", "4"}, w.offersOf("s"), "spot was shrunk once, from 8 to 4")
+	w.check(t)
+}
