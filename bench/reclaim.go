@@ -88,7 +88,9 @@ func reclaimLatency(ctx context.Context, cp *controlplane.ControlPlane, f flags,
 	go func() { done <- mgr.Start(mctx) }()
 	defer func() {
 		stop()
-		<-done
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			say("reclaim latency manager stopped with %v", err)
+		}
 	}()
 	end := t.loads.start("reclaim latency")
 	var took []float64
