@@ -134,6 +134,7 @@ func reclaimLatency(ctx context.Context, cp *controlplane.ControlPlane, f flags,
 	}
 	end()
 	slices.Sort(took)
+	say("reclaim latency, %d runs: p50 %.0f ms, p99 %.0f ms", len(took), quantile(took, 0.5), quantile(took, 0.99))
 	t.add(fmt.Sprintf("reclaim: waiter's arrival to the victim's shrink, %d runs: p50 / p99 / max", len(took)),
 		fmt.Sprintf("%.0f ms / %.0f ms / %.0f ms", quantile(took, 0.5), quantile(took, 0.99), took[len(took)-1]))
 	return nil
@@ -350,6 +351,7 @@ func shadowPodMemory(ctx context.Context, cp *controlplane.ControlPlane, f flags
 		return err
 	}
 	per := (float64(m.HeapInuse) - float64(empty.HeapInuse)) / float64(f.podsMemN)
+	say("heap per ShadowPod at %d: %.0f bytes", f.podsMemN, per)
 	t.add(fmt.Sprintf("heap / RSS, budget counting %d ShadowPods (trimmed cache and ledger) vs none", f.podsMemN),
 		fmt.Sprintf("%s / %s vs %s / %s", mib(m.HeapInuse), mib(m.RSS), mib(empty.HeapInuse), mib(empty.RSS)))
 	t.add(fmt.Sprintf("heap bytes per ShadowPod counted, %d pods (a whole ShadowPod is %d bytes of JSON)", f.podsMemN, len(one)),
@@ -378,7 +380,7 @@ func podChild(cfgFile string, n int) (podMemResult, error) {
 
 // podsChild runs a manager whose class "podmem" draws from a budget, waits
 // until the budget counts the f.podsChild pods of namespace podmem (each
-// charged 1m CPU to the one slice's Quota user, beside the slice's 4 CPU),
+// charged 2m CPU to the one slice's Quota user, beside the slice's 4 CPU),
 // and prints its settled heap and RSS as JSON.
 func podsChild(f flags) error {
 	cfg, err := loadConfig(f.cfgFile)
@@ -408,7 +410,12 @@ func podsChild(f flags) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = mgr.Start(ctx) }()
-	want := max(int64(4000), int64(f.podsChild))
+	// Each pod is charged its containers' CPU requests, summed.
+	var each int64
+	for _, c := range realisticShadowPod("", "", "").Spec.Pod.Containers {
+		each += c.Resources.Requests.Cpu().MilliValue()
+	}
+	want := max(int64(4000), each*int64(f.podsChild))
 	if err := pollUntil(ctx, 5*time.Minute, func() bool { u := b.Used(); return u.Cpu().MilliValue() == want }); err != nil {
 		u := b.Used()
 		return fmt.Errorf("the budget counts %s CPU, want %dm: %w", u.Cpu().String(), want, err)
