@@ -201,7 +201,10 @@ func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f fl
 	ratioTarget(t, "decisions/s, ShadowPod watch on / off (budget, events none, pods churning)", on.rate, off.rate, atLeast(0.97))
 	ratioTarget(t, "client CPU per decision, ShadowPod watch on / off", on.cpu, off.cpu, atMost(1.05))
 	// The churned and static pods go: the memory phase counts its own.
-	return cp.Client.DeleteAllOf(ctx, &offloadingv1beta1.ShadowPod{}, client.InNamespace(ns))
+	if err := cp.Client.DeleteAllOf(ctx, &offloadingv1beta1.ShadowPod{}, client.InNamespace(ns)); err != nil {
+		say("reclaim: deleting the churn pods: %v (the memory phase counts its own namespace only)", err)
+	}
+	return nil
 }
 
 // hideShadowPods makes the manager's REST mapper answer that the API
@@ -356,7 +359,7 @@ func shadowPodMemory(ctx context.Context, cp *controlplane.ControlPlane, f flags
 		fmt.Sprintf("%s / %s vs %s / %s", mib(m.HeapInuse), mib(m.RSS), mib(empty.HeapInuse), mib(empty.RSS)))
 	t.add(fmt.Sprintf("heap bytes per ShadowPod counted, %d pods (a whole ShadowPod is %d bytes of JSON)", f.podsMemN, len(one)),
 		fmt.Sprintf("%.0f", per))
-	return cp.Client.DeleteAllOf(ctx, &offloadingv1beta1.ShadowPod{}, client.InNamespace(ns))
+	return nil // the control plane goes with the bench: 50,000 deletions would outlast a request
 }
 
 // podChild re-runs this binary to measure a manager counting n pods.

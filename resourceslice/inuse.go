@@ -60,27 +60,41 @@ func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
 	return c, nil
 }
 
-// trimShadowPod keeps what the charge and eviction need: name, namespace,
-// UID, version, creation time, the creator label, the phase and the charge
-// itself, computed here as Liqo's webhook computes it and kept as the
-// requests of one container (PodCharge of the trimmed pod is the charge of
-// the whole one): a ShadowPod holds a whole pod spec, and a cache of
-// thousands of them would otherwise hold every container.
+// shadowPodCharge is all the ShadowPod cache keeps of a ShadowPod: its
+// name, namespace, UID, version and creation time, the creator user, the
+// phase, and the charge, computed once as Liqo's webhook computes it. A
+// ShadowPod holds a whole pod spec; a cache of thousands of them, even
+// trimmed to the containers' requests, would hold a PodSpec and a
+// Container per pod.
+type shadowPodCharge struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	User   string
+	Phase  corev1.PodPhase
+	Charge corev1.ResourceList
+}
+
+// DeepCopyObject implements runtime.Object.
+func (p *shadowPodCharge) DeepCopyObject() runtime.Object {
+	out := *p
+	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Charge = p.Charge.DeepCopy()
+	return &out
+}
+
+// trimShadowPod replaces a ShadowPod by its shadowPodCharge.
 func trimShadowPod(obj any) (any, error) {
 	sp, ok := obj.(*offloadingv1beta1.ShadowPod)
 	if !ok {
 		return obj, nil
 	}
-	out := &offloadingv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: sp.UID,
-		ResourceVersion: sp.ResourceVersion, CreationTimestamp: sp.CreationTimestamp}}
-	if u, ok := sp.Labels[labelCreatorUser]; ok {
-		out.Labels = map[string]string{labelCreatorUser: u}
-	}
-	out.Status.Phase = sp.Status.Phase
-	if charge := ledger.PodCharge(&sp.Spec.Pod); len(charge) > 0 {
-		out.Spec.Pod.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: charge}}}
-	}
-	return out, nil
+	return &shadowPodCharge{
+		ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: sp.UID,
+			ResourceVersion: sp.ResourceVersion, CreationTimestamp: sp.CreationTimestamp},
+		User:   sp.Labels[labelCreatorUser],
+		Phase:  sp.Status.Phase,
+		Charge: ledger.PodCharge(&sp.Spec.Pod),
+	}, nil
 }
 
 // shadowPodsServed asks discovery whether the API server serves Liqo's
@@ -100,17 +114,17 @@ func shadowPodsServed(mapper meta.RESTMapper) (bool, error) {
 // shadowPodHandler tells l what each ShadowPod event shows.
 func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 	observe := func(o any) {
-		sp, ok := o.(*offloadingv1beta1.ShadowPod)
+		sp, ok := o.(*shadowPodCharge)
 		if !ok {
 			return
 		}
 		key := client.ObjectKeyFromObject(sp)
-		user := sp.Labels[labelCreatorUser]
-		if user == "" || sp.Status.Phase == corev1.PodSucceeded || sp.Status.Phase == corev1.PodFailed {
+		if sp.User == "" || sp.Phase == corev1.PodSucceeded || sp.Phase == corev1.PodFailed {
 			l.ForgetPod(key) // charged to no Quota, or no longer running
 			return
 		}
-		l.ObservePod(key, user, ledger.PodCharge(&sp.Spec.Pod), ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time})
+		// The cache's object is never changed: the ledger may keep its charge.
+		l.ObservePod(key, sp.User, sp.Charge, ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time})
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observe,

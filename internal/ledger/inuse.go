@@ -42,6 +42,7 @@ type userUse struct {
 
 // ObservePod records a ShadowPod key of user, running (not Succeeded or
 // Failed), charged charge. A pod that ended is forgotten with ForgetPod.
+// The ledger keeps charge as given: the caller must not change it.
 func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList, meta PodMeta) {
 	l.mu.Lock()
 	before := l.usedLocked()
@@ -49,7 +50,7 @@ func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1
 		l.chargeUser(old.user, old.charge, -1)
 		l.podOfUser(old.user, key, false)
 	}
-	l.pods[key] = pod{user: user, charge: charge.DeepCopy(), meta: meta}
+	l.pods[key] = pod{user: user, charge: charge, meta: meta}
 	l.podOfUser(user, key, true)
 	l.chargeUser(user, charge, 1)
 	wake := l.wakeIfFreedLocked(before)
