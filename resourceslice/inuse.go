@@ -77,7 +77,7 @@ type shadowPodCharge struct {
 // DeepCopyObject implements runtime.Object.
 func (p *shadowPodCharge) DeepCopyObject() runtime.Object {
 	out := *p
-	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	p.DeepCopyInto(&out.ObjectMeta) // ObjectMeta's, promoted
 	out.Charge = p.Charge.DeepCopy()
 	return &out
 }
