@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // The effective class, in one file: the rule that says whether a class
@@ -71,16 +72,30 @@ type viewStatus struct {
 type viewCondition struct {
 	Type   string `json:"type"`
 	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // accepted reports whether the view's Resources condition is Accepted.
 func (v *classView) accepted() bool {
-	for _, c := range v.Status.Conditions {
-		if c.Type == string(conditions.Resources) {
-			return c.Status == string(conditions.Accepted)
+	c := v.resources()
+	return c != nil && c.Status == string(conditions.Accepted)
+}
+
+// reclaimed reports whether the view's Resources condition is Accepted
+// with reason Reclaimed: shrunk by a budget's reclaim.
+func (v *classView) reclaimed() bool {
+	c := v.resources()
+	return c != nil && c.Status == string(conditions.Accepted) && c.Reason == ledger.ReasonReclaimed
+}
+
+// resources is the view's Resources condition, nil when it has none.
+func (v *classView) resources() *viewCondition {
+	for i := range v.Status.Conditions {
+		if v.Status.Conditions[i].Type == string(conditions.Resources) {
+			return &v.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // effectiveClass is status.class when set, else spec.class.
@@ -118,8 +133,8 @@ func (l *classViewList) DeepCopyObject() runtime.Object {
 }
 
 // trimView keeps only what the effective class, the selector and the
-// budgets need: the Resources condition's status, and status.resources
-// only while it is Accepted.
+// budgets need: the Resources condition's status (and its reason only when
+// it is Reclaimed), and status.resources only while it is Accepted.
 func trimView(obj any) (any, error) {
 	v, ok := obj.(*classView)
 	if !ok {
@@ -133,6 +148,9 @@ func trimView(obj any) (any, error) {
 	}
 	for _, c := range v.Status.Conditions {
 		if c.Type == string(conditions.Resources) {
+			if c.Reason != ledger.ReasonReclaimed {
+				c.Reason = ""
+			}
 			out.Status.Conditions = []viewCondition{c}
 			if c.Status == string(conditions.Accepted) {
 				out.Status.Resources = v.Status.Resources

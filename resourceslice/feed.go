@@ -398,6 +398,8 @@ func viewObservation(v *classView, consumer string) ledger.Slice {
 		Labels:   v.Labels,
 		Accepted: v.accepted(),
 		Created:  v.CreationTimestamp.Time,
+		// A shrink's mark: the victim grows back only into free capacity.
+		Reclaimed: v.reclaimed(),
 	}
 	if o.Accepted {
 		o.Grant = v.Status.Resources
@@ -442,6 +444,9 @@ func observation(s scope, rs *authv1beta1.ResourceSlice, consumer string) ledger
 		Labels:   rs.Labels,
 		Accepted: conditions.IsAccepted(rs),
 		Created:  rs.CreationTimestamp.Time,
+	}
+	if c := conditions.Get(rs, conditions.Resources); o.Accepted && c != nil && c.Reason == ledger.ReasonReclaimed {
+		o.Reclaimed = true // a shrink's mark: the victim grows back only into free capacity
 	}
 	if o.Accepted {
 		o.Grant = rs.Status.Resources

@@ -368,10 +368,7 @@ func (l *Ledger) Waiting() []Holder {
 // is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
 // when it fits.
 func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
-	var mine corev1.ResourceList
-	if e := l.slices[r.Key]; e != nil {
-		mine = e.counted
-	}
+	mine := l.growsFromLocked(r.Key)
 	free := l.freeLocked()
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
 		return ReasonExhausted, l.message(short, false), shortNames(short)
@@ -439,12 +436,28 @@ func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
 	return names
 }
 
-// increaseLocked is what offer asks beyond what the slice counts now.
-func (l *Ledger) increaseLocked(key types.NamespacedName, offer corev1.ResourceList) corev1.ResourceList {
-	var mine corev1.ResourceList
-	if e := l.slices[key]; e != nil {
-		mine = e.counted
+// growsFromLocked is what an offer for the slice key is measured from:
+// what it counts now; for a slice shrunk by a reclaim (its condition says
+// Reclaimed), what it was granted. The capacity its pods still use beyond
+// its grant is being taken back, not room for it to grow into: without
+// this rule a victim whose cap is not known (a new leader, before the
+// waiter it yielded to is decided again) would be granted its old offer
+// back at once, undoing the reclaim.
+func (l *Ledger) growsFromLocked(key types.NamespacedName) corev1.ResourceList {
+	e := l.slices[key]
+	switch {
+	case e == nil:
+		return nil
+	case e.reclaimed:
+		return e.granted()
+	default:
+		return e.counted
 	}
+}
+
+// increaseLocked is what offer asks beyond what the slice grows from.
+func (l *Ledger) increaseLocked(key types.NamespacedName, offer corev1.ResourceList) corev1.ResourceList {
+	mine := l.growsFromLocked(key)
 	out := corev1.ResourceList{}
 	for _, n := range l.names {
 		want, ok := offer[n]

@@ -29,6 +29,9 @@ type Slice struct {
 	// is then status.resources.
 	Accepted bool
 	Grant    corev1.ResourceList
+	// Reclaimed reports whether it was Accepted with reason
+	// ReasonReclaimed: shrunk for a reclaim (see reclaim.go).
+	Reclaimed bool
 	// Created is the slice's creation time.
 	Created time.Time
 }
@@ -45,6 +48,10 @@ type entry struct {
 	// does not take it back (Liqo's Quota and virtual node stay), a later
 	// acceptance of less does.
 	grant corev1.ResourceList
+	// reclaimed is set while its last acceptance was a reclaim's shrink
+	// (reason Reclaimed): its growth is then measured from what it was
+	// granted, not from what its pods still use (see increaseLocked).
+	reclaimed bool
 	// quotas are Liqo's Quotas owned by the slice, by name, with the UID
 	// of the slice that owns them.
 	quotas map[string]quota
@@ -90,6 +97,23 @@ func (e *entry) held() corev1.ResourceList {
 		out = maxList(out, q.resources)
 	}
 	return maxList(out, e.inUse)
+}
+
+// granted is what the slice was granted, as the cluster shows it (its
+// grant and live Quotas) and as its writes in flight assume: what it counts
+// without what its pods use.
+func (e *entry) granted() corev1.ResourceList {
+	out := e.grant
+	for _, q := range e.quotas {
+		if e.uid != "" && q.owner != "" && q.owner != e.uid {
+			continue
+		}
+		out = maxList(out, q.resources)
+	}
+	for _, a := range e.attempts {
+		out = maxList(out, a.offer)
+	}
+	return out
 }
 
 // count is what the entry counts now.
@@ -156,6 +180,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	e.seen, e.uid, e.class, e.labels, e.rv, e.created = true, s.UID, s.Class, s.Labels, s.RV, s.Created
 	if s.Accepted {
 		e.grant = s.Grant.DeepCopy()
+		e.reclaimed = s.Reclaimed
 	}
 	e.settle(s.RV)
 	l.recountFrom(s.Key, e, prev)

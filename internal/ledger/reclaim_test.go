@@ -164,3 +164,40 @@ func TestShrinkingTotalShrinksLowestPriorities(t *testing.T) {
 		assert.False(t, ok, "the total grew back: the cap is lifted")
 	}
 }
+
+// A new leader's ledger, in the middle of a reclaim: spot was shrunk from 8
+// to 4 (its condition says Reclaimed) and its pods still use 8; gold's
+// waiting slice has not been decided again yet. spot's handler offers its
+// old 8: it is measured from its grant, not from what its pods use, so it
+// waits instead of undoing the shrink; gold's reclaim then keeps spot at 4
+// (no second shrink), and gold is admitted once spot's pods use 4.
+func TestNewLeaderDoesNotUndoAReclaim(t *testing.T) {
+	l, _, _ := priced(t, cpu("10"), true)
+	reclaimed := func(s *ledger.Slice) { s.Reclaimed = true }
+	l.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("spot"), reclaimed))
+	l.ObserveQuota(key("s"), uid("s"), "qs", "user-s", cpu("4"))
+	l.ObservePod(podKey("p1"), "user-s", cpu("4"), ledger.PodMeta{})
+	l.ObservePod(podKey("p2"), "user-s", cpu("4"), ledger.PodMeta{})
+	assertList(t, cpu("8"), l.Used(), "spot's pods use 8")
+
+	spotAgain := ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("s")}, UID: uid("s"), Base: "2", Created: at(1),
+		Consumer: "spot", Offer: cpu("8")}
+	r := refused(t, []*ledger.Ledger{l}, spotAgain)
+	assert.Equal(t, ledger.ReasonExhausted, r.Reason, "the victim's growth waits: %s", r.Message)
+
+	refused(t, []*ledger.Ledger{l}, goldAsk("g", cpu("6")))
+	c, ok := l.Cap(key("s"))
+	require.True(t, ok, "gold's reclaim caps spot again")
+	assertList(t, cpu("4"), c.Keep, "at what it keeps already: no second shrink")
+
+	l.ForgetPod(podKey("p1"))
+	admitted(t, []*ledger.Ledger{l}, goldAsk("g", cpu("6")))
+
+	// Without the mark, the same offer would be free: its pods' 8 count.
+	m, _, _ := priced(t, cpu("10"), true)
+	m.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("spot")))
+	m.ObserveQuota(key("s"), uid("s"), "qs", "user-s", cpu("4"))
+	m.ObservePod(podKey("p1"), "user-s", cpu("4"), ledger.PodMeta{})
+	m.ObservePod(podKey("p2"), "user-s", cpu("4"), ledger.PodMeta{})
+	admitted(t, []*ledger.Ledger{m}, spotAgain)
+}

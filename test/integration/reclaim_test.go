@@ -93,9 +93,10 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 
 // A restart in the middle of a reclaim finishes it without shrinking
 // anyone twice: spot (8, pods using 8) is shrunk to 4 for gold (6); the
-// manager stops while gold waits; a new one takes over, spot keeps 4 (no
-// second shrink), gold still waits for the reclaimed capacity in use, and
-// is admitted once spot's pods use 4. Offers, Quotas and pods in use never
+// manager stops while gold waits; a new leader deciding spot first keeps
+// it at 4 (its old offer is not given back); then one serving both keeps
+// spot at 4 (no second shrink), gold still waits for the reclaimed
+// capacity in use, and is admitted once spot's pods use 4. Offers, Quotas and pods in use never
 // sum past 10.
 func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	cp.Require(t)
@@ -126,6 +127,24 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
 	})
 	m.Stop()
+
+	// A new leader that decides spot before gold (here: serving spot
+	// alone) must not give spot its old 8 back: its pods' 8 are being
+	// taken back, not room for it to grow into.
+	b = newBudget()
+	alone := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "mid-spot", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0))
+	})
+	testkit.Eventually(t, 10*time.Second, "the new leader counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+	testkit.Consistently(t, 2*time.Second, "spot, decided alone, keeps 4", func() bool {
+		rs := get(t, nsS, "s")
+		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
+	})
+	alone.Stop()
 
 	b = newBudget()
 	spotAndGold(t, b, "mid-spot", "mid-gold")
