@@ -42,13 +42,16 @@ func evictPeriod(d time.Duration) time.Duration {
 
 // evictor deletes the pods a ledger names.
 type evictor struct {
-	l        *ledger.Ledger
-	writer   client.Writer
-	recorder events.EventRecorder
+	l      *ledger.Ledger
+	writer client.Writer
+	// recorder gives the recorder of eviction events, asked for once run
+	// starts.
+	recorder func() events.EventRecorder
 }
 
 // run asks l for the pods due every evictPeriod until ctx ends.
 func (e evictor) run(ctx context.Context) {
+	rec := e.recorder()
 	t := time.NewTicker(evictPeriod(e.l.EvictionAfter()))
 	defer t.Stop()
 	for {
@@ -57,7 +60,7 @@ func (e evictor) run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			for _, ev := range e.l.EvictionsDue(now) {
-				e.evict(ctx, ev)
+				e.evict(ctx, rec, ev)
 			}
 		}
 	}
@@ -65,7 +68,7 @@ func (e evictor) run(ctx context.Context) {
 
 // evict deletes one ShadowPod, on condition that it is still the pod the
 // ledger saw (same UID), and says so on its slice.
-func (e evictor) evict(ctx context.Context, ev ledger.Eviction) {
+func (e evictor) evict(ctx context.Context, rec events.EventRecorder, ev ledger.Eviction) {
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(offloadingv1beta1.SchemeGroupVersion.WithKind("ShadowPod"))
 	pod.SetNamespace(ev.Pod.Namespace)
@@ -83,14 +86,14 @@ func (e evictor) evict(ctx context.Context, ev ledger.Eviction) {
 	err := e.writer.Delete(ctx, pod, opts...)
 	switch {
 	case err == nil:
-		e.recorder.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvicted, actionEvict, "%s",
+		rec.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvicted, actionEvict, "%s",
 			truncate(fmt.Sprintf("deleted ShadowPod %s (%s); %s", ev.Pod, ledger.Amounts(ev.Charge), ev.Message)))
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or another pod by that name now: the watch says.
 	default:
 		log.FromContext(ctx).Error(err, "cannot evict a ShadowPod; retrying", "budget", e.l.Name(),
 			"ShadowPod", ev.Pod.String(), "ResourceSlice", ev.Slice.String())
-		e.recorder.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvictionFailed, actionEvict, "%s",
+		rec.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvictionFailed, actionEvict, "%s",
 			truncate(fmt.Sprintf("cannot delete ShadowPod %s: %v (retried; the budget's role needs delete on shadowpods.offloading.liqo.io)",
 				ev.Pod, err)))
 	}

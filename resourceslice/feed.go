@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,8 @@ type budgetFeed struct {
 	// evict deletes the pods the ledger names, when the budget was built
 	// WithEvictionAfter (see evict.go); nil otherwise.
 	evict *evictor
+	// podsServed is set once the ShadowPods are watched (Start).
+	podsServed bool
 
 	// done is closed by stop: no class of the manager draws from the
 	// budget any more; ended, when Start returns.
@@ -88,7 +91,8 @@ type settleItem struct {
 func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore, pods cache.Cache) *budgetFeed {
 	var evict *evictor
 	if l.EvictionAfter() > 0 {
-		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: mgr.GetEventRecorder(evictorName)}
+		// Its recorder is asked for when it starts, where ShadowPods are served.
+		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: func() events.EventRecorder { return mgr.GetEventRecorder(evictorName) }}
 	}
 	return &budgetFeed{evict: evict,
 		l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
@@ -205,7 +209,7 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 		<-ctx.Done()
 		f.settles.ShutDown()
 	}()
-	if f.evict != nil && f.pods != nil {
+	if f.evict != nil && f.podsServed {
 		go f.evict.run(ctx)
 	}
 	f.settleLoop(ctx)
@@ -274,6 +278,7 @@ func (f *budgetFeed) register(ctx context.Context) error {
 	if served, err := shadowPodsServed(f.mapper); err != nil {
 		return err
 	} else if served && f.pods != nil {
+		f.podsServed = true
 		pods, err := f.pods.GetInformer(ctx, &offloadingv1beta1.ShadowPod{})
 		if err != nil {
 			return fmt.Errorf("watching Liqo's ShadowPods: %w", err)

@@ -417,6 +417,9 @@ func (inf *watchInformer) registered() []*registration {
 
 // registration is a handler on a watchInformer.
 type registration struct {
+	// The interface's other methods (newer client-go versions add some)
+	// are those of this nil value: nothing the SDK calls.
+	toolscache.ResourceEventHandlerRegistration
 	h toolscache.ResourceEventHandler
 }
 
@@ -426,6 +429,9 @@ func (*registration) HasSynced() bool { return true }
 
 // informerHandle is what GetInformer returns.
 type informerHandle struct {
+	// The interface's other methods (newer controller-runtime versions
+	// add some) are those of this nil value: nothing the SDK calls.
+	cache.Informer
 	c   *watchCache
 	inf *watchInformer
 }

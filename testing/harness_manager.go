@@ -36,7 +36,10 @@ import (
 // so no class asks them anything.
 //
 // Methods the SDK does not call are those of the nil embedded Manager,
-// and panic.
+// and panic. GetEventRecorder is one (its result type changed in
+// controller-runtime v0.25): every class the harness sets up is given the
+// harness's recorder, and the budgets' evictor, which asks the manager for
+// one, never starts here (no ShadowPods are served).
 type harnessManager struct {
 	manager.Manager
 
@@ -57,16 +60,15 @@ type harnessManager struct {
 	elected   chan struct{}
 }
 
-func (m *harnessManager) GetClient() client.Client                     { return m.client }
-func (m *harnessManager) GetCache() cache.Cache                        { return m.cache }
-func (m *harnessManager) GetFieldIndexer() client.FieldIndexer         { return m.cache }
-func (m *harnessManager) GetAPIReader() client.Reader                  { return m.api }
-func (m *harnessManager) GetScheme() *runtime.Scheme                   { return m.scheme }
-func (m *harnessManager) GetRESTMapper() meta.RESTMapper               { return m.mapper }
-func (m *harnessManager) GetLogger() logr.Logger                       { return m.logger }
-func (m *harnessManager) GetHTTPClient() *http.Client                  { return m.http }
-func (m *harnessManager) GetEventRecorder(string) events.EventRecorder { return m.events }
-func (m *harnessManager) Elected() <-chan struct{}                     { return m.elected }
+func (m *harnessManager) GetClient() client.Client             { return m.client }
+func (m *harnessManager) GetCache() cache.Cache                { return m.cache }
+func (m *harnessManager) GetFieldIndexer() client.FieldIndexer { return m.cache }
+func (m *harnessManager) GetAPIReader() client.Reader          { return m.api }
+func (m *harnessManager) GetScheme() *runtime.Scheme           { return m.scheme }
+func (m *harnessManager) GetRESTMapper() meta.RESTMapper       { return m.mapper }
+func (m *harnessManager) GetLogger() logr.Logger               { return m.logger }
+func (m *harnessManager) GetHTTPClient() *http.Client          { return m.http }
+func (m *harnessManager) Elected() <-chan struct{}             { return m.elected }
 
 func (m *harnessManager) GetConverterRegistry() conversion.Registry { return m.converters }
 
