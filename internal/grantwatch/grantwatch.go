@@ -1,13 +1,25 @@
 // Package grantwatch is a test helper of this module: an independent
-// observer that watches a namespace's ResourceSlices and Liqo's Quotas on
-// the API server and checks, at every event, that what the provider grants
-// never exceeds a budget, and the way to run Liqo's own QuotaCreator beside
-// a class controller. The integration and reliability suites share it.
+// observer that watches ResourceSlices, Liqo's Quotas and (for what pods
+// use) ShadowPods on the API server and checks that a budget is never
+// over-committed at any point of the cluster's history, and the way to run
+// Liqo's own QuotaCreator beside a class controller. The integration and
+// reliability suites share it.
+//
+// Each kind is its own watch, and one watch may deliver an event later
+// than another delivers a later one: a check made as events arrive sees
+// states the cluster never had (a waiter's admission before the deletion
+// of the pod that made room for it). The Watcher therefore records every
+// event and, in Check, replays them in the order of their
+// resourceVersions, which on one etcd are revisions of a single counter,
+// checking the invariant after each.
 package grantwatch
 
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -29,130 +41,245 @@ import (
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
-// Watcher checks, at every slice or Quota event in one namespace, that the
-// Quotas of live slices, and per live slice the larger of its Quota and
-// its Accepted offer, sum to at most the limit (CPU).
+// Watcher records slice, Quota and (with WatchHolds) ShadowPod events and
+// checks, in Check, that at every revision the slices it covers hold at
+// most the limit (CPU): with Watch, the Quotas of live slices, and per
+// live slice the larger of its Quota and its Accepted offer; with
+// WatchHolds, per live slice the largest of its Accepted offer, its Quota
+// and what its running ShadowPods request.
 type Watcher struct {
-	limit resource.Quantity
+	limit   resource.Quantity
+	inScope func(*authv1beta1.ResourceSlice) bool
+	pods    bool
 
-	mu         sync.Mutex
-	slices     map[string]*authv1beta1.ResourceSlice
-	quotas     map[string]*offloadingv1beta1.Quota
-	events     int
-	violations []string
-	peak       resource.Quantity
+	mu     sync.Mutex
+	events []event
+	// offers are the CPU offers each slice showed, in the order its watch
+	// delivered them, each change once ("none" while not Accepted).
+	offers map[string][]string
+	err    error
 }
 
-// Watch starts a Watcher on namespace ns of the API server cfg reaches
-// (scheme must hold Liqo's authentication and offloading types); it stops
-// when the test ends.
+type event struct {
+	rv  uint64
+	typ watch.EventType
+	obj client.Object
+}
+
+// Watch starts a Watcher on the slices and Quotas of namespace ns of the
+// API server cfg reaches (scheme must hold Liqo's authentication and
+// offloading types); it stops when the test ends.
 func Watch(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, ns, limit string) *Watcher {
 	t.Helper()
-	w := &Watcher{limit: resource.MustParse(limit), slices: map[string]*authv1beta1.ResourceSlice{}, quotas: map[string]*offloadingv1beta1.Quota{}}
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	sw, err := wc.Watch(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(ns))
-	require.NoError(t, err)
-	qw, err := wc.Watch(ctx, &offloadingv1beta1.QuotaList{}, client.InNamespace(ns))
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc, qc := sw.ResultChan(), qw.ResultChan()
-		for sc != nil || qc != nil {
-			select {
-			case ev, ok := <-sc:
-				if !ok {
-					sc = nil
-					continue
-				}
-				w.observe(ev)
-			case ev, ok := <-qc:
-				if !ok {
-					qc = nil
-					continue
-				}
-				w.observe(ev)
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		sw.Stop()
-		qw.Stop()
-		cancel()
-		<-done
-	})
+	w := newWatcher(limit, func(*authv1beta1.ResourceSlice) bool { return true })
+	w.start(t, cfg, scheme, client.InNamespace(ns), &authv1beta1.ResourceSliceList{}, &offloadingv1beta1.QuotaList{})
 	return w
 }
 
-func (w *Watcher) observe(ev watch.Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.events++
-	var what string
-	switch o := ev.Object.(type) {
-	case *authv1beta1.ResourceSlice:
-		what = "slice " + o.Name
-		if ev.Type == watch.Deleted {
-			delete(w.slices, o.Name)
-		} else {
-			w.slices[o.Name] = o
-		}
-	case *offloadingv1beta1.Quota:
-		what = "Quota " + o.Name
-		if ev.Type == watch.Deleted {
-			delete(w.quotas, o.Name)
-		} else {
-			w.quotas[o.Name] = o
-		}
-	default:
+// WatchHolds starts a Watcher on the slices of classes in every namespace,
+// their Quotas and the ShadowPods their consumers run: a slice's pods are
+// the running ShadowPods labelled liqo.io/creator-user with its Quota's
+// user, charged their containers' CPU requests, as Liqo's webhook charges
+// them (the tests' pods have no init containers).
+func WatchHolds(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, limit string, classes ...string) *Watcher {
+	t.Helper()
+	served := map[string]bool{}
+	for _, c := range classes {
+		served[c] = true
+	}
+	w := newWatcher(limit, func(rs *authv1beta1.ResourceSlice) bool { return served[string(rs.Spec.Class)] })
+	w.pods = true
+	w.start(t, cfg, scheme, nil, &authv1beta1.ResourceSliceList{}, &offloadingv1beta1.QuotaList{}, &offloadingv1beta1.ShadowPodList{})
+	return w
+}
+
+func newWatcher(limit string, inScope func(*authv1beta1.ResourceSlice) bool) *Watcher {
+	return &Watcher{limit: resource.MustParse(limit), inScope: inScope, offers: map[string][]string{}}
+}
+
+func (w *Watcher) start(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, in client.ListOption, lists ...client.ObjectList) {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var opts []client.ListOption
+	if in != nil {
+		opts = append(opts, in)
+	}
+	var wg sync.WaitGroup
+	for _, list := range lists {
+		wi, err := wc.Watch(ctx, list, opts...)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev := range wi.ResultChan() {
+				w.record(ev)
+			}
+		}()
+		t.Cleanup(wi.Stop)
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+}
+
+func (w *Watcher) record(ev watch.Event) {
+	obj, ok := ev.Object.(client.Object)
+	if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
 		return
 	}
-	quotas, granted := w.grantedLocked()
-	if granted.Cmp(w.peak) > 0 {
-		w.peak = granted
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		w.err = fmt.Errorf("%T %s: resourceVersion %q is not an etcd revision: %w", obj, obj.GetName(), obj.GetResourceVersion(), err)
+		return
 	}
-	if quotas.Cmp(w.limit) > 0 || granted.Cmp(w.limit) > 0 {
-		w.violations = append(w.violations, fmt.Sprintf("after %s %s: Quotas of live slices enforce %s CPU, the provider grants %s, budget %s",
-			ev.Type, what, quotas.String(), granted.String(), w.limit.String()))
-	}
-}
-
-// grantedLocked sums the CPU the Quotas of live slices enforce, and per
-// live slice the larger of its Quota and its Accepted offer.
-func (w *Watcher) grantedLocked() (quotas, granted resource.Quantity) {
-	byOwner := map[types.UID]resource.Quantity{}
-	for _, q := range w.quotas {
-		if owner := metav1.GetControllerOf(q); owner != nil {
-			byOwner[owner.UID] = q.Spec.Resources[corev1.ResourceCPU]
+	if rs, ok := obj.(*authv1beta1.ResourceSlice); ok {
+		if !w.inScope(rs) {
+			return
 		}
-	}
-	for _, rs := range w.slices {
-		q, hasQuota := byOwner[rs.UID]
-		g := resource.Quantity{}
-		if hasQuota {
-			quotas.Add(q)
-			g = q
-		}
-		if conditions.IsAccepted(rs) {
-			if a := rs.Status.Resources[corev1.ResourceCPU]; a.Cmp(g) > 0 {
-				g = a
+		if ev.Type != watch.Deleted {
+			offer := offerOf(rs)
+			if seen := w.offers[rs.Name]; len(seen) == 0 || seen[len(seen)-1] != offer {
+				w.offers[rs.Name] = append(seen, offer)
 			}
 		}
-		granted.Add(g)
 	}
-	return quotas, granted
+	w.events = append(w.events, event{rv: rv, typ: ev.Type, obj: obj})
 }
 
-// Check fails the test if the provider ever granted more than the limit,
-// and logs how many events were watched and the peak.
+func offerOf(rs *authv1beta1.ResourceSlice) string {
+	if !conditions.IsAccepted(rs) {
+		return "none"
+	}
+	return rs.Status.Resources.Cpu().String()
+}
+
+// OffersOf are the CPU offers the slice name showed, each change once
+// ("none" while not Accepted).
+func (w *Watcher) OffersOf(name string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.offers[name]...)
+}
+
+// Check replays the events recorded so far in revision order and fails the
+// test if the slices ever held more than the limit; it logs how many
+// events were replayed and the peak.
 func (w *Watcher) Check(t *testing.T) {
 	t.Helper()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	assert.Empty(t, w.violations, "the provider granted more than the budget (%d events watched)", w.events)
-	t.Logf("grant watcher: %d events, peak granted %s of %s CPU", w.events, w.peak.String(), w.limit.String())
+	events := append([]event(nil), w.events...)
+	err := w.err
+	w.mu.Unlock()
+	require.NoError(t, err)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
+	s := state{
+		slices: map[types.NamespacedName]*authv1beta1.ResourceSlice{},
+		quotas: map[types.NamespacedName]*offloadingv1beta1.Quota{},
+		pods:   map[types.NamespacedName]*offloadingv1beta1.ShadowPod{},
+	}
+	var violations []string
+	var peak resource.Quantity
+	for _, ev := range events {
+		s.apply(ev)
+		quotas, held, who := s.held(w.pods)
+		if held.Cmp(peak) > 0 {
+			peak = held
+		}
+		if held.Cmp(w.limit) > 0 || quotas.Cmp(w.limit) > 0 {
+			violations = append(violations, fmt.Sprintf("at revision %d (%s %T %s): Quotas of live slices enforce %s CPU, the slices hold %s, budget %s (%s)",
+				ev.rv, ev.typ, ev.obj, ev.obj.GetName(), quotas.String(), held.String(), w.limit.String(), strings.Join(who, ", ")))
+		}
+	}
+	what := "offers and Quotas"
+	if w.pods {
+		what = "offers, Quotas and pods in use"
+	}
+	assert.Empty(t, violations, "the budget was over-committed counting %s (%d events replayed in revision order)", what, len(events))
+	t.Logf("grant watcher: %d events, peak held %s of %s CPU (%s)", len(events), peak.String(), w.limit.String(), what)
+}
+
+// state is the cluster as the replay has reached it.
+type state struct {
+	slices map[types.NamespacedName]*authv1beta1.ResourceSlice
+	quotas map[types.NamespacedName]*offloadingv1beta1.Quota
+	pods   map[types.NamespacedName]*offloadingv1beta1.ShadowPod
+}
+
+func (s *state) apply(ev event) {
+	key := client.ObjectKeyFromObject(ev.obj)
+	gone := ev.typ == watch.Deleted
+	switch o := ev.obj.(type) {
+	case *authv1beta1.ResourceSlice:
+		put(s.slices, key, o, gone)
+	case *offloadingv1beta1.Quota:
+		put(s.quotas, key, o, gone)
+	case *offloadingv1beta1.ShadowPod:
+		put(s.pods, key, o, gone)
+	}
+}
+
+func put[T any](m map[types.NamespacedName]T, key types.NamespacedName, o T, gone bool) {
+	if gone {
+		delete(m, key)
+		return
+	}
+	m[key] = o
+}
+
+// held sums the CPU the Quotas of live slices enforce, and per live slice
+// the largest of its Quota, its Accepted offer and (with pods) what its
+// running pods request; who names each slice that holds something.
+func (s *state) held(pods bool) (quotas, held resource.Quantity, who []string) {
+	for key, rs := range s.slices {
+		most := resource.Quantity{}
+		if conditions.IsAccepted(rs) {
+			most = rs.Status.Resources.Cpu().DeepCopy()
+		}
+		quota, use := "none", resource.Quantity{}
+		for _, q := range s.quotas {
+			owner := metav1.GetControllerOf(q)
+			if q.Namespace != key.Namespace || owner == nil || owner.UID != rs.UID {
+				continue
+			}
+			c := q.Spec.Resources.Cpu()
+			quotas.Add(*c)
+			quota = c.String()
+			if c.Cmp(most) > 0 {
+				most = c.DeepCopy()
+			}
+			if pods {
+				use.Add(s.inUse(q.Spec.User))
+			}
+		}
+		if use.Cmp(most) > 0 {
+			most = use
+		}
+		held.Add(most)
+		if !most.IsZero() {
+			who = append(who, fmt.Sprintf("%s offer %s Quota %s in use %s", key, offerOf(rs), quota, use.String()))
+		}
+	}
+	sort.Strings(who)
+	return quotas, held, who
+}
+
+// inUse is the CPU the running ShadowPods of user request.
+func (s *state) inUse(user string) resource.Quantity {
+	var use resource.Quantity
+	for _, p := range s.pods {
+		if p.Labels["liqo.io/creator-user"] != user || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range p.Spec.Pod.Containers {
+			use.Add(*c.Resources.Requests.Cpu())
+		}
+	}
+	return use
 }
 
 // RunLiqoQuotas registers Liqo v1.2.0's own QuotaCreatorReconciler in mgr

@@ -438,18 +438,19 @@ func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
 
 // growsFromLocked is what an offer for the slice key is measured from:
 // what it counts now; for a slice shrunk by a reclaim (its condition says
-// Reclaimed), what it was granted. The capacity its pods still use beyond
-// its grant is being taken back, not room for it to grow into: without
-// this rule a victim whose cap is not known (a new leader, before the
-// waiter it yielded to is decided again) would be granted its old offer
-// back at once, undoing the reclaim.
+// Reclaimed), the offer it was left with and its writes in flight. What
+// its pods still use beyond that, and its Quota while Liqo has not yet
+// lowered it to the smaller offer, are being taken back, not room for it
+// to grow into: without this rule a victim whose cap is not known (a new
+// leader, before the waiter it yielded to is decided again) would be
+// granted its old offer back at once, undoing the reclaim.
 func (l *Ledger) growsFromLocked(key types.NamespacedName) corev1.ResourceList {
 	e := l.slices[key]
 	switch {
 	case e == nil:
 		return nil
 	case e.reclaimed:
-		return e.granted()
+		return e.offered()
 	default:
 		return e.counted
 	}

@@ -99,17 +99,11 @@ func (e *entry) held() corev1.ResourceList {
 	return maxList(out, e.inUse)
 }
 
-// granted is what the slice was granted, as the cluster shows it (its
-// grant and live Quotas) and as its writes in flight assume: what it counts
-// without what its pods use.
-func (e *entry) granted() corev1.ResourceList {
+// offered is the slice's offer as the cluster shows it and as its writes
+// in flight assume: what it was granted, without its Quotas (which follow
+// the offer late) or what its pods use.
+func (e *entry) offered() corev1.ResourceList {
 	out := e.grant
-	for _, q := range e.quotas {
-		if e.uid != "" && q.owner != "" && q.owner != e.uid {
-			continue
-		}
-		out = maxList(out, q.resources)
-	}
 	for _, a := range e.attempts {
 		out = maxList(out, a.offer)
 	}

@@ -193,6 +193,17 @@ func TestNewLeaderDoesNotUndoAReclaim(t *testing.T) {
 	l.ForgetPod(podKey("p1"))
 	admitted(t, []*ledger.Ledger{l}, goldAsk("g", cpu("6")))
 
+	// Liqo lowers a victim's Quota only after it sees the smaller offer: a
+	// new leader may find it still at 8. The Quota lags behind the shrink;
+	// it is not room to grow back into either.
+	q, _, _ := priced(t, cpu("10"), true)
+	q.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("spot"), reclaimed))
+	q.ObserveQuota(key("s"), uid("s"), "qs", "user-s", cpu("8"))
+	q.ObservePod(podKey("p1"), "user-s", cpu("4"), ledger.PodMeta{})
+	q.ObservePod(podKey("p2"), "user-s", cpu("4"), ledger.PodMeta{})
+	r = refused(t, []*ledger.Ledger{q}, spotAgain)
+	assert.Equal(t, ledger.ReasonExhausted, r.Reason, "a Quota not yet lowered gives the victim nothing back: %s", r.Message)
+
 	// Without the mark, the same offer would be free: its pods' 8 count.
 	m, _, _ := priced(t, cpu("10"), true)
 	m.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("spot")))

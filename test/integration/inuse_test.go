@@ -21,6 +21,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/grantwatch"
 	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -61,7 +62,7 @@ func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
 		})
 		return m, b
 	}
-	w := watchHolds(t, "10", class)
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", class)
 	m, b := start()
 	create(t, sliceIn(nsX, "x", class, slicetest.WithConsumer("cluster-x"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, 30*time.Second, "x Accepted with 8 and its Quota at 8", func() bool {
@@ -101,7 +102,7 @@ func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "y admitted once x's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsY, "y")) })
 	used = b.Used()
 	assert.Equal(t, int64(10), used.Cpu().Value(), "x's 4 in use and y's 6")
-	w.check(t)
+	w.Check(t)
 }
 
 // quotaUser is the user of the one Quota in ns.
@@ -146,7 +147,7 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	offloaded := testkit.Namespace(t, cp, "reclaim-offloaded")
 	b, err := budget.New("reclaim", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
 	require.NoError(t, err)
-	w := watchHolds(t, "10", "spot", "gold")
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "spot", "gold")
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		if err := withLiqoQuotas(mgr); err != nil {
 			return err
@@ -199,7 +200,7 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	used := b.Used()
 	assert.Equal(t, int64(10), used.Cpu().Value())
 	assert.False(t, conditions.IsAccepted(get(t, nsS, "s2")), "spot's second slice still waits")
-	w.check(t)
+	w.Check(t)
 }
 
 // Equal priorities never preempt, without WithPreemption nothing is

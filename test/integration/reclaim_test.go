@@ -5,14 +5,18 @@ import (
 	"testing"
 	"time"
 
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/grantwatch"
 	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -49,7 +53,7 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 	b, err := budget.New("evict", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")},
 		budget.WithPreemption(), budget.WithEvictionAfter(d))
 	require.NoError(t, err)
-	w := watchHolds(t, "10", "ev-spot", "ev-gold")
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "ev-spot", "ev-gold")
 	spotAndGold(t, b, "ev-spot", "ev-gold")
 	create(t, sliceIn(nsS, "s", "ev-spot", slicetest.WithConsumer("cluster-evict-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
@@ -88,13 +92,14 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 	})
 	testkit.Eventually(t, 30*time.Second, "gold admitted", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
 	testkit.Consistently(t, time.Second, "nothing more is evicted", func() bool { return exists(t, oldest) })
-	w.check(t)
+	w.Check(t)
 }
 
 // A restart in the middle of a reclaim finishes it without shrinking
 // anyone twice: spot (8, pods using 8) is shrunk to 4 for gold (6); the
 // manager stops while gold waits; a new leader deciding spot first keeps
-// it at 4 (its old offer is not given back); then one serving both keeps
+// it at 4 (its old offer is not given back, though its Quota still says
+// 8: Liqo had not yet lowered it); then one serving both keeps
 // spot at 4 (no second shrink), gold still waits for the reclaimed
 // capacity in use, and is admitted once spot's pods use 4. Offers, Quotas and pods in use never
 // sum past 10.
@@ -109,7 +114,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	}
-	w := watchHolds(t, "10", "mid-spot", "mid-gold")
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "mid-spot", "mid-gold")
 	b := newBudget()
 	m := spotAndGold(t, b, "mid-spot", "mid-gold")
 	create(t, sliceIn(nsS, "s", "mid-spot", slicetest.WithConsumer("cluster-mid-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
@@ -130,12 +135,13 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 
 	// A new leader that decides spot before gold (here: serving spot
 	// alone) must not give spot its old 8 back: its pods' 8 are being
-	// taken back, not room for it to grow into.
+	// taken back, not room for it to grow into; nor is its Quota, which
+	// Liqo lowers only after it sees the smaller offer. The manager that
+	// stopped may have stopped Liqo's QuotaCreator before it did: this
+	// leader starts with spot's Quota still at 8, and no QuotaCreator.
+	setQuotaCPU(t, nsS, "s", "8")
 	b = newBudget()
 	alone := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
-		if err := withLiqoQuotas(mgr); err != nil {
-			return err
-		}
 		return resourceslice.AddToManager(mgr, "mid-spot", accept("Granted", nil), resourceslice.WithBudget(b),
 			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0))
 	})
@@ -160,14 +166,24 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	})
 	require.NoError(t, cp.Client.Delete(ctx, p1))
 	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
-	// Known defect (see the stop note of 2026-11-25): in the full suite spot
-	// was once seen given its 8 back and shrunk again (none, 8, 4, 8, 4)
-	// after the restart, a path the forced order above does not cover. It
-	// is logged, not asserted, until it is found; the invariant still holds.
-	offers := w.offersOf("s")
-	if !assert.ObjectsAreEqual([]string{"none", "8", "4"}, offers) {
-		t.Logf("KNOWN DEFECT: spot was shrunk more than once: %v", offers)
+	assert.Equal(t, []string{"none", "8", "4"}, w.OffersOf("s"), "spot was shrunk once, and never given its old offer back")
+	w.Check(t)
+}
+
+// setQuotaCPU sets the CPU of the Quota Liqo made for the slice, as when
+// Liqo's QuotaCreator has not yet followed a change of its offer.
+func setQuotaCPU(t *testing.T, ns, name, cpu string) {
+	t.Helper()
+	rs := get(t, ns, name)
+	var list offloadingv1beta1.QuotaList
+	require.NoError(t, cp.Client.List(context.Background(), &list, client.InNamespace(ns)))
+	for i := range list.Items {
+		q := &list.Items[i]
+		if o := metav1.GetControllerOf(q); o != nil && o.UID == rs.UID {
+			q.Spec.Resources[corev1.ResourceCPU] = resource.MustParse(cpu)
+			require.NoError(t, cp.Client.Update(context.Background(), q))
+			return
+		}
 	}
-	assert.Equal(t, "4", offers[len(offers)-1], "spot ends at what it keeps")
-	w.check(t)
+	t.Fatalf("no Quota for slice %s/%s", ns, name)
 }
