@@ -125,13 +125,8 @@ func takesFrom(over, charge corev1.ResourceList) bool {
 // counts).
 func (l *Ledger) podsOfLocked(e *entry) []types.NamespacedName {
 	var out []types.NamespacedName
-	seen := map[string]bool{}
-	for _, q := range e.quotas {
-		if q.user == "" || seen[q.user] || (e.uid != "" && q.owner != "" && q.owner != e.uid) {
-			continue
-		}
-		seen[q.user] = true
-		if u := l.users[q.user]; u != nil {
+	for user := range e.users {
+		if u := l.users[user]; u != nil {
 			for pk := range u.pods {
 				out = append(out, pk)
 			}

@@ -175,13 +175,8 @@ func (l *Ledger) unlinkUser(user string, key types.NamespacedName) {
 // the resources the ledger limits.
 func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
 	var out corev1.ResourceList
-	seen := map[string]bool{}
-	for _, q := range e.quotas {
-		if q.user == "" || seen[q.user] || (e.uid != "" && q.owner != "" && q.owner != e.uid) {
-			continue
-		}
-		seen[q.user] = true
-		if u := l.users[q.user]; u != nil && !allZero(u.sum) {
+	for user := range e.users {
+		if u := l.users[user]; u != nil && !allZero(u.sum) {
 			if out == nil {
 				out = corev1.ResourceList{}
 			}

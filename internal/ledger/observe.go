@@ -85,16 +85,36 @@ type quota struct {
 	user string
 }
 
+// owns reports whether q is the slice's own Quota, not one left by a
+// deleted slice of the same name (known when both UIDs are).
+func (e *entry) owns(q quota) bool {
+	return e.uid == "" || q.owner == "" || q.owner == e.uid
+}
+
+// users yields, once each, the users of the slice's own Quotas: the
+// identities whose ShadowPods charge it.
+func (e *entry) users(yield func(string) bool) {
+	seen := map[string]bool{}
+	for _, q := range e.quotas {
+		if q.user == "" || seen[q.user] || !e.owns(q) {
+			continue
+		}
+		seen[q.user] = true
+		if !yield(q.user) {
+			return
+		}
+	}
+}
+
 // held is what the cluster shows the slice holds: the largest of its
-// grant, its live Quotas and what its consumer's running pods use, per
+// grant, its own Quotas and what its consumer's running pods use, per
 // resource.
 func (e *entry) held() corev1.ResourceList {
 	out := e.grant
 	for _, q := range e.quotas {
-		if e.uid != "" && q.owner != "" && q.owner != e.uid {
-			continue // a Quota of a deleted slice of the same name
+		if e.owns(q) {
+			out = maxList(out, q.resources)
 		}
-		out = maxList(out, q.resources)
 	}
 	return maxList(out, e.inUse)
 }
