@@ -52,8 +52,13 @@ func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Eviction
-	for key, e := range l.slices {
-		if e.capped == nil || now.Sub(e.capped.since) < after {
+	for key := range l.cappedKeys {
+		e := l.slices[key]
+		if e == nil || e.capped == nil {
+			delete(l.cappedKeys, key) // uncapped or gone since
+			continue
+		}
+		if now.Sub(e.capped.since) < after {
 			continue
 		}
 		over := l.overKeepLocked(e, now)
@@ -169,4 +174,12 @@ func Amounts(rl corev1.ResourceList) string {
 		return "nothing"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// noteCappedLocked records that key was capped, for EvictionsDue to walk;
+// only a ledger that evicts keeps the record.
+func (l *Ledger) noteCappedLocked(key types.NamespacedName) {
+	if l.opts.EvictionAfter > 0 {
+		l.cappedKeys[key] = struct{}{}
+	}
 }

@@ -111,6 +111,10 @@ type Ledger struct {
 	// evicting are the pods EvictionsDue named, and when, until they are
 	// gone (see evict.go).
 	evicting map[types.NamespacedName]time.Time
+	// cappedKeys are the slices capped since EvictionsDue last looked, a
+	// superset of those capped now: it walks these, not every slice,
+	// dropping the keys no longer capped.
+	cappedKeys map[types.NamespacedName]struct{}
 }
 
 // refreshDelay is how soon after a change of what is held, free or
@@ -201,6 +205,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		victims:    map[Holder]map[types.NamespacedName]bool{},
 		users:      map[string]*userUse{},
 		evicting:   map[types.NamespacedName]time.Time{},
+		cappedKeys: map[types.NamespacedName]struct{}{},
 	}, nil
 }
 

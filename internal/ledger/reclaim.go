@@ -127,6 +127,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 		case capNow && hadPool && equalLists(e.capped.keep, keep):
 		case capNow:
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}
+			l.noteCappedLocked(key)
 			changed = append(changed, key)
 		case hadPool:
 			e.capped = nil
@@ -210,6 +211,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 		keep := l.keepOf(e)
 		if takeFrom(keep, excess) {
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
+			l.noteCappedLocked(key)
 			victims = append(victims, key)
 		}
 	}
@@ -330,6 +332,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		takeFrom(keep, lacking)
 		if c.e.capped == nil {
 			c.e.capped = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}
+			l.noteCappedLocked(c.key)
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
 			delete(l.victims[prev], c.key)
 		}
