@@ -175,14 +175,7 @@ func TestClassesFileFollowsTheFile(t *testing.T) {
 	const ns = slicetest.DefaultNamespace
 	require.NoError(t, cp.CreateNamespace(ctx, ns))
 	path := filepath.Join(t.TempDir(), "classes.yaml")
-	write := func(content string) {
-		t.Helper()
-		// As the kubelet updates a mounted ConfigMap: a new file renamed
-		// over the old one.
-		tmp := path + ".tmp"
-		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
-		require.NoError(t, os.Rename(tmp, path))
-	}
+	write := func(content string) { t.Helper(); replaceFile(t, path, content) }
 	write("- name: filegold\n  caps: {cpu: 2}\n")
 
 	o, err := parseFlags([]string{"--classes-file", "/nonexistent/classes.yaml", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
@@ -350,12 +343,7 @@ func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
 	const ns = slicetest.DefaultNamespace // the consumer is the namespace: it has no cluster-ID label
 	require.NoError(t, cp.CreateNamespace(ctx, ns))
 	path := filepath.Join(t.TempDir(), "classes.yaml")
-	write := func(content string) {
-		t.Helper()
-		tmp := path + ".tmp"
-		require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
-		require.NoError(t, os.Rename(tmp, path))
-	}
+	write := func(content string) { t.Helper(); replaceFile(t, path, content) }
 	file := func(limits string) string {
 		return "budgets:\n  - name: pool\n    total: {cpu: 10}\n" + limits + "classes:\n  - name: limgold\n    caps: {cpu: 6}\n    budgets: [pool]\n"
 	}
@@ -385,4 +373,13 @@ func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
 	write(file(""))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)),
 		"the override removed: g's offer grows back")
+}
+
+// replaceFile writes content to path as the kubelet updates a mounted
+// ConfigMap: a new file renamed over the old one.
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
+	require.NoError(t, os.Rename(tmp, path))
 }

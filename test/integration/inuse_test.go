@@ -148,17 +148,7 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	b, err := budget.New("reclaim", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
 	require.NoError(t, err)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "spot", "gold")
-	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
-		if err := withLiqoQuotas(mgr); err != nil {
-			return err
-		}
-		if err := resourceslice.AddToManager(mgr, "spot", accept("Granted", nil), resourceslice.WithBudget(b),
-			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0)); err != nil {
-			return err
-		}
-		return resourceslice.AddToManager(mgr, "gold", accept("Granted", nil), resourceslice.WithBudget(b),
-			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(100))
-	})
+	spotAndGold(t, b, "spot", "gold")
 	create(t, sliceIn(nsS, "s", "spot", slicetest.WithConsumer("cluster-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, 30*time.Second, "spot's slice Accepted with 8 and its Quota at 8", func() bool {
 		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
