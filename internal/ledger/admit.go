@@ -401,8 +401,12 @@ func shortNames(short []string) []string {
 }
 
 // consumerShortLocked lists what keeps consumer within its limit if one of
-// its slices, counting mine now, is granted offer (and extra is set aside
-// for it besides); nil when consumers are not limited or it fits.
+// its slices, growing from mine, is granted offer (and extra is set aside
+// for it besides); nil when consumers are not limited or it fits. As for
+// the budget's total, only an increase over mine must fit: an offer that
+// asks no more than the slice grows from takes nothing, and is never
+// refused, even from a consumer above its limit (a reclaimed slice whose
+// Quota and pods still hold more than its smaller offer).
 func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.ResourceList) []string {
 	limit := l.limitLocked(consumer)
 	if len(limit) == 0 {
@@ -415,9 +419,13 @@ func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.
 		if !asked {
 			continue
 		}
+		m, holds := mine[n]
+		if holds && want.Cmp(m) <= 0 {
+			continue
+		}
 		after := held[n].DeepCopy()
-		after.Sub(mine[n])
 		after.Add(want)
+		after.Sub(m)
 		after.Add(extra[n])
 		if after.Cmp(limit[n]) > 0 {
 			h, lim := held[n], limit[n]

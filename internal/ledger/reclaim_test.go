@@ -134,6 +134,19 @@ func TestSetConsumerLimitTakesBack(t *testing.T) {
 		Base: "1", Created: at(3), Consumer: "globex", Offer: cpu("1")})
 	assert.Equal(t, ledger.ReasonConsumerLimit, r.Reason)
 
+	// Each victim's class writes what it keeps (reason Reclaimed) while its
+	// Quota still shows 4 and a pod uses 2: offering what it keeps again
+	// asks nothing more, and is admitted though globex is above its limit.
+	reclaimed := func(s *ledger.Slice) { s.Reclaimed = true; s.Created = at(2) }
+	l.ObserveSlice(slice("new", "2", cpu("0"), inClass("spot"), consumer("globex"), reclaimed))
+	l.ObserveQuota(key("new"), uid("new"), "qn", "user-new", cpu("4"))
+	l.ObservePod(podKey("p"), "user-new", cpu("2"), ledger.PodMeta{})
+	admitted(t, []*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("new")}, UID: uid("new"),
+		Base: "2", Created: at(2), Consumer: "globex", Offer: cpu("0")})
+	r = refused(t, []*ledger.Ledger{l}, ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("new")}, UID: uid("new"),
+		Base: "2", Created: at(2), Consumer: "globex", Offer: cpu("1")})
+	assert.Equal(t, ledger.ReasonConsumerLimit, r.Reason, "growing past what it keeps still waits: %s", r.Message)
+
 	require.NoError(t, l.SetConsumerLimit("globex", nil))
 	_, ok = l.Cap(key("new"))
 	assert.False(t, ok, "the override removed: caps lifted")
