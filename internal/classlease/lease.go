@@ -119,13 +119,20 @@ func (l *Lease) release(ctx context.Context) error {
 
 // Live reports whether a class Lease is held and renewed recently.
 func Live(lease *coordinationv1.Lease, now time.Time) bool {
+	until, held := heldUntil(lease)
+	return held && until.After(now)
+}
+
+// heldUntil is when the Lease expires unless renewed; held is false for a
+// Lease nobody holds.
+func heldUntil(lease *coordinationv1.Lease) (until time.Time, held bool) {
 	s := lease.Spec
 	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
-		return false
+		return time.Time{}, false
 	}
 	d := Duration
 	if s.LeaseDurationSeconds != nil {
 		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
-	return s.RenewTime.Add(d).After(now)
+	return s.RenewTime.Add(d), true
 }

@@ -114,10 +114,19 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 	if err := u.cfg.Leases.List(ctx, &leases, client.InNamespace(u.cfg.Namespace), client.HasLabels{Label}); err != nil {
 		return fmt.Errorf("listing class Leases in %q: %w", u.cfg.Namespace, err)
 	}
+	// servedUntil is, per class, when the last Lease seen for it expires
+	// (or expired): a slice is unserved from then at the earliest, even if
+	// an earlier check, reading a cache that had not yet seen the Lease,
+	// found none.
 	served := map[string]bool{}
+	servedUntil := map[string]time.Time{}
 	for i := range leases.Items {
+		class := leases.Items[i].Labels[Label]
+		if until, held := heldUntil(&leases.Items[i]); held && until.After(servedUntil[class]) {
+			servedUntil[class] = until
+		}
 		if Live(&leases.Items[i], now) {
-			served[leases.Items[i].Labels[Label]] = true
+			served[class] = true
 		}
 	}
 	var slices authv1beta1.ResourceSliceList
@@ -148,8 +157,11 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 		first, ok := u.since[key]
 		if !ok {
 			first = now
-			u.since[key] = now
 		}
+		if until := servedUntil[class]; first.Before(until) {
+			first = until
+		}
+		u.since[key] = first
 		if now.Sub(first) < u.cfg.After {
 			continue
 		}

@@ -241,6 +241,26 @@ func TestUnservedReporterControllerAppears(t *testing.T) {
 	assert.Len(t, f.events.about("late"), 2, "a class that loses its controller is reported again")
 }
 
+// A check that reads a Lease cache behind the API server finds no Lease
+// for a class that is served; once the Lease shows, even expired, the
+// slice counts as unserved only from its expiry: it is flagged the delay
+// after that, not the delay after the first check that missed the Lease.
+func TestUnservedReporterCountsFromTheLeasesExpiry(t *testing.T) {
+	const after = 2 * time.Second
+	t0 := time.Now().Truncate(time.Second)
+	f := newReporterFixture(t, after, replicatedSlice("crash", "crash", t0))
+	f.check(t, t0) // the Lease, renewed at t0 for 4s, is not in the cache yet
+	f.check(t, t0.Add(time.Second))
+	expiry := t0.Add(4 * time.Second)
+	require.NoError(t, f.c.Create(context.Background(), classLeaseObj("crash", "pod-a", t0, ptr.To(int32(4)))))
+	f.check(t, expiry.Add(300*time.Millisecond))
+	assert.Empty(t, f.events.about("crash"), "the class was served until its Lease expired, 0.3s ago")
+	assert.Zero(t, f.unserved(t, "crash"))
+	f.check(t, expiry.Add(after))
+	assert.Len(t, f.events.about("crash"), 1, "flagged the delay after the expiry")
+	assert.Equal(t, 1.0, f.unserved(t, "crash"))
+}
+
 // A deleted slice leaves the gauge.
 func TestUnservedReporterForgetsDeletedSlices(t *testing.T) {
 	const after = time.Second
