@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,7 +146,17 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 		return resourceslice.AddToManager(mgr, "mid-spot", accept("Granted", nil), resourceslice.WithBudget(b),
 			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0))
 	})
-	testkit.Eventually(t, 10*time.Second, "the new leader counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+	var used atomic.Value
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the new leader's budget last counted %v CPU", used.Load())
+		}
+	})
+	testkit.Eventually(t, 30*time.Second, "the new leader counts spot's pods", func() bool {
+		u := b.Used()
+		used.Store(u.Cpu().String())
+		return u.Cpu().Value() == 8
+	})
 	testkit.Consistently(t, 2*time.Second, "spot, decided alone, keeps 4", func() bool {
 		rs := get(t, nsS, "s")
 		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
