@@ -61,7 +61,9 @@
 // watches the machine's load and decides whether the run can be judged;
 // scale.go (opt-in, -scale-n) times one replica holding many slices and
 // standbys taking over from it, each in a child process (scalechild.go,
-// scaleproc.go).
+// scaleproc.go); view.go (alone, -view-only) measures the status.class
+// view's heap per slice beside the typed slice cache's, in memory's child
+// processes.
 package main
 
 import (
@@ -96,6 +98,11 @@ type flags struct {
 	memChild int
 	trim     bool
 	cfgFile  string
+	// memEvaluated: the child waits for a handler call per slice.
+	memEvaluated bool
+	// the status.class view's phase (view.go), run alone with viewOnly.
+	viewN    string
+	viewOnly bool
 	// the scale phase (scale.go), off unless scaleN names a size.
 	scaleN     string
 	scaleFresh int
@@ -147,6 +154,9 @@ func main() {
 	flag.BoolVar(&f.scaleOnly, "scale-only", false, "run the scale phase only (with -scale-n)")
 	flag.IntVar(&f.memChild, "mem-child", -1, "internal: run as the memory-measuring child")
 	flag.BoolVar(&f.trim, "trim", false, "internal: child uses the trimming cache transform")
+	flag.BoolVar(&f.memEvaluated, "mem-evaluated", false, "internal: child measures once its handler was called for every slice")
+	flag.BoolVar(&f.viewOnly, "view-only", false, "run the status.class view's phase alone: heap per slice of the view beside the typed slice cache (-view-n)")
+	flag.StringVar(&f.viewN, "view-n", "10000,50000", "status.class view phase: slice counts the cluster holds when measured")
 	flag.StringVar(&f.cfgFile, "config", "", "internal: child's API server config")
 	flag.StringVar(&f.scaleChild, "scale-child", "", "internal: run as a replica of the scale phase")
 	flag.IntVar(&f.sbsN, "sbs-n", 2000, "side by side: slices each process (example manager, template-shaped controller, plain client) decides alone, on a control plane of its own (0: no side by side)")
@@ -246,6 +256,14 @@ func run(f flags) (bool, error) {
 		return false, err
 	}
 	defer func() { _ = cp.Stop() }()
+	if f.viewOnly {
+		phase := time.Now()
+		if err := viewPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		t.add("wall time: view phase (slice creation included)", round(time.Since(phase)))
+		return report(f, t)
+	}
 	if f.reclaimOnly {
 		if f.reclaimN < 1 || f.podsN < 0 || f.podsMemN < 1 {
 			return false, fmt.Errorf("-reclaim-n and -pods-mem-n must be at least 1, -pods-n at least 0")

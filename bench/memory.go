@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -18,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -51,7 +54,7 @@ func memoryPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t 
 	defer func() { _ = os.Remove(cfgFile) }()
 	empty := map[bool]memResult{}
 	for _, trim := range []bool{false, true} {
-		if empty[trim], err = child(cfgFile, 0, trim); err != nil {
+		if empty[trim], err = child(cfgFile, 0, trim, false); err != nil {
 			return err
 		}
 	}
@@ -60,7 +63,7 @@ func memoryPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t 
 		perSlice[c] = map[bool]float64{}
 		for _, trim := range []bool{false, true} {
 			say("memory: %d cached slices, trim=%v...", c, trim)
-			m, err := child(cfgFile, c, trim)
+			m, err := child(cfgFile, c, trim, false)
 			if err != nil {
 				return err
 			}
@@ -119,13 +122,16 @@ func loadConfig(path string) (*rest.Config, error) {
 }
 
 // child re-runs this binary to measure one memory configuration in a fresh
-// process.
-func child(cfgFile string, n int, trim bool) (memResult, error) {
+// process; with evaluated, the child measures only once its handler has
+// been called for each of the n slices (every source of its controller,
+// the status.class view included, has synced by then).
+func child(cfgFile string, n int, trim, evaluated bool) (memResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return memResult{}, err
 	}
-	cmd := exec.Command(self, "-mem-child", strconv.Itoa(n), "-trim="+strconv.FormatBool(trim), "-config", cfgFile)
+	cmd := exec.Command(self, "-mem-child", strconv.Itoa(n), "-trim="+strconv.FormatBool(trim),
+		"-mem-evaluated="+strconv.FormatBool(evaluated), "-config", cfgFile)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -155,7 +161,8 @@ func parseCounts(name, s string) ([]int, error) {
 
 // memChild runs a manager serving class "mem" whose cache holds the first
 // f.memChild slices of namespace "mem" (selected by their bucket label), lets
-// it reconcile them, and prints its settled heap and RSS as JSON.
+// it reconcile them (with f.memEvaluated, until its handler was called for
+// each), and prints its settled heap and RSS as JSON.
 func memChild(f flags) error {
 	cfg, err := loadConfig(f.cfgFile)
 	if err != nil {
@@ -187,7 +194,13 @@ func memChild(f flags) error {
 	if err != nil {
 		return err
 	}
-	if err := resourceslice.AddToManager(mgr, "mem", acceptAll(), resourceslice.WithMaxConcurrentReconciles(2)); err != nil {
+	var calls atomic.Int64
+	accept := acceptAll()
+	counted := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		calls.Add(1)
+		return accept.Handle(ctx, rs)
+	})
+	if err := resourceslice.AddToManager(mgr, "mem", counted, resourceslice.WithMaxConcurrentReconciles(2)); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -208,6 +221,12 @@ func memChild(f flags) error {
 	}
 	if len(list.Items) < f.memChild {
 		return fmt.Errorf("cache holds %d slices, want %d", len(list.Items), f.memChild)
+	}
+	for f.memEvaluated && calls.Load() < int64(f.memChild) {
+		if time.Now().After(deadline.Add(decideTimeout(f.memChild))) {
+			return fmt.Errorf("the handler was called %d times, want %d", calls.Load(), f.memChild)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	cached := len(list.Items)
 	list = authv1beta1.ResourceSliceList{}

@@ -41,15 +41,33 @@ import (
 // v1.2.0 Go types have no such field, so the typed cache drops it. The SDK
 // therefore keeps, per manager, a second and small cache of "class views":
 // each slice decoded into just its name, labels, spec.class and
-// status.class. It is started only when the API server's ResourceSlice
-// schema has status.class (read from OpenAPI v3 discovery, which every
-// authenticated client may read); against today's CRD, which prunes the
-// field, it costs nothing.
+// status.class, and what the budgets count (see classView). It is started
+// only when the API server's ResourceSlice schema has status.class (read
+// from OpenAPI v3 discovery, which every authenticated client may read);
+// against today's CRD, which prunes the field, it costs nothing.
 
 // classView is the part of a ResourceSlice the effective class and the
-// budgets need: where status.class exists, the budgets' feeds observe
-// slices through these views, so that each observation carries the class
-// the same event showed (a lookup in another cache may be behind or ahead).
+// budgets need, and trimView keeps no more (one view per slice in the
+// cluster, beside the typed slice cache). Each kept field, and why:
+//
+//   - name and namespace: the view's key, and the request a view event
+//     enqueues;
+//   - labels: the class's selector matches them (source), and a budget's
+//     selectors read them from the observation;
+//   - spec.class and status.class: the effective class;
+//   - and, for the budgets' feeds, which observe slices through these
+//     views where status.class exists, so that each observation carries
+//     the class the same event showed (a lookup in another cache may be
+//     behind or ahead): the UID (a slice deleted and created again under
+//     its name is another slice to the ledger), the resourceVersion (the
+//     ledger orders observations and settles its own writes by it), the
+//     creation time (the fair order's tie-break), the Resources condition
+//     while it is Accepted (with its reason only when it is Reclaimed) and
+//     status.resources while it is Accepted (the grant the ledger counts).
+//
+// Everything else a slice holds (the CSR, the certificates, the other
+// conditions, managed fields, annotations, owner references, the deletion
+// timestamp) is dropped.
 type classView struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -62,17 +80,59 @@ type classField struct {
 }
 
 // viewStatus is status.class, and what a budget counts: the Resources
-// condition's status and status.resources.
+// condition and status.resources.
 type viewStatus struct {
-	Class      string              `json:"class,omitempty"`
-	Resources  corev1.ResourceList `json:"resources,omitempty"`
-	Conditions []viewCondition     `json:"conditions,omitempty"`
+	Class      string          `json:"class,omitempty"`
+	Resources  grantJSON       `json:"resources,omitempty"`
+	Conditions []viewCondition `json:"conditions,omitempty"`
 }
 
 type viewCondition struct {
 	Type   string `json:"type"`
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// grantJSON is status.resources as the API server sent it, checked to
+// decode as a ResourceList (a slice whose grant does not decode fails to
+// decode, as in the typed cache). A decoded ResourceList of three
+// quantities takes about 700 bytes; these bytes, a few dozen. It is
+// decoded again only when a budget observes the slice (list).
+type grantJSON []byte
+
+// UnmarshalJSON keeps b once it decodes as a ResourceList.
+func (g *grantJSON) UnmarshalJSON(b []byte) error {
+	var l corev1.ResourceList
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("status.resources: %w", err)
+	}
+	if l == nil {
+		*g = nil
+		return nil
+	}
+	*g = append(grantJSON(nil), b...)
+	return nil
+}
+
+// MarshalJSON writes the grant as it was read.
+func (g grantJSON) MarshalJSON() ([]byte, error) {
+	if len(g) == 0 {
+		return []byte("null"), nil
+	}
+	return g, nil
+}
+
+// list decodes the grant; nil when there is none. UnmarshalJSON checked
+// that it decodes.
+func (g grantJSON) list() corev1.ResourceList {
+	if len(g) == 0 {
+		return nil
+	}
+	var l corev1.ResourceList
+	if err := json.Unmarshal(g, &l); err != nil {
+		return nil
+	}
+	return l
 }
 
 // accepted reports whether the view's Resources condition is Accepted.
@@ -110,7 +170,7 @@ func (v *classView) effectiveClass() string {
 func (v *classView) DeepCopyObject() runtime.Object {
 	out := *v
 	v.DeepCopyInto(&out.ObjectMeta)
-	out.Status.Resources = v.Status.Resources.DeepCopy()
+	out.Status.Resources = append(grantJSON(nil), v.Status.Resources...)
 	out.Status.Conditions = append([]viewCondition(nil), v.Status.Conditions...)
 	return &out
 }
@@ -132,33 +192,31 @@ func (l *classViewList) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// trimView keeps only what the effective class, the selector and the
-// budgets need: the Resources condition's status (and its reason only when
-// it is Reclaimed), and status.resources only while it is Accepted.
+// trimView keeps of a decoded view only the fields classView lists, in
+// place (a copy would leave the decoded view's memory behind in the
+// informer's heap). The Resources condition is kept only while it is
+// Accepted, its strings the package's constants rather than the decoded
+// copies.
 func trimView(obj any) (any, error) {
 	v, ok := obj.(*classView)
 	if !ok {
 		return obj, nil
 	}
-	out := &classView{
-		ObjectMeta: metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, UID: v.UID, Labels: v.Labels,
-			ResourceVersion: v.ResourceVersion, CreationTimestamp: v.CreationTimestamp, DeletionTimestamp: v.DeletionTimestamp},
-		Spec:   v.Spec,
-		Status: viewStatus{Class: v.Status.Class},
+	accepted, reclaimed := v.accepted(), v.reclaimed()
+	v.TypeMeta = metav1.TypeMeta{}
+	v.ObjectMeta = metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, UID: v.UID, Labels: v.Labels,
+		ResourceVersion: v.ResourceVersion, CreationTimestamp: v.CreationTimestamp}
+	v.Status.Conditions = nil
+	if !accepted {
+		v.Status.Resources = nil
+		return v, nil
 	}
-	for _, c := range v.Status.Conditions {
-		if c.Type == string(conditions.Resources) {
-			if c.Reason != ledger.ReasonReclaimed {
-				c.Reason = ""
-			}
-			out.Status.Conditions = []viewCondition{c}
-			if c.Status == string(conditions.Accepted) {
-				out.Status.Resources = v.Status.Resources
-			}
-			break
-		}
+	c := viewCondition{Type: string(conditions.Resources), Status: string(conditions.Accepted)}
+	if reclaimed {
+		c.Reason = ledger.ReasonReclaimed
 	}
-	return out, nil
+	v.Status.Conditions = []viewCondition{c}
+	return v, nil
 }
 
 // statusClasses answers "what is this slice's status.class" for one
@@ -267,13 +325,8 @@ func (g *gatedSource) String() string { return "status.class of ResourceSlices" 
 // manager (it starts with the manager's caches; empty until a class needs
 // it).
 func newStatusClasses(mgr manager.Manager) (*statusClasses, error) {
-	scheme := runtime.NewScheme()
-	gv := authv1beta1.GroupVersion
-	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind), &classView{})
-	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind+"List"), &classViewList{})
-	metav1.AddToGroupVersion(scheme, gv)
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:           scheme,
+		Scheme:           viewScheme(),
 		Mapper:           mgr.GetRESTMapper(),
 		HTTPClient:       mgr.GetHTTPClient(),
 		DefaultTransform: trimView,
@@ -285,6 +338,16 @@ func newStatusClasses(mgr manager.Manager) (*statusClasses, error) {
 		return nil, fmt.Errorf("adding the status.class cache to the manager: %w", err)
 	}
 	return &statusClasses{cache: c, cfg: openAPIDiscovery{mgr: mgr}}, nil
+}
+
+// viewScheme decodes ResourceSlices into class views.
+func viewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	gv := authv1beta1.GroupVersion
+	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind), &classView{})
+	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind+"List"), &classViewList{})
+	metav1.AddToGroupVersion(scheme, gv)
+	return scheme
 }
 
 // openAPIDiscovery reads the ResourceSlice schema the server publishes.

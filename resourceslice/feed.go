@@ -407,7 +407,7 @@ func viewObservation(v *classView, consumer string) ledger.Slice {
 		Reclaimed: v.reclaimed(),
 	}
 	if o.Accepted {
-		o.Grant = v.Status.Resources
+		o.Grant = v.Status.Resources.list()
 	}
 	return o
 }

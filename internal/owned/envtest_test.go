@@ -296,5 +296,57 @@ func TestOnAPIServer(t *testing.T) {
 		}
 	})
 
+	// Why a restart applies every object once (issue 29): an update that
+	// only removes one of our fields leaves no trace the object's metadata
+	// shows but our own managed-fields entry losing the field. The remover
+	// gets no entry and no timestamp moves, and labels and annotations
+	// (where a sum of our content would be kept) are as we applied them; a
+	// restarted Applier that skipped an object whose metadata looks as it
+	// left it would leave the field removed. The restarted Applier applies
+	// it, and the field is back.
+	t.Run("restart restores a field removed by another writer", func(t *testing.T) {
+		e := newAPIEnv(t, cp, "removed")
+		ctx := context.Background()
+		rs := e.slice(t, "removed-s1")
+		grant := func() *corev1.ConfigMap {
+			return configMap(rs.Namespace, rs.Name, map[string]string{"cpu": "4", "memory": "8Gi"})
+		}
+		if _, err := e.a.Apply(ctx, rs, []client.Object{grant()}); err != nil {
+			t.Fatal(err)
+		}
+		applied := grant()
+		exists(t, cp.Client, applied)
+		edited := applied.DeepCopy()
+		delete(edited.Data, "memory")
+		if err := cp.Client.Update(ctx, edited, client.FieldOwner("editor")); err != nil {
+			t.Fatal(err)
+		}
+		var managers []string
+		for _, mf := range edited.ManagedFields {
+			managers = append(managers, mf.Manager+"/"+string(mf.Operation))
+		}
+		if diff := cmp.Diff([]string{"sliceclass-removed/Apply"}, managers); diff != "" {
+			t.Errorf("managers after the removal -want +got:\n%s", diff)
+		}
+		if !cmp.Equal(applied.Labels, edited.Labels) || !cmp.Equal(applied.Annotations, edited.Annotations) ||
+			!applied.ManagedFields[0].Time.Equal(edited.ManagedFields[0].Time) {
+			t.Errorf("the removal changed the labels, annotations or our entry's time: %+v", edited.ObjectMeta)
+		}
+
+		restarted := e.applier(t, cp.Client)
+		r, err := restarted.Apply(ctx, rs, []client.Object{grant()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Applied) != 1 || len(r.Unchanged) != 0 {
+			t.Errorf("the restarted Applier applied %v and skipped %v, want the ConfigMap applied", r.Applied, r.Unchanged)
+		}
+		after := grant()
+		exists(t, cp.Client, after)
+		if diff := cmp.Diff(grant().Data, after.Data); diff != "" {
+			t.Errorf("data after the restart's apply -want +got:\n%s", diff)
+		}
+	})
+
 	t.Run("least privilege", func(t *testing.T) { testLeastPrivilege(t, cp) })
 }

@@ -211,7 +211,7 @@ func ownTrigger(ns string) predicate.Predicate {
 }
 
 // bump changes the trigger ConfigMap, causing a WithWatch pass.
-func bump(t *testing.T, cm *corev1.ConfigMap) {
+func bump(t testing.TB, cm *corev1.ConfigMap) {
 	t.Helper()
 	require.NoError(t, cp.Client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm))
 	cm.Data["v"] += "1"
