@@ -147,7 +147,7 @@ func main() {
 	flag.DurationVar(&f.settle, "settle", time.Minute, "before each round and the steady state, wait up to this long for the load to fall to the number of cores (0: do not wait)")
 	flag.BoolVar(&f.noPriorityQueue, "no-priority-queue", false, "run our controllers on client-go's plain workqueue instead of controller-runtime's priority queue")
 	flag.BoolVar(&f.diag, "diag", false, "print controller-runtime's reconcile and queue timings for each run of ours")
-	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first round's events-none backlog (the CPU target's variant) to this file, and of the events-all and budget backlogs to it with .all and .budget appended")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first round's events-none backlog (the CPU target's variant) to this file, and of the events-all and budget backlogs to it with .all and .budget appended; with -reclaim-only, of the first round's ShadowPod watch backlogs to it with .watch-true and .watch-false appended")
 	flag.StringVar(&f.scaleN, "scale-n", "0", "slices held by one replica in the scale phase, e.g. 50000 or 10000,50000 to compare sizes (0: no scale phase; it takes far longer than the rest)")
 	flag.IntVar(&f.scaleFresh, "scale-fresh", 20, "scale phase: fresh slices created when the leader stops, for the standby to decide")
 	flag.BoolVar(&f.scaleCold, "scale-cold", true, "scale phase: also time a standby taking over without EnableWarmup")

@@ -179,7 +179,11 @@ func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f fl
 				configure = hideShadowPods
 			}
 			prefix := fmt.Sprintf("sp%d-%v", round, watched)
-			res, err := oursRun(ctx, cp, f, prefix, resourceslice.DecisionEventsNone, true, false, "", configure)
+			profile := ""
+			if round == 0 && f.cpuProfile != "" {
+				profile = fmt.Sprintf("%s.watch-%v", f.cpuProfile, watched)
+			}
+			res, err := oursRun(ctx, cp, f, prefix, resourceslice.DecisionEventsNone, true, false, profile, configure)
 			stopChurn()
 			if cerr := <-churned; cerr != nil && !errors.Is(cerr, context.Canceled) {
 				return cerr
