@@ -228,7 +228,11 @@ type oursResult struct {
 	// decided, to the cache synced and to the first decision.
 	took, synced, first time.Duration
 	cpu                 time.Duration // this process's CPU per decision
-	idle                int
+	// cpuDeciding is this process's CPU per decision from the first
+	// decision to the last, as the rate counts: without the start-up
+	// between the synced cache and the first decision.
+	cpuDeciding time.Duration
+	idle        int
 }
 
 // oursRun creates a backlog of n slices over k classes named prefix-<i>,
@@ -320,7 +324,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		defer pprof.StopCPUProfile() // on an early return; a second stop does nothing
 	}
 	cpu0 := cpuTime()
-	first, last, err := waitCounter(tap, f.n, 10*time.Minute)
+	first, last, cpuAtFirst, err := waitCounter(tap, f.n, 10*time.Minute)
 	if err != nil {
 		return res, err
 	}
@@ -339,7 +343,9 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		diagnose(prefix)
 	}
 	time.Sleep(time.Second)
-	res.cpu = (cpuTime() - cpu0) / time.Duration(f.n)
+	cpuEnd := cpuTime()
+	res.cpu = (cpuEnd - cpu0) / time.Duration(f.n)
+	res.cpuDeciding = (cpuEnd - cpuAtFirst) / time.Duration(f.n-1)
 	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
@@ -447,19 +453,19 @@ const tapPoll = 2 * time.Millisecond
 
 // waitCounter waits until the decisions counter reaches n, and returns
 // when it first saw a decision and when it saw the n-th.
-func waitCounter(tap *decisionTap, n int, timeout time.Duration) (first, last time.Time, err error) {
+func waitCounter(tap *decisionTap, n int, timeout time.Duration) (first, last time.Time, cpuAtFirst time.Duration, err error) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		d := tap.decisions()
 		if d > 0 && first.IsZero() {
-			first = time.Now()
+			first, cpuAtFirst = time.Now(), cpuTime()
 		}
 		if d >= n {
-			return first, time.Now(), nil
+			return first, time.Now(), cpuAtFirst, nil
 		}
 		time.Sleep(tapPoll)
 	}
-	return first, time.Time{}, fmt.Errorf("only %d of %d slices decided after %s", tap.decisions(), n, timeout)
+	return first, time.Time{}, cpuAtFirst, fmt.Errorf("only %d of %d slices decided after %s", tap.decisions(), n, timeout)
 }
 
 // decisions sums the decisions counter of every class in reg.
