@@ -176,14 +176,26 @@ func (w *Watcher) Check(t *testing.T) {
 	err := w.err
 	w.mu.Unlock()
 	require.NoError(t, err)
+	violations, peak := w.replay(events)
+	what := "offers and Quotas"
+	if w.pods {
+		what = "offers, Quotas and pods in use"
+	}
+	assert.Empty(t, violations, "the budget was over-committed counting %s (%d events replayed in revision order)", what, len(events))
+	t.Logf("grant watcher: %d events, peak held %s of %s CPU (%s)", len(events), peak.String(), w.limit.String(), what)
+}
+
+// replay applies events in revision order and says, after each, whether
+// the slices held more than the limit; it returns those violations and
+// the most they held.
+func (w *Watcher) replay(events []event) (violations []string, peak resource.Quantity) {
+	events = append([]event(nil), events...)
 	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
 	s := state{
 		slices: map[types.NamespacedName]*authv1beta1.ResourceSlice{},
 		quotas: map[types.NamespacedName]*offloadingv1beta1.Quota{},
 		pods:   map[types.NamespacedName]*offloadingv1beta1.ShadowPod{},
 	}
-	var violations []string
-	var peak resource.Quantity
 	for _, ev := range events {
 		s.apply(ev)
 		quotas, held, who := s.held(w.pods)
@@ -195,12 +207,7 @@ func (w *Watcher) Check(t *testing.T) {
 				ev.rv, ev.typ, ev.obj, ev.obj.GetName(), quotas.String(), held.String(), w.limit.String(), strings.Join(who, ", ")))
 		}
 	}
-	what := "offers and Quotas"
-	if w.pods {
-		what = "offers, Quotas and pods in use"
-	}
-	assert.Empty(t, violations, "the budget was over-committed counting %s (%d events replayed in revision order)", what, len(events))
-	t.Logf("grant watcher: %d events, peak held %s of %s CPU (%s)", len(events), peak.String(), w.limit.String(), what)
+	return violations, peak
 }
 
 // state is the cluster as the replay has reached it.

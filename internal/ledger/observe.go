@@ -49,8 +49,9 @@ type entry struct {
 	// acceptance of less does.
 	grant corev1.ResourceList
 	// reclaimed is set while its last acceptance was a reclaim's shrink
-	// (reason Reclaimed): its growth is then measured from what it was
-	// granted, not from what its pods still use (see increaseLocked).
+	// (reason Reclaimed): its growth is then measured from its offer, not
+	// from what its pods or a Quota not yet lowered still hold (see
+	// growsFromLocked).
 	reclaimed bool
 	// quotas are Liqo's Quotas owned by the slice, by name, with the UID
 	// of the slice that owns them.
