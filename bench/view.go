@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sliceclass/sliceclass/internal/statusclass/statusclasstest"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
@@ -58,7 +54,7 @@ func viewPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *t
 	for _, n := range counts {
 		// Slices are created with status.class declared, so that the
 		// server keeps it.
-		if err := declareStatusClass(ctx, cp, true); err != nil {
+		if err := statusclasstest.Declare(ctx, cp.Client, cp.Config, true); err != nil {
 			return err
 		}
 		say("view: creating slices %d to %d, status.class set...", made, n-1)
@@ -78,7 +74,7 @@ func viewPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *t
 		if err != nil {
 			return err
 		}
-		if err := declareStatusClass(ctx, cp, false); err != nil {
+		if err := statusclasstest.Declare(ctx, cp.Client, cp.Config, false); err != nil {
 			return err
 		}
 		say("view: %d slices cached, status.class not declared (the view off)...", n)
@@ -129,87 +125,4 @@ func countSlices(ctx context.Context, c client.Client) (int, error) {
 		return 0, err
 	}
 	return len(l.Items), nil
-}
-
-// declareStatusClass adds status.class to the ResourceSlice CRD's schema,
-// as a Liqo release newer than the pinned types does, or (on false)
-// removes it, and waits until OpenAPI v3 says so: the SDK starts the view
-// from what OpenAPI v3 publishes.
-func declareStatusClass(ctx context.Context, cp *controlplane.ControlPlane, declared bool) error {
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := cp.Client.Get(ctx, client.ObjectKey{Name: "resourceslices.authentication.liqo.io"}, &crd); err != nil {
-		return err
-	}
-	changed := false
-	for i := range crd.Spec.Versions {
-		schema := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
-		status := schema.Properties["status"]
-		if _, ok := status.Properties["class"]; ok == declared {
-			continue
-		}
-		if declared {
-			status.Properties["class"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-		} else {
-			delete(status.Properties, "class")
-		}
-		schema.Properties["status"] = status
-		changed = true
-	}
-	if changed {
-		if err := cp.Client.Update(ctx, &crd); err != nil {
-			return err
-		}
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
-	if err != nil {
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		has, err := publishesStatusClass(dc)
-		return err == nil && has == declared, nil
-	})
-}
-
-// publishesStatusClass reports whether OpenAPI v3 publishes status.class
-// in the ResourceSlice schema.
-func publishesStatusClass(dc *discovery.DiscoveryClient) (bool, error) {
-	paths, err := dc.OpenAPIV3().Paths()
-	if err != nil {
-		return false, err
-	}
-	gv := authv1beta1.GroupVersion
-	p, ok := paths["apis/"+gv.Group+"/"+gv.Version]
-	if !ok {
-		return false, fmt.Errorf("no OpenAPI v3 document for %s", gv)
-	}
-	doc, err := p.Schema("application/json")
-	if err != nil {
-		return false, err
-	}
-	var d struct {
-		Components struct {
-			Schemas map[string]struct {
-				Properties struct {
-					Status struct {
-						Properties map[string]json.RawMessage `json:"properties"`
-					} `json:"status"`
-				} `json:"properties"`
-				GVK []struct {
-					Kind string `json:"kind"`
-				} `json:"x-kubernetes-group-version-kind"`
-			} `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return false, err
-	}
-	for _, s := range d.Components.Schemas {
-		for _, g := range s.GVK {
-			if g.Kind == authv1beta1.ResourceSliceKind {
-				_, ok := s.Properties.Status.Properties["class"]
-				return ok, nil
-			}
-		}
-	}
-	return false, fmt.Errorf("no %s schema in OpenAPI v3", authv1beta1.ResourceSliceKind)
 }

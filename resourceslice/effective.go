@@ -26,6 +26,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/statusclass"
 )
 
 // The effective class, in one file: the rule that says whether a class
@@ -358,51 +359,7 @@ func (d openAPIDiscovery) supportsStatusClass() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	paths, err := dc.OpenAPIV3().Paths()
-	if err != nil {
-		return false, err
-	}
-	gv := authv1beta1.GroupVersion
-	p, ok := paths["apis/"+gv.Group+"/"+gv.Version]
-	if !ok {
-		return false, fmt.Errorf("no OpenAPI v3 document for %s", gv)
-	}
-	doc, err := p.Schema("application/json")
-	if err != nil {
-		return false, err
-	}
-	return schemaHasStatusClass(doc)
-}
-
-// schemaHasStatusClass reports whether an OpenAPI v3 document's
-// ResourceSlice schema declares status.class.
-func schemaHasStatusClass(doc []byte) (bool, error) {
-	type schema struct {
-		Properties map[string]struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"properties"`
-		GVK []struct {
-			Group string `json:"group"`
-			Kind  string `json:"kind"`
-		} `json:"x-kubernetes-group-version-kind"`
-	}
-	var d struct {
-		Components struct {
-			Schemas map[string]schema `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return false, fmt.Errorf("decoding the OpenAPI document: %w", err)
-	}
-	for _, s := range d.Components.Schemas {
-		for _, g := range s.GVK {
-			if g.Group == authv1beta1.GroupVersion.Group && g.Kind == authv1beta1.ResourceSliceKind {
-				_, ok := s.Properties["status"].Properties["class"]
-				return ok, nil
-			}
-		}
-	}
-	return false, fmt.Errorf("no %s schema in the OpenAPI document", authv1beta1.ResourceSliceKind)
+	return statusclass.Published(dc)
 }
 
 var _ client.Object = &classView{}

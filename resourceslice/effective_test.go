@@ -18,28 +18,6 @@ import (
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
-func TestSchemaHasStatusClass(t *testing.T) {
-	doc := func(statusProps string) []byte {
-		return []byte(`{"components":{"schemas":{
-			"io.liqo.authentication.v1beta1.Tenant":{"properties":{"status":{"properties":{"class":{}}}},
-				"x-kubernetes-group-version-kind":[{"group":"authentication.liqo.io","kind":"Tenant","version":"v1beta1"}]},
-			"io.liqo.authentication.v1beta1.ResourceSlice":{"properties":{"spec":{"properties":{"class":{}}},"status":{"properties":` + statusProps + `}},
-				"x-kubernetes-group-version-kind":[{"group":"authentication.liqo.io","kind":"ResourceSlice","version":"v1beta1"}]}}}}`)
-	}
-	ok, err := schemaHasStatusClass(doc(`{"resources":{},"class":{"type":"string"}}`))
-	require.NoError(t, err)
-	assert.True(t, ok, "a newer CRD declares status.class")
-
-	ok, err = schemaHasStatusClass(doc(`{"resources":{}}`))
-	require.NoError(t, err)
-	assert.False(t, ok, "v1.2.0's CRD has spec.class only; another kind's status.class does not count")
-
-	_, err = schemaHasStatusClass([]byte(`{"components":{"schemas":{}}}`))
-	assert.Error(t, err, "no ResourceSlice schema is an error, not a no")
-	_, err = schemaHasStatusClass([]byte(`not json`))
-	assert.Error(t, err)
-}
-
 // The status.class view keeps of a slice only what classView lists (issue
 // 29: one view per slice of the cluster, beside the typed slice cache).
 // Decoded as the view's cache decodes it and trimmed, a slice carrying

@@ -2,21 +2,19 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/statusclass/statusclasstest"
 	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
@@ -65,58 +63,7 @@ func TestEffectiveClassFromStatus(t *testing.T) {
 // server both keeps the field and publishes it in OpenAPI v3.
 func extendCRDWithStatusClass(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	var crd apiextensionsv1.CustomResourceDefinition
-	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Name: "resourceslices.authentication.liqo.io"}, &crd))
-	changed := false
-	for i := range crd.Spec.Versions {
-		status := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"]
-		if _, ok := status.Properties["class"]; ok {
-			continue
-		}
-		status.Properties["class"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = status
-		changed = true
-	}
-	if changed {
-		require.NoError(t, cp.Client.Update(ctx, &crd))
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
-	require.NoError(t, err)
-	testkit.Eventually(t, 60*time.Second, "OpenAPI v3 publishes status.class", func() bool {
-		paths, err := dc.OpenAPIV3().Paths()
-		if err != nil {
-			return false
-		}
-		p, ok := paths["apis/authentication.liqo.io/v1beta1"]
-		if !ok {
-			return false
-		}
-		doc, err := p.Schema("application/json")
-		if err != nil {
-			return false
-		}
-		var d struct {
-			Components struct {
-				Schemas map[string]struct {
-					Properties struct {
-						Status struct {
-							Properties map[string]json.RawMessage `json:"properties"`
-						} `json:"status"`
-					} `json:"properties"`
-				} `json:"schemas"`
-			} `json:"components"`
-		}
-		if json.Unmarshal(doc, &d) != nil {
-			return false
-		}
-		for name, s := range d.Components.Schemas {
-			if _, ok := s.Properties.Status.Properties["class"]; ok && len(name) > 0 {
-				return true
-			}
-		}
-		return false
-	})
+	require.NoError(t, statusclasstest.Declare(context.Background(), cp.Client, cp.Config, true))
 }
 
 func setStatusClass(t *testing.T, key types.NamespacedName, class string) {
