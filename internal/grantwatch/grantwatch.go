@@ -55,9 +55,15 @@ type Watcher struct {
 	mu     sync.Mutex
 	events []event
 	// offers are the CPU offers each slice showed, in the order its watch
-	// delivered them, each change once ("none" while not Accepted).
-	offers map[string][]string
+	// delivered them, each change once ("none" while not Accepted), with
+	// the revision that showed it.
+	offers map[string][]offerAt
 	err    error
+}
+
+type offerAt struct {
+	offer string
+	rv    uint64
 }
 
 type event struct {
@@ -94,7 +100,7 @@ func WatchHolds(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, limit st
 }
 
 func newWatcher(limit string, inScope func(*authv1beta1.ResourceSlice) bool) *Watcher {
-	return &Watcher{limit: resource.MustParse(limit), inScope: inScope, offers: map[string][]string{}}
+	return &Watcher{limit: resource.MustParse(limit), inScope: inScope, offers: map[string][]offerAt{}}
 }
 
 func (w *Watcher) start(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, in client.ListOption, lists ...client.ObjectList) {
@@ -143,8 +149,8 @@ func (w *Watcher) record(ev watch.Event) {
 		}
 		if ev.Type != watch.Deleted {
 			offer := offerOf(rs)
-			if seen := w.offers[rs.Name]; len(seen) == 0 || seen[len(seen)-1] != offer {
-				w.offers[rs.Name] = append(seen, offer)
+			if seen := w.offers[rs.Name]; len(seen) == 0 || seen[len(seen)-1].offer != offer {
+				w.offers[rs.Name] = append(seen, offerAt{offer: offer, rv: rv})
 			}
 		}
 	}
@@ -163,7 +169,23 @@ func offerOf(rs *authv1beta1.ResourceSlice) string {
 func (w *Watcher) OffersOf(name string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]string(nil), w.offers[name]...)
+	out := make([]string, len(w.offers[name]))
+	for i, o := range w.offers[name] {
+		out[i] = o.offer
+	}
+	return out
+}
+
+// OfferLog is OffersOf with the revision that showed each offer
+// ("none@12, 8@15, ..."), to place them among a test's other events.
+func (w *Watcher) OfferLog(name string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	parts := make([]string, len(w.offers[name]))
+	for i, o := range w.offers[name] {
+		parts[i] = fmt.Sprintf("%s@%d", o.offer, o.rv)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Check replays the events recorded so far in revision order and fails the
