@@ -198,7 +198,11 @@ func (w *Watcher) Check(t *testing.T) {
 	err := w.err
 	w.mu.Unlock()
 	require.NoError(t, err)
-	violations, peak := w.replay(events)
+	violations, peak, first := w.replay(events)
+	if len(violations) > 0 {
+		// What led to it, to find the path without a second run.
+		t.Logf("grant watcher: the events up to the first over-commit, in revision order:\n%s", timeline(events, first, timelineBefore))
+	}
 	what := "offers and Quotas"
 	if w.pods {
 		what = "offers, Quotas and pods in use"
@@ -207,10 +211,47 @@ func (w *Watcher) Check(t *testing.T) {
 	t.Logf("grant watcher: %d events, peak held %s of %s CPU (%s)", len(events), peak.String(), w.limit.String(), what)
 }
 
+// timelineBefore is how many events before the first over-commit Check
+// logs.
+const timelineBefore = 80
+
+// timeline is one line per event of events, in revision order, from the
+// before events preceding revision upTo to upTo: its revision, type, kind,
+// name, and for a slice its Resources condition and offer, for a Quota its
+// CPU.
+func timeline(events []event, upTo uint64, before int) string {
+	events = append([]event(nil), events...)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
+	end := sort.Search(len(events), func(i int) bool { return events[i].rv > upTo })
+	var b strings.Builder
+	for _, ev := range events[max(0, end-before):end] {
+		fmt.Fprintf(&b, "  %d %s ", ev.rv, ev.typ)
+		switch o := ev.obj.(type) {
+		case *authv1beta1.ResourceSlice:
+			reason := "-"
+			if c := conditions.Get(o, conditions.Resources); c != nil {
+				reason = string(c.Status) + "/" + c.Reason
+			}
+			fmt.Fprintf(&b, "slice %s uid %.8s %s offer %s\n", o.Name, o.UID, reason, offerOf(o))
+		case *offloadingv1beta1.Quota:
+			owner := "-"
+			if ref := metav1.GetControllerOf(o); ref != nil {
+				owner = string(ref.UID)
+			}
+			fmt.Fprintf(&b, "quota %s owner %.8s cpu %s\n", o.Name, owner, o.Spec.Resources.Cpu().String())
+		case *offloadingv1beta1.ShadowPod:
+			fmt.Fprintf(&b, "shadowpod %s user %s phase %s\n", o.Name, o.Labels["liqo.io/creator-user"], o.Status.Phase)
+		default:
+			fmt.Fprintf(&b, "%T %s\n", ev.obj, ev.obj.GetName())
+		}
+	}
+	return b.String()
+}
+
 // replay applies events in revision order and says, after each, whether
-// the slices held more than the limit; it returns those violations and
-// the most they held.
-func (w *Watcher) replay(events []event) (violations []string, peak resource.Quantity) {
+// the slices held more than the limit; it returns those violations, the
+// most they held and the revision of the first violation.
+func (w *Watcher) replay(events []event) (violations []string, peak resource.Quantity, first uint64) {
 	events = append([]event(nil), events...)
 	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
 	s := state{
@@ -225,11 +266,14 @@ func (w *Watcher) replay(events []event) (violations []string, peak resource.Qua
 			peak = held
 		}
 		if held.Cmp(w.limit) > 0 || quotas.Cmp(w.limit) > 0 {
+			if len(violations) == 0 {
+				first = ev.rv
+			}
 			violations = append(violations, fmt.Sprintf("at revision %d (%s %T %s): Quotas of live slices enforce %s CPU, the slices hold %s, budget %s (%s)",
 				ev.rv, ev.typ, ev.obj, ev.obj.GetName(), quotas.String(), held.String(), w.limit.String(), strings.Join(who, ", ")))
 		}
 	}
-	return violations, peak
+	return violations, peak, first
 }
 
 // state is the cluster as the replay has reached it.

@@ -2,6 +2,7 @@ package grantwatch
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -46,13 +47,19 @@ func TestReplayFollowsRevisionsNotArrival(t *testing.T) {
 	} {
 		w.record(e)
 	}
-	violations, peak := w.replay(w.events)
+	violations, peak, _ := w.replay(w.events)
 	assert.Empty(t, violations, "replayed in revision order, the cluster never held more than 10")
 	assert.Equal(t, "10", peak.String())
 
 	w.record(watch.Event{Type: watch.Modified, Object: slice("gold", "uid-g", 11, "6", "Granted")})
-	violations, _ = w.replay(w.events)
+	violations, _, first := w.replay(w.events)
 	require.NotEmpty(t, violations, "gold Accepted while spot's pods still used 8: 14 of 10")
+	assert.Equal(t, uint64(11), first)
+	tl := timeline(w.events, first, 3)
+	assert.Equal(t, 3, strings.Count(tl, "\n"), "the 3 events up to the first over-commit:\n%s", tl)
+	assert.True(t, strings.HasPrefix(tl, "  5 MODIFIED slice spot"), "revision 5 is the first of the three:\n%s", tl)
+	assert.Contains(t, tl, "11 MODIFIED slice gold uid uid-g Accepted/Granted offer 6")
+	assert.NotContains(t, tl, "13 ", "nothing after the first over-commit")
 	assert.Contains(t, violations[0], "at revision 11")
 	assert.Contains(t, violations[0], "the slices hold 14")
 	assert.Contains(t, violations[0], "ns/spot offer 4 Quota 4 in use 8")

@@ -293,8 +293,10 @@ func (l *Ledger) forgetAttempt(a *Attempt) func() {
 
 // SettleRead records that the API server showed the slice at rv when it
 // was read at readAt: the writes decided from rv whose answers did not say
-// whether they were applied were not (a write with rv as its precondition
-// that the server applied is the first change after rv). An Unknown attempt
+// whether they were applied, and ended before readAt, were not (a write
+// with rv as its precondition that the server applied is the first change
+// after rv). A write that ended at or after readAt is not settled by this
+// read: the caller reads again after its answer. An Unknown attempt
 // is forgotten; a Lost one only when its answer was lost longer than
 // InFlightBound before the read, since the server may still be applying it
 // until then. It returns how long to wait before reading again for the
@@ -305,6 +307,13 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 	if e := l.slices[key]; e != nil {
 		for _, a := range append([]*Attempt(nil), e.attempts...) {
 			if !a.done || a.base != rv || (a.outcome != Unknown && a.outcome != Lost) {
+				continue
+			}
+			if !a.doneAt.Before(readAt) {
+				// The read started before the answer came: the server may
+				// have answered it before applying the write (a retry
+				// from the same base ended while it was being read). The
+				// read asked for after this answer settles it.
 				continue
 			}
 			if a.outcome == Unknown || readAt.Sub(a.doneAt) > InFlightBound {

@@ -104,6 +104,16 @@ func TestAttempt(t *testing.T) {
 			},
 			want: want{used: "0"},
 		},
+		"ReadBeforeTheAnswer": {
+			reason: "A read that started before the write's answer may have been served before the write was applied: it settles nothing.",
+			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
+				readAt := time.Now()
+				time.Sleep(time.Millisecond)
+				l.Done(a, ledger.Unknown)
+				l.SettleRead(key("a"), "5", readAt)
+			},
+			want: want{used: "4", unsettled: true},
+		},
 		"ReadOtherBase": {
 			reason: "A read settles only attempts computed from the version it shows.",
 			steps: func(l *ledger.Ledger, a *ledger.Attempt) {
