@@ -2,6 +2,7 @@ package resourceslice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,26 +29,37 @@ import (
 // refusing budget's reason; either way the slice waits in line. A denial
 // takes the slice out of the lines and releases nothing: the cluster still
 // shows what it holds.
-func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) []*ledger.Attempt {
+//
+// A budget whose books are being counted again (its feed stopped, the
+// manager stopping or its classes replaced) decides nothing: admit returns
+// an error and nothing is written.
+func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) ([]*ledger.Attempt, error) {
 	h := r.holder(req)
 	if !conditions.IsAccepted(desired) {
 		r.leaveLine(req)
-		return nil
+		return nil, nil
 	}
 	r.applyCaps(req, current, desired)
 	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
 		Consumer: consumer.id, Offer: desired.Status.Resources, Priority: r.cfg.priority}
 	if r.cfg.dryRun { // consulted, not charged
 		if refusal := ledger.CheckAll(r.ledgers, ask); refusal != nil {
+			if refusal.Reason == ledger.ReasonNotCounted {
+				return nil, errors.New(refusal.Message)
+			}
 			r.short(current, desired, refusal)
 		}
-		return nil
+		return nil, nil
 	}
 	as, refusal := ledger.AdmitAll(r.ledgers, ask)
-	if refusal != nil {
+	switch {
+	case refusal == nil:
+	case refusal.Reason == ledger.ReasonNotCounted:
+		return nil, errors.New(refusal.Message)
+	default:
 		r.short(current, desired, refusal)
 	}
-	return as
+	return as, nil
 }
 
 // applyCaps caps an acceptance of a slice that yields capacity to a

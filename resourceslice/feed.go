@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -68,6 +69,10 @@ type budgetFeed struct {
 	evict *evictor
 	// podsServed is set once the ShadowPods are watched (Start).
 	podsServed bool
+	// epoch is the ledger's when the feed was made: once synced, the feed
+	// tells the ledger its books are counted (Ledger.Counted).
+	epoch   uint64
+	counted atomic.Bool
 
 	// done is closed by stop: no class of the manager draws from the
 	// budget any more; ended, when Start returns.
@@ -95,7 +100,7 @@ func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, 
 		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: func() events.EventRecorder { return mgr.GetEventRecorder(evictorName) }}
 	}
 	return &budgetFeed{evict: evict,
-		l: l, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
+		l: l, epoch: l.Epoch(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
 		reader: mgr.GetAPIReader(),
 		settles: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
@@ -328,6 +333,11 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 	case <-f.ended:
 		return fmt.Errorf("budget %q: %w", f.l.Name(), errFeedStopped)
 	}
+	select {
+	case <-f.done: // stopped, and started too: select picks either
+		return fmt.Errorf("budget %q: %w", f.l.Name(), errFeedStopped)
+	default:
+	}
 	f.mu.Lock()
 	synced, err := f.synced, f.err
 	f.mu.Unlock()
@@ -355,6 +365,12 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 			return fmt.Errorf("budget %q: waiting for the slices, Quotas and pods it counts: %w", f.l.Name(),
 				errors.Join(ctx.Err(), errFeedStopped))
 		}
+	}
+	// The initial lists are in the books: told once (a feed stopped since
+	// tells nothing: its ledger has moved to a later epoch).
+	if !f.counted.Load() {
+		f.l.Counted(f.epoch)
+		f.counted.Store(true)
 	}
 	return nil
 }

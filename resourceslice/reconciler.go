@@ -256,7 +256,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if d.handled {
 			d.out = ownedCopy(d.desired)
 		}
-		attempts = r.admit(req, current, d.desired, consumer)
+		if attempts, err = r.admit(req, current, d.desired, consumer); err != nil {
+			return ctrl.Result{}, r.errorf(req, "%w", err)
+		}
 	}
 
 	// 3. Save: only owned fields, only when they changed, one patch; then

@@ -22,12 +22,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,7 +60,21 @@ type Watcher struct {
 	// delivered them, each change once ("none" while not Accepted), with
 	// the revision that showed it.
 	offers map[string][]offerAt
-	err    error
+	// seen is the newest revision recorded of each object (see catchUp).
+	seen map[objectKey]uint64
+	err  error
+
+	// list lists what is watched, to see that the watches caught up.
+	list func(ctx context.Context) ([]client.Object, error)
+}
+
+type objectKey struct {
+	kind string
+	key  types.NamespacedName
+}
+
+func keyOf(obj client.Object) objectKey {
+	return objectKey{kind: fmt.Sprintf("%T", obj), key: client.ObjectKeyFromObject(obj)}
 }
 
 type offerAt struct {
@@ -100,7 +116,7 @@ func WatchHolds(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, limit st
 }
 
 func newWatcher(limit string, inScope func(*authv1beta1.ResourceSlice) bool) *Watcher {
-	return &Watcher{limit: resource.MustParse(limit), inScope: inScope, offers: map[string][]offerAt{}}
+	return &Watcher{limit: resource.MustParse(limit), inScope: inScope, offers: map[string][]offerAt{}, seen: map[objectKey]uint64{}}
 }
 
 func (w *Watcher) start(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, in client.ListOption, lists ...client.ObjectList) {
@@ -111,6 +127,22 @@ func (w *Watcher) start(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, 
 	var opts []client.ListOption
 	if in != nil {
 		opts = append(opts, in)
+	}
+	w.list = func(ctx context.Context) ([]client.Object, error) {
+		var out []client.Object
+		for _, list := range lists {
+			l := list.DeepCopyObject().(client.ObjectList)
+			if err := wc.List(ctx, l, opts...); err != nil {
+				return nil, err
+			}
+			if err := meta.EachListItem(l, func(o runtime.Object) error {
+				out = append(out, o.(client.Object))
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 	var wg sync.WaitGroup
 	for _, list := range lists {
@@ -155,6 +187,57 @@ func (w *Watcher) record(ev watch.Event) {
 		}
 	}
 	w.events = append(w.events, event{rv: rv, typ: ev.Type, obj: obj})
+	if k := keyOf(obj); rv > w.seen[k] {
+		w.seen[k] = rv
+	}
+}
+
+// catchUp waits until the watches have delivered, for every object a
+// fresh list shows, the version it shows (a watch may lag the API
+// server's answers the test acted on), for at most catchUpWithin.
+func (w *Watcher) catchUp(t *testing.T) {
+	t.Helper()
+	if w.list == nil {
+		return // not started: nothing to wait for
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpWithin)
+	defer cancel()
+	var behind string
+	for ctx.Err() == nil {
+		objs, err := w.list(ctx)
+		if err != nil {
+			behind = err.Error()
+		} else {
+			behind = ""
+			w.mu.Lock()
+			for _, o := range objs {
+				if rs, ok := o.(*authv1beta1.ResourceSlice); ok && !w.inScope(rs) {
+					continue
+				}
+				rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+				if w.seen[keyOf(o)] < rv {
+					behind = fmt.Sprintf("%T %s at %d", o, client.ObjectKeyFromObject(o), rv)
+					break
+				}
+			}
+			w.mu.Unlock()
+			if behind == "" {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("grant watcher: the watches did not catch up with the API server within %s: %s", catchUpWithin, behind)
+}
+
+// catchUpWithin bounds how long Check and CaughtUp wait for the watches.
+const catchUpWithin = 10 * time.Second
+
+// CaughtUp waits until the watches have delivered what the API server
+// shows now, so that OffersOf and OfferLog tell the whole story so far.
+func (w *Watcher) CaughtUp(t *testing.T) {
+	t.Helper()
+	w.catchUp(t)
 }
 
 func offerOf(rs *authv1beta1.ResourceSlice) string {
@@ -188,11 +271,13 @@ func (w *Watcher) OfferLog(name string) string {
 	return strings.Join(parts, ", ")
 }
 
-// Check replays the events recorded so far in revision order and fails the
+// Check waits for the watches to catch up with the API server (CaughtUp),
+// then replays the events recorded in revision order and fails the
 // test if the slices ever held more than the limit; it logs how many
 // events were replayed and the peak.
 func (w *Watcher) Check(t *testing.T) {
 	t.Helper()
+	w.catchUp(t)
 	w.mu.Lock()
 	events := append([]event(nil), w.events...)
 	err := w.err
@@ -228,11 +313,11 @@ func timeline(events []event, upTo uint64, before int) string {
 		fmt.Fprintf(&b, "  %d %s ", ev.rv, ev.typ)
 		switch o := ev.obj.(type) {
 		case *authv1beta1.ResourceSlice:
-			reason := "-"
+			reason, msg := "-", ""
 			if c := conditions.Get(o, conditions.Resources); c != nil {
-				reason = string(c.Status) + "/" + c.Reason
+				reason, msg = string(c.Status)+"/"+c.Reason, c.Message
 			}
-			fmt.Fprintf(&b, "slice %s uid %.8s %s offer %s\n", o.Name, o.UID, reason, offerOf(o))
+			fmt.Fprintf(&b, "slice %s uid %.8s %s offer %s %.120q\n", o.Name, o.UID, reason, offerOf(o), msg)
 		case *offloadingv1beta1.Quota:
 			owner := "-"
 			if ref := metav1.GetControllerOf(o); ref != nil {
@@ -246,6 +331,16 @@ func timeline(events []event, upTo uint64, before int) string {
 		}
 	}
 	return b.String()
+}
+
+// Timeline is every event recorded so far, one line each in revision
+// order (see Check's log of an over-commit), for a test to log what led
+// to a state it did not expect.
+func (w *Watcher) Timeline() string {
+	w.mu.Lock()
+	events := append([]event(nil), w.events...)
+	w.mu.Unlock()
+	return timeline(events, ^uint64(0), len(events))
 }
 
 // replay applies events in revision order and says, after each, whether

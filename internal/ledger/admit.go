@@ -108,7 +108,24 @@ const (
 	ReasonExhausted = "BudgetExhausted"
 	// ReasonConsumerLimit: the consumer would hold more than its limit.
 	ReasonConsumerLimit = "ConsumerLimitReached"
+	// ReasonNotCounted: the ledger's books were forgotten (its feed
+	// stopped) and no feed has counted the cluster again. Nothing was
+	// decided: the caller writes nothing and asks again later.
+	ReasonNotCounted = "BudgetNotCounted"
 )
+
+// uncountedLocked is the refusal of a request to ls when one of them has
+// no books (ForgetAll, no Counted since); nil otherwise. The caller holds
+// the ledgers' locks.
+func uncountedLocked(ls []*Ledger) *Refusal {
+	for _, l := range ls {
+		if l.uncounted {
+			return &Refusal{Budget: l.name, Reason: ReasonNotCounted,
+				Message: "budget " + l.name + ": what the cluster holds is being counted again (its feed restarted)"}
+		}
+	}
+	return nil
+}
 
 // AdmitAll admits r in every ledger of ls or in none (never a partial
 // hold): in each, the increase over what the slice counts now must fit what
@@ -116,9 +133,15 @@ const (
 // consumer within its limit. On success it returns one attempt per ledger,
 // in ls's order, to end with Done. Otherwise the slice waits in line in the
 // ledgers it does not fit (and leaves the others' lines), and the refusal
-// names the first ledger of ls that refused.
+// names the first ledger of ls that refused; a ledger whose books are not
+// counted (ForgetAll) refuses with ReasonNotCounted, and the slice does not
+// join any line.
 func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	locked := lockAll(ls)
+	if refusal := uncountedLocked(ls); refusal != nil {
+		unlockAll(locked)
+		return nil, refusal
+	}
 	var refusal *Refusal
 	for _, l := range ls {
 		if reason, msg, short := l.fitLocked(r); reason != "" && refusal == nil {
@@ -241,6 +264,9 @@ func unlockAll(ls []*Ledger) {
 func CheckAll(ls []*Ledger, r Request) *Refusal {
 	locked := lockAll(ls)
 	defer unlockAll(locked)
+	if refusal := uncountedLocked(ls); refusal != nil {
+		return refusal
+	}
 	for _, l := range ls {
 		if reason, msg, short := l.fitLocked(r); reason != "" {
 			return &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}

@@ -83,3 +83,30 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// Once its feed stopped and its books were forgotten, a ledger admits and
+// refuses nothing until a feed started since has counted the cluster
+// again: a decision still in flight when its manager stopped would
+// otherwise be admitted against empty books (a victim shrunk to 4 whose
+// pods use 8 was given its 8 back). A feed of the epoch before counts
+// nothing.
+func TestForgottenBooksAdmitNothingUntilCounted(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	hold(l, "spot", cpu("8"))
+	stale := l.Epoch()
+	l.ForgetAll()
+	for _, r := range []ledger.Request{request("spot", "", at(0), cpu("8")), request("gold", "", at(1), cpu("2"))} {
+		got := refused(t, []*ledger.Ledger{l}, r)
+		assert.Equal(t, ledger.ReasonNotCounted, got.Reason, "%s: nothing is decided on forgotten books", r.Key.Name)
+		assert.Equal(t, ledger.ReasonNotCounted, ledger.CheckAll([]*ledger.Ledger{l}, r).Reason, "nor consulted")
+	}
+	assert.Empty(t, l.Waiting(), "nobody joins a line on forgotten books")
+
+	l.Counted(stale)
+	assert.Equal(t, ledger.ReasonNotCounted, refused(t, []*ledger.Ledger{l}, request("gold", "", at(1), cpu("2"))).Reason,
+		"the stopped feed's epoch counts nothing")
+	l.Counted(l.Epoch())
+	hold(l, "spot", cpu("8")) // what the new feed's initial list shows
+	assert.Equal(t, ledger.ReasonExhausted, refused(t, []*ledger.Ledger{l}, request("gold", "", at(1), cpu("6"))).Reason)
+	admitted(t, []*ledger.Ledger{l}, request("gold", "", at(1), cpu("2")))
+}

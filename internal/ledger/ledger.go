@@ -108,6 +108,11 @@ type Ledger struct {
 	pendingWakes []wakeOf
 	// victims are the slices capped for each waiter (see reclaim.go).
 	victims map[Holder]map[types.NamespacedName]bool
+	// epoch counts ForgetAll calls; uncounted is set by ForgetAll and
+	// cleared by Counted of the same epoch: the books are empty until a
+	// new feed has counted the cluster again (see ForgetAll).
+	epoch     uint64
+	uncounted bool
 	// evicting are the pods EvictionsDue named, and when, until they are
 	// gone (see evict.go).
 	evicting map[types.NamespacedName]time.Time

@@ -252,9 +252,14 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 // ForgetAll forgets every observation and assumption: the feed that told
 // the ledger what the cluster shows stopped, and the next one rebuilds it
 // from its initial list (a deletion between the two would otherwise never
-// be told). The waiting line is kept.
+// be told). The waiting line is kept. Until Counted is called with the
+// epoch it starts, the books are empty, not free: AdmitAll and CheckAll
+// refuse every request with ReasonNotCounted (a decision still in flight
+// when its manager stopped would otherwise be admitted against nothing).
 func (l *Ledger) ForgetAll() {
 	l.mu.Lock()
+	l.epoch++
+	l.uncounted = true
 	for key, e := range l.slices {
 		l.dropLocked(key, e)
 	}
@@ -264,6 +269,25 @@ func (l *Ledger) ForgetAll() {
 	clear(l.evicting)
 	l.pendingWakes = nil
 	l.mu.Unlock()
+}
+
+// Epoch is the ledger's count of ForgetAll calls: a feed started now
+// passes it to Counted once it has delivered its initial lists.
+func (l *Ledger) Epoch() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// Counted records that a feed started at epoch has delivered its initial
+// lists: the books count the cluster again, and the ledger admits. A feed
+// of an older epoch (stopped, its books forgotten since) counts nothing.
+func (l *Ledger) Counted(epoch uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if epoch == l.epoch {
+		l.uncounted = false
+	}
 }
 
 // othersQuotas are the quotas not owned by uid.
