@@ -443,7 +443,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 		r.recordTransition(ctx, current, desired)
 		return written, nil
 	case apierrors.IsConflict(err):
-		r.done(a, ledger.NotApplied)
+		r.done(a, ledger.Conflicted)
 		log.FromContext(ctx).V(1).Info("status write conflicted with another writer, retrying")
 		return writeConflicted, nil
 	case apierrors.IsNotFound(err):

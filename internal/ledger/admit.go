@@ -33,6 +33,11 @@ const (
 	// only once the server's request timeout has passed (see SettleRead);
 	// the watch settles it as for Unknown.
 	Lost
+	// Conflicted means the server refused it for a newer version of the
+	// slice: forgotten at once, as NotApplied, and the slice is decided
+	// again from that version; an admission for reclaimed capacity gets
+	// back its place in line and its victims' caps meanwhile.
+	Conflicted
 )
 
 // InFlightBound bounds how long a write whose answer was lost may still be
@@ -54,6 +59,72 @@ type Attempt struct {
 	// once the write ends the observation covers whatever it did.
 	superseded bool
 	dropped    bool
+	// back is what the admission took down, put back if the write is not
+	// applied (see putBackLocked); nil when it took nothing down.
+	back *waitBack
+}
+
+// waitBack is what an admission of a waiter for reclaimed capacity took
+// down: its place in line and its victims' caps. A write that is not
+// applied puts them back: the waiter decides again, and until it does its
+// victims must not grow into the capacity reclaimed for it (once seen
+// across a restart: the victim given its old offer back, then shrunk a
+// second time).
+type waitBack struct {
+	req        Request
+	increase   corev1.ResourceList
+	reclaiming bool
+	caps       map[types.NamespacedName]*capped
+}
+
+// takeDownLocked is what admitting r takes down in l, before it does: nil
+// unless r's holder has victims capped for it.
+func (l *Ledger) takeDownLocked(r Request) *waitBack {
+	set := l.victims[r.Holder]
+	if len(set) == 0 {
+		return nil
+	}
+	b := &waitBack{req: r, increase: l.increaseLocked(r.Key, r.Offer), caps: map[types.NamespacedName]*capped{}}
+	if w := l.line.by[r.Holder]; w != nil {
+		b.reclaiming = w.reclaiming
+	}
+	for key := range set {
+		if e := l.slices[key]; e != nil && e.capped.forWaiter(r.Holder) {
+			b.caps[key] = e.capped
+		}
+	}
+	return b
+}
+
+// putBackLocked puts back what a's admission took down, unless its slice
+// is gone, or it was decided again since (it waits, or has victims of its
+// own again), or a victim was capped again since.
+func (l *Ledger) putBackLocked(a *Attempt) {
+	b := a.back
+	a.back = nil
+	if b == nil {
+		return
+	}
+	h := b.req.Holder
+	if _, gone := l.gone[b.req.UID]; (gone && b.req.UID != "") || l.slices[h.Key] == nil || l.line.has(h) || l.victims[h] != nil {
+		return
+	}
+	l.line.join(b.req, b.increase)
+	if w := l.line.by[h]; w != nil {
+		w.reclaiming = b.reclaiming
+	}
+	set := map[types.NamespacedName]bool{}
+	for key, c := range b.caps {
+		if e := l.slices[key]; e != nil && e.capped == nil {
+			e.capped = c
+			set[key] = true
+			l.noteCappedLocked(key)
+		}
+	}
+	if len(set) > 0 {
+		l.victims[h] = set
+	}
+	l.changedLocked()
 }
 
 // settle applies an observation at rv to e's attempts: an observation
@@ -182,6 +253,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	}
 	as := make([]*Attempt, len(ls))
 	for i, l := range ls {
+		back := l.takeDownLocked(r)
 		released := l.line.remove(r.Holder)
 		wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
 		if _, gone := l.gone[r.UID]; gone && r.UID != "" {
@@ -195,7 +267,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 			e = &entry{consumer: r.Consumer}
 			l.slices[r.Key] = e
 		}
-		a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy()}
+		a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy(), back: back}
 		// Decided from a version older than one already observed: a write
 		// from it cannot apply (optimistic locking), so the observation
 		// covers it.
@@ -291,7 +363,10 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 	}
 	a.done, a.outcome, a.doneAt = true, o, time.Now()
 	wake := func() {}
-	if o == NotApplied || a.superseded {
+	if o == Conflicted {
+		l.putBackLocked(a)
+	}
+	if o == NotApplied || o == Conflicted || a.superseded {
 		wake = l.forgetAttempt(a)
 	}
 	l.mu.Unlock()
@@ -343,6 +418,7 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 				continue
 			}
 			if a.outcome == Unknown || readAt.Sub(a.doneAt) > InFlightBound {
+				l.putBackLocked(a) // not applied: decided again
 				wakes = append(wakes, l.forgetAttempt(a))
 				continue
 			}

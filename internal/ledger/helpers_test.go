@@ -79,6 +79,10 @@ func withLabels(kv ...string) func(*ledger.Slice) {
 // a Deny after an acceptance leaves it.
 func denied(s *ledger.Slice) { s.Accepted = false }
 
+// reclaimed marks the slice Accepted with reason Reclaimed: shrunk for a
+// reclaim.
+func reclaimed(s *ledger.Slice) { s.Reclaimed = true }
+
 // wakes records the slices a class's Wake callback received, in order.
 type wakes struct {
 	mu   sync.Mutex

@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -224,4 +226,62 @@ func TestNewLeaderDoesNotUndoAReclaim(t *testing.T) {
 	m.ObservePod(podKey("p1"), "user-s", cpu("4"), ledger.PodMeta{})
 	m.ObservePod(podKey("p2"), "user-s", cpu("4"), ledger.PodMeta{})
 	admitted(t, []*ledger.Ledger{m}, spotAgain)
+}
+
+// A waiter admitted for reclaimed capacity whose write is then not applied
+// (a conflict: it decided from a stale cache) keeps its place and its
+// victims' caps: spot, shrunk to 4 for gold, is not given its 8 back while
+// gold decides again, and gold is then admitted without shrinking spot a
+// second time (once seen in a restart: none, 8, 4, 8, 4).
+func TestReclaimKeptWhenTheWaitersWriteIsNotApplied(t *testing.T) {
+	l, spotW, _ := priced(t, cpu("10"), true)
+	l.ObserveSlice(slice("s", "1", cpu("8"), inClass("spot"), consumer("c")))
+	refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	l.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("c"), reclaimed))
+	as := admitted(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	spotW.take()
+	l.Done(as[0], ledger.Conflicted)
+
+	c, ok := l.Cap(key("s"))
+	require.True(t, ok, "gold's write was not applied: spot still yields to it")
+	assertList(t, cpu("4"), c.Keep, "what spot keeps")
+	assert.Equal(t, []string{"gold/ns/g1"}, names(l.Waiting()), "gold waits again, in its place")
+	spotAsk := ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("s")}, UID: uid("s"), Base: "2", Created: at(1), Consumer: "c", Offer: cpu("4"), Priority: 0}
+	l.Done(admitted(t, []*ledger.Ledger{l}, spotAsk)[0], ledger.NotApplied) // capped at what it keeps, as the SDK asks
+	spotAsk.Offer = cpu("8")
+	assert.Equal(t, ledger.ReasonExhausted, refused(t, []*ledger.Ledger{l}, spotAsk).Reason, "spot's growth does not take gold's capacity")
+
+	as = admitted(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+	l.Done(as[0], ledger.Applied)
+	_, ok = l.Cap(key("s"))
+	assert.False(t, ok, "gold's write applied: the cap is lifted")
+	assertList(t, cpu("10"), l.Used(), "4 and 6")
+}
+
+// Likewise when the waiter's write had no answer that said whether it was
+// applied and one read shows it was not; a write refused for good (an
+// invalid status) takes the waiter out, as before.
+func TestReclaimKeptWhenAReadShowsTheWriteNotApplied(t *testing.T) {
+	for name, tc := range map[string]struct {
+		end  func(*ledger.Ledger, *ledger.Attempt)
+		kept bool
+	}{
+		"UnknownReadAtBase": {end: func(l *ledger.Ledger, a *ledger.Attempt) {
+			l.Done(a, ledger.Unknown)
+			time.Sleep(time.Millisecond)
+			l.SettleRead(key("g1"), "1", time.Now())
+		}, kept: true},
+		"Rejected": {end: func(l *ledger.Ledger, a *ledger.Attempt) { l.Done(a, ledger.NotApplied) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, _, _ := priced(t, cpu("10"), true)
+			l.ObserveSlice(slice("s", "1", cpu("8"), inClass("spot"), consumer("c")))
+			refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+			l.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("c"), reclaimed))
+			tc.end(l, admitted(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))[0])
+			_, capped := l.Cap(key("s"))
+			assert.Equal(t, tc.kept, capped, "spot still yields to gold")
+			assert.Equal(t, tc.kept, len(l.Waiting()) == 1, "gold waits again")
+		})
+	}
 }

@@ -177,14 +177,15 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	})
 	require.NoError(t, cp.Client.Delete(ctx, p1))
 	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
-	// Known defect: one full-suite run in three once saw spot given its 8
-	// back and shrunk again (none, 8, 4, 8, 4), the budget never
-	// over-committed. Not reproduced alone since; logged with every event
-	// (and each condition's message, which says which rule decided), not
-	// asserted, until its path is found.
+	// One full-suite run in three once saw spot given its 8 back and
+	// shrunk again (none, 8, 4, 8, 4), the budget never over-committed.
+	// The likely path (gold's admission for reclaimed capacity refused for
+	// a newer version, lifting spot's cap until gold decided again) is
+	// fixed in the ledger, and tested there; not reproduced here alone,
+	// so a second shrink is logged with every event, not asserted.
 	w.CaughtUp(t)
 	if offers := w.OffersOf("s"); !assert.ObjectsAreEqual([]string{"none", "8", "4"}, offers) {
-		t.Logf("KNOWN DEFECT: spot was shrunk more than once: %s (gold: %s); every event:\n%s", w.OfferLog("s"), w.OfferLog("g"), w.Timeline())
+		t.Logf("SECOND SHRINK: spot was shrunk more than once: %s (gold: %s); every event:\n%s", w.OfferLog("s"), w.OfferLog("g"), w.Timeline())
 	}
 	offers := w.OffersOf("s")
 	assert.Equal(t, "4", offers[len(offers)-1], "spot ends at what it keeps")
