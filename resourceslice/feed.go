@@ -284,7 +284,7 @@ func (f *budgetFeed) register(ctx context.Context) error {
 		return err
 	} else if served && f.pods != nil {
 		f.podsServed = true
-		pods, err := f.pods.GetInformer(ctx, &offloadingv1beta1.ShadowPod{})
+		pods, err := f.pods.GetInformer(ctx, &shadowPodCharge{})
 		if err != nil {
 			return fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}

@@ -1,6 +1,7 @@
 package resourceslice
 
 import (
+	"encoding/json"
 	"fmt"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,9 +28,9 @@ import (
 // capacity only as those pods end.
 //
 // ShadowPods hold whole pod specs; the SDK watches them through a cache of
-// its own that keeps only what the charge needs (the creator label, the
-// phase, the containers' requests), started only when the API server
-// serves the CRD.
+// its own that decodes and keeps only what the charge needs (the creator
+// label, the phase, the containers' requests), started only when the API
+// server serves the CRD.
 
 // shadowPodKind is Liqo's ShadowPod.
 var shadowPodKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "ShadowPod"}
@@ -37,19 +39,15 @@ var shadowPodKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion
 // identity that created it, the Quota's spec.user.
 const labelCreatorUser = "liqo.io/creator-user"
 
-// newShadowPodCache builds mgr's trimmed ShadowPod cache and adds it to
-// the manager (it starts with the manager; it watches nothing until a
-// budget feed asks).
+// newShadowPodCache builds mgr's ShadowPod cache and adds it to the
+// manager (it starts with the manager; it watches nothing until a budget
+// feed asks). Its scheme maps Liqo's ShadowPod to shadowPodCharge, so the
+// informer decodes of each ShadowPod only what the charge needs.
 func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
-	scheme := runtime.NewScheme()
-	gv := offloadingv1beta1.SchemeGroupVersion
-	scheme.AddKnownTypes(gv, &offloadingv1beta1.ShadowPod{}, &offloadingv1beta1.ShadowPodList{})
-	metav1.AddToGroupVersion(scheme, gv)
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:           scheme,
-		Mapper:           mgr.GetRESTMapper(),
-		HTTPClient:       mgr.GetHTTPClient(),
-		DefaultTransform: trimShadowPod,
+		Scheme:     shadowPodScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		HTTPClient: mgr.GetHTTPClient(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the ShadowPod cache: %w", err)
@@ -60,18 +58,94 @@ func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
 	return c, nil
 }
 
-// shadowPodCharge is all the ShadowPod cache keeps of a ShadowPod: its
+// shadowPodScheme maps Liqo's ShadowPod and its list to shadowPodCharge
+// and shadowPodChargeList.
+func shadowPodScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	gv := offloadingv1beta1.SchemeGroupVersion
+	scheme.AddKnownTypeWithName(gv.WithKind(shadowPodKind.Kind), &shadowPodCharge{})
+	scheme.AddKnownTypeWithName(gv.WithKind(shadowPodKind.Kind+"List"), &shadowPodChargeList{})
+	metav1.AddToGroupVersion(scheme, gv)
+	return scheme
+}
+
+// shadowPodCharge is what the SDK decodes and keeps of a ShadowPod: its
 // name, namespace, UID, version and creation time, the creator user, the
-// phase, and the charge, computed once as Liqo's webhook computes it. A
-// ShadowPod holds a whole pod spec; a cache of thousands of them, even
-// trimmed to the containers' requests, would hold a PodSpec and a
-// Container per pod.
+// phase, and the charge, computed as Liqo's webhook computes it. A
+// ShadowPod holds a whole pod spec: decoding it into Liqo's type (a
+// PodSpec, a Container per container, managed fields) to keep these few
+// fields cost most of the informer's CPU; the JSON decoder skips what
+// shadowPodCharge does not name.
 type shadowPodCharge struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	User   string
 	Phase  corev1.PodPhase
 	Charge corev1.ResourceList
+}
+
+// shadowPodWire is the JSON of a ShadowPod, as far as the charge reads it.
+type shadowPodWire struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Metadata   struct {
+		Name              string            `json:"name,omitempty"`
+		Namespace         string            `json:"namespace,omitempty"`
+		UID               types.UID         `json:"uid,omitempty"`
+		ResourceVersion   string            `json:"resourceVersion,omitempty"`
+		CreationTimestamp metav1.Time       `json:"creationTimestamp,omitempty"`
+		Labels            map[string]string `json:"labels,omitempty"`
+		Annotations       map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+	Spec struct {
+		Pod struct {
+			Containers     []wireContainer `json:"containers,omitempty"`
+			InitContainers []wireContainer `json:"initContainers,omitempty"`
+		} `json:"pod"`
+	} `json:"spec"`
+	Status struct {
+		Phase corev1.PodPhase `json:"phase,omitempty"`
+	} `json:"status"`
+}
+
+// wireContainer is a container, as far as the charge reads it.
+type wireContainer struct {
+	Resources struct {
+		Requests corev1.ResourceList `json:"requests,omitempty"`
+	} `json:"resources"`
+}
+
+// UnmarshalJSON decodes a ShadowPod's JSON into what the charge needs.
+func (p *shadowPodCharge) UnmarshalJSON(data []byte) error {
+	var w shadowPodWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	spec := corev1.PodSpec{
+		Containers:     make([]corev1.Container, len(w.Spec.Pod.Containers)),
+		InitContainers: make([]corev1.Container, len(w.Spec.Pod.InitContainers)),
+	}
+	for i, c := range w.Spec.Pod.Containers {
+		spec.Containers[i].Resources.Requests = c.Resources.Requests
+	}
+	for i, c := range w.Spec.Pod.InitContainers {
+		spec.InitContainers[i].Resources.Requests = c.Resources.Requests
+	}
+	var annotations map[string]string
+	if v, ok := w.Metadata.Annotations[metav1.InitialEventsAnnotationKey]; ok {
+		// A watch's bookmark that ends its initial events: the reflector
+		// syncs on it.
+		annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}
+	}
+	*p = shadowPodCharge{
+		TypeMeta: metav1.TypeMeta{APIVersion: w.APIVersion, Kind: w.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Metadata.Name, Namespace: w.Metadata.Namespace, UID: w.Metadata.UID,
+			ResourceVersion: w.Metadata.ResourceVersion, CreationTimestamp: w.Metadata.CreationTimestamp, Annotations: annotations},
+		User:   w.Metadata.Labels[labelCreatorUser],
+		Phase:  w.Status.Phase,
+		Charge: ledger.PodCharge(&spec),
+	}
+	return nil
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -82,19 +156,22 @@ func (p *shadowPodCharge) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// trimShadowPod replaces a ShadowPod by its shadowPodCharge.
-func trimShadowPod(obj any) (any, error) {
-	sp, ok := obj.(*offloadingv1beta1.ShadowPod)
-	if !ok {
-		return obj, nil
+// shadowPodChargeList is a list of ShadowPods, decoded as shadowPodCharge.
+type shadowPodChargeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []shadowPodCharge `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (l *shadowPodChargeList) DeepCopyObject() runtime.Object {
+	out := *l
+	l.DeepCopyInto(&out.ListMeta) // ListMeta's, promoted
+	out.Items = make([]shadowPodCharge, len(l.Items))
+	for i := range l.Items {
+		out.Items[i] = *l.Items[i].DeepCopyObject().(*shadowPodCharge)
 	}
-	return &shadowPodCharge{
-		ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace, UID: sp.UID,
-			ResourceVersion: sp.ResourceVersion, CreationTimestamp: sp.CreationTimestamp},
-		User:   sp.Labels[labelCreatorUser],
-		Phase:  sp.Status.Phase,
-		Charge: ledger.PodCharge(&sp.Spec.Pod),
-	}, nil
+	return &out
 }
 
 // shadowPodsServed asks discovery whether the API server serves Liqo's
