@@ -64,69 +64,6 @@ type Attempt struct {
 	back *waitBack
 }
 
-// waitBack is what an admission of a waiter for reclaimed capacity took
-// down: its place in line and its victims' caps. A write that is not
-// applied puts them back: the waiter decides again, and until it does its
-// victims must not grow into the capacity reclaimed for it (once seen
-// across a restart: the victim given its old offer back, then shrunk a
-// second time).
-type waitBack struct {
-	req        Request
-	increase   corev1.ResourceList
-	reclaiming bool
-	caps       map[types.NamespacedName]*capped
-}
-
-// takeDownLocked is what admitting r takes down in l, before it does: nil
-// unless r's holder has victims capped for it.
-func (l *Ledger) takeDownLocked(r Request) *waitBack {
-	set := l.victims[r.Holder]
-	if len(set) == 0 {
-		return nil
-	}
-	b := &waitBack{req: r, increase: l.increaseLocked(r.Key, r.Offer), caps: map[types.NamespacedName]*capped{}}
-	if w := l.line.by[r.Holder]; w != nil {
-		b.reclaiming = w.reclaiming
-	}
-	for key := range set {
-		if e := l.slices[key]; e != nil && e.capped.forWaiter(r.Holder) {
-			b.caps[key] = e.capped
-		}
-	}
-	return b
-}
-
-// putBackLocked puts back what a's admission took down, unless its slice
-// is gone, or it was decided again since (it waits, or has victims of its
-// own again), or a victim was capped again since.
-func (l *Ledger) putBackLocked(a *Attempt) {
-	b := a.back
-	a.back = nil
-	if b == nil {
-		return
-	}
-	h := b.req.Holder
-	if _, gone := l.gone[b.req.UID]; (gone && b.req.UID != "") || l.slices[h.Key] == nil || l.line.has(h) || l.victims[h] != nil {
-		return
-	}
-	l.line.join(b.req, b.increase)
-	if w := l.line.by[h]; w != nil {
-		w.reclaiming = b.reclaiming
-	}
-	set := map[types.NamespacedName]bool{}
-	for key, c := range b.caps {
-		if e := l.slices[key]; e != nil && e.capped == nil {
-			e.capped = c
-			set[key] = true
-			l.noteCappedLocked(key)
-		}
-	}
-	if len(set) > 0 {
-		l.victims[h] = set
-	}
-	l.changedLocked()
-}
-
 // settle applies an observation at rv to e's attempts: an observation
 // newer than an attempt's base shows the write's effect (a write from base
 // with optimistic locking is the first change after base) or that it was
