@@ -42,16 +42,13 @@ func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.
 	r.applyCaps(req, current, desired)
 	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
 		Consumer: consumer.id, Offer: desired.Status.Resources, Priority: r.cfg.priority}
+	var as []*ledger.Attempt
+	var refusal *ledger.Refusal
 	if r.cfg.dryRun { // consulted, not charged
-		if refusal := ledger.CheckAll(r.ledgers, ask); refusal != nil {
-			if refusal.Reason == ledger.ReasonNotCounted {
-				return nil, errors.New(refusal.Message)
-			}
-			r.short(current, desired, refusal)
-		}
-		return nil, nil
+		refusal = ledger.CheckAll(r.ledgers, ask)
+	} else {
+		as, refusal = ledger.AdmitAll(r.ledgers, ask)
 	}
-	as, refusal := ledger.AdmitAll(r.ledgers, ask)
 	switch {
 	case refusal == nil:
 	case refusal.Reason == ledger.ReasonNotCounted:

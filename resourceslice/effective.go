@@ -326,29 +326,16 @@ func (g *gatedSource) String() string { return "status.class of ResourceSlices" 
 // manager (it starts with the manager's caches; empty until a class needs
 // it).
 func newStatusClasses(mgr manager.Manager) (*statusClasses, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:           viewScheme(),
-		Mapper:           mgr.GetRESTMapper(),
-		HTTPClient:       mgr.GetHTTPClient(),
-		DefaultTransform: trimView,
-	})
+	c, err := newNarrowCache(mgr, "status.class", viewScheme(), trimView)
 	if err != nil {
-		return nil, fmt.Errorf("building the status.class cache: %w", err)
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("adding the status.class cache to the manager: %w", err)
+		return nil, err
 	}
 	return &statusClasses{cache: c, cfg: openAPIDiscovery{mgr: mgr}}, nil
 }
 
 // viewScheme decodes ResourceSlices into class views.
 func viewScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	gv := authv1beta1.GroupVersion
-	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind), &classView{})
-	scheme.AddKnownTypeWithName(gv.WithKind(authv1beta1.ResourceSliceKind+"List"), &classViewList{})
-	metav1.AddToGroupVersion(scheme, gv)
-	return scheme
+	return narrowScheme(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), &classView{}, &classViewList{})
 }
 
 // openAPIDiscovery reads the ResourceSlice schema the server publishes.

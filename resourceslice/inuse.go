@@ -44,29 +44,13 @@ const labelCreatorUser = "liqo.io/creator-user"
 // feed asks). Its scheme maps Liqo's ShadowPod to shadowPodCharge, so the
 // informer decodes of each ShadowPod only what the charge needs.
 func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:     shadowPodScheme(),
-		Mapper:     mgr.GetRESTMapper(),
-		HTTPClient: mgr.GetHTTPClient(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building the ShadowPod cache: %w", err)
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("adding the ShadowPod cache to the manager: %w", err)
-	}
-	return c, nil
+	return newNarrowCache(mgr, "ShadowPod", shadowPodScheme(), nil)
 }
 
 // shadowPodScheme maps Liqo's ShadowPod and its list to shadowPodCharge
 // and shadowPodChargeList.
 func shadowPodScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	gv := offloadingv1beta1.SchemeGroupVersion
-	scheme.AddKnownTypeWithName(gv.WithKind(shadowPodKind.Kind), &shadowPodCharge{})
-	scheme.AddKnownTypeWithName(gv.WithKind(shadowPodKind.Kind+"List"), &shadowPodChargeList{})
-	metav1.AddToGroupVersion(scheme, gv)
-	return scheme
+	return narrowScheme(offloadingv1beta1.SchemeGroupVersion.WithKind(shadowPodKind.Kind), &shadowPodCharge{}, &shadowPodChargeList{})
 }
 
 // shadowPodCharge is what the SDK decodes and keeps of a ShadowPod: its
