@@ -189,6 +189,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 	if cc.r, err = newReconciler(c, class, h, cfg, st, with); err != nil {
 		return nil, err
 	}
+	st.fed.Store(len(with.feeds) > 0)
 	cc.abort, cc.abortStop = context.WithCancel(context.Background())
 	return cc, nil
 }
@@ -367,7 +368,9 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 // budgets' feeds, its namespace and owned-object caches). The two share
 // what r remembers (its queue, retries, passes and budgets), so Pass and
 // SweepInventory on r act on the controller; decisions are the
-// controller's, exactly as AddToManager's controller would make them.
+// controller's, exactly as AddToManager's controller would make them. When
+// the class draws from a budget, r.Reconcile returns an error: the
+// manager's feeds count the budget, and r would count from its own reads.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) error {
 	if mgr == nil || b == nil {
 		return fmt.Errorf("class %q: SetupWithManager needs a manager and a builder", r.scope.class)

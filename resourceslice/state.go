@@ -38,6 +38,10 @@ type classState struct {
 	// lists (see observe).
 	seedMu sync.Mutex
 	seeded bool
+	// fed is set once SetupWithManager bound the class to a manager whose
+	// feeds count its budgets: a Reconciler without those feeds (the one
+	// NewReconciler returned) must not count from its own reads beside them.
+	fed atomic.Bool
 	// queue receives slices the SDK enqueues itself (budget re-admissions,
 	// WithWatch passes, inventory sweeps); set when the controller starts.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]

@@ -295,7 +295,12 @@ type classSpec struct {
 type harnessClass struct {
 	class string
 	r     *resourceslice.Reconciler
-	q     *pendingQueue
+	// do is the controller SetupWithManager added to the manager: a
+	// reconcile goes through it, as a worker's does, to the Reconciler
+	// the SDK built with the manager's budget feeds (r, made by
+	// NewReconciler, has none and would count from its own reads).
+	do reconcile.Reconciler
+	q  *pendingQueue
 }
 
 // setUp builds sp's Reconciler and sets it up in mgr, with the harness's
@@ -315,10 +320,16 @@ func (h *Harness) setUp(mgr *harnessManager, sp classSpec, registry prometheus.R
 			return q
 		},
 	})
+	before := mgr.added()
 	if err := r.SetupWithManager(mgr, b); err != nil {
 		return nil, err
 	}
-	return &harnessClass{class: sp.class, r: r, q: q}, nil
+	for _, run := range mgr.addedSince(before) {
+		if do, ok := run.(reconcile.Reconciler); ok {
+			return &harnessClass{class: sp.class, r: r, do: do, q: q}, nil
+		}
+	}
+	return nil, fmt.Errorf("class %q: SetupWithManager added no controller to the manager", sp.class)
 }
 
 // Run is the one-call path: it builds a Harness serving class with h, seeded
@@ -412,7 +423,7 @@ func (h *Harness) reconcile(c *harnessClass, key types.NamespacedName) Result {
 	h.lastClass[key] = c.class
 	h.mu.Unlock()
 
-	res, err := c.r.Reconcile(context.Background(), req)
+	res, err := c.do.Reconcile(context.Background(), req)
 	h.sync()
 
 	out := Result{Result: res, Err: err}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -249,6 +251,20 @@ func TestSeededQuotaCounts(t *testing.T) {
 	res = h.Reconcile(asking)
 	require.NoError(t, res.Err)
 	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
+}
+
+// The Reconciler NewReconciler returned does not decide beside the
+// controller SetupWithManager built from it once a budget's feeds count the
+// class: its reconcile says so, and the controller's decides.
+func TestTheSetUpReconcilerLeavesBudgetsToTheController(t *testing.T) {
+	asking := slicetest.NewSlice("asking", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
+	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(asking),
+		slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "10"))))
+
+	_, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(asking)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SetupWithManager")
+	assert.Equal(t, conditions.Accepted, h.Reconcile(asking).Decision, "the controller decides")
 }
 
 // A Tenant drained after a slice was accepted: its watch event queues the

@@ -93,6 +93,20 @@ func (m *harnessManager) Add(r manager.Runnable) error {
 	return nil
 }
 
+// added is how many runnables were added so far; addedSince, those added
+// after the first n.
+func (m *harnessManager) added() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.runnables)
+}
+
+func (m *harnessManager) addedSince(n int) []manager.Runnable {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]manager.Runnable(nil), m.runnables[n:]...)
+}
+
 // start runs every runnable the classes added but the caches no server
 // answers, until ctx ends; wait waits for them to return.
 func (m *harnessManager) start(ctx context.Context) (wait func()) {
