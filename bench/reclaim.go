@@ -206,13 +206,15 @@ func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f fl
 	t.add("decisions/s, budget, ShadowPod watch on / off (medians, range)", fmt.Sprintf("%.0f %s / %.0f %s", median(on.rate), spread(on.rate),
 		median(off.rate), spread(off.rate)))
 	ratioTarget(t, "decisions/s, ShadowPod watch on / off (budget, events none, pods churning)", on.rate, off.rate, atLeast(0.97))
-	ratioTarget(t, "client CPU per decision, ShadowPod watch on / off", on.cpu, off.cpu, atMost(1.05))
-	// The target counts from the synced slice cache, which takes in the
-	// ShadowPod informer's initial list; this figure leaves the start-up
-	// out, as the rate does.
-	t.add("client CPU per decision from the first decision (µs), ShadowPod watch on / off; ratio",
-		fmt.Sprintf("%.0f %s / %.0f %s; %s", median(onDeciding), spread(onDeciding), median(offDeciding), spread(offDeciding),
-			ratioStr(onDeciding, offDeciding)))
+	// CPU per decision is counted as the rate is, from the first decision:
+	// both variants decide only once their feeds have synced, and with the
+	// watch on that takes in the ShadowPods' initial list, a start-up cost
+	// reported apart (from the synced slice cache), not a decision's.
+	ratioTarget(t, "client CPU per decision from the first decision, ShadowPod watch on / off", onDeciding, offDeciding, atMost(1.05))
+	t.add("client CPU per decision from the first decision (µs), ShadowPod watch on / off",
+		fmt.Sprintf("%.0f %s / %.0f %s", median(onDeciding), spread(onDeciding), median(offDeciding), spread(offDeciding)))
+	t.add("client CPU per decision from the synced slice cache (start-up included), on / off",
+		ratioStr(on.cpu, off.cpu))
 	// The churned and static pods go: the memory phase counts its own.
 	if err := cp.Client.DeleteAllOf(ctx, &offloadingv1beta1.ShadowPod{}, client.InNamespace(ns)); err != nil {
 		say("reclaim: deleting the churn pods: %v (the memory phase counts its own namespace only)", err)

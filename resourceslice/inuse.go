@@ -41,11 +41,20 @@ const labelCreatorUser = "liqo.io/creator-user"
 
 // newShadowPodCache builds mgr's ShadowPod cache and adds it to the
 // manager (it starts with the manager; it watches nothing until a budget
-// feed asks). Its scheme maps Liqo's ShadowPod to shadowPodCharge, so the
-// informer decodes of each ShadowPod only what the charge needs.
+// feed asks). Its scheme maps Liqo's ShadowPod to shadowPodCharge, and its
+// informer lists and watches through chargeCodec, so that of each
+// ShadowPod only what the charge needs is decoded, once.
 func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
-	return newNarrowCache(mgr, "ShadowPod", shadowPodScheme(), nil)
+	newInformer, err := shadowPodInformer(mgr.GetConfig(), mgr.GetHTTPClient(), shadowPodResource)
+	if err != nil {
+		return nil, err
+	}
+	return newNarrowCache(mgr, "ShadowPod", shadowPodScheme(), nil, newInformer)
 }
+
+// shadowPodResource is the resource of Liqo's ShadowPod CRD
+// (shadowpods.offloading.liqo.io).
+const shadowPodResource = "shadowpods"
 
 // shadowPodScheme maps Liqo's ShadowPod and its list to shadowPodCharge
 // and shadowPodChargeList.

@@ -2,6 +2,7 @@ package resourceslice
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -9,8 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,7 +39,11 @@ func TestShadowPodCacheDecodesWhatTheServerSends(t *testing.T) {
 		}
 	}
 	require.NoError(t, cp.Client.Create(ctx, pod("listed", "2")))
-	c, err := cache.New(cp.Config, cache.Options{Scheme: shadowPodScheme()})
+	hc, err := rest.HTTPClientFor(cp.Config)
+	require.NoError(t, err)
+	newInformer, err := shadowPodInformer(cp.Config, hc, shadowPodResource)
+	require.NoError(t, err)
+	c, err := cache.New(cp.Config, cache.Options{Scheme: shadowPodScheme(), HTTPClient: hc, NewInformer: newInformer})
 	require.NoError(t, err)
 	go func() { _ = c.Start(ctx) }()
 	_, err = c.GetInformer(ctx, &shadowPodCharge{})
@@ -53,4 +61,67 @@ func TestShadowPodCacheDecodesWhatTheServerSends(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(charges()) == 2 }, 10*time.Second, 20*time.Millisecond, "the watch brings the second pod")
 	assert.Equal(t, map[string]string{"listed": "user-s 2", "watched": "user-s 3"}, charges())
+	require.NoError(t, cp.Client.Delete(ctx, pod("listed", "2")))
+	require.Eventually(t, func() bool { return len(charges()) == 1 }, 10*time.Second, 20*time.Millisecond, "the watch takes the deleted pod out")
+
+	// The list a reflector falls back to, and an error answer, through the
+	// same client.
+	rc, err := chargeClient(cp.Config, hc)
+	require.NoError(t, err)
+	got, err := chargeListWatch(rc, shadowPodResource).ListWithContext(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	list := got.(*shadowPodChargeList)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "watched", list.Items[0].Name)
+	assert.Equal(t, "3", list.Items[0].Charge.Cpu().String())
+	assert.NotEmpty(t, list.ResourceVersion)
+	_, err = chargeListWatch(rc, shadowPodResource).WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "not-a-version"})
+	var status apierrors.APIStatus
+	require.ErrorAs(t, err, &status, "a refused watch is the server's Status, decoded")
+	assert.Equal(t, metav1.StatusFailure, status.Status().Status)
+}
+
+// chargeDecoder decodes each answer into what it is read into; an ERROR
+// event's object is the server's Status, not a ShadowPod.
+func TestChargeDecoder(t *testing.T) {
+	const pod = `{"apiVersion":"offloading.liqo.io/v1beta1","kind":"ShadowPod","metadata":{"name":"p","namespace":"n","uid":"u","resourceVersion":"7",` +
+		`"labels":{"liqo.io/creator-user":"user-s"},"managedFields":[{"manager":"m"}]},` +
+		`"spec":{"pod":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}},{"name":"b","resources":{"requests":{"cpu":"500m"}}}],` +
+		`"initContainers":[{"name":"i","resources":{"requests":{"cpu":"2"}}}]}},"status":{"phase":"Running"}}`
+	var d chargeDecoder
+
+	var ev metav1.WatchEvent
+	got, _, err := d.Decode([]byte(`{"type":"ADDED","object":`+pod+`}`), nil, &ev)
+	require.NoError(t, err)
+	require.Same(t, &ev, got)
+	assert.Equal(t, "ADDED", ev.Type)
+
+	obj, err := runtime.Decode(d, ev.Object.Raw)
+	require.NoError(t, err)
+	p, ok := obj.(*shadowPodCharge)
+	require.True(t, ok, "a ShadowPod, got %T", obj)
+	assert.Equal(t, "user-s", p.User)
+	assert.Equal(t, corev1.PodRunning, p.Phase)
+	assert.Equal(t, "2", p.Charge.Cpu().String(), "the largest init container's request, as Liqo charges it")
+	assert.Equal(t, "7", p.ResourceVersion)
+	assert.Empty(t, p.Kind, "kept without its kind, as the manager's caches keep typed objects")
+
+	obj, err = runtime.Decode(d, []byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}`))
+	require.NoError(t, err)
+	st, ok := obj.(*metav1.Status)
+	require.True(t, ok, "a Status, got %T", obj)
+	assert.Equal(t, int32(410), st.Code)
+
+	var list shadowPodChargeList
+	_, _, err = d.Decode([]byte(`{"kind":"ShadowPodList","apiVersion":"offloading.liqo.io/v1beta1","metadata":{"resourceVersion":"9"},"items":[`+pod+`]}`), nil, &list)
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "9", list.ResourceVersion)
+	assert.Equal(t, "user-s", list.Items[0].User)
+
+	_, err = runtime.Decode(d, []byte(`{"kind":`))
+	require.Error(t, err, "bad JSON is an error")
+	_, _, err = d.Decode([]byte(pod), nil, &corev1.Pod{})
+	require.Error(t, err, "a type it does not know is an error")
+	require.ErrorIs(t, d.Encode(p, io.Discard), errChargeEncode)
 }

@@ -1,0 +1,175 @@
+package resourceslice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// The ShadowPod informer's list and watch, decoded by the SDK.
+//
+// A cache built on the manager's scheme decodes every watch event three
+// times over before the SDK's code sees it: the event's envelope, after
+// sniffing its kind (a whole JSON decode for two fields), then the object
+// inside, after sniffing its kind again. On a cluster whose consumers start
+// and stop pods, that is most of what the ShadowPod watch costs. The
+// ShadowPod cache lists and watches through a REST client whose one codec
+// decodes each answer straight into the type it is read into: a watch
+// event's envelope into metav1.WatchEvent, the object inside into
+// shadowPodCharge, a list into shadowPodChargeList, with no kind sniffing.
+
+// shadowPodInformer is the ShadowPod cache's NewInformer: for
+// shadowPodCharge it lists and watches resource (Liqo's shadowpods, in
+// every namespace) through chargeCodec, with the options the cache's own
+// list-watch would set; any other type is the cache's as usual.
+func shadowPodInformer(cfg *rest.Config, hc *http.Client, resource string) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
+	rc, err := chargeClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if _, ok := obj.(*shadowPodCharge); ok {
+			lw = chargeListWatch(rc, resource)
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}, nil
+}
+
+// chargeClient is a REST client of Liqo's offloading API that decodes with
+// chargeCodec.
+func chargeClient(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	gv := offloadingv1beta1.SchemeGroupVersion
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = chargeCodec{}
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	rc, err := rest.RESTClientForConfigAndClient(c, hc)
+	if err != nil {
+		return nil, fmt.Errorf("building the ShadowPod client: %w", err)
+	}
+	return rc, nil
+}
+
+// chargeListWatch lists and watches resource in every namespace, with
+// bookmarks, as the cache's own list-watch does.
+func chargeListWatch(rc rest.Interface, resource string) *toolscache.ListWatch {
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list := &shadowPodChargeList{}
+			err := rc.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			opts.AllowWatchBookmarks = true
+			return rc.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+		},
+	}
+}
+
+// chargeCodec is the ShadowPod client's one content type: JSON, decoded by
+// chargeDecoder, framed as the API server frames a JSON watch.
+type chargeCodec struct{}
+
+var _ runtime.NegotiatedSerializer = chargeCodec{}
+
+// SupportedMediaTypes implements runtime.NegotiatedSerializer.
+func (chargeCodec) SupportedMediaTypes() []runtime.SerializerInfo {
+	return []runtime.SerializerInfo{{
+		MediaType:        runtime.ContentTypeJSON,
+		MediaTypeType:    "application",
+		MediaTypeSubType: "json",
+		EncodesAsText:    true,
+		Serializer:       chargeDecoder{},
+		StreamSerializer: &runtime.StreamSerializerInfo{
+			EncodesAsText: true,
+			Serializer:    chargeDecoder{},
+			Framer:        jsonserializer.Framer,
+		},
+	}}
+}
+
+// EncoderForVersion implements runtime.NegotiatedSerializer.
+func (chargeCodec) EncoderForVersion(e runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
+	return e
+}
+
+// DecoderToVersion implements runtime.NegotiatedSerializer.
+func (chargeCodec) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return d
+}
+
+// chargeDecoder decodes the ShadowPod API's JSON into what it is read
+// into: a watch event's envelope, a list, or (into nil, as a watch event's
+// object and an error answer are decoded) a ShadowPod, or the
+// metav1.Status an error carries.
+type chargeDecoder struct{}
+
+// errChargeEncode: the ShadowPod client only reads.
+var errChargeEncode = errors.New("the ShadowPod client only reads: it encodes nothing")
+
+// Decode implements runtime.Decoder.
+func (chargeDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	switch into := into.(type) {
+	case *metav1.WatchEvent:
+		if err := json.Unmarshal(data, into); err != nil {
+			return nil, nil, fmt.Errorf("decoding a ShadowPod watch event: %w", err)
+		}
+		return into, nil, nil
+	case *shadowPodChargeList:
+		if err := json.Unmarshal(data, into); err != nil {
+			return nil, nil, fmt.Errorf("decoding a ShadowPod list: %w", err)
+		}
+		into.TypeMeta = metav1.TypeMeta{}
+		return into, nil, nil
+	case nil, *shadowPodCharge:
+		p, _ := into.(*shadowPodCharge)
+		if p == nil {
+			p = &shadowPodCharge{}
+		}
+		err := p.UnmarshalJSON(data)
+		if err != nil || p.Kind == "Status" {
+			// An error answer, or an ERROR event's object.
+			var st metav1.Status
+			if json.Unmarshal(data, &st) == nil && st.Kind == "Status" {
+				return &st, nil, nil
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("decoding a ShadowPod: %w", err)
+			}
+		}
+		// As the manager's caches keep typed objects: without their kind.
+		p.TypeMeta = metav1.TypeMeta{}
+		return p, nil, nil
+	case *metav1.Status:
+		if err := json.Unmarshal(data, into); err != nil {
+			return nil, nil, fmt.Errorf("decoding a status: %w", err)
+		}
+		return into, nil, nil
+	}
+	return nil, nil, fmt.Errorf("the ShadowPod client cannot decode into %T", into)
+}
+
+// Encode implements runtime.Encoder: it refuses.
+func (chargeDecoder) Encode(runtime.Object, io.Writer) error { return errChargeEncode }
+
+// Identifier implements runtime.Encoder.
+func (chargeDecoder) Identifier() runtime.Identifier { return "sliceclass-shadowpod-charge" }
