@@ -270,3 +270,48 @@ func TestSetConsumerLimitTakesItBack(t *testing.T) {
 	require.NoError(t, cp.Client.Delete(ctx, pod))
 	testkit.Eventually(t, 10*time.Second, "all freed once its pods end", func() bool { u := b.Used(); return u.Cpu().IsZero() })
 }
+
+// Eviction after a consumer limit is lowered (budget.WithEvictionAfter):
+// globex's slice holds 8 with pods using 2 (oldest), 2 and 4 (newest);
+// SetConsumerLimit(globex, cpu 2) shrinks it to 2, and d later the newest
+// pods are deleted until the rest fit what it keeps: the 4 and the middle
+// 2, not the oldest. The budget then counts 2.
+func TestEvictionAfterAConsumerLimitIsLowered(t *testing.T) {
+	cp.Require(t)
+	ns := tenantNamespace(t, "limitevict-globex", "globex-evict")
+	offloaded := testkit.Namespace(t, cp, "limitevict-offloaded")
+	const d = 2 * time.Second
+	b, err := budget.New("limitevict", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithEvictionAfter(d))
+	require.NoError(t, err)
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "limitevict", accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
+	})
+	create(t, sliceIn(ns, "s", "limitevict", slicetest.WithConsumer("globex-evict"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "globex's slice Accepted with 8", func() bool {
+		return conditions.IsAccepted(get(t, ns, "s")) && quotaIs(ns, "s", "8")()
+	})
+	user := quotaUser(t, ns)
+	// Creation times have a one-second grain: the pods are a second apart.
+	oldest := runShadowPod(t, offloaded, "oldest", user, "2")
+	waitNextSecond()
+	mid := runShadowPod(t, offloaded, "mid", user, "2")
+	waitNextSecond()
+	newest := runShadowPod(t, offloaded, "newest", user, "4")
+	testkit.Eventually(t, 10*time.Second, "the budget counts globex's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+
+	require.NoError(t, b.SetConsumerLimit("globex-evict", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}))
+	testkit.Eventually(t, 10*time.Second, "globex's slice shrunk to 2, reason Reclaimed", func() bool {
+		rs := get(t, ns, "s")
+		c := conditions.Get(rs, conditions.Resources)
+		return c.Status == conditions.Accepted && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("2")) == 0
+	})
+	testkit.Consistently(t, d-time.Second, "no pod is deleted before d", func() bool {
+		return exists(t, oldest) && exists(t, mid) && exists(t, newest)
+	})
+	testkit.Eventually(t, 10*time.Second, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
+	testkit.Consistently(t, time.Second, "the oldest fits what globex keeps: it runs on", func() bool { return exists(t, oldest) })
+	testkit.Eventually(t, 10*time.Second, "the budget counts what is left", func() bool { u := b.Used(); return u.Cpu().Value() == 2 })
+}
