@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -208,4 +209,63 @@ func setQuotaCPU(t *testing.T, ns, name, cpu string) {
 		}
 	}
 	t.Fatalf("no Quota for slice %s/%s", ns, name)
+}
+
+// A node pool that shrinks, with preemption and eviction after d: two
+// nodes of 5 CPU; spot (priority 0) holds 6 with pods of 1 (the oldest) and
+// 4 (the newest), gold (100) holds 4. A node is cordoned: the pool is 5,
+// and spot, the lowest priority, is shrunk to 1 (gold keeps its 4). d
+// later spot's newest pod is evicted; the oldest fits what spot keeps and
+// runs on, and the budget counts 5 of 5.
+func TestAShrinkingPoolReclaimsTheLowestPriority(t *testing.T) {
+	cp.Require(t)
+	id := "np-shrink"
+	nsS := tenantNamespace(t, "npshrink-spot", "cluster-npshrink-spot")
+	nsG := tenantNamespace(t, "npshrink-gold", "cluster-npshrink-gold")
+	offloaded := testkit.Namespace(t, cp, "npshrink-offloaded")
+	const d = 2 * time.Second
+	n1, n2 := id+"-1", id+"-2"
+	addNode(t, n1, poolNodeLabels(id, "cpu"), "5", "0")
+	addNode(t, n2, poolNodeLabels(id, "cpu"), "5", "0")
+	var b *budget.Budget
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		var err error
+		if b, err = budget.NewNodePool(mgr, id, labels.SelectorFromSet(poolNodeLabels(id, "cpu")),
+			budget.WithResources(corev1.ResourceCPU), budget.WithPreemption(), budget.WithEvictionAfter(d)); err != nil {
+			return err
+		}
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		if err := resourceslice.AddToManager(mgr, "npshrink-spot", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "npshrink-gold", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(100))
+	})
+	testkit.Eventually(t, 10*time.Second, "the pool is 10 CPU", func() bool { return totalIs(b, units{corev1.ResourceCPU: 10}) })
+	create(t, sliceIn(nsS, "s", "npshrink-spot", slicetest.WithConsumer("cluster-npshrink-spot"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	create(t, sliceIn(nsG, "g", "npshrink-gold", slicetest.WithConsumer("cluster-npshrink-gold"), slicetest.WithRequest(corev1.ResourceCPU, "4")))
+	testkit.Eventually(t, 30*time.Second, "spot Accepted with 6, gold with 4", func() bool {
+		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "6")() &&
+			conditions.IsAccepted(get(t, nsG, "g")) && quotaIs(nsG, "g", "4")()
+	})
+	user := quotaUser(t, nsS)
+	// Creation times have a one-second grain: the pods are a second apart.
+	oldest := runShadowPod(t, offloaded, "oldest", user, "1")
+	waitNextSecond()
+	newest := runShadowPod(t, offloaded, "newest", user, "4")
+
+	changeNode(t, n2, false, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	testkit.Eventually(t, 10*time.Second, "spot shrunk to 1, reason Reclaimed", func() bool {
+		rs := get(t, nsS, "s")
+		c := conditions.Get(rs, conditions.Resources)
+		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("1")) == 0
+	})
+	g := get(t, nsG, "g")
+	assert.True(t, conditions.IsAccepted(g) && g.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0, "gold, the higher priority, keeps its 4")
+	testkit.Eventually(t, 10*time.Second, "the newest pod is evicted", func() bool { return !exists(t, newest) })
+	testkit.Consistently(t, time.Second, "the oldest fits what spot keeps: it runs on", func() bool { return exists(t, oldest) })
+	testkit.Eventually(t, 10*time.Second, "the pool counts 5 of 5", func() bool { u := b.Used(); return u.Cpu().Value() == 5 })
 }
