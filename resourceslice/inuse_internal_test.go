@@ -2,6 +2,7 @@ package resourceslice
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"testing"
 	"time"
@@ -91,10 +92,25 @@ func TestChargeDecoder(t *testing.T) {
 	var d chargeDecoder
 
 	var ev metav1.WatchEvent
-	got, _, err := d.Decode([]byte(`{"type":"ADDED","object":`+pod+`}`), nil, &ev)
+	frame := []byte(`{"type":"ADDED","object":` + pod + "}\n")
+	got, _, err := d.Decode(frame, nil, &ev)
 	require.NoError(t, err)
 	require.Same(t, &ev, got)
 	assert.Equal(t, "ADDED", ev.Type)
+	assert.JSONEq(t, pod, string(ev.Object.Raw))
+	frame[len(frame)-10] = 'X' // the streaming decoder reuses its buffer
+	assert.JSONEq(t, pod, string(ev.Object.Raw), "the event keeps a copy of its object")
+	for _, other := range []string{
+		`{"object":` + pod + `,"type":"MODIFIED"}`,      // another field order
+		`{ "type": "MODIFIED", "object": ` + pod + ` }`, // spaces
+		`{"type":"MODIFIED","object":` + pod + `,"extra":{}}`,
+	} {
+		var ev metav1.WatchEvent
+		_, _, err := d.Decode([]byte(other), nil, &ev)
+		require.NoError(t, err, other)
+		assert.Equal(t, "MODIFIED", ev.Type, other)
+		assert.JSONEq(t, pod, string(ev.Object.Raw), other)
+	}
 
 	obj, err := runtime.Decode(d, ev.Object.Raw)
 	require.NoError(t, err)
@@ -124,4 +140,62 @@ func TestChargeDecoder(t *testing.T) {
 	_, _, err = d.Decode([]byte(pod), nil, &corev1.Pod{})
 	require.Error(t, err, "a type it does not know is an error")
 	require.ErrorIs(t, d.Encode(p, io.Discard), errChargeEncode)
+}
+
+// splitWatchEvent agrees with encoding/json wherever it answers, strings
+// holding brackets, quotes and escapes included, and declines what it does
+// not recognise.
+func TestSplitWatchEventAgreesWithJSON(t *testing.T) {
+	objects := []string{
+		`{}`,
+		`{"a":"}"}`,
+		`{"a":"\"}{","b":["]",{"c":"\\"}]}`,
+		`{"metadata":{"labels":{"k":"v}}\\\""}},"x":[[],{}]}`,
+	}
+	for _, obj := range objects {
+		for _, frame := range []string{`{"type":"ADDED","object":` + obj + `}`, `{"type":"ADDED","object":` + obj + "}\n"} {
+			typ, object, ok := splitWatchEvent([]byte(frame))
+			require.True(t, ok, frame)
+			var want metav1.WatchEvent
+			require.NoError(t, json.Unmarshal([]byte(frame), &want), frame)
+			assert.Equal(t, want.Type, typ, frame)
+			assert.Equal(t, string(want.Object.Raw), string(object), frame)
+		}
+	}
+	for _, frame := range []string{
+		`{"type":"ADDED","object":{"a":1},"extra":{}}`,
+		`{"type":"ADD\"ED","object":{}}`,
+		`{"type":"ADDED","object":{"a":"}`,
+		`{"type":"ADDED","object":[]}`,
+		`{"object":{},"type":"ADDED"}`,
+		`{"type":"ADDED"}`,
+	} {
+		_, _, ok := splitWatchEvent([]byte(frame))
+		assert.False(t, ok, frame)
+	}
+}
+
+// FuzzSplitWatchEvent: wherever splitWatchEvent answers for a valid
+// frame, encoding/json answers the same; for an invalid frame, the object
+// it returns does not decode either, so nothing wrong is kept.
+func FuzzSplitWatchEvent(f *testing.F) {
+	f.Add(`{"type":"ADDED","object":{"a":"}\"{"}}`)
+	f.Add(`{"type":"BOOKMARK","object":{"metadata":{"annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n")
+	f.Add(`{"type":"ERROR","object":{"kind":"Status","code":410}}`)
+	f.Fuzz(func(t *testing.T, frame string) {
+		typ, object, ok := splitWatchEvent([]byte(frame))
+		if !ok {
+			return
+		}
+		if !json.Valid([]byte(frame)) {
+			assert.False(t, json.Valid(object), "an invalid frame gave a valid object: %q", frame)
+			return
+		}
+		var want metav1.WatchEvent
+		if err := json.Unmarshal([]byte(frame), &want); err != nil {
+			return // valid JSON of another shape (a type that is not a string)
+		}
+		assert.Equal(t, want.Type, typ, frame)
+		assert.Equal(t, string(want.Object.Raw), string(object), frame)
+	})
 }

@@ -1,6 +1,7 @@
 package resourceslice
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,6 +131,10 @@ var errChargeEncode = errors.New("the ShadowPod client only reads: it encodes no
 func (chargeDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	switch into := into.(type) {
 	case *metav1.WatchEvent:
+		if typ, object, ok := splitWatchEvent(data); ok {
+			into.Type, into.Object = typ, runtime.RawExtension{Raw: bytes.Clone(object)}
+			return into, nil, nil
+		}
 		if err := json.Unmarshal(data, into); err != nil {
 			return nil, nil, fmt.Errorf("decoding a ShadowPod watch event: %w", err)
 		}
@@ -166,6 +171,69 @@ func (chargeDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 		return into, nil, nil
 	}
 	return nil, nil, fmt.Errorf("the ShadowPod client cannot decode into %T", into)
+}
+
+// splitWatchEvent splits a watch event laid out as the API server writes
+// it, {"type":"ADDED","object":{...}}, into its type and its object's
+// bytes, without decoding either (the object is decoded next, which checks
+// it). ok is false for any other layout, which json.Unmarshal decodes.
+func splitWatchEvent(data []byte) (typ string, object []byte, ok bool) {
+	const head, sep = `{"type":"`, `","object":`
+	rest, found := bytes.CutPrefix(data, []byte(head))
+	if !found {
+		return "", nil, false
+	}
+	// Event types are upper-case words (ADDED, BOOKMARK, ERROR...).
+	end := 0
+	for end < len(rest) && rest[end] >= 'A' && rest[end] <= 'Z' {
+		end++
+	}
+	if end == len(rest) || rest[end] != '"' {
+		return "", nil, false
+	}
+	typ = string(rest[:end])
+	if rest, found = bytes.CutPrefix(rest[end:], []byte(sep)); !found {
+		return "", nil, false
+	}
+	n := objectLen(rest)
+	if n < 0 || string(bytes.TrimRight(rest[n:], " \t\r\n")) != "}" {
+		return "", nil, false
+	}
+	return typ, rest[:n], true
+}
+
+// objectLen is the length of the JSON object b starts with, found by
+// matching its brackets outside strings; -1 if b does not start with one
+// that ends.
+func objectLen(b []byte) int {
+	if len(b) == 0 || b[0] != '{' {
+		return -1
+	}
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }
 
 // Encode implements runtime.Encoder: it refuses.
