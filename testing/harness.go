@@ -164,7 +164,10 @@ type Harness struct {
 	// watches (the budgets, the Tenant index, the controllers' queues)
 	// sees it as a watch event at the next Reconcile or ReconcilePending.
 	Client client.Client
-	// Reconciler is the real reconciler under test: New's class's.
+	// Reconciler is New's class's Reconciler, as NewReconciler returned
+	// it: Pass and SweepInventory on it act on the controller. Reconcile
+	// and ReconcilePending decide through the controller; calling its own
+	// Reconcile for a class with a budget returns an error.
 	Reconciler *resourceslice.Reconciler
 
 	t          testing.TB
@@ -198,7 +201,9 @@ type Harness struct {
 // namespaces' consumers; the status.class view, which finds no
 // status.class, as on Liqo v1.2.0's CRD) and starts the controller. The harness holds the controller's
 // queue: a reconcile happens when the test asks (Reconcile,
-// ReconcilePending). Before and after each reconcile the cache delivers,
+// ReconcilePending), through the controller SetupWithManager built, as a
+// worker's does (Harness.Reconciler, the one NewReconciler returned, does
+// not decide a class whose budgets the feeds count). Before and after each reconcile the cache delivers,
 // as watch events, every change made on the fake API server since the
 // last one. Status writes go through the fake client (a class AddToManager
 // builds sends the same patch over REST and reads only the answer's
