@@ -45,7 +45,7 @@ const labelCreatorUser = "liqo.io/creator-user"
 // informer lists and watches through chargeCodec, so that of each
 // ShadowPod only what the charge needs is decoded, once.
 func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
-	newInformer, err := shadowPodInformer(mgr.GetConfig(), mgr.GetHTTPClient(), shadowPodResource)
+	newInformer, err := shadowPodInformer(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +79,8 @@ type shadowPodCharge struct {
 
 // shadowPodWire is the JSON of a ShadowPod, as far as the charge reads it.
 type shadowPodWire struct {
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	Metadata   struct {
+	Kind     string `json:"kind,omitempty"`
+	Metadata struct {
 		Name              string            `json:"name,omitempty"`
 		Namespace         string            `json:"namespace,omitempty"`
 		UID               types.UID         `json:"uid,omitempty"`
@@ -110,9 +109,17 @@ type wireContainer struct {
 
 // UnmarshalJSON decodes a ShadowPod's JSON into what the charge needs.
 func (p *shadowPodCharge) UnmarshalJSON(data []byte) error {
+	_, err := p.decode(data)
+	return err
+}
+
+// decode decodes a ShadowPod's JSON into p, and returns the kind the JSON
+// names (an error answer's is Status). p keeps no kind, as the manager's
+// caches keep typed objects.
+func (p *shadowPodCharge) decode(data []byte) (kind string, err error) {
 	var w shadowPodWire
 	if err := json.Unmarshal(data, &w); err != nil {
-		return err
+		return "", err
 	}
 	spec := corev1.PodSpec{
 		Containers:     make([]corev1.Container, len(w.Spec.Pod.Containers)),
@@ -131,14 +138,13 @@ func (p *shadowPodCharge) UnmarshalJSON(data []byte) error {
 		annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}
 	}
 	*p = shadowPodCharge{
-		TypeMeta: metav1.TypeMeta{APIVersion: w.APIVersion, Kind: w.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: w.Metadata.Name, Namespace: w.Metadata.Namespace, UID: w.Metadata.UID,
 			ResourceVersion: w.Metadata.ResourceVersion, CreationTimestamp: w.Metadata.CreationTimestamp, Annotations: annotations},
 		User:   w.Metadata.Labels[labelCreatorUser],
 		Phase:  w.Status.Phase,
 		Charge: ledger.PodCharge(&spec),
 	}
-	return nil
+	return w.Kind, nil
 }
 
 // DeepCopyObject implements runtime.Object.

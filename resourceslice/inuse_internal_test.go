@@ -42,7 +42,7 @@ func TestShadowPodCacheDecodesWhatTheServerSends(t *testing.T) {
 	require.NoError(t, cp.Client.Create(ctx, pod("listed", "2")))
 	hc, err := rest.HTTPClientFor(cp.Config)
 	require.NoError(t, err)
-	newInformer, err := shadowPodInformer(cp.Config, hc, shadowPodResource)
+	newInformer, err := shadowPodInformer(cp.Config, hc)
 	require.NoError(t, err)
 	c, err := cache.New(cp.Config, cache.Options{Scheme: shadowPodScheme(), HTTPClient: hc, NewInformer: newInformer})
 	require.NoError(t, err)
@@ -69,14 +69,14 @@ func TestShadowPodCacheDecodesWhatTheServerSends(t *testing.T) {
 	// same client.
 	rc, err := chargeClient(cp.Config, hc)
 	require.NoError(t, err)
-	got, err := chargeListWatch(rc, shadowPodResource).ListWithContext(ctx, metav1.ListOptions{})
+	got, err := chargeListWatch(rc).ListWithContext(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	list := got.(*shadowPodChargeList)
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, "watched", list.Items[0].Name)
 	assert.Equal(t, "3", list.Items[0].Charge.Cpu().String())
 	assert.NotEmpty(t, list.ResourceVersion)
-	_, err = chargeListWatch(rc, shadowPodResource).WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "not-a-version"})
+	_, err = chargeListWatch(rc).WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "not-a-version"})
 	var status apierrors.APIStatus
 	require.ErrorAs(t, err, &status, "a refused watch is the server's Status, decoded")
 	assert.Equal(t, metav1.StatusFailure, status.Status().Status)
@@ -134,6 +134,7 @@ func TestChargeDecoder(t *testing.T) {
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, "9", list.ResourceVersion)
 	assert.Equal(t, "user-s", list.Items[0].User)
+	assert.Empty(t, list.Items[0].Kind, "a listed ShadowPod is kept without its kind too")
 
 	_, err = runtime.Decode(d, []byte(`{"kind":`))
 	require.Error(t, err, "bad JSON is an error")

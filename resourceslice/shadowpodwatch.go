@@ -33,17 +33,17 @@ import (
 // shadowPodCharge, a list into shadowPodChargeList, with no kind sniffing.
 
 // shadowPodInformer is the ShadowPod cache's NewInformer: for
-// shadowPodCharge it lists and watches resource (Liqo's shadowpods, in
-// every namespace) through chargeCodec, with the options the cache's own
+// shadowPodCharge it lists and watches Liqo's shadowpods, in every
+// namespace, through chargeCodec, with the options the cache's own
 // list-watch would set; any other type is the cache's as usual.
-func shadowPodInformer(cfg *rest.Config, hc *http.Client, resource string) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
+func shadowPodInformer(cfg *rest.Config, hc *http.Client) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
 	rc, err := chargeClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		if _, ok := obj.(*shadowPodCharge); ok {
-			lw = chargeListWatch(rc, resource)
+			lw = chargeListWatch(rc)
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}, nil
@@ -69,19 +69,19 @@ func chargeClient(cfg *rest.Config, hc *http.Client) (*rest.RESTClient, error) {
 	return rc, nil
 }
 
-// chargeListWatch lists and watches resource in every namespace, with
+// chargeListWatch lists and watches ShadowPods in every namespace, with
 // bookmarks, as the cache's own list-watch does.
-func chargeListWatch(rc rest.Interface, resource string) *toolscache.ListWatch {
+func chargeListWatch(rc rest.Interface) *toolscache.ListWatch {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &shadowPodChargeList{}
-			err := rc.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
+			err := rc.Get().Resource(shadowPodResource).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
 			opts.AllowWatchBookmarks = true
-			return rc.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+			return rc.Get().Resource(shadowPodResource).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
 		},
 	}
 }
@@ -121,7 +121,7 @@ func (chargeCodec) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner)
 // chargeDecoder decodes the ShadowPod API's JSON into what it is read
 // into: a watch event's envelope, a list, or (into nil, as a watch event's
 // object and an error answer are decoded) a ShadowPod, or the
-// metav1.Status an error carries.
+// metav1.Status an error answer or an ERROR event carries.
 type chargeDecoder struct{}
 
 // errChargeEncode: the ShadowPod client only reads.
@@ -143,15 +143,14 @@ func (chargeDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 		if err := json.Unmarshal(data, into); err != nil {
 			return nil, nil, fmt.Errorf("decoding a ShadowPod list: %w", err)
 		}
-		into.TypeMeta = metav1.TypeMeta{}
 		return into, nil, nil
 	case nil, *shadowPodCharge:
 		p, _ := into.(*shadowPodCharge)
 		if p == nil {
 			p = &shadowPodCharge{}
 		}
-		err := p.UnmarshalJSON(data)
-		if err != nil || p.Kind == "Status" {
+		kind, err := p.decode(data)
+		if err != nil || kind == "Status" {
 			// An error answer, or an ERROR event's object.
 			var st metav1.Status
 			if json.Unmarshal(data, &st) == nil && st.Kind == "Status" {
@@ -161,14 +160,7 @@ func (chargeDecoder) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 				return nil, nil, fmt.Errorf("decoding a ShadowPod: %w", err)
 			}
 		}
-		// As the manager's caches keep typed objects: without their kind.
-		p.TypeMeta = metav1.TypeMeta{}
 		return p, nil, nil
-	case *metav1.Status:
-		if err := json.Unmarshal(data, into); err != nil {
-			return nil, nil, fmt.Errorf("decoding a status: %w", err)
-		}
-		return into, nil, nil
 	}
 	return nil, nil, fmt.Errorf("the ShadowPod client cannot decode into %T", into)
 }
