@@ -132,6 +132,21 @@ func runShadowPod(t *testing.T, ns, name, user, cpu string) *offloadingv1beta1.S
 	return sp
 }
 
+// runShadowPodsByAge runs a ShadowPod per cpu (pod-0, pod-1, ...), each
+// created in a later second than the one before (creation times have a
+// one-second grain): the first is the oldest, the last the newest.
+func runShadowPodsByAge(t *testing.T, ns, user string, cpus ...string) []*offloadingv1beta1.ShadowPod {
+	t.Helper()
+	pods := make([]*offloadingv1beta1.ShadowPod, len(cpus))
+	for i, cpu := range cpus {
+		if i > 0 {
+			waitNextSecond()
+		}
+		pods[i] = runShadowPod(t, ns, fmt.Sprintf("pod-%d", i), user, cpu)
+	}
+	return pods
+}
+
 // Reclaim by priority (issue 27), with Liqo's QuotaCreator and ShadowPods
 // as the virtual kubelet makes them: spot (priority 0) holds 8 of a
 // 10-CPU budget built WithPreemption and its pods use 8; gold (100) asks 6.
@@ -294,12 +309,8 @@ func TestEvictionAfterAConsumerLimitIsLowered(t *testing.T) {
 		return conditions.IsAccepted(get(t, ns, "s")) && quotaIs(ns, "s", "8")()
 	})
 	user := quotaUser(t, ns)
-	// Creation times have a one-second grain: the pods are a second apart.
-	oldest := runShadowPod(t, offloaded, "oldest", user, "2")
-	waitNextSecond()
-	mid := runShadowPod(t, offloaded, "mid", user, "2")
-	waitNextSecond()
-	newest := runShadowPod(t, offloaded, "newest", user, "4")
+	pods := runShadowPodsByAge(t, offloaded, user, "2", "2", "4")
+	oldest, mid, newest := pods[0], pods[1], pods[2]
 	testkit.Eventually(t, 10*time.Second, "the budget counts globex's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
 
 	require.NoError(t, b.SetConsumerLimit("globex-evict", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}))

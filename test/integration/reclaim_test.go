@@ -62,12 +62,8 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
 	})
 	user := quotaUser(t, nsS)
-	// Creation times have a one-second grain: the pods are a second apart.
-	oldest := runShadowPod(t, offloaded, "oldest", user, "4")
-	waitNextSecond()
-	mid := runShadowPod(t, offloaded, "mid", user, "2")
-	waitNextSecond()
-	newest := runShadowPod(t, offloaded, "newest", user, "2")
+	pods := runShadowPodsByAge(t, offloaded, user, "4", "2", "2")
+	oldest, mid, newest := pods[0], pods[1], pods[2]
 	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
 
 	create(t, sliceIn(nsG, "g", "ev-gold", slicetest.WithConsumer("cluster-evict-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
@@ -252,10 +248,8 @@ func TestAShrinkingPoolReclaimsTheLowestPriority(t *testing.T) {
 			conditions.IsAccepted(get(t, nsG, "g")) && quotaIs(nsG, "g", "4")()
 	})
 	user := quotaUser(t, nsS)
-	// Creation times have a one-second grain: the pods are a second apart.
-	oldest := runShadowPod(t, offloaded, "oldest", user, "1")
-	waitNextSecond()
-	newest := runShadowPod(t, offloaded, "newest", user, "4")
+	pods := runShadowPodsByAge(t, offloaded, user, "1", "4")
+	oldest, newest := pods[0], pods[1]
 
 	changeNode(t, n2, false, func(n *corev1.Node) { n.Spec.Unschedulable = true })
 	testkit.Eventually(t, 10*time.Second, "spot shrunk to 1, reason Reclaimed", func() bool {
