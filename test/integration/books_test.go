@@ -307,8 +307,11 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
 		resourceslice.WithMetricsRegisterer(reg)))
 	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "one"))
-	used := b.Used()
-	assert.Equal(t, int64(1), used.Cpu().Value(), "the new budget counts the slice")
+	// Decided long ago: the new budget counts it once its feed has synced.
+	testkit.Eventually(t, 30*time.Second, "the new budget counts the slice", func() bool {
+		used := b.Used()
+		return used.Cpu().Value() == 1
+	})
 }
 
 // The budget feed settles a lost answer with a list of one slice by name
