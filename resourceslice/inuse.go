@@ -1,7 +1,6 @@
 package resourceslice
 
 import (
-	"encoding/json"
 	"fmt"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,36 +75,6 @@ type shadowPodCharge struct {
 	Charge corev1.ResourceList
 }
 
-// shadowPodWire is the JSON of a ShadowPod, as far as the charge reads it.
-type shadowPodWire struct {
-	Kind     string `json:"kind,omitempty"`
-	Metadata struct {
-		Name              string            `json:"name,omitempty"`
-		Namespace         string            `json:"namespace,omitempty"`
-		UID               types.UID         `json:"uid,omitempty"`
-		ResourceVersion   string            `json:"resourceVersion,omitempty"`
-		CreationTimestamp metav1.Time       `json:"creationTimestamp,omitempty"`
-		Labels            map[string]string `json:"labels,omitempty"`
-		Annotations       map[string]string `json:"annotations,omitempty"`
-	} `json:"metadata"`
-	Spec struct {
-		Pod struct {
-			Containers     []wireContainer `json:"containers,omitempty"`
-			InitContainers []wireContainer `json:"initContainers,omitempty"`
-		} `json:"pod"`
-	} `json:"spec"`
-	Status struct {
-		Phase corev1.PodPhase `json:"phase,omitempty"`
-	} `json:"status"`
-}
-
-// wireContainer is a container, as far as the charge reads it.
-type wireContainer struct {
-	Resources struct {
-		Requests corev1.ResourceList `json:"requests,omitempty"`
-	} `json:"resources"`
-}
-
 // UnmarshalJSON decodes a ShadowPod's JSON into what the charge needs.
 func (p *shadowPodCharge) UnmarshalJSON(data []byte) error {
 	_, err := p.decode(data)
@@ -117,34 +85,12 @@ func (p *shadowPodCharge) UnmarshalJSON(data []byte) error {
 // names (an error answer's is Status). p keeps no kind, as the manager's
 // caches keep typed objects.
 func (p *shadowPodCharge) decode(data []byte) (kind string, err error) {
-	var w shadowPodWire
-	if err := json.Unmarshal(data, &w); err != nil {
+	w, err := readPodJSON(data)
+	if err != nil {
 		return "", err
 	}
-	spec := corev1.PodSpec{
-		Containers:     make([]corev1.Container, len(w.Spec.Pod.Containers)),
-		InitContainers: make([]corev1.Container, len(w.Spec.Pod.InitContainers)),
-	}
-	for i, c := range w.Spec.Pod.Containers {
-		spec.Containers[i].Resources.Requests = c.Resources.Requests
-	}
-	for i, c := range w.Spec.Pod.InitContainers {
-		spec.InitContainers[i].Resources.Requests = c.Resources.Requests
-	}
-	var annotations map[string]string
-	if v, ok := w.Metadata.Annotations[metav1.InitialEventsAnnotationKey]; ok {
-		// A watch's bookmark that ends its initial events: the reflector
-		// syncs on it.
-		annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}
-	}
-	*p = shadowPodCharge{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Metadata.Name, Namespace: w.Metadata.Namespace, UID: w.Metadata.UID,
-			ResourceVersion: w.Metadata.ResourceVersion, CreationTimestamp: w.Metadata.CreationTimestamp, Annotations: annotations},
-		User:   w.Metadata.Labels[labelCreatorUser],
-		Phase:  w.Status.Phase,
-		Charge: ledger.PodCharge(&spec),
-	}
-	return w.Kind, nil
+	*p = w.charge()
+	return w.kind, nil
 }
 
 // DeepCopyObject implements runtime.Object.

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -103,7 +103,7 @@ func (chargeCodec) SupportedMediaTypes() []runtime.SerializerInfo {
 		StreamSerializer: &runtime.StreamSerializerInfo{
 			EncodesAsText: true,
 			Serializer:    chargeDecoder{},
-			Framer:        jsonserializer.Framer,
+			Framer:        objectFramer{},
 		},
 	}}
 }
@@ -201,32 +201,172 @@ func objectLen(b []byte) int {
 	if len(b) == 0 || b[0] != '{' {
 		return -1
 	}
-	depth, inString := 0, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++ // the escaped byte
-			case '"':
-				inString = false
+	var m brackets
+	return m.scan(b)
+}
+
+// brackets matches a JSON value's brackets outside its strings, over as
+// many pieces of it as it comes in.
+type brackets struct {
+	depth            int
+	inString, escape bool
+}
+
+// scan reads b, the next piece: it returns the length of b up to the
+// bracket that closes the value, or -1 if the value goes on after b.
+func (m *brackets) scan(b []byte) int {
+	i := 0
+	if m.escape && len(b) > 0 {
+		m.escape = false
+		i++
+	}
+	for i < len(b) {
+		if m.inString {
+			// Runs of plain bytes are most of a string and of a document:
+			// they are skipped a table lookup a byte.
+			for i < len(b) && !stringStop[b[i]] {
+				i++
 			}
+			if i == len(b) {
+				break
+			}
+			if b[i] == '"' {
+				m.inString = false
+				i++
+				continue
+			}
+			if i+1 == len(b) { // a backslash, whose escaped byte is in the next piece
+				m.escape = true
+				return -1
+			}
+			i += 2
 			continue
 		}
-		switch c {
+		for i < len(b) && !structStop[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			break
+		}
+		switch b[i] {
 		case '"':
-			inString = true
+			m.inString = true
 		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
+			m.depth++
+		default: // '}', ']'
+			if m.depth--; m.depth == 0 {
 				return i + 1
 			}
 		}
+		i++
 	}
 	return -1
 }
+
+// stringStop and structStop are the bytes brackets.scan stops at inside a
+// string and outside one.
+var stringStop, structStop = byteSet("\"\\"), byteSet(`"{}[]`)
+
+// byteSet is a table of the bytes in s.
+func byteSet(s string) (set [256]bool) {
+	for i := range len(s) {
+		set[s[i]] = true
+	}
+	return set
+}
+
+// objectFramer frames a JSON watch as the API server writes one: a JSON
+// object per event. Its reader finds where each object ends by matching
+// brackets (decoding the frame checks it) where the JSON framer decodes
+// each object to find its end.
+type objectFramer struct{}
+
+// NewFrameReader implements runtime.Framer.
+func (objectFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &objectFrames{r: r} }
+
+// NewFrameWriter implements runtime.Framer: the client writes no stream.
+func (objectFramer) NewFrameWriter(w io.Writer) io.Writer { return w }
+
+// objectFrames reads a stream of JSON objects, one per Read; a Read whose
+// buffer is too small for the object gets io.ErrShortBuffer and the rest
+// of the object on the next Reads, as the streaming decoder expects.
+type objectFrames struct {
+	r io.ReadCloser
+	// buf[start:] is read and not yet handed out; buf[start:scanned] is
+	// the part of the next object matched so far, with m's state.
+	buf            []byte
+	start, scanned int
+	m              brackets
+	rest           []byte // of an object a short buffer did not take
+	err            error  // r's, once it has one
+}
+
+// errNotAnObject: each frame of a JSON watch is an object.
+var errNotAnObject = errors.New("a ShadowPod watch frame is not a JSON object")
+
+// Read implements io.Reader.
+func (f *objectFrames) Read(p []byte) (int, error) {
+	frame := f.rest
+	if len(frame) == 0 {
+		var err error
+		if frame, err = f.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, frame)
+	if f.rest = frame[n:]; len(f.rest) > 0 {
+		return n, io.ErrShortBuffer
+	}
+	return n, nil
+}
+
+// Close implements io.Closer.
+func (f *objectFrames) Close() error { return f.r.Close() }
+
+// next is the next object in the stream.
+func (f *objectFrames) next() ([]byte, error) {
+	for {
+		if f.scanned == f.start { // between objects
+			for f.start < len(f.buf) && isSpace(f.buf[f.start]) {
+				f.start++
+			}
+			f.scanned = f.start
+			if f.start < len(f.buf) && f.buf[f.start] != '{' {
+				return nil, errNotAnObject
+			}
+		}
+		if n := f.m.scan(f.buf[f.scanned:]); n >= 0 {
+			frame := f.buf[f.start : f.scanned+n]
+			f.start, f.scanned, f.m = f.scanned+n, f.scanned+n, brackets{}
+			return frame, nil
+		}
+		f.scanned = len(f.buf)
+		if f.err != nil {
+			if errors.Is(f.err, io.EOF) && f.start < len(f.buf) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, f.err
+		}
+		f.fill()
+	}
+}
+
+// fill reads more of the stream into buf, after moving what is not yet
+// handed out to its start (the frame handed out last has been copied).
+func (f *objectFrames) fill() {
+	if f.start > 0 {
+		n := copy(f.buf, f.buf[f.start:])
+		f.buf, f.scanned, f.start = f.buf[:n], f.scanned-f.start, 0
+	}
+	if len(f.buf) == cap(f.buf) {
+		f.buf = slices.Grow(f.buf, max(4096, cap(f.buf)))
+	}
+	n, err := f.r.Read(f.buf[len(f.buf):cap(f.buf)])
+	f.buf, f.err = f.buf[:len(f.buf)+n], err
+}
+
+// isSpace says whether c is JSON white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // Encode implements runtime.Encoder: it refuses.
 func (chargeDecoder) Encode(runtime.Object, io.Writer) error { return errChargeEncode }
