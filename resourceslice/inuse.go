@@ -65,8 +65,8 @@ func shadowPodScheme() *runtime.Scheme {
 // phase, and the charge, computed as Liqo's webhook computes it. A
 // ShadowPod holds a whole pod spec: decoding it into Liqo's type (a
 // PodSpec, a Container per container, managed fields) to keep these few
-// fields cost most of the informer's CPU; the JSON decoder skips what
-// shadowPodCharge does not name.
+// fields cost most of the informer's CPU; readPodJSON reads the JSON once
+// and keeps only these.
 type shadowPodCharge struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
