@@ -168,8 +168,14 @@ func (r *jsonReader) raw() ([]byte, error) {
 
 // object reads an object, calling member for each member's key with the
 // reader at its value, which member must read; a null is no object.
-// wrong is the error for a value that is not an object.
 func (r *jsonReader) object(field string, member func(key []byte) error) error {
+	return r.members(field, true, member)
+}
+
+// members is object; keys says whether member reads the keys, which are
+// then unquoted (skip reads none: managed fields' keys are full of
+// escaped quotes).
+func (r *jsonReader) members(field string, keys bool, member func(key []byte) error) error {
 	if r.null() {
 		return nil
 	}
@@ -194,7 +200,7 @@ func (r *jsonReader) object(field string, member func(key []byte) error) error {
 			return err
 		}
 		key := tok[1 : len(tok)-1]
-		if !plain {
+		if keys && !plain {
 			s, err := unquote(tok, false)
 			if err != nil {
 				return err
@@ -260,7 +266,7 @@ func (r *jsonReader) array(field string, elem func(i int) error) error {
 func (r *jsonReader) skip() error {
 	switch c := r.peek(); {
 	case c == '{':
-		return r.object("", func([]byte) error { return r.skip() })
+		return r.members("", false, func([]byte) error { return r.skip() })
 	case c == '[':
 		return r.array("", func(int) error { return r.skip() })
 	case c == '"':

@@ -39,6 +39,23 @@ func aShadowPod(i int) *offloadingv1beta1.ShadowPod {
 		}
 		return c
 	}
+	// The managed fields of a ShadowPod, as the API server records them: a
+	// list's items keyed by their name, in keys full of escaped quotes.
+	fields := `{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}},"f:spec":{".":{},"f:pod":{".":{},"f:containers":{`
+	for i, n := range []string{"app", "sidecar"} {
+		if i > 0 {
+			fields += ","
+		}
+		fields += `"k:{\"name\":\"` + n + `\"}":{".":{},"f:env":{`
+		for j := range 5 {
+			if j > 0 {
+				fields += ","
+			}
+			fields += fmt.Sprintf(`"k:{\"name\":\"APP_SETTING_%d\"}":{".":{},"f:name":{},"f:value":{}}`, j)
+		}
+		fields += `},"f:image":{},"f:name":{},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}`
+	}
+	fieldsV1 := []byte(fields + `}}}}`)
 	return &offloadingv1beta1.ShadowPod{
 		TypeMeta: metav1.TypeMeta{APIVersion: offloadingv1beta1.SchemeGroupVersion.String(), Kind: "ShadowPod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cool-consumer", Name: fmt.Sprintf("shop-backend-%06d", i),
@@ -49,7 +66,7 @@ func aShadowPod(i int) *offloadingv1beta1.ShadowPod {
 			Annotations: map[string]string{"liqo.io/origin": "consumer", "kubectl.kubernetes.io/restartedAt": "2026-11-25T10:00:00Z"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "virtual-kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "offloading.liqo.io/v1beta1", FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}},"f:spec":{".":{},"f:pod":{".":{},"f:containers":{}}}}`)}}},
+				FieldsV1: &metav1.FieldsV1{Raw: fieldsV1}}},
 		},
 		Spec: offloadingv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{
 			Containers: []corev1.Container{container("app"), container("sidecar")},
