@@ -117,6 +117,9 @@ type flags struct {
 	// child mode: run one process of the side by side (sbsTemplate or
 	// sbsPlain) serving sbsClass, until SIGTERM.
 	sbsChild, sbsClass string
+	// splitCores: the control plane on core 0, the rest on the others
+	// (cores.go).
+	splitCores bool
 	// the reclaim phase (reclaim.go), run alone with reclaimOnly.
 	reclaimOnly               bool
 	reclaimN, podsN, podsMemN int
@@ -162,6 +165,7 @@ func main() {
 	flag.IntVar(&f.sbsN, "sbs-n", 2000, "side by side: slices each process (example manager, template-shaped controller, plain client) decides alone, on a control plane of its own (0: no side by side)")
 	flag.BoolVar(&f.sbsOnly, "sbs-only", false, "run the side by side only")
 	flag.StringVar(&f.sbsChild, "sbs-child", "", "internal: run as a process of the side by side (template or plain)")
+	flag.BoolVar(&f.splitCores, "split-cores", false, "run the API server and etcd on core 0 and this process (the controllers measured and their load) on the other cores, as where the API server has machines of its own (Linux, 2 cores or more)")
 	flag.BoolVar(&f.reclaimOnly, "reclaim-only", false, "run the reclaim phase alone: reclaim latency, the ShadowPod watch on vs off, heap per ShadowPod")
 	flag.IntVar(&f.reclaimN, "reclaim-n", 50, "reclaim phase: reclaims timed")
 	flag.IntVar(&f.podsN, "pods-n", 2000, "reclaim phase: ShadowPods present while the watch on/off backlogs run")
@@ -256,6 +260,13 @@ func run(f flags) (bool, error) {
 		return false, err
 	}
 	defer func() { _ = cp.Stop() }()
+	if f.splitCores {
+		cores, err := splitCores()
+		if err != nil {
+			return false, err
+		}
+		t.figures[0].value = fmt.Sprintf("%d cores: %s", t.loads.cores, cores) // the machine's row
+	}
 	if f.viewOnly {
 		phase := time.Now()
 		if err := viewPhase(ctx, cp, f, &t); err != nil {

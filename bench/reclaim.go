@@ -164,7 +164,7 @@ func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f fl
 		return err
 	}
 	var on, off series
-	var onDeciding, offDeciding []float64
+	var onDeciding, offDeciding, onServer, offServer []float64
 	for round := range f.rounds {
 		order := []bool{true, false}
 		if round%2 == 1 {
@@ -195,9 +195,11 @@ func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f fl
 			if watched {
 				on.record(res.rate, res.cpu)
 				onDeciding = append(onDeciding, micros(res.cpuDeciding))
+				onServer = append(onServer, micros(res.serverDeciding))
 			} else {
 				off.record(res.rate, res.cpu)
 				offDeciding = append(offDeciding, micros(res.cpuDeciding))
+				offServer = append(offServer, micros(res.serverDeciding))
 			}
 			say("round %d/%d: budget, ShadowPod watch %v: %.0f/s", round+1, f.rounds, watched, res.rate)
 		}
@@ -213,6 +215,8 @@ func shadowPodWatchCost(ctx context.Context, cp *controlplane.ControlPlane, f fl
 	ratioTarget(t, "client CPU per decision from the first decision, ShadowPod watch on / off", onDeciding, offDeciding, atMost(1.05))
 	t.add("client CPU per decision from the first decision (µs), ShadowPod watch on / off",
 		fmt.Sprintf("%.0f %s / %.0f %s", median(onDeciding), spread(onDeciding), median(offDeciding), spread(offDeciding)))
+	t.add("API server and etcd CPU per decision from the first decision (µs), ShadowPod watch on / off; ratio",
+		fmt.Sprintf("%.0f %s / %.0f %s; %s", median(onServer), spread(onServer), median(offServer), spread(offServer), ratioStr(onServer, offServer)))
 	t.add("client CPU per decision from the synced slice cache (start-up included), on / off",
 		ratioStr(on.cpu, off.cpu))
 	// The churned and static pods go: the memory phase counts its own.

@@ -232,7 +232,10 @@ type oursResult struct {
 	// decision to the last, as the rate counts: without the start-up
 	// between the synced cache and the first decision.
 	cpuDeciding time.Duration
-	idle        int
+	// serverDeciding is the control plane's (the API server's and etcd's)
+	// CPU per decision over the same stretch as cpuDeciding.
+	serverDeciding time.Duration
+	idle           int
 }
 
 // oursRun creates a backlog of n slices over k classes named prefix-<i>,
@@ -343,9 +346,10 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		diagnose(prefix)
 	}
 	time.Sleep(time.Second)
-	cpuEnd := cpuTime()
-	res.cpu = (cpuEnd - cpu0) / time.Duration(f.n)
-	res.cpuDeciding = (cpuEnd - cpuAtFirst) / time.Duration(f.n-1)
+	end := sampleCPU()
+	res.cpu = (end.self - cpu0) / time.Duration(f.n)
+	res.cpuDeciding = (end.self - cpuAtFirst.self) / time.Duration(f.n-1)
+	res.serverDeciding = (end.server - cpuAtFirst.server) / time.Duration(f.n-1)
 	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
@@ -362,6 +366,12 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 	res.idle = later - after
 	return res, nil
 }
+
+// cpuSample is the CPU used so far by this process and by the control
+// plane's processes.
+type cpuSample struct{ self, server time.Duration }
+
+func sampleCPU() cpuSample { return cpuSample{self: cpuTime(), server: controlPlaneCPU()} }
 
 // cpuTime is the user and system CPU this process has used so far.
 func cpuTime() time.Duration {
@@ -453,12 +463,12 @@ const tapPoll = 2 * time.Millisecond
 
 // waitCounter waits until the decisions counter reaches n, and returns
 // when it first saw a decision and when it saw the n-th.
-func waitCounter(tap *decisionTap, n int, timeout time.Duration) (first, last time.Time, cpuAtFirst time.Duration, err error) {
+func waitCounter(tap *decisionTap, n int, timeout time.Duration) (first, last time.Time, cpuAtFirst cpuSample, err error) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		d := tap.decisions()
 		if d > 0 && first.IsZero() {
-			first, cpuAtFirst = time.Now(), cpuTime()
+			first, cpuAtFirst = time.Now(), sampleCPU()
 		}
 		if d >= n {
 			return first, time.Now(), cpuAtFirst, nil
