@@ -1,7 +1,6 @@
 package resourceslice
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -95,10 +94,8 @@ func agreeWithTheAPIDecoder(t *testing.T, data []byte) {
 // readPodJSON decodes what the API machinery's decoder decodes, and errs
 // where it errs: nulls, wrong types, escapes, case, trailing data.
 func TestReadPodJSONAgreesWithTheAPIDecoder(t *testing.T) {
-	realistic, err := json.Marshal(aShadowPod(7))
-	require.NoError(t, err)
 	docs := []string{
-		string(realistic),
+		string(aShadowPod(t)),
 		`{}`, `null`, ` {} `, ``, `{`, `[]`, `"pod"`, `5`, `{}x`, `{} {}`, `{"a":1,}`, `{"a" 1}`, `{,}`,
 		`{"kind":"ShadowPod","metadata":{"name":"p","namespace":"n","uid":"u","resourceVersion":"7","creationTimestamp":"2026-11-25T10:00:00Z"}}`,
 		`{"kind":"Status","status":"Failure","code":410}`,
@@ -137,7 +134,7 @@ func TestReadPodJSONAgreesWithTheAPIDecoder(t *testing.T) {
 
 	// And what it decodes, spelled out for the cases that matter.
 	var p shadowPodCharge
-	_, err = p.decode([]byte(`{"meta\u0064ata":{"name":"p","labels":{"liqo.io\/creator-user":"user-a"}},"Spec":{"pod":{"containers":[{"resources":{"requests":{"cpu":"9"}}}]}},` +
+	_, err := p.decode([]byte(`{"meta\u0064ata":{"name":"p","labels":{"liqo.io\/creator-user":"user-a"}},"Spec":{"pod":{"containers":[{"resources":{"requests":{"cpu":"9"}}}]}},` +
 		`"spec":{"pod":{"containers":[{"resources":{"requests":{"cpu":"1"}}},{"resources":{"requests":{"cpu":"500m"}}}],"initContainers":[{"resources":{"requests":{"cpu":"2"}}}]}}}`))
 	require.NoError(t, err)
 	assert.Equal(t, "p", p.Name, "an escaped key is its text")
@@ -150,9 +147,7 @@ func TestReadPodJSONAgreesWithTheAPIDecoder(t *testing.T) {
 // FuzzReadPodJSON: readPodJSON agrees with the API machinery's decoder on
 // any input.
 func FuzzReadPodJSON(f *testing.F) {
-	realistic, err := json.Marshal(aShadowPod(1))
-	require.NoError(f, err)
-	f.Add(realistic)
+	f.Add(aShadowPod(f))
 	f.Add([]byte(`{"metadata":{"labels":{"liqo.io/creator-user":"u"},"annotations":{"k8s.io/initial-events-end":"true"}},` +
 		`"spec":{"pod":{"containers":[{"resources":{"requests":{"cpu":"1"}}}],"initContainers":[null]}},"status":{"phase":"Running"}}`))
 	f.Add([]byte(`{"meta\u0064ata":{"name":"\"\\\/\b\f\n\r\t\u00e9"}}`))

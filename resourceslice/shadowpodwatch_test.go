@@ -4,98 +4,36 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"os"
 	"testing"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
-	"k8s.io/utils/ptr"
 )
 
-// aShadowPod is a ShadowPod as a consumer's virtual kubelet makes one: two
-// containers with env, mounts and limits, two volumes, managed fields.
-func aShadowPod(i int) *offloadingv1beta1.ShadowPod {
-	container := func(n string) corev1.Container {
-		c := corev1.Container{Name: n, Image: "registry.example/shop/" + n + ":1.4.2",
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-			},
-			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/" + n}, {Name: "token", MountPath: "/var/run/secrets/token"}},
-		}
-		for j := range 5 {
-			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("APP_SETTING_%d", j), Value: fmt.Sprintf("value-%d-of-%s", j, n)})
-		}
-		return c
-	}
-	// The managed fields of a ShadowPod, as the API server records them: a
-	// list's items keyed by their name, in keys full of escaped quotes.
-	fields := `{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}},"f:spec":{".":{},"f:pod":{".":{},"f:containers":{`
-	for i, n := range []string{"app", "sidecar"} {
-		if i > 0 {
-			fields += ","
-		}
-		fields += `"k:{\"name\":\"` + n + `\"}":{".":{},"f:env":{`
-		for j := range 5 {
-			if j > 0 {
-				fields += ","
-			}
-			fields += fmt.Sprintf(`"k:{\"name\":\"APP_SETTING_%d\"}":{".":{},"f:name":{},"f:value":{}}`, j)
-		}
-		fields += `},"f:image":{},"f:name":{},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}`
-	}
-	fieldsV1 := []byte(fields + `}}}}`)
-	return &offloadingv1beta1.ShadowPod{
-		TypeMeta: metav1.TypeMeta{APIVersion: offloadingv1beta1.SchemeGroupVersion.String(), Kind: "ShadowPod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cool-consumer", Name: fmt.Sprintf("shop-backend-%06d", i),
-			UID: "4b1c3f6e-58a2-4d8e-9a0b-2f5e7c9d1a34", ResourceVersion: fmt.Sprint(100000 + i), Generation: 1,
-			CreationTimestamp: metav1.Date(2026, 11, 25, 10, 0, 0, 0, metav1.Now().Location()),
-			Labels: map[string]string{labelCreatorUser: "liqo-cluster-cool-consumer", "app": "shop", "tier": "backend",
-				"liqo.io/managed-by": "shadowpod", "pod-template-hash": "7d9f8c6b5"},
-			Annotations: map[string]string{"liqo.io/origin": "consumer", "kubectl.kubernetes.io/restartedAt": "2026-11-25T10:00:00Z"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "virtual-kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
-				APIVersion: "offloading.liqo.io/v1beta1", FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: fieldsV1}}},
-		},
-		Spec: offloadingv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{
-			Containers: []corev1.Container{container("app"), container("sidecar")},
-			Volumes: []corev1.Volume{
-				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}},
-				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}}}}},
-			},
-		}},
-		Status: offloadingv1beta1.ShadowPodStatus{Phase: corev1.PodRunning},
-	}
+// aShadowPod is a ShadowPod as the API server sends it: the bench's
+// realistic pod (two containers with env, mounts, requests and limits;
+// volumes) created on envtest by a client and read back, managed fields
+// included.
+func aShadowPod(tb testing.TB) []byte {
+	b, err := os.ReadFile("testdata/shadowpod.json")
+	require.NoError(tb, err)
+	return bytes.TrimSpace(b)
 }
 
 // aWatchStream is n ADDED events as the API server writes a JSON watch.
-func aWatchStream(b testing.TB, n int) []byte {
-	var buf bytes.Buffer
-	for i := range n {
-		obj, err := json.Marshal(aShadowPod(i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ev, err := json.Marshal(metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: obj}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		buf.Write(ev)
-		buf.WriteByte('\n')
-	}
-	return buf.Bytes()
+func aWatchStream(tb testing.TB, n int) []byte {
+	ev, err := json.Marshal(metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: aShadowPod(tb)}})
+	require.NoError(tb, err)
+	return bytes.Repeat(append(ev, '\n'), n)
 }
 
 // BenchmarkShadowPodWatchEvent is what a ShadowPod watch event costs
