@@ -266,7 +266,8 @@ func (m *brackets) scan(b []byte) int {
 }
 
 // stringStop and structStop are the bytes brackets.scan stops at inside a
-// string and outside one.
+// string and outside one: lookup tables, never written after they are
+// built.
 var stringStop, structStop = byteSet("\"\\"), byteSet(`"{}[]`)
 
 // byteSet is a table of the bytes in s.
