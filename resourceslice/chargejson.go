@@ -500,16 +500,6 @@ func (r *jsonReader) requests(list *corev1.ResourceList, field string) error {
 
 // charge is the ShadowPod the JSON describes, as shadowPodCharge keeps it.
 func (p *podJSON) charge() shadowPodCharge {
-	spec := corev1.PodSpec{
-		Containers:     make([]corev1.Container, len(p.containers)),
-		InitContainers: make([]corev1.Container, len(p.initContainers)),
-	}
-	for i, requests := range p.containers {
-		spec.Containers[i].Resources.Requests = requests
-	}
-	for i, requests := range p.initContainers {
-		spec.InitContainers[i].Resources.Requests = requests
-	}
 	var annotations map[string]string
 	if p.hasInitialEvents {
 		// A watch's bookmark that ends its initial events: the reflector
@@ -521,6 +511,6 @@ func (p *podJSON) charge() shadowPodCharge {
 			ResourceVersion: p.version, CreationTimestamp: p.created, Annotations: annotations},
 		User:   p.user,
 		Phase:  corev1.PodPhase(p.phase),
-		Charge: ledger.PodCharge(&spec),
+		Charge: ledger.RequestsCharge(p.containers, p.initContainers),
 	}
 }

@@ -263,14 +263,27 @@ func (l *Ledger) takeWakesLocked() func() {
 // containers' requests summed, or the largest init container's request
 // where that is larger, per resource.
 func PodCharge(spec *corev1.PodSpec) corev1.ResourceList {
+	requests := func(cs []corev1.Container) []corev1.ResourceList {
+		out := make([]corev1.ResourceList, len(cs))
+		for i := range cs {
+			out[i] = cs[i].Resources.Requests
+		}
+		return out
+	}
+	return RequestsCharge(requests(spec.Containers), requests(spec.InitContainers))
+}
+
+// RequestsCharge is PodCharge from the containers' and the init
+// containers' requests alone, for a caller that decoded no PodSpec.
+func RequestsCharge(containers, initContainers []corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for i := range spec.Containers {
-		for n, q := range spec.Containers[i].Resources.Requests {
+	for _, requests := range containers {
+		for n, q := range requests {
 			add(out, n, q)
 		}
 	}
-	for i := range spec.InitContainers {
-		for n, q := range spec.InitContainers[i].Resources.Requests {
+	for _, requests := range initContainers {
+		for n, q := range requests {
 			if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
 				out[n] = q.DeepCopy()
 			}
