@@ -80,17 +80,24 @@ func childrenOf(pid int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil {
-			continue // gone
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		fields := statFields(child)
 		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
 			out = append(out, child)
 		}
 	}
 	return out, nil
+}
+
+// statFields is /proc/pid/stat after "pid (comm) ", split at spaces: the
+// stat's third field (the state) first, the fourth (the parent's pid)
+// next; nil when pid is gone. comm may hold spaces and parentheses, so the
+// split starts after its last parenthesis.
+func statFields(pid int) []string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 }
 
 // comm is the command name of pid.
@@ -115,12 +122,7 @@ func controlPlaneCPU() time.Duration {
 		if c := comm(pid); c != "kube-apiserver" && c != "etcd" {
 			continue
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// After "pid (comm)": state is field 3, utime 14, stime 15.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		fields := statFields(pid) // utime and stime are the stat's fields 14 and 15
 		if len(fields) < 13 {
 			continue
 		}

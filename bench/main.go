@@ -265,7 +265,7 @@ func run(f flags) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		t.figures[0].value = fmt.Sprintf("%d cores: %s", t.loads.cores, cores) // the machine's row
+		t.set("machine", fmt.Sprintf("%d cores: %s", t.loads.cores, cores))
 	}
 	if f.viewOnly {
 		phase := time.Now()
@@ -372,6 +372,17 @@ type table struct {
 // add adds a figure.
 func (t *table) add(metric, value string) {
 	t.figures = append(t.figures, row{metric: metric, value: value})
+}
+
+// set replaces the value of the figure named metric, or adds it.
+func (t *table) set(metric, value string) {
+	for i := range t.figures {
+		if t.figures[i].metric == metric {
+			t.figures[i].value = value
+			return
+		}
+	}
+	t.add(metric, value)
 }
 
 // target adds a target: the measured value, the target and whether it is
