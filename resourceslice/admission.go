@@ -82,10 +82,27 @@ func (r *Reconciler) applyCaps(req reconcile.Request, current, desired *authv1be
 	}
 	msg := strings.Join(msgs, "; ")
 	conditions.Accept(desired, budget.ReasonReclaimed, msg)
-	if was := conditions.Get(current, conditions.Resources); !r.cfg.dryRun && (was == nil || was.Reason != budget.ReasonReclaimed || was.Message != msg) {
+	if !r.cfg.dryRun && shrinks(current, desired) {
+		// One reclaim, one Warning event: the write that shrinks the
+		// offer. Rewrites of the same offer (another message) and the
+		// decision event of the same transition record none.
 		r.metrics.reclaimed.WithLabelValues(r.scope.class).Inc()
 		r.warn(current, budget.ReasonReclaimed, actionAdmit, "class %q: %s", r.scope.class, msg)
 	}
+}
+
+// shrinks reports whether desired offers less of some resource than
+// current does as Accepted.
+func shrinks(current, desired *authv1beta1.ResourceSlice) bool {
+	if !conditions.IsAccepted(current) {
+		return false
+	}
+	for n, was := range current.Status.Resources {
+		if now, ok := desired.Status.Resources[n]; !ok || now.Cmp(was) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // warnOverGrant records a Warning event OverGrant, once per change, when
@@ -126,9 +143,15 @@ func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal 
 	// budget wakes a waiting slice when they change.
 	was := conditions.Get(current, conditions.Resources)
 	note := "keeps its current offer; the larger one waits: " + refusal.Message
+	if was.Reason == budget.ReasonReclaimed {
+		// Shrunk by a reclaim: the reason stays what put it where it is,
+		// and its one Warning event was the shrink's. The message says
+		// what its growth waits for now.
+		note = "reclaimed: keeps its current offer; the larger one waits: " + refusal.Message
+	}
 	copyOwned(desired, current)
 	conditions.Accept(desired, was.Reason, note)
-	if was.Message != note && !r.cfg.dryRun {
+	if was.Message != note && !r.cfg.dryRun && was.Reason != budget.ReasonReclaimed {
 		r.countShort(refusal.Reason)
 		r.warn(current, refusal.Reason, actionAdmit, "class %q: the slice keeps its current offer; the larger one waits: %s", r.scope.class, refusal.Message)
 	}

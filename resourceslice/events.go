@@ -183,6 +183,8 @@ func (r *Reconciler) recordTransition(ctx context.Context, current, desired *aut
 	if after.Reason == budget.ReasonExhausted || after.Reason == budget.ReasonConsumerLimit {
 		r.countShort(after.Reason)
 	}
-	r.decisionEvent(desired, after)
+	if after.Reason != budget.ReasonReclaimed { // its Warning event is the shrink's (applyCaps)
+		r.decisionEvent(desired, after)
+	}
 	log.FromContext(ctx).Info("decided", "decision", after.Status, "reason", after.Reason)
 }

@@ -150,13 +150,22 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 		unlockAll(locked)
 		return nil, refusal
 	}
+	// Decided now: r no longer holds lower priorities back. Those it held
+	// are woken after r itself joined the line or was admitted, so that
+	// what they may be promised is what r leaves.
+	var lifted []*Ledger
+	for _, l := range ls {
+		if l.decidedLocked(r.Key) {
+			lifted = append(lifted, l)
+		}
+	}
+	var wakes []func()
 	var refusal *Refusal
 	for _, l := range ls {
 		if reason, msg, short := l.fitLocked(r); reason != "" && refusal == nil {
 			refusal = &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
 		}
 	}
-	var wakes []func()
 	if refusal != nil {
 		for _, l := range ls {
 			released := false
@@ -181,6 +190,9 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 			if released {
 				wakes = append(wakes, l.wakeLocked())
 			}
+		}
+		for _, l := range lifted {
+			wakes = append(wakes, l.wakeLocked())
 		}
 		unlockAll(locked)
 		for _, w := range wakes {
@@ -215,6 +227,9 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 			wakes = append(wakes, l.wakeLocked()) // admitted for less than it was promised
 		}
 		as[i] = a
+	}
+	for _, l := range lifted {
+		wakes = append(wakes, l.wakeLocked())
 	}
 	unlockAll(locked)
 	for _, w := range wakes {
@@ -275,6 +290,9 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 	defer unlockAll(locked)
 	if refusal := uncountedLocked(ls); refusal != nil {
 		return refusal
+	}
+	for _, l := range ls {
+		l.decidedLocked(r.Key) // a dry run decides too; it promises nothing, so lifts nothing to wake
 	}
 	for _, l := range ls {
 		if reason, msg, short := l.fitLocked(r); reason != "" {
@@ -376,12 +394,20 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 // class). What it holds is not affected.
 func (l *Ledger) Leave(h Holder) {
 	l.mu.Lock()
+	lifted := l.decidedLocked(h.Key)
 	if !l.line.has(h) {
+		var wake func()
+		if lifted {
+			wake = l.wakeLocked()
+		}
 		l.mu.Unlock()
+		if wake != nil {
+			wake()
+		}
 		return
 	}
 	var wake func()
-	if l.line.remove(h) {
+	if l.line.remove(h) || lifted {
 		wake = l.wakeLocked()
 	}
 	uncapped := l.wakeKeys(l.uncapLocked(h))
@@ -418,25 +444,85 @@ func (l *Ledger) Waiting() []Holder {
 func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 	mine := l.growsFromLocked(r.Key)
 	free := l.freeLocked()
-	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, false), shortNames(short)
-	}
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
-	if short := l.consumerShortLocked(r.Consumer, r.Offer, mine, l.line.promisedToOthers(r.Consumer, r.Holder)); len(short) > 0 {
-		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(short, "; ")), shortNames(short)
-	}
-	promised, n := l.line.promisedExcept(r.Holder)
-	if n == 0 {
-		return "", "", nil
-	}
-	for name, q := range promised {
-		sub(free, name, q)
-	}
+	consumerShort := l.consumerShortLocked(r.Consumer, r.Offer, mine, l.line.promisedToOthers(r.Consumer, r.Holder))
 	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, true), shortNames(short)
+		return ReasonExhausted, l.message(short, false) + l.fitsOnlyIfLocked(r, mine, consumerShort), shortNames(short)
+	}
+	if len(consumerShort) > 0 {
+		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(consumerShort, "; ")) +
+			l.fitsOnlyIfLocked(r, mine, nil), shortNames(consumerShort)
+	}
+	if promised, n := l.line.promisedExcept(r.Holder); n > 0 {
+		for name, q := range promised {
+			sub(free, name, q)
+		}
+		if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
+			return ReasonExhausted, l.message(short, true), shortNames(short)
+		}
+	}
+	if n := l.heldBackLocked(r.Priority); n > 0 && anyPositive(l.increaseLocked(r.Key, r.Offer)) {
+		return ReasonExhausted, l.heldBackMessage(r.Priority, n), l.growingNames(r.Key, r.Offer)
 	}
 	return "", "", nil
+}
+
+// growingNames are the names of the resources offer asks more of than the
+// slice key grows from, sorted.
+func (l *Ledger) growingNames(key types.NamespacedName, offer corev1.ResourceList) []string {
+	var out []string
+	for _, n := range sortedNames(l.increaseLocked(key, offer)) { // positive increases only
+		out = append(out, string(n))
+	}
+	return out
+}
+
+// fitsOnlyIfLocked says what would have to change for r to fit, where
+// capacity freeing in the budget is not enough (as Kueue's pending reasons
+// say "request > maximum capacity"): an offer beyond the budget's total,
+// beyond its consumer's limit, or one its consumer's other holdings keep
+// over that limit (consumerShort, when the budget's shortfall is what the
+// message names first). "" when freed capacity alone would do.
+func (l *Ledger) fitsOnlyIfLocked(r Request, mine corev1.ResourceList, consumerShort []string) string {
+	var notes []string
+	for _, n := range l.names {
+		want, asked := r.Offer[n]
+		if total := l.total[n]; asked && want.Cmp(total) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: asked %s, more than the budget's total %s: it fits only if the total grows", n, want.String(), total.String()))
+		}
+	}
+	limit := l.limitLocked(r.Consumer)
+	for _, n := range sortedNames(limit) {
+		want, asked := r.Offer[n]
+		lim := limit[n]
+		if !asked {
+			continue
+		}
+		if want.Cmp(lim) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: asked %s, more than consumer %q's limit %s: it fits only if that limit is raised", n, want.String(), r.Consumer, lim.String()))
+			continue
+		}
+		if len(consumerShort) == 0 {
+			continue
+		}
+		// Within the limit alone, but not beside what the consumer holds.
+		after := l.byConsumer[r.Consumer][n].DeepCopy()
+		after.Add(want)
+		if m, ok := mine[n]; ok {
+			after.Sub(m)
+		}
+		if after.Cmp(lim) > 0 {
+			over := after.DeepCopy()
+			over.Sub(lim)
+			notes = append(notes, fmt.Sprintf("%s: consumer %q would hold %s of its limit %s: it fits only if its other slices release %s or its limit is raised",
+				n, r.Consumer, after.String(), lim.String(), over.String()))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
 }
 
 // shortNames are the resource names of shortfall lines ("cpu: asked ...").
@@ -573,7 +659,7 @@ func (l *Ledger) wakeLocked() func() {
 		sub(free, n, q)
 	}
 	fits := func(w *waiter) bool {
-		if len(shortfall(l.names, w.increase, free, nil)) > 0 {
+		if l.heldBackLocked(w.priority) > 0 || len(shortfall(l.names, w.increase, free, nil)) > 0 {
 			return false
 		}
 		return len(l.consumerShortLocked(w.consumer, w.increase, nil, l.line.promisedTo(w.consumer))) == 0

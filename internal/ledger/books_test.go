@@ -25,7 +25,8 @@ func TestWaiterToldWhatBlocksItNow(t *testing.T) {
 	holdAs(l, "globex-1", "globex", cpu("8"))
 	r := refused(t, []*ledger.Ledger{l}, request("acme-2", "acme", at(3), cpu("4")))
 	assert.Equal(t, ledger.ReasonExhausted, r.Reason)
-	assert.Equal(t, "budget shared: cpu: asked 4, 1400m free", r.Message)
+	assert.Equal(t, `budget shared: cpu: asked 4, 1400m free (cpu: consumer "acme" would hold 9 of its limit 8: `+
+		`it fits only if its other slices release 1 or its limit is raised)`, r.Message, "what would have to change, beyond free capacity")
 	w.take()
 
 	l.ForgetSlice(key("globex-1"), uid("globex-1"))

@@ -82,7 +82,8 @@ func TestConsumerLimit(t *testing.T) {
 			reason: "A first slice asking more than the limit is refused: it would hold more than the limit alone.",
 			r:      request("b", "A", at(1), gpus("3")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 3, holds 0, limit 2`},
+				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 3, holds 0, limit 2` +
+					` (nvidia.com/gpu: asked 3, more than consumer "A"'s limit 2: it fits only if that limit is raised)`},
 		},
 		"CountsQuota": {
 			reason: "Liqo's Quota for a slice that is not Accepted (any more) counts: it is enforced.",
@@ -133,7 +134,8 @@ func TestConsumerLimit(t *testing.T) {
 			setup:  func(_ *testing.T, l *ledger.Ledger) { holdAs(l, "b", "A", gpus("2")) },
 			r:      request("b", "A", at(1), gpus("3")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 3, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 3, holds 2, limit 2` +
+					` (nvidia.com/gpu: asked 3, more than consumer "A"'s limit 2: it fits only if that limit is raised)`},
 		},
 		"ConsumerMoved": {
 			reason: "A slice observed under another consumer counts for that one only.",

@@ -214,8 +214,14 @@ func (l *Ledger) noteOverLocked(key types.NamespacedName, e *entry) {
 }
 
 // overOf is what e's pods use beyond its grant, per resource (nil when
-// nothing).
+// nothing). A slice shrunk by a reclaim, or capped for one, is never over
+// its grant: its running pods outlive the smaller grant by design (Liqo
+// enforces a Quota on new pods only), and an over-grant means only that
+// Liqo's enforcement let pods past a grant they were created under.
 func overOf(e *entry) corev1.ResourceList {
+	if e.reclaimed || e.capped != nil {
+		return nil
+	}
 	var out corev1.ResourceList
 	for n, use := range e.inUse {
 		over := use.DeepCopy()

@@ -95,8 +95,10 @@ type Ledger struct {
 	// gone remembers recently deleted slices (see bury).
 	gone     map[types.UID]time.Time
 	goneNext int
-	// refreshArmed: a refresh of the waiters' messages is scheduled.
+	// refreshArmed: a refresh of the waiters' messages is scheduled;
+	// refreshed is when the last one ran.
 	refreshArmed bool
+	refreshed    time.Time
 	// limits are the consumers' own limits, set at run time, overriding
 	// opts.ConsumerLimit (see SetConsumerLimit).
 	limits map[string]corev1.ResourceList
@@ -113,6 +115,9 @@ type Ledger struct {
 	// new feed has counted the cluster again (see ForgetAll).
 	epoch     uint64
 	uncounted bool
+	// counted: a feed of this epoch has delivered its initial lists
+	// (Counted); slices observed before are initial (see undecided.go).
+	counted bool
 	// evicting are the pods EvictionsDue named, and when, until they are
 	// gone (see evict.go).
 	evicting map[types.NamespacedName]time.Time
@@ -120,12 +125,19 @@ type Ledger struct {
 	// superset of those capped now: it walks these, not every slice,
 	// dropping the keys no longer capped.
 	cappedKeys map[types.NamespacedName]struct{}
+	// undecided are the slices not yet decided by their class since the
+	// books were counted, by priority (see undecided.go).
+	undecided undecided
 }
 
-// refreshDelay is how soon after a change of what is held, free or
-// promised the waiting slices are told what blocks them now: changes
-// within it are told once.
-const refreshDelay = time.Second
+// Waiting slices are told what blocks them now at most once a
+// refreshEvery, and refreshAfter after the first change since the last
+// time: a quiet budget tells at once what changed, a busy one once a
+// second, so a waiter's figures are never more than about a second old.
+const (
+	refreshEvery = time.Second
+	refreshAfter = 50 * time.Millisecond
+)
 
 // changedLocked schedules a refresh after a change that may alter what
 // blocks a waiting slice.
@@ -134,20 +146,26 @@ func (l *Ledger) changedLocked() {
 		return
 	}
 	l.refreshArmed = true
-	time.AfterFunc(refreshDelay, l.refresh)
+	delay := refreshAfter
+	if next := time.Until(l.refreshed.Add(refreshEvery)); next > delay {
+		delay = next
+	}
+	time.AfterFunc(delay, l.refresh)
 }
 
 // refresh wakes the waiting slices whose block changed since they were
 // last told (another reason, other figures), so that each one's condition
 // names what blocks it now. Those that fit are woken by the promise that
-// wakeLocked makes, not here.
+// wakeLocked makes, not here; those capacity is reclaimed for hold a
+// promise too, but wait on, and are told what is still in use.
 func (l *Ledger) refresh() {
 	l.mu.Lock()
 	l.refreshArmed = false
+	l.refreshed = time.Now()
 	var picked []Holder
 	l.line.each(func(w *waiter) bool {
-		if w.promised {
-			return true
+		if w.promised && !w.reclaiming {
+			return true // woken by its promise
 		}
 		reason, msg := l.blockLocked(w)
 		if told := reason + ": " + msg; reason != "" && told != w.told {
@@ -211,6 +229,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		users:      map[string]*userUse{},
 		evicting:   map[types.NamespacedName]time.Time{},
 		cappedKeys: map[types.NamespacedName]struct{}{},
+		undecided:  newUndecided(),
 	}, nil
 }
 
@@ -322,6 +341,7 @@ func (l *Ledger) Attach(class string, c Class) error {
 	}
 	l.classes[class] = c
 	l.remember()
+	l.retrackAllLocked() // only adds: nothing held back is lifted
 	return nil
 }
 
@@ -351,7 +371,7 @@ func (l *Ledger) Detach(class string) {
 	released := l.line.removeClass(class)
 	l.remember()
 	var wake func()
-	if released {
+	if l.retrackAllLocked() || released {
 		wake = l.wakeLocked()
 	}
 	l.mu.Unlock()

@@ -76,6 +76,12 @@ type entry struct {
 	// overSeen is what its pods used beyond its grant when its class was
 	// last woken for that.
 	overSeen corev1.ResourceList
+	// accepted: its Resources condition was Accepted when last observed.
+	accepted bool
+	// initial: observed before the books were counted (the feed's
+	// initial lists); decided: its class decided it since (see
+	// undecided.go).
+	initial, decided bool
 }
 
 type quota struct {
@@ -197,9 +203,16 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		e.grant = s.Grant.DeepCopy()
 		e.reclaimed = s.Reclaimed
 	}
+	e.accepted = s.Accepted
+	if !l.counted {
+		e.initial = true
+	}
 	e.settle(s.RV)
 	l.recountFrom(s.Key, e, prev)
 	wake := l.wakeIfFreedLocked(before)
+	if l.trackLocked(s.Key, l.slices[s.Key]) {
+		wake = l.wakeLocked()
+	}
 	if movedConsumer && (len(l.opts.ConsumerLimit) > 0 || len(l.limits) > 0) {
 		wake = l.wakeLocked() // the old consumer's holding dropped
 	}
@@ -242,7 +255,7 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 		}
 	}
 	wake := l.wakeIfFreedLocked(before)
-	if promised {
+	if promised || l.trackLocked(key, l.slices[key]) {
 		wake = l.wakeLocked()
 	}
 	l.mu.Unlock()
@@ -260,6 +273,7 @@ func (l *Ledger) ForgetAll() {
 	l.mu.Lock()
 	l.epoch++
 	l.uncounted = true
+	l.counted = false
 	for key, e := range l.slices {
 		l.dropLocked(key, e)
 	}
@@ -267,6 +281,7 @@ func (l *Ledger) ForgetAll() {
 	clear(l.users)
 	clear(l.victims)
 	clear(l.evicting)
+	l.undecided = newUndecided()
 	l.pendingWakes = nil
 	l.mu.Unlock()
 }
@@ -287,6 +302,7 @@ func (l *Ledger) Counted(epoch uint64) {
 	defer l.mu.Unlock()
 	if epoch == l.epoch {
 		l.uncounted = false
+		l.counted = true
 	}
 }
 

@@ -1,0 +1,191 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// What the person on call sees of one reclaim (issue 35, items 2 and 3):
+// spot holds 8 of 10 and its pods use 2, 2 and 4 (no more than its
+// grant); gold (priority 100) asks 6. spot's slice records exactly one
+// Warning event, Reclaimed (no Normal Reclaimed, no OverGrant, no
+// BudgetExhausted), from the shrink to its admission of gold and after;
+// gold's message follows what is still in use within a second of each pod
+// ending, with free capacity that matches Budget.Used().
+func TestOneReclaimOneWarningAndFiguresOfNow(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	nsS := tenantNamespace(t, "oncall-spot", "cluster-oncall-spot")
+	nsG := tenantNamespace(t, "oncall-gold", "cluster-oncall-gold")
+	offloaded := testkit.Namespace(t, cp, "oncall-offloaded")
+	b, err := budget.New("oncall", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
+	require.NoError(t, err)
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "oc-spot", "oc-gold")
+	spotAndGold(t, b, "oc-spot", "oc-gold")
+	create(t, sliceIn(nsS, "s", "oc-spot", slicetest.WithConsumer("cluster-oncall-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
+	})
+	user := quotaUser(t, nsS)
+	p1 := runShadowPod(t, offloaded, "p1", user, "2")
+	p2 := runShadowPod(t, offloaded, "p2", user, "2")
+	runShadowPod(t, offloaded, "p3", user, "4")
+	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+
+	create(t, sliceIn(nsG, "g", "oc-gold", slicetest.WithConsumer("cluster-oncall-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	testkit.Eventually(t, 10*time.Second, "spot shrunk to 4, gold waiting for 4 still in use", func() bool {
+		rs := get(t, nsS, "s")
+		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil &&
+			strings.HasSuffix(g.Message, "waiting for reclaimed capacity still in use: cpu 4")
+	})
+
+	// A pod that ends shows in gold's message within a second, with the
+	// figures of Budget.Used() now.
+	require.NoError(t, cp.Client.Delete(ctx, p1))
+	ended := time.Now()
+	var msg string
+	testkit.Every(20*time.Millisecond).Eventually(t, 5*time.Second, "gold says what is still in use now", func() bool {
+		msg = conditions.Get(get(t, nsG, "g"), conditions.Resources).Message
+		return strings.HasSuffix(msg, "still in use: cpu 2")
+	})
+	took := time.Since(ended)
+	t.Logf("gold's message followed the pod's end in %s: %q", took.Round(time.Millisecond), msg)
+	assert.Less(t, took, time.Second, "the figures of now, within a second")
+	used := b.Used()
+	free := resource.MustParse("10")
+	free.Sub(*used.Cpu())
+	assert.Contains(t, msg, fmt.Sprintf("asked 6, %s free", free.String()), "the free capacity gold is told is Budget.Used()'s")
+	require.NoError(t, cp.Client.Delete(ctx, p2))
+	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	time.Sleep(2 * time.Second) // what a later reconcile of spot would add
+
+	var warnings, reclaimedNormal []string
+	for _, e := range eventsFor(t, nsS, "s") {
+		switch {
+		case e.Type == corev1.EventTypeWarning:
+			warnings = append(warnings, e.Reason)
+		case e.Reason == budget.ReasonReclaimed:
+			reclaimedNormal = append(reclaimedNormal, e.Reason)
+		}
+	}
+	assert.Equal(t, []string{budget.ReasonReclaimed}, warnings, "one reclaim, one Warning event")
+	assert.Empty(t, reclaimedNormal, "no Normal event for the same reclaim")
+	c := conditions.Get(get(t, nsS, "s"), conditions.Resources)
+	assert.Equal(t, budget.ReasonReclaimed, c.Reason)
+	assert.True(t, strings.HasPrefix(c.Message, "reclaimed: keeps its current offer; the larger one waits: budget oncall: "),
+		"the message says what spot waits for now: %q", c.Message)
+	over := b.Used() // the budget counts 4 + 6
+	assert.Equal(t, int64(10), over.Cpu().Value())
+	w.Check(t)
+}
+
+// A slice that freed capacity alone cannot admit says what would have to
+// change (issue 35, item 4): acme holds 8 of its 16-CPU consumer limit in a
+// 20-CPU budget another consumer fills to 16; acme's second slice asks 12.
+// Its message names the consumer limit and what acme would hold.
+func TestWaiterNamesWhatWouldHaveToChange(t *testing.T) {
+	cp.Require(t)
+	nsA := tenantNamespace(t, "nevfits-acme", "cluster-nf-acme")
+	nsB := tenantNamespace(t, "nevfits-globex", "cluster-nf-globex")
+	b, err := budget.New("neverfits", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")},
+		budget.WithConsumerLimit(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}))
+	require.NoError(t, err)
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		return resourceslice.AddToManager(mgr, "nf", accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
+	})
+	create(t, sliceIn(nsA, "a1", "nf", slicetest.WithConsumer("cluster-nf-acme"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	create(t, sliceIn(nsB, "b1", "nf", slicetest.WithConsumer("cluster-nf-globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "both Accepted", decided(nsA, "a1"))
+	testkit.Eventually(t, 30*time.Second, "both Accepted", decided(nsB, "b1"))
+	create(t, sliceIn(nsA, "a2", "nf", slicetest.WithConsumer("cluster-nf-acme"), slicetest.WithRequest(corev1.ResourceCPU, "12")))
+	c := conditions.Get(waitForDecision(t, 30*time.Second, nsA, "a2"), conditions.Resources)
+	assert.Equal(t, conditions.Denied, c.Status)
+	assert.Equal(t, budget.ReasonExhausted, c.Reason)
+	assert.Equal(t, `budget neverfits: cpu: asked 12, 4 free (cpu: consumer "cluster-nf-acme" would hold 20 of its limit 16: `+
+		`it fits only if its other slices release 4 or its limit is raised)`, c.Message)
+}
+
+// restartRounds is how many rounds TestRestartAsAVictimsPodEnds runs:
+// SLICECLASS_RESTART_ROUNDS, else 3.
+func restartRounds(t *testing.T) int {
+	if v := os.Getenv("SLICECLASS_RESTART_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "SLICECLASS_RESTART_ROUNDS")
+		return n
+	}
+	return 3
+}
+
+// A restart in the middle of a reclaim, as one of the victim's pods ends
+// (issue 35, item 1): spot (priority 0) was shrunk 8 → 4 for gold (100),
+// whose 6 wait for spot's pods (4 and 4). The manager stops; a new one
+// starts serving both classes and, as it starts, one of spot's pods ends.
+// Whichever class the new leader decides first, spot's grant, as an
+// independent watch sees it, never grows after the restart: gold is
+// admitted and spot ends at 4, shrunk once. Rounds:
+// SLICECLASS_RESTART_ROUNDS (3 by default).
+func TestRestartAsAVictimsPodEnds(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	for i := range restartRounds(t) {
+		t.Run(fmt.Sprintf("round%d", i), func(t *testing.T) {
+			spotC, goldC := fmt.Sprintf("rr%d-spot", i), fmt.Sprintf("rr%d-gold", i)
+			nsS := tenantNamespace(t, fmt.Sprintf("rr%d-spot", i), fmt.Sprintf("cluster-rr%d-spot", i))
+			nsG := tenantNamespace(t, fmt.Sprintf("rr%d-gold", i), fmt.Sprintf("cluster-rr%d-gold", i))
+			offloaded := testkit.Namespace(t, cp, fmt.Sprintf("rr%d-offloaded", i))
+			newBudget := func() *budget.Budget {
+				b, err := budget.New(fmt.Sprintf("rr%d", i), corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
+				require.NoError(t, err)
+				return b
+			}
+			w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", spotC, goldC)
+			m := spotAndGold(t, newBudget(), spotC, goldC)
+			create(t, sliceIn(nsS, "s", spotC, slicetest.WithConsumer(fmt.Sprintf("cluster-rr%d-spot", i)), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+			testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+				return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
+			})
+			user := quotaUser(t, nsS)
+			p1 := runShadowPod(t, offloaded, "p1", user, "4")
+			runShadowPod(t, offloaded, "p2", user, "4")
+			create(t, sliceIn(nsG, "g", goldC, slicetest.WithConsumer(fmt.Sprintf("cluster-rr%d-gold", i)), slicetest.WithRequest(corev1.ResourceCPU, "6")))
+			testkit.Eventually(t, 30*time.Second, "spot shrunk to 4 and gold waiting", func() bool {
+				rs := get(t, nsS, "s")
+				g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
+			})
+			m.Stop()
+
+			b := newBudget()
+			spotAndGold(t, b, spotC, goldC)
+			require.NoError(t, cp.Client.Delete(ctx, p1)) // as the new leader starts
+			testkit.Eventually(t, 60*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+			testkit.Consistently(t, time.Second, "spot keeps 4", func() bool {
+				return get(t, nsS, "s").Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
+			})
+			w.CaughtUp(t)
+			if offers := w.OffersOf("s"); !assert.ObjectsAreEqual([]string{"none", "8", "4"}, offers) {
+				t.Errorf("spot's grant grew after the restart: %s (gold: %s); every event:\n%s", w.OfferLog("s"), w.OfferLog("g"), w.Timeline())
+			}
+			w.Check(t)
+		})
+	}
+}
