@@ -189,3 +189,32 @@ func TestRestartAsAVictimsPodEnds(t *testing.T) {
 		})
 	}
 }
+
+// OverGrant keeps its one meaning: pods running past a grant they were
+// created under (Liqo's enforcement off; no webhook runs here, as when a
+// provider turned it off). A slice granted 2 whose pods use 4 records an
+// OverGrant Warning; the budget counts the 4.
+func TestOverGrantWhenPodsPassTheirGrant(t *testing.T) {
+	cp.Require(t)
+	ns := tenantNamespace(t, "overgrant", "cluster-overgrant")
+	offloaded := testkit.Namespace(t, cp, "overgrant-offloaded")
+	b, err := budget.New("overgrant", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
+	require.NoError(t, err)
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "og", accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
+	})
+	create(t, sliceIn(ns, "s", "og", slicetest.WithConsumer("cluster-overgrant"), slicetest.WithRequest(corev1.ResourceCPU, "2")))
+	testkit.Eventually(t, 30*time.Second, "Accepted with 2 and its Quota at 2", func() bool {
+		return conditions.IsAccepted(get(t, ns, "s")) && quotaIs(ns, "s", "2")()
+	})
+	user := quotaUser(t, ns)
+	runShadowPod(t, offloaded, "p1", user, "2")
+	runShadowPod(t, offloaded, "p2", user, "2")
+	testkit.Eventually(t, 10*time.Second, "the budget counts the pods' 4", func() bool { u := b.Used(); return u.Cpu().Value() == 4 })
+	testkit.Eventually(t, 10*time.Second, "an OverGrant Warning", hasEventWhere(t, ns, "s", func(_, typ, reason, note string) bool {
+		return typ == corev1.EventTypeWarning && reason == "OverGrant" && strings.Contains(note, "by cpu 2")
+	}))
+}
