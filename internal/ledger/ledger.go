@@ -132,10 +132,10 @@ type Ledger struct {
 
 // Waiting slices are told what blocks them now at most once a
 // refreshEvery, and refreshAfter after the first change since the last
-// time: a quiet budget tells at once what changed, a busy one once a
-// second, so a waiter's figures are never more than about a second old.
+// time: a quiet budget tells at once what changed, a busy one twice a
+// second, so a waiter's figures are less than a second old.
 const (
-	refreshEvery = time.Second
+	refreshEvery = 500 * time.Millisecond
 	refreshAfter = 50 * time.Millisecond
 )
 
