@@ -83,7 +83,9 @@ func TestConsumerLimitIsVisible(t *testing.T) {
 		}
 		return out
 	}
-	cpu := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)} }
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
 
 	b := cpuBudget(t, "8")
 	require.NoError(t, b.SetConsumerLimit("early", cpu("1")))
