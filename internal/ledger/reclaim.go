@@ -186,6 +186,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	known := l.line.consumers[consumer] != nil
 	var victims []types.NamespacedName
 	var mine []types.NamespacedName
+	shrunk := 0
 	for key, e := range l.slices {
 		if e.consumer != consumer {
 			continue
@@ -225,6 +226,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
 			l.noteCappedLocked(key)
 			victims = append(victims, key)
+			shrunk++
 		}
 	}
 	l.changedLocked()
@@ -236,7 +238,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	case len(limit) == 0:
 		log.Info("consumer limit override removed: the budget's own consumer limit applies", "consumer", consumer)
 	case known:
-		log.Info("consumer limit set", "consumer", consumer, "limit", Amounts(limit), "shrunk", len(victims))
+		log.Info("consumer limit set", "consumer", consumer, "limit", Amounts(limit), "shrunk", shrunk)
 	default:
 		log.Info("consumer limit set for a consumer the budget knows no slice of: kept, it applies when one appears (if one was expected, check the consumer ID)",
 			"consumer", consumer, "limit", Amounts(limit))
