@@ -20,10 +20,12 @@ func TestSetConsumerLimitSays(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
 		consumer string
-		limit    corev1.ResourceList
-		wantErr  string
-		wantLog  []string
-		kept     bool
+		// before is a limit the consumer had before, if any.
+		before  corev1.ResourceList
+		limit   corev1.ResourceList
+		wantErr string
+		wantLog []string
+		kept    bool
 	}{
 		"Negative": {
 			reason:   "A negative quantity is refused as a consumer limit, not as a total, naming the consumer and each resource.",
@@ -39,6 +41,12 @@ func TestSetConsumerLimitSays(t *testing.T) {
 			reason:   "A consumer with a slice in the books: the line says what was set and how many slices it shrank.",
 			consumer: "globex", limit: cpu("1"),
 			wantLog: []string{`"msg"="consumer limit set"`, `"consumer"="globex"`, `"limit"="cpu 1"`, `"shrunk"=1`},
+			kept:    true,
+		},
+		"Raised": {
+			reason:   "A limit raised above what the consumer holds lifts the earlier cap and shrinks nothing.",
+			consumer: "globex", before: cpu("1"), limit: cpu("4"),
+			wantLog: []string{`"msg"="consumer limit set"`, `"consumer"="globex"`, `"limit"="cpu 4"`, `"shrunk"=0`},
 			kept:    true,
 		},
 		"KnownByAWaiter": {
@@ -61,6 +69,10 @@ func TestSetConsumerLimitSays(t *testing.T) {
 			l.SetLogger(funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{}))
 			holdAs(l, "g", "globex", cpu("2"))
 			refused(t, []*ledger.Ledger{l}, request("w", "waiting", at(1), cpu("9")))
+			if tc.before != nil {
+				require.NoError(t, l.SetConsumerLimit(tc.consumer, tc.before))
+				lines = nil
+			}
 			err := l.SetConsumerLimit(tc.consumer, tc.limit)
 			if tc.wantErr != "" {
 				require.Error(t, err, tc.reason)
