@@ -192,8 +192,20 @@ func (b *Budget) SetTotal(total corev1.ResourceList) error {
 // reason ReasonReclaimed and a Warning event, Liqo shrinks its Quota and
 // virtual node, and the capacity frees as the consumer's running pods end
 // (none is evicted). SetConsumerLimit("globex", cpu 0) takes back all
-// globex holds. It returns an error, and changes nothing, for a negative
-// quantity.
+// globex holds.
+//
+// An override for a consumer the budget knows no slice of is valid and
+// kept: it applies when that consumer's first slice appears (set limits
+// before a new consumer peers). So that a mistyped ID is found, every call
+// is logged on the logger of the manager whose classes draw from the budget
+// (calls made before that are logged when the first class is added), the
+// line saying when the budget knows no slice of the consumer, and the
+// overrides in force are the gauge
+// sliceclass_budget_consumer_limit{budget,consumer,resource}.
+//
+// It returns an error, and changes nothing, for an empty consumer or a
+// negative quantity ("negative quantity in consumer limit of "globex":
+// cpu=-1").
 func (b *Budget) SetConsumerLimit(consumer string, limit corev1.ResourceList) error {
 	return b.l.SetConsumerLimit(consumer, limit)
 }

@@ -39,7 +39,7 @@ func TestNewOptions(t *testing.T) {
 		},
 		"NegativeConsumerLimit": {
 			reason: "A negative limit is refused, naming it.",
-			opts:   []budget.Option{budget.WithConsumerLimit(list("cpu", "-1"))}, wantErr: `budget "pool": consumer limit: negative quantity in total: cpu=-1`,
+			opts:   []budget.Option{budget.WithConsumerLimit(list("cpu", "-1"))}, wantErr: `budget "pool": negative quantity in consumer limit: cpu=-1`,
 		},
 		"OldestFirst": {
 			reason: "WithOldestFirst applies to New.",

@@ -232,6 +232,7 @@ func (mc *companions) feed(l *ledger.Ledger, views *statusClasses) (*budgetFeed,
 		mc.pods = pods
 	}
 	f := newBudgetFeed(mc.mgr, l, views, mc.namespaces, mc.pods)
+	l.SetLogger(mc.mgr.GetLogger().WithName("budget").WithValues("budget", l.Name()))
 	mc.host.add(f)
 	mc.feeds[l] = &feedRef{f: f, refs: 1}
 	return f, nil

@@ -92,6 +92,13 @@
 //	sliceclass_budget_waiting                 gauge      budget              slices waiting for its capacity
 //	sliceclass_budget_exhausted_total         counter    class               slices denied or kept from growing for lack of budget
 //	sliceclass_budget_consumer_limited_total  counter    class               the same, by a consumer's limit
+//	sliceclass_budget_consumer_limit          gauge      budget, consumer,   a consumer's own limit (budget.Budget.SetConsumerLimit),
+//	                                                     resource            while it lasts
 //	sliceclass_unserved_slices                gauge      class               AddUnservedReporter: slices nobody serves
 //	sliceclass_unserved_oldest_seconds        gauge      class               AddUnservedReporter: age of the oldest
+//
+// Label values come from the operator (registered classes, budgets,
+// SetConsumerLimit's consumers), except the unserved reporter's class,
+// which is a slice's spec.class: its series are deleted once the class has
+// no unserved slice, so classes consumers make up leave nothing behind.
 package resourceslice

@@ -51,6 +51,11 @@ const (
 	// metricBudgetOverGrant is how much those pods use beyond their
 	// slices' grants, by budget and resource.
 	metricBudgetOverGrant = "sliceclass_budget_over_grant"
+	// metricBudgetConsumerLimit is each consumer's own limit in a budget
+	// (Budget.SetConsumerLimit), by budget, consumer and resource: the
+	// consumer values come from the operator's calls, and a series goes
+	// with its override.
+	metricBudgetConsumerLimit = "sliceclass_budget_consumer_limit"
 )
 
 // Outcome and error-kind label values.
@@ -182,6 +187,9 @@ func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 		over:    prometheus.NewDesc(metricBudgetOverGrant, "What the running pods of a budget's slices use beyond their grants, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		reclaiming: prometheus.NewDesc(metricBudgetReclaiming, "Capacity a budget's slices granted away but still use (their pods still run), by resource.",
 			[]string{"resource"}, prometheus.Labels{"budget": name}),
+		consumerLimit: prometheus.NewDesc(metricBudgetConsumerLimit,
+			"A consumer's own limit in a budget (Budget.SetConsumerLimit, overriding WithConsumerLimit), by consumer and resource.",
+			[]string{"consumer", "resource"}, prometheus.Labels{"budget": name}),
 	}
 	c.add(b)
 	err := m.reg.Register(c)
@@ -202,7 +210,7 @@ func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 
 // budgetCollector exports the budgets of one name.
 type budgetCollector struct {
-	total, used, waiting, inUse, over, reclaiming *prometheus.Desc
+	total, used, waiting, inUse, over, reclaiming, consumerLimit *prometheus.Desc
 
 	mu sync.Mutex
 	bs []*budget.Budget // in registration order
@@ -270,6 +278,7 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inUse
 	ch <- c.over
 	ch <- c.reclaiming
+	ch <- c.consumerLimit
 }
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -288,4 +297,9 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(c.over, ledger.Of(b).OverGrant())
 	emit(c.reclaiming, ledger.Of(b).Reclaiming())
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(b).WaitingCount()))
+	for consumer, rl := range ledger.Of(b).ConsumerLimits() {
+		for name, q := range rl {
+			ch <- prometheus.MustNewConstMetric(c.consumerLimit, prometheus.GaugeValue, q.AsApproximateFloat64(), consumer, string(name))
+		}
+	}
 }

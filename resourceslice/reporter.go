@@ -19,8 +19,11 @@ import (
 // than after gets one Warning event NoClassController naming the class, and
 // the gauges sliceclass_unserved_slices{class} and
 // sliceclass_unserved_oldest_seconds{class} (on controller-runtime's
-// registry) count such slices. When a controller for the class appears, the
-// gauges drop to zero with no further event. It writes nothing to slices.
+// registry) count such slices. When a controller for the class appears, or
+// the class's last unserved slice is deleted, the class's series are deleted
+// at the next check (every after/4, between 1 and 15 seconds), with no
+// further event: the class label is what consumers write in spec.class, so
+// made-up classes leave no series behind. It writes nothing to slices.
 // It runs on the leader only. It needs list on leases in namespace and
 // create on events.
 func AddUnservedReporter(mgr manager.Manager, namespace string, after time.Duration) error {

@@ -56,7 +56,10 @@ type ReporterConfig struct {
 // NewReporter returns the reporter of cfg; add it to a manager. It reports
 // a slice whose effective class is neither Liqo's own ("", "default") nor
 // held by a live Lease for longer than After with one Warning event
-// NoClassController, and counts such slices in the gauges.
+// NoClassController, and counts such slices in the gauges. A class with no
+// such slice has no series: the label values are what consumers write in
+// spec.class, so a class's series is deleted at the first check that finds
+// none of its slices unserved (gone, or served now).
 func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Namespace == "" || cfg.After <= 0 {
 		return nil, fmt.Errorf("unserved reporter: need a namespace and a positive delay, got %q and %s", cfg.Namespace, cfg.After)
@@ -80,7 +83,7 @@ type Reporter struct {
 	cfg ReporterConfig
 
 	// since is when a slice was first seen unserved; reported whether its
-	// event was recorded.
+	// event was recorded; classes are the classes with a series now.
 	since    map[types.NamespacedName]time.Time
 	reported map[types.NamespacedName]bool
 	classes  map[string]bool
@@ -139,7 +142,11 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 	}
 	byClass := map[string]*agg{}
 	replicated := u.cfg.Replicated
-	seen := map[types.NamespacedName]bool{}
+	// since and reported are rebuilt at every check from the slices
+	// unserved now, rather than pruned: a Go map never gives back its
+	// buckets, so a burst of slices gone would otherwise stay in the heap
+	// for good.
+	since, reported := map[types.NamespacedName]time.Time{}, map[types.NamespacedName]bool{}
 	for i := range slices.Items {
 		rs := &slices.Items[i]
 		class := u.cfg.ClassOf(rs)
@@ -153,7 +160,6 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 			continue
 		}
 		key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}
-		seen[key] = true
 		first, ok := u.since[key]
 		if !ok {
 			first = now
@@ -161,7 +167,7 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 		if until := servedUntil[class]; first.Before(until) {
 			first = until
 		}
-		u.since[key] = first
+		since[key] = first
 		if now.Sub(first) < u.cfg.After {
 			continue
 		}
@@ -174,24 +180,21 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 		if age := now.Sub(rs.CreationTimestamp.Time); age > a.oldest {
 			a.oldest = age
 		}
+		reported[key] = true
 		if !u.reported[key] {
-			u.reported[key] = true
 			u.cfg.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, ReasonNoClassController, "Report",
 				"no controller serves class %q: no live Lease %s in namespace %s for %s; nobody decides or maintains this slice's resources",
 				class, Name(class), u.cfg.Namespace, now.Sub(first).Round(time.Second))
 		}
 	}
-	for key := range u.since {
-		if !seen[key] {
-			delete(u.since, key)
-			delete(u.reported, key)
-		}
-	}
-	// Classes reported before and not now drop to zero.
+	u.since, u.reported = since, reported
+	// A class's label value is whatever a consumer wrote in spec.class: a
+	// class with no unserved slice now (its slices gone, or served) loses
+	// its series, so made-up classes leave nothing behind.
 	for class := range u.classes {
 		if byClass[class] == nil {
-			u.cfg.Count.WithLabelValues(class).Set(0)
-			u.cfg.Oldest.WithLabelValues(class).Set(0)
+			u.cfg.Count.DeleteLabelValues(class)
+			u.cfg.Oldest.DeleteLabelValues(class)
 		}
 	}
 	u.classes = map[string]bool{}

@@ -124,6 +124,20 @@ func (f *reporterFixture) gauge(t *testing.T, metric, class string) (float64, bo
 	return 0, false
 }
 
+// series counts the reporter's series, of both metrics.
+func (f *reporterFixture) series(t *testing.T) int {
+	t.Helper()
+	families, err := f.reg.Gather()
+	require.NoError(t, err)
+	n := 0
+	for _, mf := range families {
+		if mf.GetName() == MetricUnservedSlices || mf.GetName() == MetricUnservedOldest {
+			n += len(mf.GetMetric())
+		}
+	}
+	return n
+}
+
 // unserved returns sliceclass_unserved_slices{class}, 0 when absent.
 func (f *reporterFixture) unserved(t *testing.T, class string) float64 {
 	t.Helper()
@@ -210,7 +224,7 @@ func TestUnservedReporterFlagsAfterDelayOnce(t *testing.T) {
 	assert.Equal(t, 2.0, f.unserved(t, "orphan"), "the gauge keeps counting while the slices wait")
 }
 
-// A controller appears for a flagged class: the gauges drop to zero at the
+// A controller appears for a flagged class: its series are deleted at the
 // next check, with no event.
 func TestUnservedReporterControllerAppears(t *testing.T) {
 	const after = 2 * time.Second
@@ -224,10 +238,10 @@ func TestUnservedReporterControllerAppears(t *testing.T) {
 	now := t0.Add(after + time.Second)
 	require.NoError(t, f.c.Create(context.Background(), classLeaseObj("late", "pod-a", now, ptr.To(int32(40)))))
 	f.check(t, now)
-	assert.Zero(t, f.unserved(t, "late"), "the class is served now")
-	oldest, ok := f.gauge(t, MetricUnservedOldest, "late")
-	assert.True(t, ok, "the series stays, at zero")
-	assert.Zero(t, oldest)
+	for _, metric := range []string{MetricUnservedSlices, MetricUnservedOldest} {
+		_, ok := f.gauge(t, metric, "late")
+		assert.False(t, ok, "%s: the class is served now: its series is deleted", metric)
+	}
 	f.check(t, now.Add(time.Second))
 	assert.Len(t, f.events.about("late"), 1, "no further event once served")
 
@@ -272,7 +286,33 @@ func TestUnservedReporterForgetsDeletedSlices(t *testing.T) {
 	require.Equal(t, 1.0, f.unserved(t, "gone"))
 	require.NoError(t, f.c.Delete(context.Background(), gone))
 	f.check(t, t0.Add(2*after))
-	assert.Zero(t, f.unserved(t, "gone"))
+	for _, metric := range []string{MetricUnservedSlices, MetricUnservedOldest} {
+		_, ok := f.gauge(t, metric, "gone")
+		assert.False(t, ok, "%s: a class with no slice left has no series", metric)
+	}
+}
+
+// A consumer writes any spec.class it likes: slices of made-up classes,
+// flagged and then deleted, leave no series behind, while a class that
+// still has an unserved slice keeps its own.
+func TestUnservedReporterDeletesSeriesOfGoneClasses(t *testing.T) {
+	const after, n = time.Second, 200
+	t0 := time.Now().Truncate(time.Second)
+	objs := []client.Object{replicatedSlice("stays", "stays", t0)}
+	for i := range n {
+		objs = append(objs, replicatedSlice(fmt.Sprintf("made-up-%d", i), fmt.Sprintf("made-up-%d", i), t0))
+	}
+	f := newReporterFixture(t, after, objs...)
+	f.check(t, t0)
+	f.check(t, t0.Add(after))
+	require.Equal(t, 2*(n+1), f.series(t), "every class flagged has its two series")
+
+	for _, o := range objs[1:] {
+		require.NoError(t, f.c.Delete(context.Background(), o))
+	}
+	f.check(t, t0.Add(2*after))
+	assert.Equal(t, 2, f.series(t), "only the class with a slice left keeps its series")
+	assert.Equal(t, 1.0, f.unserved(t, "stays"))
 }
 
 // The consumer's own slices (not replicated: created here, replicated to

@@ -301,7 +301,7 @@ func TestNoConsumerLimit(t *testing.T) {
 func TestConsumerLimitOption(t *testing.T) {
 	_, err := ledger.New("pool", gpus("4"), ledger.Options{ConsumerLimit: gpus("-1")})
 	require.Error(t, err, "a negative limit is refused")
-	assert.Contains(t, err.Error(), `budget "pool": consumer limit: negative quantity`)
+	assert.Equal(t, `budget "pool": negative quantity in consumer limit: nvidia.com/gpu=-1`, err.Error())
 
 	limit := gpus("2")
 	l, err := ledger.New("pool", gpus("4"), ledger.Options{ConsumerLimit: limit})

@@ -73,3 +73,11 @@ func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
 	}
 	return true, ""
 }
+
+// PromisedConsumers is how many consumers the line remembers a promise
+// for.
+func (l *Ledger) PromisedConsumers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.line.promisedBy)
+}

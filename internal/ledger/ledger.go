@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -100,8 +101,12 @@ type Ledger struct {
 	refreshArmed bool
 	refreshed    time.Time
 	// limits are the consumers' own limits, set at run time, overriding
-	// opts.ConsumerLimit (see SetConsumerLimit).
+	// opts.ConsumerLimit (see SetConsumerLimit). Their keys come from the
+	// operator, not from consumers.
 	limits map[string]corev1.ResourceList
+	// log is the logger of the first manager that fed the ledger (see
+	// SetLogger); until then it discards.
+	log logr.Logger
 	// pods and users are what the consumers' running ShadowPods use (see
 	// inuse.go).
 	pods  map[types.NamespacedName]pod
@@ -195,15 +200,15 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 	if len(total) == 0 {
 		return nil, fmt.Errorf("budget %q: empty total: name every resource it limits (a resource it does not name is not limited; one named with 0 admits none)", name)
 	}
-	if err := checkTotal(total); err != nil {
+	if err := checkQuantities("total", total); err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	var o Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if err := checkTotal(o.ConsumerLimit); err != nil {
-		return nil, fmt.Errorf("budget %q: consumer limit: %w", name, err)
+	if err := checkQuantities("consumer limit", o.ConsumerLimit); err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	names := make([]corev1.ResourceName, 0, len(total))
 	for n := range total {
@@ -225,6 +230,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		gone:       map[types.UID]time.Time{},
 		pods:       map[types.NamespacedName]pod{},
 		limits:     map[string]corev1.ResourceList{},
+		log:        logr.Discard(),
 		victims:    map[Holder]map[types.NamespacedName]bool{},
 		users:      map[string]*userUse{},
 		evicting:   map[types.NamespacedName]time.Time{},
@@ -233,16 +239,18 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 	}, nil
 }
 
-func checkTotal(total corev1.ResourceList) error {
+// checkQuantities refuses negative quantities in rl, which is what (the
+// total, a consumer limit).
+func checkQuantities(what string, rl corev1.ResourceList) error {
 	var neg []string
-	for n, q := range total {
+	for n, q := range rl {
 		if q.Sign() < 0 {
 			neg = append(neg, fmt.Sprintf("%s=%s", n, q.String()))
 		}
 	}
 	if len(neg) > 0 {
 		sort.Strings(neg)
-		return fmt.Errorf("negative quantity in total: %s", strings.Join(neg, ", "))
+		return fmt.Errorf("negative quantity in %s: %s", what, strings.Join(neg, ", "))
 	}
 	return nil
 }
@@ -291,7 +299,7 @@ func (l *Ledger) Free() corev1.ResourceList {
 // does not name becomes zero (never unlimited); total may not name a
 // resource the budget does not limit. Growing wakes waiting slices.
 func (l *Ledger) SetTotal(total corev1.ResourceList) error {
-	if err := checkTotal(total); err != nil {
+	if err := checkQuantities("total", total); err != nil {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
 	next := corev1.ResourceList{}

@@ -58,8 +58,17 @@ type waitLine struct {
 	byKey     map[types.NamespacedName][]Holder
 	promised  corev1.ResourceList
 	nPromise  int
-	// promisedBy is what is promised to each consumer's waiters.
-	promisedBy map[string]corev1.ResourceList
+	// promisedBy is what is promised to each consumer's waiters, for the
+	// consumers with a promised waiter only: the consumer's entry goes with
+	// its last promise, so consumers that come and go leave nothing behind.
+	promisedBy map[string]*promiseSum
+}
+
+// promiseSum is what is promised to one consumer's waiters, and to how
+// many.
+type promiseSum struct {
+	sum corev1.ResourceList
+	n   int
 }
 
 func newWaitLine() waitLine {
@@ -69,7 +78,7 @@ func newWaitLine() waitLine {
 		by:         map[Holder]*waiter{},
 		byKey:      map[types.NamespacedName][]Holder{},
 		promised:   corev1.ResourceList{},
-		promisedBy: map[string]corev1.ResourceList{},
+		promisedBy: map[string]*promiseSum{},
 	}
 }
 
@@ -197,12 +206,13 @@ func (q *waitLine) promise(w *waiter) {
 	q.nPromise++
 	mine := q.promisedBy[w.consumer]
 	if mine == nil {
-		mine = corev1.ResourceList{}
+		mine = &promiseSum{sum: corev1.ResourceList{}}
 		q.promisedBy[w.consumer] = mine
 	}
+	mine.n++
 	for n, v := range w.increase {
 		add(q.promised, n, v)
-		add(mine, n, v)
+		add(mine.sum, n, v)
 	}
 }
 
@@ -212,22 +222,32 @@ func (q *waitLine) unpromise(w *waiter) bool {
 	}
 	w.promised = false
 	q.nPromise--
-	mine := q.promisedBy[w.consumer]
 	for n, v := range w.increase {
 		sub(q.promised, n, v)
-		sub(mine, n, v)
+	}
+	if mine := q.promisedBy[w.consumer]; mine != nil {
+		if mine.n--; mine.n <= 0 {
+			delete(q.promisedBy, w.consumer)
+		} else {
+			for n, v := range w.increase {
+				sub(mine.sum, n, v)
+			}
+		}
 	}
 	return true
 }
 
 // promisedTo is what is promised to consumer's waiters (nil for none).
 func (q *waitLine) promisedTo(consumer string) corev1.ResourceList {
-	return q.promisedBy[consumer]
+	if mine := q.promisedBy[consumer]; mine != nil {
+		return mine.sum
+	}
+	return nil
 }
 
 // promisedToOthers is what is promised to consumer's waiters other than h.
 func (q *waitLine) promisedToOthers(consumer string, h Holder) corev1.ResourceList {
-	mine := q.promisedBy[consumer]
+	mine := q.promisedTo(consumer)
 	w, ok := q.by[h]
 	if !ok || !w.promised || w.consumer != consumer {
 		return mine

@@ -323,3 +323,42 @@ func BenchmarkAdmitWithWaiters(b *testing.B) {
 		})
 	}
 }
+
+// The line remembers what is promised per consumer only while a waiter of
+// that consumer holds a promise: the consumer's entry goes with its last
+// promise, whether the waiter is admitted, deleted or asks for more than
+// was set aside, so consumers that come and go leave nothing behind.
+func TestPromisesForgetTheirConsumers(t *testing.T) {
+	l, _ := newLedger(t, cpu("4"))
+	ls := []*ledger.Ledger{l}
+	hold(l, "x", cpu("4"))
+	for i, c := range []string{"admitted", "deleted", "grown"} {
+		refused(t, ls, request(c, c, at(i), cpu("1")))
+	}
+	refused(t, ls, request("admitted-2", "admitted", at(3), cpu("1")))
+	l.ForgetSlice(key("x"), "")
+	require.Equal(t, 3, l.PromisedConsumers(), "four waiters of three consumers are promised what x freed")
+
+	admitted(t, ls, request("admitted", "admitted", at(0), cpu("1")))
+	assert.Equal(t, 3, l.PromisedConsumers(), "consumer admitted still has a promised waiter")
+	admitted(t, ls, request("admitted-2", "admitted", at(3), cpu("1")))
+	assert.Equal(t, 2, l.PromisedConsumers(), "consumer admitted's last promise was taken")
+
+	l.ForgetSlice(key("deleted"), uid("deleted"))
+	assert.Equal(t, 1, l.PromisedConsumers(), "a deleted waiter's promise goes, and its consumer's entry with it")
+
+	refused(t, ls, request("grown", "grown", at(2), cpu("10")))
+	assert.Equal(t, 0, l.PromisedConsumers(), "a waiter that outgrew its promise lost it: its consumer has none left")
+	assert.Equal(t, []string{"gold/ns/grown"}, names(l.Waiting()), "it still waits")
+
+	// What is promised per consumer still reads right after the entries
+	// went: a new promise to consumer grown counts from zero.
+	l.ForgetSlice(key("admitted"), uid("admitted"))
+	l.ForgetSlice(key("admitted-2"), uid("admitted-2"))
+	hold(l, "y", cpu("3"))
+	refused(t, ls, request("grown", "grown", at(2), cpu("2")))
+	l.ForgetSlice(key("y"), "")
+	assert.Equal(t, 1, l.PromisedConsumers(), "grown is promised 2 of the 4 free")
+	admitted(t, ls, request("grown", "grown", at(2), cpu("2")))
+	assert.Equal(t, 0, l.PromisedConsumers())
+}

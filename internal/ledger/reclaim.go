@@ -3,10 +3,13 @@ package ledger
 import (
 	"container/heap"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -162,10 +165,16 @@ func (l *Ledger) limitLocked(consumer string) corev1.ResourceList {
 // Lowered below what the consumer holds, its slices are shrunk, newest
 // first, by what it holds beyond the limit: each keeps a smaller offer
 // (reason ReasonReclaimed) while the limit lasts, and the capacity frees
-// as the cluster shows them holding less (their pods ending).
+// as the cluster shows them holding less (their pods ending). An override
+// for a consumer the ledger knows no slice of is kept, and applies when
+// one appears; it is logged as such, so that a mistyped consumer ID shows.
+// It refuses an empty consumer and negative quantities.
 func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) error {
-	if err := checkTotal(limit); err != nil {
-		return fmt.Errorf("budget %q: consumer %q: %w", l.name, consumer, err)
+	if consumer == "" {
+		return fmt.Errorf("budget %q: consumer limit for an empty consumer: name the consumer's cluster ID", l.name)
+	}
+	if err := checkQuantities(fmt.Sprintf("consumer limit of %q", consumer), limit); err != nil {
+		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
 	l.mu.Lock()
 	if len(limit) == 0 {
@@ -173,12 +182,16 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	} else {
 		l.limits[consumer] = limit.DeepCopy()
 	}
+	// known: the ledger has a slice of the consumer, held or waiting.
+	known := l.line.consumers[consumer] != nil
 	var victims []types.NamespacedName
 	var mine []types.NamespacedName
+	shrunk := 0
 	for key, e := range l.slices {
 		if e.consumer != consumer {
 			continue
 		}
+		known = true
 		if e.capped != nil && e.capped.limit {
 			e.capped = nil
 			victims = append(victims, key)
@@ -213,15 +226,59 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
 			l.noteCappedLocked(key)
 			victims = append(victims, key)
+			shrunk++
 		}
 	}
 	l.changedLocked()
 	wake := l.wakeLocked()
 	wakeVictims := l.wakeKeys(victims)
+	log := l.log
 	l.mu.Unlock()
+	switch {
+	case len(limit) == 0:
+		log.Info("consumer limit override removed: the budget's own consumer limit applies", "consumer", consumer)
+	case known:
+		log.Info("consumer limit set", "consumer", consumer, "limit", Amounts(limit), "shrunk", shrunk)
+	default:
+		log.Info("consumer limit set for a consumer the budget knows no slice of: kept, it applies when one appears (if one was expected, check the consumer ID)",
+			"consumer", consumer, "limit", Amounts(limit))
+	}
 	wake()
 	wakeVictims()
 	return nil
+}
+
+// ConsumerLimits returns a copy of the consumers' own limits
+// (SetConsumerLimit), by consumer.
+func (l *Ledger) ConsumerLimits() map[string]corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]corev1.ResourceList, len(l.limits))
+	for c, lim := range l.limits {
+		out[c] = lim.DeepCopy()
+	}
+	return out
+}
+
+// SetLogger gives the ledger the logger of the manager that feeds it, once:
+// a later call (another manager feeding the same budget) keeps the first.
+// The consumer limits set before are logged then, since they could not be
+// when they were set.
+func (l *Ledger) SetLogger(log logr.Logger) {
+	l.mu.Lock()
+	if l.log.GetSink() != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.log = log
+	limits := make(map[string]string, len(l.limits))
+	for c, lim := range l.limits {
+		limits[c] = Amounts(lim)
+	}
+	l.mu.Unlock()
+	for _, c := range slices.Sorted(maps.Keys(limits)) {
+		log.Info("consumer limit set before the budget was fed", "consumer", c, "limit", limits[c])
+	}
 }
 
 // priorityOf is the priority of the class serving e (0 when none does).

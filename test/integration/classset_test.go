@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -390,7 +391,7 @@ func TestClassSetLease(t *testing.T) {
 
 // The unserved reporter flags, once and only after its delay, slices whose
 // class no live Lease serves; never those of a served class nor Liqo's own;
-// its gauge drops to zero when a controller appears, and a class whose
+// a class's series are deleted when a controller appears, and a class whose
 // controller stops, or whose Lease expires, becomes unserved.
 func TestUnservedReporter(t *testing.T) {
 	cp.Require(t)
@@ -456,10 +457,10 @@ func TestUnservedReporter(t *testing.T) {
 	assert.GreaterOrEqual(t, unservedGauge(t, "sliceclass_unserved_oldest_seconds", "rep-orphan"), after.Seconds(), "the oldest unserved slice's age")
 	testkit.Eventually(t, 30*time.Second, "the served class decides its slice", decision(ns, "served", "Accepted/Granted"))
 
-	// A controller for rep-late appears: its gauge drops to zero, no event.
+	// A controller for rep-late appears: its series are deleted, no event.
 	require.NoError(t, cs.Serve("rep-late", accept("Granted", nil)))
-	testkit.Eventually(t, 10*time.Second, "the gauge of rep-late drops to zero", func() bool {
-		return unservedGauge(t, "sliceclass_unserved_slices", "rep-late") == 0
+	testkit.Eventually(t, 10*time.Second, "the series of rep-late are deleted", func() bool {
+		return unservedSeries(t, "rep-late") == 0
 	})
 	testkit.Eventually(t, 30*time.Second, "rep-late decides its slice", decision(ns, "late", "Accepted/Granted"))
 
@@ -485,12 +486,59 @@ func TestUnservedReporter(t *testing.T) {
 				return false
 			}
 		}
-		return noUnservedEvent(t, ns, neverFlagged...) && unservedGauge(t, "sliceclass_unserved_slices", "rep-late") == 0
+		return noUnservedEvent(t, ns, neverFlagged...) && unservedSeries(t, "rep-late") == 0
 	})
 	for _, class := range []string{"rep-served", "", "default"} {
-		assert.Zero(t, unservedGauge(t, "sliceclass_unserved_slices", class), "class %q is never counted", class)
+		assert.Zero(t, unservedSeries(t, class), "class %q is never counted", class)
 	}
 	assert.Equal(t, orphanRV, get(t, ns, "orphan").ResourceVersion, "the reporter writes nothing to slices")
+}
+
+// A consumer writes any spec.class it likes. Slices of many made-up
+// classes, flagged and then deleted, leave no series behind: every one is
+// gone within one reporter period of the manager's cache seeing the slices
+// gone.
+func TestUnservedReporterForgetsMadeUpClasses(t *testing.T) {
+	cp.Require(t)
+	const (
+		after  = 2 * time.Second
+		period = time.Second // the reporter checks every after/4, and at least every second
+		n      = 60
+		prefix = "made-up-"
+	)
+	ctx := context.Background()
+	leases := testkit.Namespace(t, cp, "made-up-leases")
+	ns := testkit.Namespace(t, cp, "made-up-classes")
+	madeUp := func(class string) bool { return strings.HasPrefix(class, prefix) }
+	var cache client.Reader
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		cache = mgr.GetClient()
+		return resourceslice.AddUnservedReporter(mgr, leases, after)
+	})
+	for i := range n {
+		create(t, sliceIn(ns, fmt.Sprintf("s-%d", i), fmt.Sprintf("%s%d", prefix, i)))
+	}
+	testkit.Eventually(t, 30*time.Second, "every made-up class flagged, with its two series", func() bool {
+		return unservedSeriesWhere(t, madeUp) == 2*n
+	})
+
+	require.NoError(t, cp.Client.DeleteAllOf(ctx, &authv1beta1.ResourceSlice{}, client.InNamespace(ns)))
+	testkit.Eventually(t, 30*time.Second, "the manager's cache sees every slice gone", func() bool {
+		var list authv1beta1.ResourceSliceList
+		return cache.List(ctx, &list, client.InNamespace(ns)) == nil && len(list.Items) == 0
+	})
+	gone := time.Now()
+	// The next check starts at most a period after the cache saw the
+	// slices gone, and lists the class Leases from the API server before
+	// it deletes: allowance for that one request.
+	const request = 500 * time.Millisecond
+	for unservedSeriesWhere(t, madeUp) > 0 && time.Since(gone) < 10*period {
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(gone)
+	t.Logf("series of %d deleted classes gone %s after the cache saw their slices gone (period %s)", n, took.Round(time.Millisecond), period)
+	assert.Zero(t, unservedSeriesWhere(t, madeUp), "no series of a deleted class is left")
+	assert.LessOrEqual(t, took, period+request, "the series go within one reporter period")
 }
 
 // decisionLog watches a namespace's slices on the API server and records,
@@ -681,6 +729,35 @@ func unservedGauge(t *testing.T, metric, class string) float64 {
 		}
 	}
 	return 0
+}
+
+// unservedSeries counts the unserved reporter's series, of both gauges,
+// of the class (in controller-runtime's registry).
+func unservedSeries(t *testing.T, class string) int {
+	t.Helper()
+	return unservedSeriesWhere(t, func(c string) bool { return c == class })
+}
+
+// unservedSeriesWhere counts the unserved reporter's series, of both
+// gauges, whose class matches.
+func unservedSeriesWhere(t *testing.T, match func(class string) bool) int {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	n := 0
+	for _, mf := range families {
+		if mf.GetName() != classlease.MetricUnservedSlices && mf.GetName() != classlease.MetricUnservedOldest {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "class" && match(lp.GetValue()) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // resourceSliceLists is the API server's count of LIST requests on
