@@ -43,7 +43,8 @@ func TestDefaults(t *testing.T) {
 
 // TestWarmup checks which standbys warm up: with leader election, all of
 // them unless --enable-warmup=false; without it, the option is left to
-// controller-runtime (it has no standby to warm).
+// controller-runtime (it has no standby to warm). With leader election the
+// leader releases its lease when it stops, whatever the warm-up.
 func TestWarmup(t *testing.T) {
 	for _, tc := range []struct {
 		reason string
@@ -58,6 +59,8 @@ func TestWarmup(t *testing.T) {
 	} {
 		opts := parse(t, tc.args...).ManagerOptions(runtime.NewScheme())
 		assert.Equal(t, tc.want, opts.Controller.EnableWarmup, tc.reason)
+		assert.Equal(t, opts.LeaderElection, opts.LeaderElectionReleaseOnCancel,
+			"%s: a leader steps down when it stops, so that a standby need not wait for the lease to expire", tc.reason)
 	}
 }
 

@@ -54,8 +54,12 @@ func leaseName(classes []string) string {
 // standbys (--enable-warmup: Controller.EnableWarmup, which every
 // controller of the manager and every class of a resourceslice.ClassSet
 // follows; left unset without --leader-elect, where it changes nothing).
-// Change the rest (the cache, say: resourceslice.TrimCache) before
-// manager.New.
+// With leader election the leader also releases its lease when it stops
+// cleanly (LeaderElectionReleaseOnCancel; controller-runtime releases it
+// only after every controller has stopped), so that on a rolling update a
+// standby takes over at once instead of after the lease expires. Return
+// from main once the manager's Start returns. Change the rest (the cache,
+// say: resourceslice.TrimCache) before manager.New.
 func (v Values) ManagerOptions(scheme *runtime.Scheme) manager.Options {
 	opts := manager.Options{
 		Scheme:                  scheme,
@@ -67,6 +71,7 @@ func (v Values) ManagerOptions(scheme *runtime.Scheme) manager.Options {
 	}
 	if v.LeaderElect {
 		opts.Controller.EnableWarmup = ptr.To(v.EnableWarmup)
+		opts.LeaderElectionReleaseOnCancel = true
 	}
 	return opts
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -69,7 +70,16 @@ func TestDefaultsServe(t *testing.T) {
 		body, ok := httpGet("http://" + m.metricsAddr + "/metrics")
 		return ok && strings.Contains(body, `sliceclass_decisions_total{class="gold",outcome="accepted"} 1`)
 	})
+	election := &coordinationv1.Lease{}
+	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Namespace: v.LeaderElectionNamespace, Name: v.LeaderElectionID}, election))
+	require.NotEmpty(t, ptr.Deref(election.Spec.HolderIdentity, ""), "the leader-election Lease held while it serves")
 	m.stop(ctx, t)
+
+	// A clean stop (a rolling update's) releases the leader-election
+	// Lease, so that a warm standby takes over at once rather than after
+	// the Lease expires.
+	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Namespace: v.LeaderElectionNamespace, Name: v.LeaderElectionID}, election))
+	assert.Empty(t, ptr.Deref(election.Spec.HolderIdentity, ""), "the leader-election Lease released on SIGTERM")
 }
 
 // TestYourOwnManagerServes deploys a manager built from a module outside
