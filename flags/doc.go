@@ -20,6 +20,16 @@
 //		err = mgr.Start(ctrl.SetupSignalHandler())
 //	}
 //
+// With --leader-elect, standbys are warm unless --enable-warmup=false:
+// ManagerOptions sets controller-runtime's EnableWarmup, so a standby fills
+// its cache before it is elected and decides within a second of taking
+// over, holding as much memory as the leader meanwhile; and a leader that
+// stops cleanly releases its lease, so that a standby takes over at once.
+//
+// Classes reads --classes-file once: the chart rolls the pods when the
+// file changes. A manager that follows the file while it runs (as
+// examples/manager does, with resourceslice.ClassSet) re-reads it itself.
+//
 // A manager that needs flags of its own binds them on the same flag set;
 // examples/manager/flags embeds Values and adds the capped policy's.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -35,15 +36,39 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 1, v.MaxConcurrentReconciles)
 	assert.Equal(t, resourceslice.DecisionEventsAll, v.DecisionEvents, "an event on every decision, as the SDK")
 	assert.False(t, v.LeaderElect)
+	assert.True(t, v.EnableWarmup, "standbys are warm unless told otherwise")
 	assert.True(t, v.Zap.Development)
 	assert.Len(t, v.ClassOptions(), 2, "workers and decision events; no class Lease")
+}
+
+// TestWarmup checks which standbys warm up: with leader election, all of
+// them unless --enable-warmup=false; without it, the option is left to
+// controller-runtime (it has no standby to warm). With leader election the
+// leader releases its lease when it stops, whatever the warm-up.
+func TestWarmup(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		args   []string
+		want   *bool
+	}{
+		{"leader election: a warm standby by default", []string{"--leader-elect"}, ptr.To(true)},
+		{"leader election, warm-up turned off: a cold standby", []string{"--leader-elect", "--enable-warmup=false"}, ptr.To(false)},
+		{"leader election, warm-up given explicitly", []string{"--leader-elect", "--enable-warmup"}, ptr.To(true)},
+		{"no leader election: left unset", nil, nil},
+		{"no leader election, warm-up given: still unset", []string{"--enable-warmup=true"}, nil},
+	} {
+		opts := parse(t, tc.args...).ManagerOptions(runtime.NewScheme())
+		assert.Equal(t, tc.want, opts.Controller.EnableWarmup, tc.reason)
+		assert.Equal(t, opts.LeaderElection, opts.LeaderElectionReleaseOnCancel,
+			"%s: a leader steps down when it stops, so that a standby need not wait for the lease to expire", tc.reason)
+	}
 }
 
 // Every flag the chart renders for any manager reaches its field.
 func TestEveryFlag(t *testing.T) {
 	v := parse(t, "--class-name=gold,silver", "--class-name", "bronze",
 		"--class-lease-namespace=leases", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
-		"--leader-elect", "--leader-election-namespace=liqo", "--leader-election-id=mine",
+		"--leader-elect", "--leader-election-namespace=liqo", "--leader-election-id=mine", "--enable-warmup=false",
 		"--max-concurrent-reconciles=8", "--decision-events=denied", "--kubeconfig=/k",
 		"--zap-devel=false", "--zap-log-level=debug")
 	assert.Equal(t, flags.ClassList{"gold", "silver", "bronze"}, v.ClassNames)
@@ -61,6 +86,7 @@ func TestEveryFlag(t *testing.T) {
 	assert.True(t, opts.LeaderElection)
 	assert.Equal(t, "liqo", opts.LeaderElectionNamespace)
 	assert.Equal(t, "mine", opts.LeaderElectionID)
+	assert.Equal(t, ptr.To(false), opts.Controller.EnableWarmup)
 	assert.NotNil(t, opts.Scheme)
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -49,10 +50,18 @@ func leaseName(classes []string) string {
 
 // ManagerOptions are the manager options the flags set: scheme (yours),
 // the metrics and health-probe addresses, and leader election
-// (LeaderElectionName in --leader-election-namespace). Change the rest
-// (the cache, say: resourceslice.TrimCache) before manager.New.
+// (LeaderElectionName in --leader-election-namespace) with, by default, warm
+// standbys (--enable-warmup: Controller.EnableWarmup, which every
+// controller of the manager and every class of a resourceslice.ClassSet
+// follows; left unset without --leader-elect, where it changes nothing).
+// With leader election the leader also releases its lease when it stops
+// cleanly (LeaderElectionReleaseOnCancel; controller-runtime releases it
+// only after every controller has stopped), so that on a rolling update a
+// standby takes over at once instead of after the lease expires. Return
+// from main once the manager's Start returns. Change the rest (the cache,
+// say: resourceslice.TrimCache) before manager.New.
 func (v Values) ManagerOptions(scheme *runtime.Scheme) manager.Options {
-	return manager.Options{
+	opts := manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: v.MetricsBindAddress},
 		HealthProbeBindAddress:  v.HealthProbeBindAddress,
@@ -60,6 +69,11 @@ func (v Values) ManagerOptions(scheme *runtime.Scheme) manager.Options {
 		LeaderElectionID:        v.LeaderElectionName(),
 		LeaderElectionNamespace: v.LeaderElectionNamespace,
 	}
+	if v.LeaderElect {
+		opts.Controller.EnableWarmup = ptr.To(v.EnableWarmup)
+		opts.LeaderElectionReleaseOnCancel = true
+	}
+	return opts
 }
 
 // NewManager checks the values (Validate), finds the API server

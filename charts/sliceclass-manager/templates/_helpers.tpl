@@ -34,6 +34,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Release.Namespace .Values.classLease.namespace -}}
 {{- end -}}
 
+{{/* The classes file's content: values.yaml "classes", verbatim. */}}
+{{- define "sliceclass-manager.classesFile" -}}
+{{- toYaml .Values.classes }}
+{{- end -}}
+
 {{/* The mounted classes file (a directory mount: see deployment.yaml). */}}
 {{- define "sliceclass-manager.classesDir" -}}/etc/sliceclass{{- end -}}
 

@@ -73,6 +73,6 @@ func TestEveryOptionInstalls(t *testing.T) {
 	only(t, objs, "Service", 1)
 	only(t, objs, "ServiceMonitor", 1)
 	only(t, objs, "ConfigMap", 2)
-	only(t, objs, "Role", 2) // leader election here, class Leases in their own namespace
+	only(t, objs, "Role", 3) // leader election here, class Leases in their own namespace, rbac.namespaceRules
 	install(t, objs)
 }

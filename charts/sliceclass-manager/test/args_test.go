@@ -109,6 +109,8 @@ func TestDefaultArgs(t *testing.T) {
 	assert.True(t, v.LeaderElect, "two replicas need leader election")
 	assert.Equal(t, "liqo", v.LeaderElectionNamespace)
 	assert.Equal(t, releaseName, v.LeaderElectionID, "one lease per release")
+	assert.True(t, v.EnableWarmup, "warm standbys")
+	assert.Contains(t, c.Args, "--enable-warmup=true", "said in the args, whatever a manager's own default")
 	assert.Equal(t, "liqo", v.ClassLeaseNamespace)
 	assert.Empty(t, v.ClassNames, "the classes come from the file")
 	assert.Empty(t, v.Cap)
@@ -169,6 +171,8 @@ func TestEveryOptionArgs(t *testing.T) {
 	assert.Equal(t, "cpu=16,memory=64Gi", v.SharedBudget)
 	assert.Equal(t, "sc-all-leases", v.ClassLeaseNamespace)
 	assert.Equal(t, "sc-all", v.LeaderElectionNamespace)
+	assert.True(t, v.LeaderElect)
+	assert.False(t, v.EnableWarmup, "leaderElection.warmup: false gives cold standbys")
 	assert.Equal(t, 8, v.MaxConcurrentReconciles)
 	assert.Equal(t, resourceslice.DecisionEventsNone, v.DecisionEvents)
 	assert.Equal(t, "sc-all-records", v.GrantRecordsNamespace)
@@ -225,6 +229,8 @@ func TestRenderRefuses(t *testing.T) {
 			"decisionEvents: some", `decisionEvents must be all, denied or none, got "some"`},
 		{"a YAML boolean is not a mode",
 			"decisionEvents: false", `decisionEvents must be all, denied or none, got "false"`},
+		{"the manager's --enable-warmup takes a boolean",
+			"leaderElection: {warmup: \"yes\"}", `leaderElection.warmup must be true or false, got "yes"`},
 	} {
 		_, err := renderValues(t, "liqo", tc.values)
 		require.Error(t, err, tc.reason)
@@ -273,6 +279,23 @@ func TestClassesForms(t *testing.T) {
 		require.NoError(t, err, tc.reason)
 		assert.Equal(t, tc.want, names, tc.reason)
 	}
+}
+
+// TestWarmupOnlyWithLeaderElection checks that one replica without
+// leader election gets no --enable-warmup (it has no standby), and that
+// with leader election it gets one even with a single replica (the new pod
+// of a rolling update waits as a standby).
+func TestWarmupOnlyWithLeaderElection(t *testing.T) {
+	_, c := managerContainer(t, render(t, "liqo", "replicaCount: 1\nleaderElection: {enabled: false}"))
+	v := parseArgs(t, c)
+	assert.False(t, v.LeaderElect)
+	for _, a := range c.Args {
+		assert.NotContains(t, a, "--enable-warmup")
+	}
+	_, c = managerContainer(t, render(t, "liqo", "replicaCount: 1"))
+	v = parseArgs(t, c)
+	assert.True(t, v.LeaderElect)
+	assert.True(t, v.EnableWarmup)
 }
 
 // TestCommandAndArgs checks that a manager of your own can replace the

@@ -3,15 +3,19 @@ package charttest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -22,19 +26,26 @@ import (
 var provenRBAC = filepath.Join(repoRoot, "examples/manager/deploy/rbac.yaml")
 
 // permission is one verb on one resource of one API group, in a namespace
-// ("" for cluster-wide).
+// ("" for cluster-wide), on the object named name only (a rule's
+// resourceNames) or on every object ("").
 type permission struct {
-	namespace, group, resource, verb string
+	namespace, group, resource, verb, name string
 }
 
 // expand lists the permissions rules grant in namespace.
 func expand(namespace string, rules []rbacv1.PolicyRule) []permission {
 	var out []permission
 	for _, r := range rules {
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
-					out = append(out, permission{namespace, g, res, v})
+					for _, n := range names {
+						out = append(out, permission{namespace, g, res, v, n})
+					}
 				}
 			}
 		}
@@ -45,7 +56,7 @@ func expand(namespace string, rules []rbacv1.PolicyRule) []permission {
 // sorted returns ps sorted, without repeats.
 func sorted(ps []permission) []permission {
 	slices.SortFunc(ps, func(a, b permission) int {
-		for _, c := range [][2]string{{a.namespace, b.namespace}, {a.group, b.group}, {a.resource, b.resource}, {a.verb, b.verb}} {
+		for _, c := range [][2]string{{a.namespace, b.namespace}, {a.group, b.group}, {a.resource, b.resource}, {a.verb, b.verb}, {a.name, b.name}} {
 			if c[0] != c[1] {
 				if c[0] < c[1] {
 					return -1
@@ -129,8 +140,8 @@ func TestDefaultRBACIsTheProvenOne(t *testing.T) {
 	if diff := cmp.Diff(proven, got, cmp.AllowUnexported(permission{})); diff != "" {
 		t.Errorf("the chart's RBAC with a budget differs from %s (-proven +chart):\n%s", provenRBAC, diff)
 	}
-	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"},
-		{"", "offloading.liqo.io", "shadowpods", "list"}, {"", "offloading.liqo.io", "shadowpods", "watch"}}
+	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list", ""}, {"", "offloading.liqo.io", "quotas", "watch", ""},
+		{"", "offloading.liqo.io", "shadowpods", "list", ""}, {"", "offloading.liqo.io", "shadowpods", "watch", ""}}
 	withoutBudget := slices.DeleteFunc(slices.Clone(proven), func(p permission) bool { return slices.Contains(quotas, p) })
 	got = renderedPermissions(t, render(t, "liqo", ""))
 	if diff := cmp.Diff(withoutBudget, got, cmp.AllowUnexported(permission{})); diff != "" {
@@ -148,18 +159,18 @@ func TestOptionalRBAC(t *testing.T) {
 	leases := func(ns string, verbs ...string) []permission {
 		var out []permission
 		for _, v := range verbs {
-			out = append(out, permission{ns, "coordination.k8s.io", "leases", v})
+			out = append(out, permission{ns, "coordination.k8s.io", "leases", v, ""})
 		}
 		return out
 	}
-	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list"}, {"", "offloading.liqo.io", "quotas", "watch"},
-		{"", "offloading.liqo.io", "shadowpods", "list"}, {"", "offloading.liqo.io", "shadowpods", "watch"}}
+	quotas := []permission{{"", "offloading.liqo.io", "quotas", "list", ""}, {"", "offloading.liqo.io", "quotas", "watch", ""},
+		{"", "offloading.liqo.io", "shadowpods", "list", ""}, {"", "offloading.liqo.io", "shadowpods", "watch", ""}}
 	without := func(ps []permission, drop ...permission) []permission {
 		return slices.DeleteFunc(slices.Clone(ps), func(p permission) bool { return slices.Contains(drop, p) })
 	}
 	proven := without(provenPermissions(t, "sc-all"), quotas...) // no budget in these values
-	nodes := []permission{{"", "", "nodes", "get"}, {"", "", "nodes", "list"}, {"", "", "nodes", "watch"}}
-	pods := []permission{{"", "", "pods", "list"}, {"", "", "pods", "watch"}}
+	nodes := []permission{{"", "", "nodes", "get", ""}, {"", "", "nodes", "list", ""}, {"", "", "nodes", "watch", ""}}
+	pods := []permission{{"", "", "pods", "list", ""}, {"", "", "pods", "watch", ""}}
 	for _, tc := range []struct {
 		reason, values string
 		want           []permission
@@ -167,15 +178,16 @@ func TestOptionalRBAC(t *testing.T) {
 		reason: "every switch on: nodes, Liqo Quotas, the owned types, grant records; class Leases in a namespace of their own",
 		values: everyOptionIn("sc-all"),
 		want: sorted(append(append(without(proven, leases("sc-all", "delete")...),
-			permission{"", "", "nodes", "get"}, permission{"", "", "nodes", "list"}, permission{"", "", "nodes", "watch"},
-			permission{"", "offloading.liqo.io", "quotas", "list"}, permission{"", "offloading.liqo.io", "quotas", "watch"},
-			permission{"", "offloading.liqo.io", "shadowpods", "list"}, permission{"", "offloading.liqo.io", "shadowpods", "watch"},
-			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"},
-			permission{"", "", "configmaps", "create"}, permission{"", "", "configmaps", "patch"}, permission{"", "", "configmaps", "delete"},
-			permission{"", "scheduling.k8s.io", "priorityclasses", "get"}, permission{"", "scheduling.k8s.io", "priorityclasses", "list"},
-			permission{"", "scheduling.k8s.io", "priorityclasses", "watch"}, permission{"", "scheduling.k8s.io", "priorityclasses", "create"},
-			permission{"", "scheduling.k8s.io", "priorityclasses", "patch"}, permission{"", "scheduling.k8s.io", "priorityclasses", "delete"}),
-			leases("sc-all-leases", "get", "create", "update", "delete")...)),
+			permission{"", "", "nodes", "get", ""}, permission{"", "", "nodes", "list", ""}, permission{"", "", "nodes", "watch", ""},
+			permission{"", "offloading.liqo.io", "quotas", "list", ""}, permission{"", "offloading.liqo.io", "quotas", "watch", ""},
+			permission{"", "offloading.liqo.io", "shadowpods", "list", ""}, permission{"", "offloading.liqo.io", "shadowpods", "watch", ""},
+			permission{"", "", "configmaps", "get", ""}, permission{"", "", "configmaps", "list", ""}, permission{"", "", "configmaps", "watch", ""},
+			permission{"", "", "configmaps", "create", ""}, permission{"", "", "configmaps", "patch", ""}, permission{"", "", "configmaps", "delete", ""},
+			permission{"", "scheduling.k8s.io", "priorityclasses", "get", ""}, permission{"", "scheduling.k8s.io", "priorityclasses", "list", ""},
+			permission{"", "scheduling.k8s.io", "priorityclasses", "watch", ""}, permission{"", "scheduling.k8s.io", "priorityclasses", "create", ""},
+			permission{"", "scheduling.k8s.io", "priorityclasses", "patch", ""}, permission{"", "scheduling.k8s.io", "priorityclasses", "delete", ""},
+			permission{"sc-all-rates", "", "secrets", "get", "discounts"}, permission{"sc-all-rates", "", "secrets", "get", "rates"}),
+			leases("sc-all-leases", "get", "create", "update", "delete", "list")...)),
 	}, {
 		reason: "no class Leases: leader election alone never deletes its Lease",
 		values: "classLease: {enabled: false}",
@@ -183,12 +195,12 @@ func TestOptionalRBAC(t *testing.T) {
 	}, {
 		reason: "one replica without leader election, class Leases kept: no core/v1 event",
 		values: "replicaCount: 1\nleaderElection: {enabled: false}",
-		want:   without(proven, permission{"sc-all", "", "events", "create"}),
+		want:   without(proven, permission{"sc-all", "", "events", "create", ""}),
 	}, {
 		reason: "neither: no Role at all",
 		values: "replicaCount: 1\nleaderElection: {enabled: false}\nclassLease: {enabled: false}",
 		want: without(proven, append(leases("sc-all", "get", "create", "update", "delete"),
-			permission{"sc-all", "", "events", "create"})...),
+			permission{"sc-all", "", "events", "create", ""})...),
 	}, {
 		reason: "a class's node pool: nodes, and the Quota rule its budget needs, with no switch set",
 		values: "classes: [{name: gpu, caps: {nvidia.com/gpu: 2}, pool: {selector: {pool: gpu}, resources: [nvidia.com/gpu]}}]",
@@ -210,25 +222,48 @@ func TestOptionalRBAC(t *testing.T) {
     - {apiGroups: [""], resources: [secrets], verbs: [get]}
   ownedTypesNamespaces: [billing, audit]`,
 		want: sorted(append(slices.Clone(proven),
-			permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "list"}, permission{"", "", "configmaps", "watch"},
-			permission{"", "example.com", "records", "get"}, permission{"", "example.com", "records", "list"}, permission{"", "example.com", "records", "watch"},
-			permission{"", "", "secrets", "get"},
-			permission{"billing", "", "configmaps", "create"}, permission{"billing", "", "configmaps", "patch"}, permission{"billing", "", "configmaps", "delete"},
-			permission{"billing", "example.com", "records", "*"},
-			permission{"audit", "", "configmaps", "create"}, permission{"audit", "", "configmaps", "patch"}, permission{"audit", "", "configmaps", "delete"},
-			permission{"audit", "example.com", "records", "*"})),
+			permission{"", "", "configmaps", "get", ""}, permission{"", "", "configmaps", "list", ""}, permission{"", "", "configmaps", "watch", ""},
+			permission{"", "example.com", "records", "get", ""}, permission{"", "example.com", "records", "list", ""}, permission{"", "example.com", "records", "watch", ""},
+			permission{"", "", "secrets", "get", ""},
+			permission{"billing", "", "configmaps", "create", ""}, permission{"billing", "", "configmaps", "patch", ""}, permission{"billing", "", "configmaps", "delete", ""},
+			permission{"billing", "example.com", "records", "*", ""},
+			permission{"audit", "", "configmaps", "create", ""}, permission{"audit", "", "configmaps", "patch", ""}, permission{"audit", "", "configmaps", "delete", ""},
+			permission{"audit", "example.com", "records", "*", ""})),
 	}, {
 		reason: "owned types without namespaces: as given, cluster-wide",
 		values: "rbac: {ownedTypes: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get, create]}]}",
-		want:   sorted(append(slices.Clone(proven), permission{"", "", "configmaps", "get"}, permission{"", "", "configmaps", "create"})),
+		want:   sorted(append(slices.Clone(proven), permission{"", "", "configmaps", "get", ""}, permission{"", "", "configmaps", "create", ""})),
 	}, {
 		reason: "a shared budget with evictionAfter: the Quota rule and delete on ShadowPods",
 		values: "classes: {budgets: [{name: pool, total: {cpu: 10}, preemption: true, evictionAfter: 10m}], classes: [{name: gold, budgets: [pool]}]}",
-		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), permission{"", "offloading.liqo.io", "shadowpods", "delete"})...)),
+		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), permission{"", "offloading.liqo.io", "shadowpods", "delete", ""})...)),
 	}, {
 		reason: "rbac.shadowPodEviction alone: delete on ShadowPods only",
 		values: "rbac: {shadowPodEviction: true}",
-		want:   sorted(append(slices.Clone(proven), permission{"", "offloading.liqo.io", "shadowpods", "delete"})),
+		want:   sorted(append(slices.Clone(proven), permission{"", "offloading.liqo.io", "shadowpods", "delete", ""})),
+	}, {
+		reason: "the unserved reporter: list on the class Leases, in their namespace only",
+		values: "rbac: {unservedReporter: true}",
+		want:   sorted(append(slices.Clone(proven), leases("sc-all", "list")...)),
+	}, {
+		reason: "the unserved reporter beside no class Lease of its own: a Role with list alone, where the Leases live",
+		values: "classLease: {enabled: false, namespace: sc-all-leases}\nrbac: {unservedReporter: true}",
+		want:   sorted(append(without(proven, leases("sc-all", "delete")...), leases("sc-all-leases", "list")...)),
+	}, {
+		reason: "namespaced rules: in their namespaces only, a named object's rule for that object only",
+		values: `rbac:
+  namespaceRules:
+    rates:
+      - {apiGroups: [""], resources: [secrets], resourceNames: [rates], verbs: [get]}
+      - {apiGroups: [""], resources: [configmaps], verbs: [list, watch]}
+    audit:
+      - {apiGroups: [example.com], resources: [records], resourceNames: [a, b], verbs: [get, update]}
+    empty: []`,
+		want: sorted(append(slices.Clone(proven),
+			permission{"rates", "", "secrets", "get", "rates"},
+			permission{"rates", "", "configmaps", "list", ""}, permission{"rates", "", "configmaps", "watch", ""},
+			permission{"audit", "example.com", "records", "get", "a"}, permission{"audit", "example.com", "records", "get", "b"},
+			permission{"audit", "example.com", "records", "update", "a"}, permission{"audit", "example.com", "records", "update", "b"})),
 	}, {
 		reason: "the object form without budgets: nothing more",
 		values: "classes: {classes: [{name: gold, caps: {cpu: 2}}]}",
@@ -240,5 +275,52 @@ func TestOptionalRBAC(t *testing.T) {
 				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestNamespacedRulesOnTheAPIServer installs namespaced rules and the
+// unserved reporter's rule on a real API server and asks its RBAC
+// authorizer (SubjectAccessReview) what the chart's ServiceAccount may do:
+// what was granted in a namespace, on the objects named, and nothing
+// beyond, in another namespace or cluster-wide.
+func TestNamespacedRulesOnTheAPIServer(t *testing.T) {
+	cp.Require(t)
+	const ns, rates, leases = "sc-sar", "sc-sar-rates", "sc-sar-leases"
+	objs := render(t, ns, `
+classLease: {namespace: `+leases+`}
+rbac:
+  unservedReporter: true
+  namespaceRules:
+    `+rates+`:
+      - {apiGroups: [""], resources: [secrets], resourceNames: [rates], verbs: [get]}
+`)
+	install(t, objs)
+	sa := only(t, objs, "ServiceAccount", 1)[0]
+	user := "system:serviceaccount:" + sa.GetNamespace() + ":" + sa.GetName()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		reason string
+		attrs  authorizationv1.ResourceAttributes
+		want   bool
+	}{
+		{"the named Secret, in its namespace", authorizationv1.ResourceAttributes{Namespace: rates, Verb: "get", Resource: "secrets", Name: "rates"}, true},
+		{"another Secret there", authorizationv1.ResourceAttributes{Namespace: rates, Verb: "get", Resource: "secrets", Name: "keys"}, false},
+		{"listing the Secrets there", authorizationv1.ResourceAttributes{Namespace: rates, Verb: "list", Resource: "secrets"}, false},
+		{"the same name in the release namespace", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets", Name: "rates"}, false},
+		{"the same name cluster-wide", authorizationv1.ResourceAttributes{Verb: "get", Resource: "secrets", Name: "rates"}, false},
+		{"listing the class Leases", authorizationv1.ResourceAttributes{Namespace: leases, Verb: "list", Group: "coordination.k8s.io", Resource: "leases"}, true},
+		{"holding a class Lease", authorizationv1.ResourceAttributes{Namespace: leases, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "sliceclass-class-gold"}, true},
+		{"listing the Leases of the release namespace (leader election's)", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Group: "coordination.k8s.io", Resource: "leases"}, false},
+		{"listing Leases cluster-wide", authorizationv1.ResourceAttributes{Verb: "list", Group: "coordination.k8s.io", Resource: "leases"}, false},
+		{"watching the class Leases", authorizationv1.ResourceAttributes{Namespace: leases, Verb: "watch", Group: "coordination.k8s.io", Resource: "leases"}, false},
+	} {
+		attrs := tc.attrs
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &attrs,
+		}}
+		require.NoError(t, cp.Client.Create(ctx, review), tc.reason)
+		assert.Equal(t, tc.want, review.Status.Allowed, "%s (%s)", tc.reason, review.Status.Reason)
 	}
 }

@@ -32,6 +32,7 @@ const releaseName = "sliceclass-manager"
 // changed), with the class Leases in a namespace of their own.
 const everyOption = `
 replicaCount: 3
+leaderElection: {enabled: true, warmup: false}
 classes:
   - name: gold
     caps: {cpu: "8", memory: 32Gi, pods: "110"}
@@ -56,6 +57,10 @@ rbac:
     - apiGroups: [""]
       resources: [configmaps]
       verbs: [get, list, watch]
+  namespaceRules:
+    RATES:
+      - {apiGroups: [""], resources: [secrets], resourceNames: [rates, discounts], verbs: [get]}
+  unservedReporter: true
 admissionPolicy: {enabled: true}
 metricsService: {enabled: true}
 serviceMonitor: {enabled: true, interval: 15s, labels: {release: prometheus}}
@@ -156,9 +161,11 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 }
 
 // everyOptionIn is everyOption for a release in namespace, with the class
-// Leases and the dashboard in namespaces of their own.
+// Leases, the dashboard, the grant records and the namespaced rules in
+// namespaces of their own.
 func everyOptionIn(namespace string) string {
-	return strings.NewReplacer("LEASES", namespace+"-leases", "GRAFANA", namespace+"-grafana", "RECORDS", namespace+"-records").Replace(everyOption)
+	return strings.NewReplacer("LEASES", namespace+"-leases", "GRAFANA", namespace+"-grafana", "RECORDS", namespace+"-records",
+		"RATES", namespace+"-rates").Replace(everyOption)
 }
 
 // TestChartLeavesOutItsTests checks that .helmignore keeps this module out

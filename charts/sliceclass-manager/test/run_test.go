@@ -20,9 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -68,32 +70,54 @@ func TestDefaultsServe(t *testing.T) {
 		body, ok := httpGet("http://" + m.metricsAddr + "/metrics")
 		return ok && strings.Contains(body, `sliceclass_decisions_total{class="gold",outcome="accepted"} 1`)
 	})
+	election := &coordinationv1.Lease{}
+	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Namespace: v.LeaderElectionNamespace, Name: v.LeaderElectionID}, election))
+	require.NotEmpty(t, ptr.Deref(election.Spec.HolderIdentity, ""), "the leader-election Lease held while it serves")
 	m.stop(ctx, t)
+
+	// A clean stop (a rolling update's) releases the leader-election
+	// Lease, so that a warm standby takes over at once rather than after
+	// the Lease expires.
+	require.NoError(t, cp.Client.Get(ctx, types.NamespacedName{Namespace: v.LeaderElectionNamespace, Name: v.LeaderElectionID}, election))
+	assert.Empty(t, ptr.Deref(election.Spec.HolderIdentity, ""), "the leader-election Lease released on SIGTERM")
 }
 
 // TestYourOwnManagerServes deploys a manager built from a module outside
 // the SDK's (testdata/billingmanager: its own go.mod, importing the SDK and
 // its standard flags) with the chart: its image, the rendered args
-// unchanged plus one flag of its own in extraArgs, and the least-privilege
-// RBAC for its billing records (ConfigMaps read cluster-wide, written in
-// the billing namespace only). It must become ready, decide a slice and
-// write its billing record, without one request refused.
+// unchanged plus flags of its own in extraArgs, and least-privilege RBAC:
+// for its billing records (ConfigMaps read cluster-wide, written in the
+// billing namespace only), for the one Secret it reads (get on that name,
+// in its namespace: rbac.namespaceRules) and for the unserved reporter it
+// runs (list on the class Leases, in their namespace:
+// rbac.unservedReporter). It must become ready, decide a slice, write its
+// billing record with the Secret's rate, and report a slice of a class
+// nobody serves, without one request refused.
 func TestYourOwnManagerServes(t *testing.T) {
 	cp.Require(t)
 	const ns = "sc-own"
-	const billing = ns + "-billing"
+	const billing, rates = ns + "-billing", ns + "-rates"
 	objs := render(t, ns, `
 image: {repository: billing-manager, tag: test}
 classes: {classes: [{name: gold}]}
-extraArgs: [--billing-namespace=`+billing+`]
+extraArgs: [--billing-namespace=`+billing+`, --rates-secret=`+rates+`/rates, --report-unserved-after=1s]
 rbac:
   ownedTypes:
     - {apiGroups: [""], resources: [configmaps], verbs: [get, list, watch, create, patch, delete]}
   ownedTypesNamespaces: [`+billing+`]
+  namespaceRules:
+    `+rates+`:
+      - {apiGroups: [""], resources: [secrets], resourceNames: [rates], verbs: [get]}
+  unservedReporter: true
 `)
 	_, c := managerContainer(t, objs)
 	assert.Equal(t, "billing-manager:test", c.Image)
-	install(t, objs) // creates the billing namespace, which holds the Role
+	install(t, objs) // creates the billing and rates namespaces, which hold the Roles
+	setup, cancelSetup := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelSetup()
+	require.NoError(t, cp.Client.Create(setup, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: rates, Name: "rates"}, Data: map[string][]byte{"cpu": []byte("0.04")},
+	}))
 	m := serve(t, ns, objs, managerBinary(t, "testdata/billingmanager", "."))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -112,7 +136,20 @@ rbac:
 	key := types.NamespacedName{Namespace: billing, Name: "bill-" + rs.Namespace + "-" + rs.Name}
 	eventually(ctx, t, "the billing record written in "+billing, func() bool { return cp.Client.Get(ctx, key, record) == nil })
 	assert.Equal(t, "1", record.Data["cpu"])
+	assert.Equal(t, "0.04", record.Data["rate"], "read from the one Secret granted")
 	assert.Equal(t, "gold", record.Labels["sliceclass.io/class"], "applied by the SDK for the class")
+
+	// A slice of a class nobody serves: the reporter lists the class
+	// Leases (gold's is live, bronze has none) and counts it.
+	unserved := slicetest.NewSlice("unserved", slicetest.WithNamespace(rs.Namespace), slicetest.WithClass("bronze"),
+		slicetest.WithRequest(corev1.ResourceCPU, "1"))
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, unserved))
+	eventually(ctx, t, "the bronze slice counted as unserved on /metrics", func() bool {
+		body, ok := httpGet("http://" + m.metricsAddr + "/metrics")
+		return ok && strings.Contains(body, `sliceclass_unserved_slices{class="bronze"} 1`)
+	})
+	body, _ := httpGet("http://" + m.metricsAddr + "/metrics")
+	assert.NotContains(t, body, `sliceclass_unserved_slices{class="gold"} 1`, "gold's Lease is live")
 	m.stop(ctx, t)
 }
 

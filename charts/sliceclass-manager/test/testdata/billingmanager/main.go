@@ -4,7 +4,11 @@
 // --billing-namespace), served with the SDK's standard flags
 // (github.com/sliceclass/sliceclass/flags), so that the Helm chart deploys
 // it with its rendered args unchanged and one flag of its own in
-// extraArgs. The chart's tests build and run it under the chart's RBAC.
+// extraArgs. With --rates-secret it reads one named Secret at start (the
+// chart grants get on that Secret only, rbac.namespaceRules); with
+// --report-unserved-after it runs the SDK's unserved reporter over the class
+// Leases (the chart's rbac.unservedReporter). The chart's tests build and
+// run it under the chart's RBAC.
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -28,9 +33,9 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// billing grants what a slice asks and records each grant.
+// billing grants what a slice asks and records each grant, at rate.
 type billing struct {
-	namespace string
+	namespace, rate string
 }
 
 var (
@@ -53,16 +58,21 @@ func (billing) Handle(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Re
 func (b billing) Owned(_ context.Context, rs *authv1beta1.ResourceSlice) ([]client.Object, error) {
 	return []client.Object{&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b.namespace, Name: "bill-" + rs.Namespace + "-" + rs.Name},
-		Data:       map[string]string{"slice": rs.Namespace + "/" + rs.Name, "cpu": rs.Status.Resources.Cpu().String()},
+		Data:       map[string]string{"slice": rs.Namespace + "/" + rs.Name, "cpu": rs.Status.Resources.Cpu().String(), "rate": b.rate},
 	}}, nil
 }
 
 func run() error {
 	v := flags.Bind(flag.CommandLine)
 	billingNS := flag.String("billing-namespace", "", "where the billing records go (required)")
+	ratesSecret := flag.String("rates-secret", "", "namespace/name of a Secret whose key cpu is the rate recorded with each grant, read once at start (default: none)")
+	unservedAfter := flag.Duration("report-unserved-after", 0, "report slices of a class nobody serves after this long (resourceslice.AddUnservedReporter over --class-lease-namespace; default: no report)")
 	flag.Parse()
 	if *billingNS == "" {
 		return errors.New("--billing-namespace is required")
+	}
+	if *unservedAfter > 0 && v.ClassLeaseNamespace == "" {
+		return errors.New("--report-unserved-after needs --class-lease-namespace, where the class Leases are")
 	}
 	ctrl.SetLogger(v.Logger())
 
@@ -80,7 +90,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	policy := billing{namespace: *billingNS}
+	rate, err := readRate(mgr.GetAPIReader(), *ratesSecret)
+	if err != nil {
+		return err
+	}
+	if *unservedAfter > 0 {
+		if err := resourceslice.AddUnservedReporter(mgr, v.ClassLeaseNamespace, *unservedAfter); err != nil {
+			return err
+		}
+	}
+	policy := billing{namespace: *billingNS, rate: rate}
 	for _, class := range classes {
 		opts := append(v.ClassOptions(), resourceslice.WithOwnedTypes(&corev1.ConfigMap{}))
 		if err := resourceslice.AddToManager(mgr, class, policy, opts...); err != nil {
@@ -89,6 +108,23 @@ func run() error {
 	}
 	ctrl.Log.Info("serving", "classes", classes, "billingNamespace", *billingNS)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// readRate reads the key cpu of the Secret namespace/name ref with a GET
+// (the API reader: no cache, so no list or watch of Secrets); "" for none.
+func readRate(r client.Reader, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return "", fmt.Errorf("--rates-secret %q: want namespace/name", ref)
+	}
+	var secret corev1.Secret
+	if err := r.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &secret); err != nil {
+		return "", fmt.Errorf("--rates-secret: %w", err)
+	}
+	return string(secret.Data["cpu"]), nil
 }
 
 func main() {
