@@ -174,8 +174,8 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	// nothing new. The test waits until the new leader has decided gold,
 	// which then waits in its budget, before a pod of spot's ends. (A pod
 	// that ends before a higher priority's first decision after a restart
-	// lets the lower one grow back, to be shrunk again once that decision
-	// comes: a narrower race, open, that this test does not cover.)
+	// is TestRestartAsAVictimsPodEnds's case: the new leader holds spot's
+	// growth until gold is decided.)
 	testkit.Eventually(t, 30*time.Second, "gold waits in the new leader's budget", func() bool {
 		return slices.Contains(ledger.Of(b).Waiting(), ledger.Holder{Class: "mid-gold", Key: types.NamespacedName{Namespace: nsG, Name: "g"}})
 	})
