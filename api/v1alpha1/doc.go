@@ -1,0 +1,23 @@
+// Package v1alpha1 is the sliceclass.io/v1alpha1 API: SliceBudget, a
+// budget an operator declares as a cluster-scoped object (short name sb)
+// instead of building it in Go with budget.New or budget.NewNodePool.
+//
+// A SliceBudget's spec is the configuration of one budget: a fixed total or
+// a node pool, preemption, eviction and the limits per consumer. Its status
+// is what an operator on call reads first: capacity, what Accepted slices
+// hold, what running pods use, what is being reclaimed, what is free, how
+// many slices are accepted and how many wait, and the largest consumers.
+// kubectl get sb shows how full each budget is and who waits.
+//
+// The API server refuses an invalid spec on create and on update (OpenAPI
+// schema and CEL rules in the CRD): a negative or malformed quantity, total
+// together with nodePool or neither, a malformed selector or duration. A
+// controller reading SliceBudgets therefore never sees one.
+//
+// The CRD is generated from these types by controller-gen into
+// config/crd/sliceclass.io_slicebudgets.yaml (make crds); register the Go
+// types in a scheme with AddToScheme.
+//
+// +kubebuilder:object:generate=true
+// +groupName=sliceclass.io
+package v1alpha1
