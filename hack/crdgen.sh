@@ -2,7 +2,10 @@
 # Generates the API's deep-copy functions (api/v1alpha1/zz_generated.deepcopy.go)
 # and its CRD (config/crd/sliceclass.io_slicebudgets.yaml) from the Go types
 # in api/, with controller-gen built from source through the Go module proxy
-# (the version pinned here matches the k8s.io libraries of go.mod).
+# (the version pinned here matches the k8s.io libraries of go.mod), then
+# bounds the length of the spec's quantities (hack/crdbounds: no marker
+# reaches a map's values, and without a bound the API server refuses the CRD's
+# quantity rules as too costly).
 #
 #   hack/crdgen.sh          regenerate in place (make crds)
 #   hack/crdgen.sh --check  generate into a temporary tree and fail, with the
@@ -13,7 +16,8 @@ VERSION="${CONTROLLER_GEN_VERSION:-v0.20.1}"
 GEN=(go run "sigs.k8s.io/controller-tools/cmd/controller-gen@$VERSION")
 
 generate() { # into the tree rooted at $1 (a copy of the module for --check)
-  (cd "$1" && "${GEN[@]}" object paths=./api/... crd paths=./api/... output:crd:artifacts:config=config/crd)
+  (cd "$1" && "${GEN[@]}" object paths=./api/... crd paths=./api/... output:crd:artifacts:config=config/crd &&
+    go run ./hack/crdbounds config/crd/*.yaml)
 }
 
 case "${1:-}" in
@@ -23,8 +27,8 @@ case "${1:-}" in
 --check)
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
-  # The module's Go files and go.mod/go.sum are all controller-gen reads.
-  (cd "$ROOT" && tar cf - go.mod go.sum api config/crd) | (cd "$tmp" && tar xf -)
+  # What controller-gen and crdbounds read: the module's API types, go.mod/go.sum.
+  (cd "$ROOT" && tar cf - go.mod go.sum api config/crd hack/crdbounds) | (cd "$tmp" && tar xf -)
   generate "$tmp"
   status=0
   for f in api/v1alpha1/zz_generated.deepcopy.go config/crd/sliceclass.io_slicebudgets.yaml; do

@@ -10,13 +10,22 @@
 // kubectl get sb shows how full each budget is and who waits.
 //
 // The API server refuses an invalid spec on create and on update (OpenAPI
-// schema and CEL rules in the CRD): a negative or malformed quantity, total
-// together with nodePool or neither, a malformed selector or duration. A
-// controller reading SliceBudgets therefore never sees one.
+// schema and CEL rules in the CRD): a negative quantity, or one Go cannot
+// parse (1e1.5 passes the OpenAPI pattern of a quantity, not Go's parser);
+// a malformed resource name; total together with nodePool, or neither; a
+// malformed selector; a duration that is not a positive Go duration. A
+// manager reading SliceBudgets therefore never meets one it cannot decode
+// or a budget cannot take. This is why the spec uses Quantities and
+// NodeSelector, bounded forms of corev1.ResourceList and
+// metav1.LabelSelector written the same way: the API server refuses CEL
+// rules whose cost it cannot bound. Their ResourceList and LabelSelector
+// methods give the usual types.
 //
 // The CRD is generated from these types by controller-gen into
-// config/crd/sliceclass.io_slicebudgets.yaml (make crds); register the Go
-// types in a scheme with AddToScheme.
+// config/crd/sliceclass.io_slicebudgets.yaml (make crds; make crds-check
+// fails when the committed CRD differs); register the Go types in a scheme
+// with AddToScheme. No controller follows SliceBudgets yet: the types are
+// the API's shape.
 //
 // +kubebuilder:object:generate=true
 // +groupName=sliceclass.io

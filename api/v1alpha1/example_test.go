@@ -24,11 +24,11 @@ func ExampleAddToScheme() {
 	sb := &v1alpha1.SliceBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "premium"},
 		Spec: v1alpha1.SliceBudgetSpec{
-			Total:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")},
+			Total:          v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("64")},
 			Preemption:     true,
 			EvictionAfter:  &metav1.Duration{Duration: 10 * time.Minute},
-			ConsumerLimit:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")},
-			ConsumerLimits: map[string]corev1.ResourceList{"acme": {corev1.ResourceCPU: resource.MustParse("32")}},
+			ConsumerLimit:  v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("16")},
+			ConsumerLimits: map[string]v1alpha1.Quantities{"acme": {corev1.ResourceCPU: resource.MustParse("32")}},
 		},
 	}
 	gvks, _, err := s.ObjectKinds(sb)

@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 )
 
-// quantities compares quantities by value: 64 and "64" are one quantity,
+// byValue compares quantities by value: 64 and "64" are one quantity,
 // whatever their cached string form.
-var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+var byValue = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 // list is a ResourceList of name, quantity pairs.
 func list(pairs ...string) corev1.ResourceList {
@@ -24,12 +26,15 @@ func list(pairs ...string) corev1.ResourceList {
 	return out
 }
 
-// selector is a label selector of matchLabels and, when key is not
-// empty, one expression key operator values.
-func selector(labels map[string]string, key string, op metav1.LabelSelectorOperator, values ...string) *metav1.LabelSelector {
-	s := &metav1.LabelSelector{MatchLabels: labels}
+// quantities is list as the spec's Quantities.
+func quantities(pairs ...string) v1alpha1.Quantities { return v1alpha1.Quantities(list(pairs...)) }
+
+// selector is a node selector of matchLabels and, when key is not empty,
+// one expression key operator values.
+func selector(labels map[string]v1alpha1.LabelValue, key string, op metav1.LabelSelectorOperator, values ...string) *v1alpha1.NodeSelector {
+	s := &v1alpha1.NodeSelector{MatchLabels: labels}
 	if key != "" {
-		s.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: op, Values: values}}
+		s.MatchExpressions = []v1alpha1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}
 	}
 	return s
 }

@@ -59,7 +59,7 @@ func table(t *testing.T, path string) metav1.Table {
 // status: the API server prints the CRD's columns.
 func TestPrinterColumns(t *testing.T) {
 	c := server(t)
-	full, empty := budget("printed"), budget("printed-unserved")
+	full, empty := newBudget("printed"), newBudget("printed-unserved")
 	for _, sb := range []*v1alpha1.SliceBudget{full, empty} {
 		require.NoError(t, c.Create(t.Context(), sb))
 		cleanup(t, c, sb)

@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -54,10 +57,7 @@ type SliceBudgetSpec struct {
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
-	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : isQuantity(self[r]) && quantity(self[r]).sign() >= 0)",messageExpression="'quantities must not be negative: ' + self.filter(r, type(self[r]) == int ? self[r] < 0 : !isQuantity(self[r]) || quantity(self[r]).sign() < 0).join(', ')"
-	Total corev1.ResourceList `json:"total,omitempty"`
+	Total Quantities `json:"total,omitempty"`
 
 	// NodePool makes the capacity follow the provider's nodes that match
 	// its selector, as budget.NewNodePool does. Set it or Total, not both.
@@ -85,23 +85,36 @@ type SliceBudgetSpec struct {
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
-	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : isQuantity(self[r]) && quantity(self[r]).sign() >= 0)",messageExpression="'quantities must not be negative: ' + self.filter(r, type(self[r]) == int ? self[r] < 0 : !isQuantity(self[r]) || quantity(self[r]).sign() < 0).join(', ')"
-	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
+	ConsumerLimit Quantities `json:"consumerLimit,omitempty"`
 
 	// ConsumerLimits overrides ConsumerLimit for the consumers it names
-	// (the consumer's cluster ID → its limit), as Budget.SetConsumerLimit
-	// does. An override replaces ConsumerLimit for that consumer: a
-	// resource the override does not name is not limited for it.
+	// (the consumer's cluster ID → its limit, at most 256 consumers), as
+	// Budget.SetConsumerLimit does. An override replaces ConsumerLimit for
+	// that consumer: a resource the override does not name is not limited
+	// for it. An override names at least one resource: remove the entry to
+	// fall back to ConsumerLimit.
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:validation:MaxProperties=1000
-	// +kubebuilder:validation:XValidation:rule="self.all(c, size(c) > 0 && size(c) <= 253)",message="consumer names must be 1 to 253 characters long"
-	// +kubebuilder:validation:XValidation:rule="self.all(c, size(self[c]) > 0 && size(self[c]) <= 32)",message="each override names 1 to 32 resources; remove the entry to fall back to consumerLimit"
-	// +kubebuilder:validation:XValidation:rule="self.all(c, self[c].all(r, !format.qualifiedName().validate(r).hasValue()))",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
-	// +kubebuilder:validation:XValidation:rule="self.all(c, self[c].all(r, type(self[c][r]) == int ? self[c][r] >= 0 : isQuantity(self[c][r]) && quantity(self[c][r]).sign() >= 0))",messageExpression="'quantities must not be negative, for consumers: ' + self.filter(c, self[c].exists(r, type(self[c][r]) == int ? self[c][r] < 0 : !isQuantity(self[c][r]) || quantity(self[c][r]).sign() < 0)).join(', ')"
-	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(c, size(c) <= 253)",message="consumer names are at most 253 characters long"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, size(self[c]) > 0)",message="an override names at least one resource: remove the entry to fall back to consumerLimit"
+	ConsumerLimits map[string]Quantities `json:"consumerLimits,omitempty"`
+}
+
+// Quantities is a ResourceList the API server checks: at most 32
+// resources, each a qualified name (cpu, memory, nvidia.com/gpu) with a
+// non-negative quantity. Convert it with ResourceList.
+//
+// +kubebuilder:validation:MaxProperties=32
+// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : !self[r].startsWith('-'))",message="quantities must not be negative"
+// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int || isQuantity(self[r]))",message="quantities must be Kubernetes quantities such as 500m, 4 or 16Gi"
+type Quantities map[corev1.ResourceName]resource.Quantity
+
+// ResourceList returns a copy of q as a corev1.ResourceList, what
+// budget.New, budget.WithConsumerLimit and Budget.SetConsumerLimit take; a
+// nil q gives nil.
+func (q Quantities) ResourceList() corev1.ResourceList {
+	return corev1.ResourceList(q).DeepCopy()
 }
 
 // NodePool is a capacity that follows the provider's nodes: the sum of the
@@ -112,9 +125,7 @@ type SliceBudgetSpec struct {
 type NodePool struct {
 	// Selector picks the pool's nodes by label; {} selects every node.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, !format.qualifiedName().validate(k).hasValue() && !format.labelValue().validate(self.matchLabels[k]).hasValue())",message="matchLabels must map label keys to label values"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !format.qualifiedName().validate(e.key).hasValue() && (e.operator in ['In', 'NotIn'] ? has(e.values) && size(e.values) > 0 && e.values.all(v, !format.labelValue().validate(v).hasValue()) : e.operator in ['Exists', 'DoesNotExist'] && (!has(e.values) || size(e.values) == 0)))",message="matchExpressions: a label key with operator In or NotIn and label values, or Exists or DoesNotExist and no values"
-	Selector *metav1.LabelSelector `json:"selector"`
+	Selector *NodeSelector `json:"selector"`
 
 	// Resources names the resources the budget limits (default cpu,
 	// memory, pods). A named resource no node of the pool has is 0: it
@@ -123,6 +134,8 @@ type NodePool struct {
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Type=string
+	// +kubebuilder:validation:items:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
 	Resources []corev1.ResourceName `json:"resources,omitempty"`
 
@@ -136,17 +149,85 @@ type NodePool struct {
 
 	// Reserve is kept back from the pool for the provider's own use.
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
-	// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : isQuantity(self[r]) && quantity(self[r]).sign() >= 0)",messageExpression="'quantities must not be negative: ' + self.filter(r, type(self[r]) == int ? self[r] < 0 : !isQuantity(self[r]) || quantity(self[r]).sign() < 0).join(', ')"
-	Reserve corev1.ResourceList `json:"reserve,omitempty"`
+	Reserve Quantities `json:"reserve,omitempty"`
 
 	// LocalPods subtracts what the provider's own pods on the pool's nodes
 	// request (those not offloaded through Liqo), as budget.WithLocalPods
 	// does.
 	// +optional
 	LocalPods bool `json:"localPods,omitempty"`
+}
+
+// NodeSelector picks nodes by label. It is a metav1.LabelSelector, written
+// the same way, with bounds the API server checks: at most 64 labels and 16
+// expressions of 64 values, label keys and values well-formed, operators
+// In and NotIn with values, Exists and DoesNotExist without. Convert it
+// with LabelSelector.
+type NodeSelector struct {
+	// MatchLabels selects the nodes carrying every one of these labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys such as pool or example.com/pool"
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+	// MatchExpressions selects the nodes matching every expression.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []NodeSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelValue is a label's value: at most 63 characters, alphanumerics,
+// '-', '_' and '.', beginning and ending with an alphanumeric, or empty.
+//
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// NodeSelectorRequirement is one expression of a NodeSelector: a
+// metav1.LabelSelectorRequirement.
+//
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="operators In and NotIn take values, Exists and DoesNotExist none"
+type NodeSelectorRequirement struct {
+	// Key is the label key.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="key must be a label key such as pool or example.com/pool"
+	Key string `json:"key"`
+	// Operator relates the key to the values: In, NotIn, Exists or
+	// DoesNotExist.
+	// +required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values are label values: at least one for In and NotIn, none for
+	// Exists and DoesNotExist.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !format.labelValue().validate(v).hasValue())",message="values must be label values"
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector returns s as a metav1.LabelSelector, which
+// metav1.LabelSelectorAsSelector turns into the labels.Selector
+// budget.NewNodePool takes; a nil s gives nil.
+func (s *NodeSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{}
+	if s.MatchLabels != nil {
+		out.MatchLabels = make(map[string]string, len(s.MatchLabels))
+		for k, v := range s.MatchLabels {
+			out.MatchLabels[k] = string(v)
+		}
+	}
+	for _, r := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: r.Key, Operator: r.Operator, Values: slices.Clone(r.Values),
+		})
+	}
+	return out
 }
 
 // SliceBudgetStatus is what a budget holds, as the manager serving it

@@ -38,11 +38,11 @@ func fullStatus() v1alpha1.SliceBudgetStatus {
 	}
 }
 
-// budget is a valid SliceBudget over a fixed total.
-func budget(name string) *v1alpha1.SliceBudget {
+// newBudget is a valid SliceBudget over a fixed total.
+func newBudget(name string) *v1alpha1.SliceBudget {
 	return &v1alpha1.SliceBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.SliceBudgetSpec{Total: list("cpu", "64", "memory", "256Gi"), Preemption: true},
+		Spec:       v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi"), Preemption: true},
 	}
 }
 
@@ -51,20 +51,20 @@ func budget(name string) *v1alpha1.SliceBudget {
 // write leaves the spec alone.
 func TestStatusSubresource(t *testing.T) {
 	c := server(t)
-	sb := budget("status")
+	sb := newBudget("status")
 	sb.Status = fullStatus()
 	require.NoError(t, c.Create(t.Context(), sb))
 	cleanup(t, c, sb)
-	assert.Empty(t, cmp.Diff(v1alpha1.SliceBudgetStatus{}, sb.Status, quantities), "a create stores no status")
+	assert.Empty(t, cmp.Diff(v1alpha1.SliceBudgetStatus{}, sb.Status, byValue), "a create stores no status")
 
 	sb.Status = fullStatus()
 	require.NoError(t, c.Status().Update(t.Context(), sb))
 	var got v1alpha1.SliceBudget
 	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(sb), &got))
-	if diff := cmp.Diff(fullStatus(), got.Status, quantities); diff != "" {
+	if diff := cmp.Diff(fullStatus(), got.Status, byValue); diff != "" {
 		t.Errorf("status read back (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(budget("").Spec, got.Spec, quantities); diff != "" {
+	if diff := cmp.Diff(newBudget("").Spec, got.Spec, byValue); diff != "" {
 		t.Errorf("spec after a status write (-want +got):\n%s", diff)
 	}
 
@@ -80,7 +80,7 @@ func TestStatusSubresource(t *testing.T) {
 // status never grows with the number of consumers.
 func TestStatusConsumersBounded(t *testing.T) {
 	c := server(t)
-	sb := budget("consumers")
+	sb := newBudget("consumers")
 	require.NoError(t, c.Create(t.Context(), sb))
 	cleanup(t, c, sb)
 

@@ -50,6 +50,6 @@ func server(t *testing.T) client.Client {
 // cleanup deletes obj when the test ends, so that names can be reused.
 func cleanup(t *testing.T, c client.Client, obj client.Object) {
 	t.Cleanup(func() {
-		_ = c.Delete(context.WithoutCancel(context.Background()), obj)
+		_ = c.Delete(context.Background(), obj)
 	})
 }

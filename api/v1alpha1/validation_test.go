@@ -1,7 +1,6 @@
 package v1alpha1_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,8 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/budget"
 )
 
 // raw is a SliceBudget as a user writes it, in JSON, spec as given: what
@@ -50,17 +52,32 @@ func invalidSpecs() map[string]struct {
 		"NegativeTotal": {
 			reason: "a negative capacity would let a budget admit less than nothing and break its books",
 			spec:   map[string]any{"total": map[string]any{"cpu": "-1", "memory": "16Gi"}},
-			want:   []string{"spec.total", "quantities must not be negative: cpu"},
+			want:   []string{"spec.total", "quantities must not be negative"},
 		},
 		"NegativeIntegerTotal": {
 			reason: "kubectl sends cpu: -2 as a JSON integer: the rule covers both forms of a quantity",
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(-2)}},
-			want:   []string{"spec.total", "quantities must not be negative: cpu"},
+			want:   []string{"spec.total", "quantities must not be negative"},
 		},
 		"GarbageQuantity": {
 			reason: "a quantity that does not parse could not be decoded by any client",
 			spec:   map[string]any{"total": map[string]any{"cpu": "lots"}},
 			want:   []string{"spec.total.cpu", "should match"},
+		},
+		"DecimalExponent": {
+			reason: "1e1.5 passes the quantity pattern but not Go's parser: stored, it would make the object undecodable",
+			spec:   map[string]any{"total": map[string]any{"cpu": "1e1.5"}},
+			want:   []string{"spec.total", "quantities must be Kubernetes quantities"},
+		},
+		"HugeExponent": {
+			reason: "an exponent past int32 passes the pattern but not Go's parser",
+			spec:   map[string]any{"total": map[string]any{"memory": "1e99999999999999999999"}},
+			want:   []string{"spec.total", "quantities must be Kubernetes quantities"},
+		},
+		"LongQuantity": {
+			reason: "a quantity is short; a bound keeps the rules' cost within the API server's budget",
+			spec:   map[string]any{"total": map[string]any{"cpu": strings.Repeat("9", 65)}},
+			want:   []string{"spec.total.cpu", "may not be more than 64 bytes"},
 		},
 		"BadResourceName": {
 			reason: "a resource name no node can have is a typo that would admit none of it",
@@ -85,7 +102,7 @@ func invalidSpecs() map[string]struct {
 		"NegativeConsumerLimit": {
 			reason: "a negative limit per consumer would break the consumer's books",
 			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimit": map[string]any{"cpu": "-500m"}},
-			want:   []string{"spec.consumerLimit", "quantities must not be negative: cpu"},
+			want:   []string{"spec.consumerLimit", "quantities must not be negative"},
 		},
 		"EmptyConsumerLimit": {
 			reason: "an empty consumer limit limits nothing, which budget.WithConsumerLimit refuses",
@@ -93,11 +110,11 @@ func invalidSpecs() map[string]struct {
 			want:   []string{"spec.consumerLimit", "at least 1"},
 		},
 		"NegativeConsumerLimitsOverride": {
-			reason: "an override is a consumer limit too; the message names the consumer",
+			reason: "an override is a consumer limit too; the error names the consumer",
 			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
 				"acme": map[string]any{"cpu": "2"}, "globex": map[string]any{"cpu": "-1"},
 			}},
-			want: []string{"spec.consumerLimits", "quantities must not be negative, for consumers: globex"},
+			want: []string{"spec.consumerLimits[globex]", "quantities must not be negative"},
 		},
 		"GarbageConsumerLimitsOverride": {
 			reason: "the quantity format is checked inside the nested lists too",
@@ -106,12 +123,19 @@ func invalidSpecs() map[string]struct {
 			}},
 			want: []string{"spec.consumerLimits.acme.memory", "should match"},
 		},
+		"DecimalExponentOverride": {
+			reason: "Go's parser is checked inside the nested lists too",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
+				"acme": map[string]any{"cpu": "2e0.5"},
+			}},
+			want: []string{"spec.consumerLimits[acme]", "quantities must be Kubernetes quantities"},
+		},
 		"EmptyConsumerLimitsOverride": {
 			reason: "an empty override is ambiguous (no limit, or the default?): removing the entry says the latter",
 			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
 				"acme": map[string]any{},
 			}},
-			want: []string{"spec.consumerLimits", "each override names 1 to 32 resources"},
+			want: []string{"spec.consumerLimits", "an override names at least one resource"},
 		},
 		"GarbageEvictionAfter": {
 			reason: "a duration Go cannot parse would make the object undecodable by the manager",
@@ -151,7 +175,7 @@ func invalidSpecs() map[string]struct {
 		"NegativeReserve": {
 			reason: "budget.NewNodePool refuses a negative reserve",
 			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "reserve": map[string]any{"memory": "-1Gi"}}},
-			want:   []string{"spec.nodePool.reserve", "quantities must not be negative: memory"},
+			want:   []string{"spec.nodePool.reserve", "quantities must not be negative"},
 		},
 		"BadPoolResource": {
 			reason: "the pool's resources are resource names",
@@ -163,21 +187,42 @@ func invalidSpecs() map[string]struct {
 			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
 				map[string]any{"key": "pool", "operator": "Equals", "values": []any{"gpu"}},
 			}}}},
-			want: []string{"spec.nodePool.selector", "matchExpressions"},
+			want: []string{"spec.nodePool.selector.matchExpressions[0].operator", "Unsupported value"},
 		},
 		"InWithoutValues": {
 			reason: "In with no values selects nothing: labels.Selector refuses it",
 			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
 				map[string]any{"key": "pool", "operator": "In"},
 			}}}},
-			want: []string{"spec.nodePool.selector", "matchExpressions"},
+			want: []string{"spec.nodePool.selector.matchExpressions[0]", "operators In and NotIn take values"},
+		},
+		"ExistsWithValues": {
+			reason: "Exists with values is refused by labels.Selector",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "pool", "operator": "Exists", "values": []any{"gpu"}},
+			}}}},
+			want: []string{"spec.nodePool.selector.matchExpressions[0]", "operators In and NotIn take values"},
+		},
+		"BadLabelKey": {
+			reason: "a label key no node can carry",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "-pool", "operator": "Exists"},
+			}}}},
+			want: []string{"spec.nodePool.selector.matchExpressions[0].key", "must be a label key"},
+		},
+		"BadMatchLabelsKey": {
+			reason: "matchLabels keys are label keys",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{
+				"matchLabels": map[string]any{"pool/gpu/x": "a"},
+			}}},
+			want: []string{"spec.nodePool.selector.matchLabels", "keys must be label keys"},
 		},
 		"BadLabelValue": {
 			reason: "a label value no node can carry",
 			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{
 				"matchLabels": map[string]any{"pool": "gpu nodes"},
 			}}},
-			want: []string{"spec.nodePool.selector", "matchLabels must map label keys to label values"},
+			want: []string{"spec.nodePool.selector.matchLabels.pool", "should match"},
 		},
 	}
 }
@@ -225,6 +270,7 @@ func TestInvalidSpecRefusedOnUpdate(t *testing.T) {
 func assertInvalid(t *testing.T, err error, reason string, want []string) {
 	t.Helper()
 	require.Error(t, err, "%s: accepted", reason)
+	t.Logf("refused: %v", err)
 	assert.True(t, apierrors.IsInvalid(err), "%s: want Invalid, got %v", reason, err)
 	for _, w := range want {
 		assert.Contains(t, err.Error(), w, reason)
@@ -236,6 +282,11 @@ func assertInvalid(t *testing.T, err error, reason string, want []string) {
 // manager can decode.
 func TestValidSpecAccepted(t *testing.T) {
 	c := server(t)
+	// A manager to build node pools on, never started.
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
 	cases := map[string]struct {
 		reason string
 		spec   map[string]any
@@ -245,7 +296,7 @@ func TestValidSpecAccepted(t *testing.T) {
 		"Total": {
 			reason: "a fixed total; integers and strings are both quantities, zero admits none of it",
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(64), "memory": "256Gi", "nvidia.com/gpu": "0"}},
-			want:   v1alpha1.SliceBudgetSpec{Total: list("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0")},
+			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0")},
 		},
 		"NodePool": {
 			reason: "every node-pool option budget.NewNodePool takes",
@@ -260,15 +311,15 @@ func TestValidSpecAccepted(t *testing.T) {
 				"localPods":    true,
 			}},
 			want: v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{
-				Selector:  selector(map[string]string{"pool": "gpu"}, "zone", "NotIn", "edge"),
+				Selector:  selector(map[string]v1alpha1.LabelValue{"pool": "gpu"}, "zone", "NotIn", "edge"),
 				Resources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"}, SharePercent: 80,
-				Reserve: list("cpu", "2"), LocalPods: true,
+				Reserve: quantities("cpu", "2"), LocalPods: true,
 			}},
 		},
 		"EveryNode": {
 			reason: "selector {} is every node; the share defaults to 100",
 			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}}},
-			want:   v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{Selector: &metav1.LabelSelector{}, SharePercent: 100}},
+			want:   v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{Selector: &v1alpha1.NodeSelector{}, SharePercent: 100}},
 		},
 		"Limits": {
 			reason: "preemption, eviction and limits per consumer, overrides included",
@@ -282,15 +333,15 @@ func TestValidSpecAccepted(t *testing.T) {
 				},
 			},
 			want: v1alpha1.SliceBudgetSpec{
-				Total: list("cpu", "64"), Preemption: true, EvictionAfter: duration(t, "1h30m"),
-				ConsumerLimit:  list("cpu", "16"),
-				ConsumerLimits: map[string]corev1.ResourceList{"acme": list("cpu", "32"), "globex": list("cpu", "0")},
+				Total: quantities("cpu", "64"), Preemption: true, EvictionAfter: duration(t, "1h30m"),
+				ConsumerLimit:  quantities("cpu", "16"),
+				ConsumerLimits: map[string]v1alpha1.Quantities{"acme": quantities("cpu", "32"), "globex": quantities("cpu", "0")},
 			},
 		},
 		"SubSecondEviction": {
 			reason: "every Go duration unit, fractions included",
 			spec:   map[string]any{"total": map[string]any{"cpu": "1"}, "evictionAfter": "1.5s"},
-			want:   v1alpha1.SliceBudgetSpec{Total: list("cpu", "1"), EvictionAfter: duration(t, "1.5s")},
+			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "1"), EvictionAfter: duration(t, "1.5s")},
 		},
 	}
 	for name, tc := range cases {
@@ -300,11 +351,57 @@ func TestValidSpecAccepted(t *testing.T) {
 			cleanup(t, c, obj)
 			var got v1alpha1.SliceBudget
 			require.NoError(t, c.Get(t.Context(), types.NamespacedName{Name: obj.GetName()}, &got), tc.reason)
-			if diff := cmp.Diff(tc.want, got.Spec, quantities); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Spec, byValue); diff != "" {
 				t.Errorf("%s: spec read back (-want +got):\n%s", tc.reason, diff)
 			}
+			require.NoError(t, budgetAccepts(mgr, got.Name, got.Spec), "%s: what the API server accepts, the budget package accepts", tc.reason)
 		})
 	}
+}
+
+// budgetAccepts hands spec to the budget package as a manager following
+// the object would: a total with its options to budget.New and the
+// overrides to SetConsumerLimit, a node pool's selector and options to
+// budget.NewNodePool (on mgr, not started).
+func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSpec) error {
+	var opts []budget.Option
+	if spec.Preemption {
+		opts = append(opts, budget.WithPreemption())
+	}
+	if spec.EvictionAfter != nil {
+		opts = append(opts, budget.WithEvictionAfter(spec.EvictionAfter.Duration))
+	}
+	if spec.ConsumerLimit != nil {
+		opts = append(opts, budget.WithConsumerLimit(spec.ConsumerLimit.ResourceList()))
+	}
+	if p := spec.NodePool; p != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.Selector.LabelSelector())
+		if err != nil {
+			return err
+		}
+		if p.Resources != nil {
+			opts = append(opts, budget.WithResources(p.Resources...))
+		}
+		if p.Reserve != nil {
+			opts = append(opts, budget.WithReserve(p.Reserve.ResourceList()))
+		}
+		if p.LocalPods {
+			opts = append(opts, budget.WithLocalPods())
+		}
+		opts = append(opts, budget.WithSharePercent(int(p.SharePercent)))
+		_, err = budget.NewNodePool(mgr, name, sel, opts...)
+		return err
+	}
+	b, err := budget.New(name, spec.Total.ResourceList(), opts...)
+	if err != nil {
+		return err
+	}
+	for consumer, limit := range spec.ConsumerLimits {
+		if err := b.SetConsumerLimit(consumer, limit.ResourceList()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bounds on lists and maps keep a CEL rule's cost within what the API
@@ -312,13 +409,13 @@ func TestValidSpecAccepted(t *testing.T) {
 func TestBoundsRefused(t *testing.T) {
 	c := server(t)
 	limits := map[string]any{}
-	for i := range 1001 {
+	for i := range 257 {
 		limits[fmt.Sprintf("consumer-%d", i)] = map[string]any{"cpu": "1"}
 	}
 	obj := raw("too-many-consumers", map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": limits})
-	err := c.Create(context.Background(), obj)
+	err := c.Create(t.Context(), obj)
 	if err == nil {
 		cleanup(t, c, obj)
 	}
-	assertInvalid(t, err, "1001 overrides, past maxProperties 1000", []string{"spec.consumerLimits", "must have at most 1000 items"})
+	assertInvalid(t, err, "257 overrides, past maxProperties 256", []string{"spec.consumerLimits", "must have at most 256 items"})
 }
