@@ -59,13 +59,18 @@ func table(t *testing.T, path string) metav1.Table {
 // status: the API server prints the CRD's columns.
 func TestPrinterColumns(t *testing.T) {
 	c := server(t)
-	full, empty := newBudget("printed"), newBudget("printed-unserved")
-	for _, sb := range []*v1alpha1.SliceBudget{full, empty} {
+	full, idle, unserved := newBudget("printed"), newBudget("printed-idle"), newBudget("printed-unserved")
+	for _, sb := range []*v1alpha1.SliceBudget{full, idle, unserved} {
 		require.NoError(t, c.Create(t.Context(), sb))
 		cleanup(t, c, sb)
 	}
 	full.Status = fullStatus()
 	require.NoError(t, c.Status().Update(t.Context(), full))
+	idle.Status = v1alpha1.SliceBudgetStatus{
+		Capacity: list("cpu", "64", "memory", "256Gi"), Used: list("cpu", "0", "memory", "0"),
+		Available: list("cpu", "64", "memory", "256Gi"),
+	}
+	require.NoError(t, c.Status().Update(t.Context(), idle))
 
 	tab := table(t, "/apis/sliceclass.io/v1alpha1/slicebudgets")
 	var got []column
@@ -82,6 +87,8 @@ func TestPrinterColumns(t *testing.T) {
 	want := map[string][]any{
 		// JSON numbers decode as float64.
 		"printed": {"printed", float64(12), float64(3), "58", "64", "6", "200Gi", "256Gi", true},
+		// Served and empty: zeros, not <none>.
+		"printed-idle": {"printed-idle", float64(0), float64(0), "0", "64", "64", "0", "256Gi", true},
 		// A budget no manager serves yet: kubectl shows <none> for the
 		// status columns, and 0 is never claimed for what nobody counted.
 		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, true},

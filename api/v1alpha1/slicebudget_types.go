@@ -255,14 +255,16 @@ type SliceBudgetStatus struct {
 	// +optional
 	Available corev1.ResourceList `json:"available,omitempty"`
 
-	// Accepted counts the slices the budget holds Accepted.
+	// Accepted counts the slices the budget holds Accepted. It and Waiting
+	// are written even when 0, so that kubectl shows 0 for a budget served
+	// and empty, and <none> only for one no manager serves.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Accepted int32 `json:"accepted,omitempty"`
+	Accepted int32 `json:"accepted"`
 	// Waiting counts the slices waiting for capacity.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Waiting int32 `json:"waiting,omitempty"`
+	Waiting int32 `json:"waiting"`
 
 	// Consumers are the consumers holding the most, the largest first (by
 	// their dominant share of the budget), at most MaxConsumers (20) of
