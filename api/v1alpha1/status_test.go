@@ -32,7 +32,7 @@ func fullStatus() v1alpha1.SliceBudgetStatus {
 		},
 		Conditions: []metav1.Condition{{
 			Type: "Ready", Status: metav1.ConditionTrue, Reason: "Serving", Message: "counted by the leader",
-			ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
+			ObservedGeneration: 1, LastTransitionTime: metav1.Date(2026, time.November, 26, 15, 4, 5, 0, time.UTC),
 		}},
 		ObservedGeneration: 1,
 	}
