@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo dev-controlplane test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
+.PHONY: all demo dev-controlplane crds crds-check test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
 
 all: test
 
@@ -20,6 +20,15 @@ demo:
 ## prints how to point a manager at it and create a slice. Builds the envtest binaries first if missing.
 dev-controlplane:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" $(GO) run ./testing/controlplane/dev-controlplane $(DEV_ARGS)
+
+## crds: regenerate the API's CRD (config/crd/) and deep-copy functions from the Go types in api/
+## (hack/crdgen.sh, controller-gen built from source); crds-check: fail, with the diff, when the
+## committed files differ from what the types generate.
+crds:
+	@hack/crdgen.sh
+
+crds-check:
+	@hack/crdgen.sh --check
 
 ## test: vet, format check, lint, and every test (unit + integration on a real API server) with -race,
 ## then the Helm chart's tests (chart-test).

@@ -44,6 +44,10 @@
 //     Liqo's Quota for it), never over-committed; node pools whose total
 //     follows the provider's nodes, per-consumer limits and a fair order
 //     between consumers. Attach one or more with resourceslice.WithBudget.
+//   - api/v1alpha1: the SliceBudget API (preview), a budget declared as a
+//     cluster-scoped object (kubectl get sb), validated by the API server;
+//     its CRD is config/crd/sliceclass.io_slicebudgets.yaml. No controller
+//     follows it yet.
 //   - testing (package slicetest): a harness to unit-test a Handler by
 //     running the real Reconciler on controller-runtime's fake client (with
 //     fault injection: conflicts, lost answers), and slice builders.

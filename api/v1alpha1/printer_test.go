@@ -1,0 +1,148 @@
+package v1alpha1_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+)
+
+// column is what kubectl shows of a printer column.
+type column struct {
+	Name     string
+	Priority int32
+}
+
+// wantColumns answer "how full, who waits" at a glance; -o wide adds
+// memory and whether waiting slices may preempt.
+var wantColumns = []column{
+	{"Name", 0}, {"Accepted", 0}, {"Waiting", 0}, {"CPU Used", 0}, {"CPU Capacity", 0}, {"CPU Available", 0},
+	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Preemption", 1}, {"Age", 0},
+}
+
+// table asks the API server for path as a Table, as kubectl get does (the
+// server prints the CRD's printer columns).
+func table(t *testing.T, path string) metav1.Table {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cp.Config)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(cp.Config.Host, "/")+path, http.NoBody)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	var tab metav1.Table
+	require.NoError(t, json.Unmarshal(body, &tab))
+	return tab
+}
+
+// kubectl get sb shows how full a budget is and who waits, from its
+// status: the API server prints the CRD's columns.
+func TestPrinterColumns(t *testing.T) {
+	c := server(t)
+	full, idle, unserved := newBudget("printed"), newBudget("printed-idle"), newBudget("printed-unserved")
+	for _, sb := range []*v1alpha1.SliceBudget{full, idle, unserved} {
+		require.NoError(t, c.Create(t.Context(), sb))
+		cleanup(t, c, sb)
+	}
+	full.Status = fullStatus()
+	require.NoError(t, c.Status().Update(t.Context(), full))
+	idle.Status = v1alpha1.SliceBudgetStatus{
+		Capacity: list("cpu", "64", "memory", "256Gi"), Used: list("cpu", "0", "memory", "0"),
+		Available: list("cpu", "64", "memory", "256Gi"),
+	}
+	require.NoError(t, c.Status().Update(t.Context(), idle))
+
+	tab := table(t, "/apis/sliceclass.io/v1alpha1/slicebudgets")
+	var got []column
+	for _, d := range tab.ColumnDefinitions {
+		got = append(got, column{d.Name, d.Priority})
+	}
+	if diff := cmp.Diff(wantColumns, got); diff != "" {
+		t.Fatalf("columns (-want +got):\n%s", diff)
+	}
+	rows := map[string][]any{}
+	for _, r := range tab.Rows {
+		rows[r.Cells[0].(string)] = r.Cells[:len(r.Cells)-1] // Age varies
+	}
+	want := map[string][]any{
+		// JSON numbers decode as float64.
+		"printed": {"printed", float64(12), float64(3), "58", "64", "6", "200Gi", "256Gi", true},
+		// Served and empty: zeros, not <none>.
+		"printed-idle": {"printed-idle", float64(0), float64(0), "0", "64", "64", "0", "256Gi", true},
+		// A budget no manager serves yet: kubectl shows <none> for the
+		// status columns, and 0 is never claimed for what nobody counted.
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, true},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// kubectl finds the budgets by their short name sb, and by the category
+// sliceclass (kubectl get sliceclass), cluster-wide.
+func TestShortNameResolves(t *testing.T) {
+	server(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	require.NoError(t, err)
+	groups, err := restmapper.GetAPIGroupResources(dc)
+	require.NoError(t, err)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDiscoveryRESTMapper(groups), dc, func(string) {})
+
+	gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Resource: "sb"})
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.GroupVersion.WithResource("slicebudgets"), gvr)
+	m, err := mapper.RESTMapping(v1alpha1.GroupVersion.WithKind("SliceBudget").GroupKind())
+	require.NoError(t, err)
+	assert.Equal(t, "root", string(m.Scope.Name()), "cluster-scoped")
+
+	list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
+	require.NoError(t, err)
+	for _, r := range list.APIResources {
+		if r.Name == "slicebudgets" {
+			assert.Equal(t, []string{"sliceclass"}, r.Categories)
+			return
+		}
+	}
+	t.Fatalf("slicebudgets not served in %s", v1alpha1.GroupVersion)
+}
+
+// readmeTableHeader finds the header line of the kubectl get sb example
+// in the README.
+var readmeTableHeader = regexp.MustCompile(`(?m)^\$ kubectl get sb\n(NAME .*)$`)
+
+// The README's kubectl get sb example shows the columns the API server
+// prints by default, in order.
+func TestReadmeShowsThePrintedColumns(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	m := readmeTableHeader.FindSubmatch(readme)
+	require.NotNil(t, m, "README.md: no `$ kubectl get sb` example followed by its NAME header line")
+	var want []string
+	for _, c := range wantColumns {
+		if c.Priority == 0 {
+			want = append(want, strings.ToUpper(c.Name))
+		}
+	}
+	got := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(string(m[1])), -1)
+	assert.Equal(t, want, got)
+}

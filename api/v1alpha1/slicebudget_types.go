@@ -1,0 +1,318 @@
+package v1alpha1
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxConsumers is how many consumers SliceBudgetStatus.Consumers lists at
+// most: the largest holders, so that a budget shared by many consumers
+// keeps a status of bounded size. The CRD refuses a longer list.
+const MaxConsumers = 20
+
+// SliceBudget is a budget declared as an object: a finite capacity that
+// one or several classes draw from, as budget.New or budget.NewNodePool
+// build it in Go. It is cluster-scoped; its short name is sb.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=sb,categories=sliceclass
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Accepted",type=integer,JSONPath=`.status.accepted`,description="Slices the budget holds Accepted"
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`,description="Slices waiting for capacity"
+// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.used.cpu`,description="CPU Accepted slices hold"
+// +kubebuilder:printcolumn:name="CPU Capacity",type=string,JSONPath=`.status.capacity.cpu`,description="CPU the budget offers"
+// +kubebuilder:printcolumn:name="CPU Available",type=string,JSONPath=`.status.available.cpu`,description="CPU free to admit"
+// +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
+// +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
+// +kubebuilder:printcolumn:name="Preemption",type=boolean,JSONPath=`.spec.preemption`,priority=1,description="Waiting slices may reclaim from lower priorities"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SliceBudget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the budget's configuration.
+	// +required
+	Spec SliceBudgetSpec `json:"spec"`
+	// Status is what the budget holds, written by the manager that serves it.
+	// +optional
+	Status SliceBudgetStatus `json:"status,omitempty"`
+}
+
+// SliceBudgetSpec configures a budget: exactly one of Total and NodePool
+// says what it offers; the other fields are the rules a Go-built budget
+// takes as options (budget.WithPreemption, budget.WithEvictionAfter,
+// budget.WithConsumerLimit, Budget.SetConsumerLimit).
+//
+// Every quantity is non-negative, every resource name a qualified name
+// (cpu, memory, nvidia.com/gpu): the API server refuses anything else.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.total) != has(self.nodePool)",message="exactly one of total and nodePool must be set: a budget offers either a fixed total or what a node pool has"
+type SliceBudgetSpec struct {
+	// Total is a fixed capacity. The budget limits exactly the resources it
+	// names: a resource it does not name is not limited, one named with 0
+	// admits none. Set it or NodePool, not both.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MinProperties=1
+	Total Quantities `json:"total,omitempty"`
+
+	// NodePool makes the capacity follow the provider's nodes that match
+	// its selector, as budget.NewNodePool does. Set it or Total, not both.
+	// +optional
+	NodePool *NodePool `json:"nodePool,omitempty"`
+
+	// Preemption lets a slice that waits reclaim capacity from Accepted
+	// slices of strictly lower priority, as budget.WithPreemption does.
+	// +optional
+	Preemption bool `json:"preemption,omitempty"`
+
+	// EvictionAfter lets the budget delete running pods of a slice it
+	// shrank that still use more than it keeps this long after the shrink,
+	// as budget.WithEvictionAfter does; unset, no pod is ever evicted. A
+	// positive Go duration: 90s, 5m, 1h30m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="evictionAfter must be a positive duration such as 90s, 5m or 1h30m"
+	EvictionAfter *metav1.Duration `json:"evictionAfter,omitempty"`
+
+	// ConsumerLimit caps what any one consumer holds from the budget, per
+	// resource it names, as budget.WithConsumerLimit does. The consumer is
+	// the tenant namespace's liqo.io/remote-cluster-id, else the namespace.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MinProperties=1
+	ConsumerLimit Quantities `json:"consumerLimit,omitempty"`
+
+	// ConsumerLimits overrides ConsumerLimit for the consumers it names
+	// (the consumer's cluster ID → its limit, at most 256 consumers), as
+	// Budget.SetConsumerLimit does. An override replaces ConsumerLimit for
+	// that consumer: a resource the override does not name is not limited
+	// for it. An override names at least one resource: remove the entry to
+	// fall back to ConsumerLimit.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(c, size(c) <= 253)",message="consumer names are at most 253 characters long"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, size(self[c]) > 0)",message="an override names at least one resource: remove the entry to fall back to consumerLimit"
+	ConsumerLimits map[string]Quantities `json:"consumerLimits,omitempty"`
+}
+
+// Quantities is a ResourceList the API server checks: at most 32
+// resources, each a qualified name (cpu, memory, nvidia.com/gpu) with a
+// non-negative quantity. Convert it with ResourceList.
+//
+// +kubebuilder:validation:MaxProperties=32
+// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : !self[r].startsWith('-'))",message="quantities must not be negative"
+// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int || isQuantity(self[r]))",message="quantities must be Kubernetes quantities such as 500m, 4 or 16Gi"
+type Quantities map[corev1.ResourceName]resource.Quantity
+
+// ResourceList returns a copy of q as a corev1.ResourceList, what
+// budget.New, budget.WithConsumerLimit and Budget.SetConsumerLimit take; a
+// nil q gives nil.
+func (q Quantities) ResourceList() corev1.ResourceList {
+	return corev1.ResourceList(q).DeepCopy()
+}
+
+// NodePool is a capacity that follows the provider's nodes: the sum of the
+// allocatable of the Ready, schedulable, non-virtual nodes matching
+// Selector, times SharePercent, minus Reserve and, with LocalPods, minus
+// what the provider's own pods request, never below zero; the options of
+// budget.NewNodePool.
+type NodePool struct {
+	// Selector picks the pool's nodes by label; {} selects every node.
+	// +required
+	Selector *NodeSelector `json:"selector"`
+
+	// Resources names the resources the budget limits (default cpu,
+	// memory, pods). A named resource no node of the pool has is 0: it
+	// admits none, never unlimited.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Type=string
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+	Resources []corev1.ResourceName `json:"resources,omitempty"`
+
+	// SharePercent offers this percent of the pool (1–100, default 100),
+	// before Reserve is taken.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SharePercent int32 `json:"sharePercent,omitempty"`
+
+	// Reserve is kept back from the pool for the provider's own use.
+	// +optional
+	Reserve Quantities `json:"reserve,omitempty"`
+
+	// LocalPods subtracts what the provider's own pods on the pool's nodes
+	// request (those not offloaded through Liqo), as budget.WithLocalPods
+	// does.
+	// +optional
+	LocalPods bool `json:"localPods,omitempty"`
+}
+
+// NodeSelector picks nodes by label. It is a metav1.LabelSelector, written
+// the same way, with bounds the API server checks: at most 64 labels and 16
+// expressions of 64 values, label keys and values well-formed, operators
+// In and NotIn with values, Exists and DoesNotExist without. Convert it
+// with LabelSelector.
+type NodeSelector struct {
+	// MatchLabels selects the nodes carrying every one of these labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys such as pool or example.com/pool"
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+	// MatchExpressions selects the nodes matching every expression.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchExpressions []NodeSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelValue is a label's value: at most 63 characters, alphanumerics,
+// '-', '_' and '.', beginning and ending with an alphanumeric, or empty.
+//
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// NodeSelectorRequirement is one expression of a NodeSelector: a
+// metav1.LabelSelectorRequirement.
+//
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="operators In and NotIn take values, Exists and DoesNotExist none"
+type NodeSelectorRequirement struct {
+	// Key is the label key.
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="key must be a label key such as pool or example.com/pool"
+	Key string `json:"key"`
+	// Operator relates the key to the values: In, NotIn, Exists or
+	// DoesNotExist.
+	// +required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values are label values: at least one for In and NotIn, none for
+	// Exists and DoesNotExist.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !format.labelValue().validate(v).hasValue())",message="values must be label values"
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector returns s as a metav1.LabelSelector, which
+// metav1.LabelSelectorAsSelector turns into the labels.Selector
+// budget.NewNodePool takes; a nil s gives nil.
+func (s *NodeSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{}
+	if s.MatchLabels != nil {
+		out.MatchLabels = make(map[string]string, len(s.MatchLabels))
+		for k, v := range s.MatchLabels {
+			out.MatchLabels[k] = string(v)
+		}
+	}
+	for _, r := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: r.Key, Operator: r.Operator, Values: slices.Clone(r.Values),
+		})
+	}
+	return out
+}
+
+// SliceBudgetStatus is what a budget holds, as the manager serving it
+// counts it. Every ResourceList names the resources the budget limits.
+type SliceBudgetStatus struct {
+	// Capacity is what the budget offers: Total, or what its node pool
+	// offers now.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Used is what the budget's Accepted slices hold, as its books count
+	// it: the larger of each slice's grant and Liqo's Quota for it, plus
+	// admissions being written.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+	// InUse is what the consumers' running pods use of the budget.
+	// +optional
+	InUse corev1.ResourceList `json:"inUse,omitempty"`
+	// Reclaiming is capacity granted away from shrunk slices (to a higher
+	// priority, a lower consumer limit or a smaller capacity) that their
+	// running pods still use: it frees as those pods end.
+	// +optional
+	Reclaiming corev1.ResourceList `json:"reclaiming,omitempty"`
+	// Available is what is free to admit: Capacity minus Used, never
+	// below zero.
+	// +optional
+	Available corev1.ResourceList `json:"available,omitempty"`
+
+	// Accepted counts the slices the budget holds Accepted. It and Waiting
+	// are written even when 0, so that kubectl shows 0 for a budget served
+	// and empty, and <none> only for one no manager serves.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Accepted int32 `json:"accepted"`
+	// Waiting counts the slices waiting for capacity.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Waiting int32 `json:"waiting"`
+
+	// Consumers are the consumers holding the most, the largest first (by
+	// their dominant share of the budget), at most MaxConsumers (20) of
+	// them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	Consumers []ConsumerStatus `json:"consumers,omitempty"`
+
+	// Conditions are the budget's conditions.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// ObservedGeneration is the spec's generation this status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ConsumerStatus is what one consumer holds from a budget, and how many of
+// its slices wait.
+type ConsumerStatus struct {
+	// Name is the consumer: its cluster ID (the tenant namespace's
+	// liqo.io/remote-cluster-id), else the tenant namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Used is what the consumer's Accepted slices hold of the budget.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+	// Waiting counts the consumer's slices waiting for capacity.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Waiting int32 `json:"waiting,omitempty"`
+}
+
+// SliceBudgetList is a list of SliceBudgets.
+//
+// +kubebuilder:object:root=true
+type SliceBudgetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the SliceBudgets.
+	Items []SliceBudget `json:"items"`
+}

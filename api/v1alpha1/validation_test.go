@@ -1,0 +1,421 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/budget"
+)
+
+// raw is a SliceBudget as a user writes it, in JSON, spec as given: what
+// kubectl sends, which the typed Go API cannot express (a malformed
+// quantity, an integer where a string is usual).
+func raw(name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("SliceBudget"))
+	u.SetName(name)
+	return u
+}
+
+// validSpec is the spec the update cases start from.
+func validSpec() map[string]any {
+	return map[string]any{"total": map[string]any{"cpu": "8", "memory": "16Gi"}}
+}
+
+// invalidSpecs are specs the API server must refuse, each with what the
+// error must say: the field and the rule broken.
+func invalidSpecs() map[string]struct {
+	reason string
+	spec   map[string]any
+	want   []string
+} {
+	pool := map[string]any{"selector": map[string]any{}}
+	return map[string]struct {
+		reason string
+		spec   map[string]any
+		want   []string
+	}{
+		"NegativeTotal": {
+			reason: "a negative capacity would let a budget admit less than nothing and break its books",
+			spec:   map[string]any{"total": map[string]any{"cpu": "-1", "memory": "16Gi"}},
+			want:   []string{"spec.total", "quantities must not be negative"},
+		},
+		"NegativeIntegerTotal": {
+			reason: "kubectl sends cpu: -2 as a JSON integer: the rule covers both forms of a quantity",
+			spec:   map[string]any{"total": map[string]any{"cpu": int64(-2)}},
+			want:   []string{"spec.total", "quantities must not be negative"},
+		},
+		"GarbageQuantity": {
+			reason: "a quantity that does not parse could not be decoded by any client",
+			spec:   map[string]any{"total": map[string]any{"cpu": "lots"}},
+			want:   []string{"spec.total.cpu", "should match"},
+		},
+		"DecimalExponent": {
+			reason: "1e1.5 passes the quantity pattern but not Go's parser: stored, it would make the object undecodable",
+			spec:   map[string]any{"total": map[string]any{"cpu": "1e1.5"}},
+			want:   []string{"spec.total", "quantities must be Kubernetes quantities"},
+		},
+		"HugeExponent": {
+			reason: "an exponent past int32 passes the pattern but not Go's parser",
+			spec:   map[string]any{"total": map[string]any{"memory": "1e99999999999999999999"}},
+			want:   []string{"spec.total", "quantities must be Kubernetes quantities"},
+		},
+		"LongQuantity": {
+			reason: "a quantity is short; a bound keeps the rules' cost within the API server's budget",
+			spec:   map[string]any{"total": map[string]any{"cpu": strings.Repeat("9", 65)}},
+			want:   []string{"spec.total.cpu", "may not be more than 64 bytes"},
+		},
+		"BadResourceName": {
+			reason: "a resource name no node can have is a typo that would admit none of it",
+			spec:   map[string]any{"total": map[string]any{"cpu!": "1"}},
+			want:   []string{"spec.total", "resource names must be qualified names"},
+		},
+		"EmptyTotal": {
+			reason: "an empty total limits nothing, which budget.New refuses too",
+			spec:   map[string]any{"total": map[string]any{}},
+			want:   []string{"spec.total", "at least 1"},
+		},
+		"TotalAndNodePool": {
+			reason: "a budget offers a fixed total or what its nodes have, not both",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "nodePool": pool},
+			want:   []string{"spec", "exactly one of total and nodePool"},
+		},
+		"Neither": {
+			reason: "a budget with no capacity at all is a mistake, not a budget of nothing",
+			spec:   map[string]any{"preemption": true},
+			want:   []string{"spec", "exactly one of total and nodePool"},
+		},
+		"NegativeConsumerLimit": {
+			reason: "a negative limit per consumer would break the consumer's books",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimit": map[string]any{"cpu": "-500m"}},
+			want:   []string{"spec.consumerLimit", "quantities must not be negative"},
+		},
+		"EmptyConsumerLimit": {
+			reason: "an empty consumer limit limits nothing, which budget.WithConsumerLimit refuses",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimit": map[string]any{}},
+			want:   []string{"spec.consumerLimit", "at least 1"},
+		},
+		"NegativeConsumerLimitsOverride": {
+			reason: "an override is a consumer limit too; the error names the consumer",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
+				"acme": map[string]any{"cpu": "2"}, "globex": map[string]any{"cpu": "-1"},
+			}},
+			want: []string{"spec.consumerLimits[globex]", "quantities must not be negative"},
+		},
+		"GarbageConsumerLimitsOverride": {
+			reason: "the quantity format is checked inside the nested lists too",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
+				"acme": map[string]any{"memory": "1 GB"},
+			}},
+			want: []string{"spec.consumerLimits.acme.memory", "should match"},
+		},
+		"DecimalExponentOverride": {
+			reason: "Go's parser is checked inside the nested lists too",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
+				"acme": map[string]any{"cpu": "2e0.5"},
+			}},
+			want: []string{"spec.consumerLimits[acme]", "quantities must be Kubernetes quantities"},
+		},
+		"EmptyConsumerLimitsOverride": {
+			reason: "an empty override is ambiguous (no limit, or the default?): removing the entry says the latter",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
+				"acme": map[string]any{},
+			}},
+			want: []string{"spec.consumerLimits", "an override names at least one resource"},
+		},
+		"GarbageEvictionAfter": {
+			reason: "a duration Go cannot parse would make the object undecodable by the manager",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "soon"},
+			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		},
+		"DaysEvictionAfter": {
+			reason: "days are not a Go duration unit: 3d would not decode",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "3d"},
+			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		},
+		"NegativeEvictionAfter": {
+			reason: "budget.WithEvictionAfter refuses d ≤ 0",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "-5m"},
+			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		},
+		"ZeroEvictionAfter": {
+			reason: "zero is not positive: evicting at once is not a grace period",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "0s"},
+			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		},
+		"NodePoolWithoutSelector": {
+			reason: "budget.NewNodePool refuses a nil selector; {} says every node explicitly",
+			spec:   map[string]any{"nodePool": map[string]any{"sharePercent": int64(50)}},
+			want:   []string{"spec.nodePool.selector", "Required value"},
+		},
+		"SharePercentZero": {
+			reason: "budget.WithSharePercent takes 1–100",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "sharePercent": int64(0)}},
+			want:   []string{"spec.nodePool.sharePercent", "greater than or equal to 1"},
+		},
+		"SharePercentAbove100": {
+			reason: "a pool cannot offer more than it has",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "sharePercent": int64(150)}},
+			want:   []string{"spec.nodePool.sharePercent", "less than or equal to 100"},
+		},
+		"NegativeReserve": {
+			reason: "budget.NewNodePool refuses a negative reserve",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "reserve": map[string]any{"memory": "-1Gi"}}},
+			want:   []string{"spec.nodePool.reserve", "quantities must not be negative"},
+		},
+		"BadPoolResource": {
+			reason: "the pool's resources are resource names",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "resources": []any{"cpu", "GPU s"}}},
+			want:   []string{"spec.nodePool.resources", "resource names must be qualified names"},
+		},
+		"BadSelectorOperator": {
+			reason: "a selector the manager cannot parse would leave the budget without nodes",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "pool", "operator": "Equals", "values": []any{"gpu"}},
+			}}}},
+			want: []string{"spec.nodePool.selector.matchExpressions[0].operator", "Unsupported value"},
+		},
+		"InWithoutValues": {
+			reason: "In with no values selects nothing: labels.Selector refuses it",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "pool", "operator": "In"},
+			}}}},
+			want: []string{"spec.nodePool.selector.matchExpressions[0]", "operators In and NotIn take values"},
+		},
+		"ExistsWithValues": {
+			reason: "Exists with values is refused by labels.Selector",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "pool", "operator": "Exists", "values": []any{"gpu"}},
+			}}}},
+			want: []string{"spec.nodePool.selector.matchExpressions[0]", "operators In and NotIn take values"},
+		},
+		"BadLabelKey": {
+			reason: "a label key no node can carry",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "-pool", "operator": "Exists"},
+			}}}},
+			want: []string{"spec.nodePool.selector.matchExpressions[0].key", "must be a label key"},
+		},
+		"BadMatchLabelsKey": {
+			reason: "matchLabels keys are label keys",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{
+				"matchLabels": map[string]any{"pool/gpu/x": "a"},
+			}}},
+			want: []string{"spec.nodePool.selector.matchLabels", "keys must be label keys"},
+		},
+		"BadLabelValue": {
+			reason: "a label value no node can carry",
+			spec: map[string]any{"nodePool": map[string]any{"selector": map[string]any{
+				"matchLabels": map[string]any{"pool": "gpu nodes"},
+			}}},
+			want: []string{"spec.nodePool.selector.matchLabels.pool", "should match"},
+		},
+	}
+}
+
+// Every invalid spec is refused on create, with an error naming the field
+// and the rule.
+func TestInvalidSpecRefusedOnCreate(t *testing.T) {
+	c := server(t)
+	for name, tc := range invalidSpecs() {
+		t.Run(name, func(t *testing.T) {
+			obj := raw("create-"+strings.ToLower(name), tc.spec)
+			err := c.Create(t.Context(), obj)
+			if err == nil {
+				cleanup(t, c, obj)
+			}
+			assertInvalid(t, err, tc.reason, tc.want)
+		})
+	}
+}
+
+// Every invalid spec is refused on update of a valid budget too, and the
+// stored spec stays as it was: nothing invalid is ever stored.
+func TestInvalidSpecRefusedOnUpdate(t *testing.T) {
+	c := server(t)
+	for name, tc := range invalidSpecs() {
+		t.Run(name, func(t *testing.T) {
+			obj := raw("update-"+strings.ToLower(name), validSpec())
+			require.NoError(t, c.Create(t.Context(), obj), "the valid spec")
+			cleanup(t, c, obj)
+
+			require.NoError(t, unstructured.SetNestedField(obj.Object, tc.spec, "spec"))
+			assertInvalid(t, c.Update(t.Context(), obj), tc.reason, tc.want)
+
+			got := raw(obj.GetName(), nil)
+			require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), got))
+			if diff := cmp.Diff(validSpec(), got.Object["spec"]); diff != "" {
+				t.Errorf("%s: stored spec changed by a refused update (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// assertInvalid checks that err is the API server's Invalid answer and
+// says each of want.
+func assertInvalid(t *testing.T, err error, reason string, want []string) {
+	t.Helper()
+	require.Error(t, err, "%s: accepted", reason)
+	t.Logf("refused: %v", err)
+	assert.True(t, apierrors.IsInvalid(err), "%s: want Invalid, got %v", reason, err)
+	for _, w := range want {
+		assert.Contains(t, err.Error(), w, reason)
+	}
+}
+
+// Valid specs are stored as written (the server only fills defaults) and
+// read back through the Go types: whatever the API server accepts, a
+// manager can decode.
+func TestValidSpecAccepted(t *testing.T) {
+	c := server(t)
+	// A manager to build node pools on, never started.
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	cases := map[string]struct {
+		reason string
+		spec   map[string]any
+		// want is what the Go types read back.
+		want v1alpha1.SliceBudgetSpec
+	}{
+		"Total": {
+			reason: "a fixed total; integers and strings are both quantities, zero admits none of it",
+			spec:   map[string]any{"total": map[string]any{"cpu": int64(64), "memory": "256Gi", "nvidia.com/gpu": "0"}},
+			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0")},
+		},
+		"NodePool": {
+			reason: "every node-pool option budget.NewNodePool takes",
+			spec: map[string]any{"nodePool": map[string]any{
+				"selector": map[string]any{
+					"matchLabels":      map[string]any{"pool": "gpu"},
+					"matchExpressions": []any{map[string]any{"key": "zone", "operator": "NotIn", "values": []any{"edge"}}},
+				},
+				"resources":    []any{"cpu", "memory", "nvidia.com/gpu"},
+				"sharePercent": int64(80),
+				"reserve":      map[string]any{"cpu": "2"},
+				"localPods":    true,
+			}},
+			want: v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{
+				Selector:  selector(map[string]v1alpha1.LabelValue{"pool": "gpu"}, "zone", "NotIn", "edge"),
+				Resources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"}, SharePercent: 80,
+				Reserve: quantities("cpu", "2"), LocalPods: true,
+			}},
+		},
+		"EveryNode": {
+			reason: "selector {} is every node; the share defaults to 100",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}}},
+			want:   v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{Selector: &v1alpha1.NodeSelector{}, SharePercent: 100}},
+		},
+		"Limits": {
+			reason: "preemption, eviction and limits per consumer, overrides included",
+			spec: map[string]any{
+				"total":         map[string]any{"cpu": "64"},
+				"preemption":    true,
+				"evictionAfter": "1h30m",
+				"consumerLimit": map[string]any{"cpu": "16"},
+				"consumerLimits": map[string]any{
+					"acme": map[string]any{"cpu": "32"}, "globex": map[string]any{"cpu": "0"},
+				},
+			},
+			want: v1alpha1.SliceBudgetSpec{
+				Total: quantities("cpu", "64"), Preemption: true, EvictionAfter: duration(t, "1h30m"),
+				ConsumerLimit:  quantities("cpu", "16"),
+				ConsumerLimits: map[string]v1alpha1.Quantities{"acme": quantities("cpu", "32"), "globex": quantities("cpu", "0")},
+			},
+		},
+		"SubSecondEviction": {
+			reason: "every Go duration unit, fractions included",
+			spec:   map[string]any{"total": map[string]any{"cpu": "1"}, "evictionAfter": "1.5s"},
+			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "1"), EvictionAfter: duration(t, "1.5s")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := raw("valid-"+strings.ToLower(name), tc.spec)
+			require.NoError(t, c.Create(t.Context(), obj), tc.reason)
+			cleanup(t, c, obj)
+			var got v1alpha1.SliceBudget
+			require.NoError(t, c.Get(t.Context(), types.NamespacedName{Name: obj.GetName()}, &got), tc.reason)
+			if diff := cmp.Diff(tc.want, got.Spec, byValue); diff != "" {
+				t.Errorf("%s: spec read back (-want +got):\n%s", tc.reason, diff)
+			}
+			require.NoError(t, budgetAccepts(mgr, got.Name, got.Spec), "%s: what the API server accepts, the budget package accepts", tc.reason)
+		})
+	}
+}
+
+// budgetAccepts hands spec to the budget package as a manager following
+// the object would: a total with its options to budget.New and the
+// overrides to SetConsumerLimit, a node pool's selector and options to
+// budget.NewNodePool (on mgr, not started).
+func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSpec) error {
+	var opts []budget.Option
+	if spec.Preemption {
+		opts = append(opts, budget.WithPreemption())
+	}
+	if spec.EvictionAfter != nil {
+		opts = append(opts, budget.WithEvictionAfter(spec.EvictionAfter.Duration))
+	}
+	if spec.ConsumerLimit != nil {
+		opts = append(opts, budget.WithConsumerLimit(spec.ConsumerLimit.ResourceList()))
+	}
+	if p := spec.NodePool; p != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.Selector.LabelSelector())
+		if err != nil {
+			return err
+		}
+		if p.Resources != nil {
+			opts = append(opts, budget.WithResources(p.Resources...))
+		}
+		if p.Reserve != nil {
+			opts = append(opts, budget.WithReserve(p.Reserve.ResourceList()))
+		}
+		if p.LocalPods {
+			opts = append(opts, budget.WithLocalPods())
+		}
+		opts = append(opts, budget.WithSharePercent(int(p.SharePercent)))
+		_, err = budget.NewNodePool(mgr, name, sel, opts...)
+		return err
+	}
+	b, err := budget.New(name, spec.Total.ResourceList(), opts...)
+	if err != nil {
+		return err
+	}
+	for consumer, limit := range spec.ConsumerLimits {
+		if err := b.SetConsumerLimit(consumer, limit.ResourceList()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bounds on lists and maps keep a CEL rule's cost within what the API
+// server allows; a spec past them is refused, not half-checked.
+func TestBoundsRefused(t *testing.T) {
+	c := server(t)
+	limits := map[string]any{}
+	for i := range 257 {
+		limits[fmt.Sprintf("consumer-%d", i)] = map[string]any{"cpu": "1"}
+	}
+	obj := raw("too-many-consumers", map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": limits})
+	err := c.Create(t.Context(), obj)
+	if err == nil {
+		cleanup(t, c, obj)
+	}
+	assertInvalid(t, err, "257 overrides, past maxProperties 256", []string{"spec.consumerLimits", "must have at most 256 items"})
+}

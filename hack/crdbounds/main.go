@@ -1,0 +1,121 @@
+// Command crdbounds bounds the length of every quantity in a CRD's spec
+// schema, in place: hack/crdgen.sh runs it on the CRDs controller-gen
+// writes.
+//
+// controller-gen gives a resource.Quantity (a ResourceList's values) a
+// pattern but no maxLength, and no marker reaches a map's values. Without
+// a bound, the API server estimates the cost of a CEL rule that parses
+// quantities (isQuantity) for values of megabytes and refuses the CRD; the
+// pattern alone admits strings Go cannot parse (1e1.5), which would make
+// the object undecodable by every client. With the bound, the rules fit
+// the cost budget and nothing unparsable is stored.
+//
+//	go run ./hack/crdbounds config/crd/sliceclass.io_slicebudgets.yaml
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// maxQuantityLength bounds a quantity's text: "17179869184", "123456789m"
+// or "1.5Ei" are far shorter.
+const maxQuantityLength = 64
+
+// quantityPattern is the pattern controller-gen gives a resource.Quantity.
+const quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdbounds CRD.yaml...")
+		os.Exit(2)
+	}
+	for _, path := range os.Args[1:] {
+		if err := boundFile(path); err != nil {
+			fmt.Fprintf(os.Stderr, "crdbounds: %s: %v\n", path, err)
+			os.Exit(1)
+		}
+	}
+}
+
+// boundFile rewrites the CRD at path with its spec quantities bounded.
+func boundFile(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := bound(raw)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// bound returns the CRD in raw (one YAML document, as controller-gen
+// writes it) with maxLength set on every quantity under each version's
+// spec schema; the status, which only a manager writes, is left as it is.
+// Its output is controller-gen's format: the document marker, then keys in
+// order.
+func bound(raw []byte) ([]byte, error) {
+	var crd map[string]any
+	if err := yaml.Unmarshal(bytes.TrimPrefix(raw, []byte("---\n")), &crd); err != nil {
+		return nil, err
+	}
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	if len(versions) == 0 {
+		return nil, errors.New("no spec.versions: not a CRD")
+	}
+	n := 0
+	for _, v := range versions {
+		s, _ := dig(v, "schema", "openAPIV3Schema", "properties", "spec").(map[string]any)
+		n += walk(s)
+	}
+	if n == 0 {
+		return nil, errors.New("no quantity in any version's spec schema: nothing to bound")
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), out...), nil
+}
+
+// dig follows keys down nested maps.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// walk bounds the quantities in the schema s and below, and counts them.
+func walk(s map[string]any) int {
+	if s == nil {
+		return 0
+	}
+	n := 0
+	if s["x-kubernetes-int-or-string"] == true && s["pattern"] == quantityPattern {
+		s["maxLength"] = maxQuantityLength
+		n++
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		for _, p := range props {
+			sub, _ := p.(map[string]any)
+			n += walk(sub)
+		}
+	}
+	for _, k := range []string{"additionalProperties", "items"} {
+		sub, _ := s[k].(map[string]any)
+		n += walk(sub)
+	}
+	return n
+}
