@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -191,7 +193,22 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 	}
 	require.NoError(t, cp.Client.Create(ctx, pod("listed", "2")))
 
-	mgr, err := manager.New(cp.Config, testkit.ManagerOptions(t, cp.Scheme))
+	// The requests of ShadowPods the cache makes, to tell its watch-list
+	// (the initial list as watch events, ending on a bookmark) from a list.
+	var mu sync.Mutex
+	var asked []string
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(req.URL.Path, "/shadowpods") {
+				mu.Lock()
+				asked = append(asked, req.URL.RawQuery)
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	mgr, err := manager.New(cfg, testkit.ManagerOptions(t, cp.Scheme))
 	require.NoError(t, err)
 	c, err := newShadowPodCache(mgr)
 	require.NoError(t, err)
@@ -201,6 +218,11 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 	syncCtx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
 	require.True(t, c.WaitForCacheSync(syncCtx), "the ShadowPod cache syncs")
+	mu.Lock()
+	require.NotEmpty(t, asked)
+	first := asked[0]
+	mu.Unlock()
+	assert.Contains(t, first, "sendInitialEvents=true", "the cache synced on a watch-list, whose end is a bookmark's annotation")
 
 	watched := pod("watched", "3")
 	require.NoError(t, cp.Client.Create(ctx, watched))
@@ -289,6 +311,11 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// roundTripFunc is a RoundTripper of a func.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // streamOf answers every request with stream, as a JSON watch.
 type streamOf []byte
