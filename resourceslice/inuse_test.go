@@ -107,13 +107,13 @@ func TestShadowPodChargeDecodesAsLiqosType(t *testing.T) {
 
 		got := keptAsTheCacheKeepsIt(t, data)
 		want := &shadowPodCharge{
-			ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID,
-				ResourceVersion: full.ResourceVersion, CreationTimestamp: full.CreationTimestamp},
+			chargeMeta: chargeMeta{ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID,
+				ResourceVersion: full.ResourceVersion, CreationTimestamp: full.CreationTimestamp}},
 			Status: chargeStatus{Phase: full.Status.Phase},
 			User:   full.Labels[labelCreatorUser],
 			Charge: ledger.PodCharge(&full.Spec.Pod),
 		}
-		assert.Empty(t, cmp.Diff(want, got, statusOptions...), "%s (-want +got)", tc.reason)
+		assert.Empty(t, cmp.Diff(want, got, append(statusOptions, cmp.AllowUnexported(shadowPodCharge{}))...), "%s (-want +got)", tc.reason)
 	}
 	// The fixture's own figures, so that the comparison above compares
 	// something.
@@ -147,6 +147,8 @@ func TestKeepCharge(t *testing.T) {
 
 	var decoded shadowPodCharge
 	require.NoError(t, json.Unmarshal(aShadowPod(t), &decoded))
+	assert.Nil(t, decoded.ObjectMeta.ManagedFields, "managed fields are not decoded into entries")
+	assert.True(t, json.Valid(decoded.ManagedFields) && len(decoded.ManagedFields) > 1000, "but kept as the JSON they came as, until keepCharge")
 	undecoded := decoded.DeepCopyObject().(*shadowPodCharge)
 	undecoded.Spec.Pod.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("9")
 	assert.Equal(t, "1m", decoded.Spec.Pod.Containers[0].Resources.Requests.Cpu().String(), "nor does a copy of a pod not yet kept")
