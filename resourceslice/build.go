@@ -133,11 +133,10 @@ func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*
 // client: the event recorder (unless WithEventRecorder), the status.class
 // view, the budgets' feeds, the namespace store and the cache owned objects
 // are read from. st is the class's state when a Reconciler built it
-// already (SetupWithManager): the new Reconciler shares it, and its status
-// writes keep going through the client its user chose; nil makes it (the
-// SDK builds the class: AddToManager, ClassSet), and status writes then go
-// through the manager's REST config without decoding the answer. On error
-// nothing stays claimed or held.
+// already (SetupWithManager): the new Reconciler shares it; nil makes it
+// (the SDK builds the class: AddToManager, ClassSet). Either way c, the
+// user's client or the manager's, reads the slices and writes their status.
+// On error nothing stays claimed or held.
 func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, st *classState) (_ *classController, err error) {
 	mgr := mc.mgr
 	sdkBuilt := st == nil
@@ -165,13 +164,6 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		}
 	}()
 	with := collaborators{namespaces: mc.namespaceStore(), ownedReader: mgr.GetCache()}
-	if sdkBuilt {
-		w, err := newRESTStatus(mgr)
-		if err != nil {
-			return nil, fmt.Errorf("class %q: %w", class, err)
-		}
-		with.status = w
-	}
 	if with.views, err = mc.statusClasses(); err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}

@@ -37,7 +37,7 @@ func TestSetupWithManagerLeavesTheReconcilerAsBuilt(t *testing.T) {
 
 	require.NoError(t, r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr)))
 
-	assert.Equal(t, before.status, r.status, "the status writer is the one NewReconciler chose (the client)")
+	assert.Equal(t, before.client, r.client, "the client, which writes the status, is the one NewReconciler was given")
 	assert.Equal(t, before.recorder, r.recorder, "the recorder is the one NewReconciler chose")
 	assert.Nil(t, r.scope.status, "no status.class view was given to r afterwards")
 	assert.Empty(t, r.feeds, "no budget feed was given to r afterwards")

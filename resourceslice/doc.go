@@ -19,11 +19,11 @@
 // decide the same way, and stop the same way (no new slice; a decision in
 // flight is finished and written). They differ where the controller is
 // yours: AddToManager and ClassSet run the class Lease and the WithWatch
-// passes beside the controller and write status through a REST client of
-// the manager's config; SetupWithManager runs the inventory sweep beside
-// your controller but no class Lease and no WithWatch pass (controller
-// options, which NewReconciler does not take), and writes status through
-// the client you gave NewReconciler. Options say what they configure, and
+// passes beside the controller and write status through the manager's
+// client; SetupWithManager runs the inventory sweep beside your controller
+// but no class Lease and no WithWatch pass (controller options, which
+// NewReconciler does not take), and writes status through the client you
+// gave NewReconciler. Options say what they configure, and
 // the compiler checks where they go: decision options (DecisionOption) go
 // everywhere; controller options (workers, backoff, logger, watches,
 // lease) are Options only, taken only where the SDK builds the controller.

@@ -2,7 +2,6 @@ package resourceslice
 
 import (
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,17 +28,15 @@ func narrowScheme(kind schema.GroupVersionKind, obj, list runtime.Object) *runti
 // newNarrowCache builds a cache of mgr's API server on scheme (transform,
 // if any, applied to each object before it is stored) and adds it to the
 // manager: it starts with the manager, and watches nothing until asked for
-// an informer. what names it in errors. newInformer, if not nil, makes its
-// informers (see shadowPodInformer).
-func newNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc,
-	newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer,
-) (cache.Cache, error) {
+// an informer. what names it in errors. It lists and watches as any
+// controller-runtime cache does: client-go frames the watch, and the API
+// machinery decodes each object into scheme's type.
+func newNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:           scheme,
 		Mapper:           mgr.GetRESTMapper(),
 		HTTPClient:       mgr.GetHTTPClient(),
 		DefaultTransform: transform,
-		NewInformer:      newInformer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the %s cache: %w", what, err)

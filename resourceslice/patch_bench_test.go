@@ -2,7 +2,6 @@ package resourceslice
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -22,35 +21,6 @@ import (
 func BenchmarkStatusPatch(b *testing.B) {
 	current, desired := realisticPair()
 	benchPatches(b, current, desired)
-}
-
-// BenchmarkStatusAnswer measures reading the API server's answer to a
-// status write, the slice as it is after the write: the SDK's read of its
-// resourceVersion alone against decoding it whole, as a client.Client
-// does (the baseline).
-func BenchmarkStatusAnswer(b *testing.B) {
-	current, _ := realisticPair()
-	body, err := json.Marshal(current)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("resourceVersion", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if rv, err := answerVersion(body); err != nil || rv != "42" {
-				b.Fatal(rv, err)
-			}
-		}
-	})
-	b.Run("decodeBaseline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var rs authv1beta1.ResourceSlice
-			if err := json.Unmarshal(body, &rs); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 func benchPatches(b *testing.B, current, desired *authv1beta1.ResourceSlice) {

@@ -33,11 +33,8 @@ const cacheLagRetry = 100 * time.Millisecond
 // SetupWithManager builds with the manager's collaborators.
 type Reconciler struct {
 	*classState
-	client client.Client
-	// status sends the status patches: through client, or, for a
-	// controller the SDK built from a manager, a REST client that reads
-	// only the answer's resourceVersion.
-	status     statusWriter
+	// client reads slices and writes their status (writeStatus).
+	client     client.Client
 	scope      scope
 	handler    handler.Handler
 	cfg        *config
@@ -99,8 +96,6 @@ func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Dec
 // its options. The zero value is a Reconciler on its client alone
 // (NewReconciler); a manager gives the rest (see bindClass).
 type collaborators struct {
-	// status writes the status; nil writes through the client.
-	status statusWriter
 	// views is the manager's status.class view; nil outside a manager.
 	views *statusClasses
 	// recorder records events; nil takes WithEventRecorder's, else none.
@@ -139,10 +134,6 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	default:
 		rec = discardRecorder{}
 	}
-	status := with.status
-	if status == nil {
-		status = clientStatus{c: c}
-	}
 	ownedReader := with.ownedReader
 	if ownedReader == nil {
 		ownedReader = c
@@ -154,7 +145,6 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	r := &Reconciler{
 		classState: st,
 		client:     c,
-		status:     status,
 		scope:      scope{class: class, selector: cfg.selector, status: with.views},
 		handler:    h,
 		cfg:        cfg,

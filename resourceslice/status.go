@@ -13,13 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/conditions"
@@ -34,10 +30,9 @@ import (
 //   - the patch: settleTransitionTime keeps the Resources condition's
 //     LastTransitionTime when its status did not change, and ownedPatch
 //     carries only the owned fields that differ and the resourceVersion;
-//   - the writer: statusWriter sends the patch, through the Reconciler's
-//     client (clientStatus) or, for a controller the SDK built, a REST
-//     client that reads back only the answer's resourceVersion
-//     (restStatus; answer.go reads the answer's resourceVersion);
+//   - the writer: writeStatus sends the patch through controller-runtime's
+//     client, Status().Patch, which updates the slice from the answer
+//     (its new resourceVersion included);
 //   - the write: Reconciler.write sends one and says what its outcome
 //     means for the budgets and the retry; dryRun reports what it would
 //     write.
@@ -352,71 +347,13 @@ func mapPatch[M ~map[K]V, K comparable, V any](from, to M, equal func(V, V) bool
 
 func stringsEqual(a, b string) bool { return a == b }
 
-// statusWriter sends a slice's status patch. On success rs holds what the
-// API server now holds: the patch was computed from the slice rs was built
-// from and applied under its resourceVersion, so the server's object is rs
-// with the new resourceVersion.
-type statusWriter interface {
-	patchStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, p client.Patch, owner client.FieldOwner) error
-}
-
-// clientStatus writes through a client.Client, which decodes the whole
-// answer into rs: the path of a Reconciler built with NewReconciler, whose
-// client may be the test harness's or one the user wrapped.
-type clientStatus struct{ c client.Client }
-
-func (w clientStatus) patchStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, p client.Patch, owner client.FieldOwner) error {
-	return w.c.Status().Patch(ctx, rs, p, owner)
-}
-
-// restStatus writes through a REST client of the manager's config and HTTP
-// client (same transport, same authentication) and reads only the answer's
-// metadata.resourceVersion: decoding the whole slice the API server sends
-// back (CSR and certificates included) was nine tenths of a status write's
-// CPU, and the answer tells nothing else the controller does not know.
-type restStatus struct{ rest rest.Interface }
-
-// newRESTStatus builds the status writer of a class controller the SDK
-// built from mgr.
-func newRESTStatus(mgr manager.Manager) (restStatus, error) {
-	gvk := authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)
-	// JSON only: ResourceSlices are custom resources, which have no
-	// protobuf encoding.
-	rc, err := apiutil.RESTClientForGVK(gvk, true, false, mgr.GetConfig(), serializer.NewCodecFactory(mgr.GetScheme()), mgr.GetHTTPClient())
-	if err != nil {
-		return restStatus{}, fmt.Errorf("building the REST client of status writes: %w", err)
-	}
-	return restStatus{rest: rc}, nil
-}
-
-func (w restStatus) patchStatus(ctx context.Context, rs *authv1beta1.ResourceSlice, p client.Patch, owner client.FieldOwner) error {
-	data, err := p.Data(rs)
-	if err != nil {
-		return err
-	}
-	body, err := w.rest.Patch(p.Type()).
-		Namespace(rs.Namespace).
-		Resource(authv1beta1.ResourceSliceResource).
-		Name(rs.Name).
-		SubResource("status").
-		Param("fieldManager", string(owner)).
-		Body(data).
-		Do(ctx).
-		Raw()
-	if err != nil {
-		return err
-	}
-	rv, err := answerVersion(body)
-	if err != nil {
-		// Not the shape an API server sends: decode it all rather than
-		// guess.
-		if uerr := json.Unmarshal(body, rs); uerr != nil {
-			return fmt.Errorf("reading the API server's answer to a status patch: %w", errors.Join(err, uerr))
-		}
-		return nil
-	}
-	rs.ResourceVersion = rv
-	return nil
+// writeStatus is the one status writer, of every Reconciler, the SDK's and
+// the test harness's alike: the patch from current to desired, through c's
+// status client (Status().Patch). On success desired holds what the API
+// server answered, its new resourceVersion included; a conflict, a slice
+// gone, or any other failure is c's error, as the API server gave it.
+func writeStatus(ctx context.Context, c client.Client, current, desired *authv1beta1.ResourceSlice, owner client.FieldOwner) error {
+	return c.Status().Patch(ctx, desired, ownedPatch{from: current}, owner)
 }
 
 type writeOutcome int
@@ -433,7 +370,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	// The patch is computed from current to desired: a JSON merge patch of
 	// the owned fields that changed, plus metadata.resourceVersion. Fields
 	// the Go types do not know are never in it.
-	err := r.status.patchStatus(ctx, desired, ownedPatch{from: current}, r.fieldOwner)
+	err := writeStatus(ctx, r.client, current, desired, r.fieldOwner)
 	switch {
 	case err == nil:
 		r.done(a, ledger.Applied)
