@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
@@ -264,7 +263,7 @@ func (s *statusClasses) detect(ctx context.Context) bool {
 // name another class leaves it, one whose status.class names the class
 // joins it. It starts watching only if the server's schema has
 // status.class.
-func (s *statusClasses) source(sc scope) source.Source {
+func (s *statusClasses) source(sc scope) *gatedSource {
 	ours := func(o client.Object) bool {
 		v, ok := o.(*classView)
 		return ok && (v.Spec.Class == sc.class || v.Status.Class == sc.class) && sc.selector.Matches(labels.Set(v.Labels))
@@ -301,7 +300,7 @@ func (s *statusClasses) source(sc scope) source.Source {
 // gatedSource starts inner only when the server supports status.class.
 type gatedSource struct {
 	s       *statusClasses
-	inner   source.SyncingSource
+	inner   *informerSource
 	started bool
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -22,14 +23,20 @@ import (
 // controller stops: a ClassSet that
 // serves and stops classes in a loop leaves nothing behind, and never
 // re-lists from the API server (the informer replays its store to a new
-// handler).
+// handler). The handler leaves the informer when the controller's context
+// ends, and at the latest when stop returns: the class waits for that
+// before its runnable returns.
 type informerSource struct {
 	cache   cache.Cache
 	obj     client.Object
 	handler crhandler.EventHandler
 	preds   []predicate.Predicate
 
-	reg toolscache.ResourceEventHandlerRegistration
+	mu      sync.Mutex
+	inf     cache.Informer
+	reg     toolscache.ResourceEventHandlerRegistration
+	stopped bool
+	removed sync.Once
 }
 
 // Start implements source.Source.
@@ -86,21 +93,50 @@ func (s *informerSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 	if err != nil {
 		return fmt.Errorf("watching %T: %w", s.obj, err)
 	}
-	s.reg = reg
-	go func() {
-		<-ctx.Done()
+	s.mu.Lock()
+	s.inf, s.reg = inf, reg
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped { // stopped before it started: stop's remove found nothing
 		_ = inf.RemoveEventHandler(reg)
-	}()
+		return fmt.Errorf("watching %T: %w", s.obj, errStopped)
+	}
+	context.AfterFunc(ctx, s.remove)
 	return nil
+}
+
+// remove takes the handler off the informer, once; a second caller waits
+// for the first.
+func (s *informerSource) remove() {
+	s.removed.Do(func() {
+		s.mu.Lock()
+		inf, reg := s.inf, s.reg
+		s.mu.Unlock()
+		if reg != nil {
+			_ = inf.RemoveEventHandler(reg)
+		}
+	})
+}
+
+// stop makes sure the handler is off the informer when it returns, and
+// that a Start after it adds none.
+func (s *informerSource) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.remove()
 }
 
 // WaitForSync implements source.SyncingSource: the handler has seen every
 // object the informer held when it was added.
 func (s *informerSource) WaitForSync(ctx context.Context) error {
-	if s.reg == nil {
+	s.mu.Lock()
+	reg := s.reg
+	s.mu.Unlock()
+	if reg == nil {
 		return errors.New("source not started")
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), s.reg.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return fmt.Errorf("waiting for %T events: %w", s.obj, ctx.Err())
 	}
 	return nil
