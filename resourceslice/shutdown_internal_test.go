@@ -32,7 +32,7 @@ import (
 func TestWriteSendsNothingOnceItsContextEnded(t *testing.T) {
 	rs := &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u", ResourceVersion: "7"},
-		Spec: authv1beta1.ResourceSliceSpec{Class: "gold", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}},
+		Spec:       authv1beta1.ResourceSliceSpec{Class: "gold", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}},
 	}
 	scheme := runtime.NewScheme()
 	require.NoError(t, authv1beta1.AddToScheme(scheme))
