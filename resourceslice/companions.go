@@ -105,7 +105,7 @@ func (*companions) ConvertObject(context.Context, runtime.Object, runtime.Object
 // Start implements manager.Runnable: when the manager stops, the
 // companions let go of the caches and the feed host (they stopped with the
 // manager). Claims and feeds are given back by their classes as each
-// stops: a decision in flight finishes on the books it started with.
+// stops, once its decisions have returned.
 func (mc *companions) Start(ctx context.Context) error {
 	<-ctx.Done()
 	mc.mu.Lock()

@@ -226,19 +226,34 @@ type statusClasses struct {
 	cfg     discoveryConfig
 	once    sync.Once
 	enabled atomic.Bool
+	// synced is set once the views' informer has synced: reads no
+	// longer wait.
+	synced atomic.Bool
 }
 
 type discoveryConfig interface {
 	supportsStatusClass() (bool, error)
 }
 
-// lookup returns the slice's status.class, "" when unknown.
+// lookup returns the slice's status.class, "" when unknown. It never
+// waits (predicates and event handlers ask it, with no context to end a
+// wait): before the views' informer has synced, status.class is unknown,
+// and the views' own source enqueues every slice whose status.class names
+// a class once it has.
 func (s *statusClasses) lookup(key types.NamespacedName) string {
 	if s == nil || !s.enabled.Load() {
 		return ""
 	}
+	ctx := context.TODO() // neither call below waits: no context to end
+	if !s.synced.Load() {
+		inf, err := s.cache.GetInformer(ctx, &classView{}, cache.BlockUntilSynced(false))
+		if err != nil || !inf.HasSynced() {
+			return ""
+		}
+		s.synced.Store(true)
+	}
 	var v classView
-	if err := s.cache.Get(context.Background(), key, &v); err != nil {
+	if err := s.cache.Get(ctx, key, &v); err != nil {
 		return ""
 	}
 	return v.Status.Class
