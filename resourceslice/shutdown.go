@@ -34,17 +34,22 @@ import (
 // deciding. No patch is sent once the context has ended.
 const writeGrace = 2 * time.Second
 
-// errStopped: the reconcile's context ended (the controller stopping)
-// before the step that returns it could start.
-var errStopped = errors.New("the class's controller is stopping")
+// errStopped: the reconcile's context ended (the controller stopping, or
+// the manager's ReconciliationTimeout) before the step that returns it
+// could start, or while the handler ran.
+var errStopped = errors.New("the reconcile's context ended")
 
 // stopped returns errStopped, with why the context ended, if ctx has
 // ended; nil otherwise.
 func stopped(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", errStopped, context.Cause(ctx))
+	err := ctx.Err()
+	if err == nil {
+		return nil
 	}
-	return nil
+	if cause := context.Cause(ctx); cause != err {
+		return fmt.Errorf("%w: %w (%w)", errStopped, err, cause)
+	}
+	return fmt.Errorf("%w: %w", errStopped, err)
 }
 
 // writeContext is the context of a status patch sent on ctx: it has ctx's
