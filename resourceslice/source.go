@@ -23,9 +23,9 @@ import (
 // controller stops: a ClassSet that
 // serves and stops classes in a loop leaves nothing behind, and never
 // re-lists from the API server (the informer replays its store to a new
-// handler). The handler leaves the informer when the controller's context
-// ends, and at the latest when stop returns: the class waits for that
-// before its runnable returns.
+// handler). The handler leaves the informer when stop is called, which
+// the class does once its controller has stopped, before its runnable
+// returns; no goroutine waits for that meanwhile.
 type informerSource struct {
 	cache   cache.Cache
 	obj     client.Object
@@ -101,30 +101,19 @@ func (s *informerSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 		_ = inf.RemoveEventHandler(reg)
 		return fmt.Errorf("watching %T: %w", s.obj, errStopped)
 	}
-	context.AfterFunc(ctx, s.remove)
 	return nil
 }
 
-// remove takes the handler off the informer, once; a second caller waits
-// for the first.
-func (s *informerSource) remove() {
-	s.removed.Do(func() {
-		s.mu.Lock()
-		inf, reg := s.inf, s.reg
-		s.mu.Unlock()
-		if reg != nil {
-			_ = inf.RemoveEventHandler(reg)
-		}
-	})
-}
-
-// stop makes sure the handler is off the informer when it returns, and
-// that a Start after it adds none.
+// stop takes the handler off the informer, once, and makes sure a Start
+// after it adds none.
 func (s *informerSource) stop() {
 	s.mu.Lock()
 	s.stopped = true
+	inf, reg := s.inf, s.reg
 	s.mu.Unlock()
-	s.remove()
+	if reg != nil {
+		s.removed.Do(func() { _ = inf.RemoveEventHandler(reg) })
+	}
 }
 
 // WaitForSync implements source.SyncingSource: the handler has seen every
