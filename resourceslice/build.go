@@ -239,7 +239,8 @@ func (cc *classController) sources() []source.Source {
 	for _, s := range infs {
 		out = append(out, s)
 	}
-	cc.informers = append(infs, views.inner)
+	infs = append(infs, views.inner)
+	cc.informers = infs
 	return append(out, views, r.ownSource())
 }
 

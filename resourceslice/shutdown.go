@@ -46,7 +46,7 @@ func stopped(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if cause := context.Cause(ctx); cause != err {
+	if cause := context.Cause(ctx); !errors.Is(cause, err) {
 		return fmt.Errorf("%w: %w (%w)", errStopped, err, cause)
 	}
 	return fmt.Errorf("%w: %w", errStopped, err)
