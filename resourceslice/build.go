@@ -30,8 +30,9 @@ import (
 //   - the same sources (sources), each forwarding controller-runtime's
 //     isInInitialList, so that the initial replay is low priority on the
 //     priority queue;
-//   - the same shutdown policy (shutdownPolicy): stopping the class stops
-//     new decisions, and a decision in flight is finished and written;
+//   - the same shutdown policy (shutdownPolicy, shutdown.go): a stopped
+//     manager stops deciding at once, and a class stopped by ClassSet.Stop
+//     lets its decisions in flight finish;
 //   - the same things running beside the controller (runBeside): the class
 //     Lease, the inventory sweep and the WithWatch passes, all bound to the
 //     controller's context;
@@ -48,10 +49,16 @@ type classController struct {
 	ctrl controller.Controller
 	// reads are the objects the sources read from the manager's cache.
 	reads []client.Object
+	// informers are the sources that add a handler to an informer: their
+	// handlers are taken off before the class's runnable returns.
+	informers []*informerSource
 	// feeds are the budgets whose feeds the class holds a reference to.
 	feeds []*ledger.Ledger
-	// abort ends the context of decisions in flight: a Stop that gave up
-	// waiting for them.
+	// abort, for a class served by a ClassSet, is the context its
+	// decisions in flight run on once Stop has ended its controller: it
+	// ends with the set's (the manager stopping) or when Stop gives up
+	// waiting (abortStop). Nil for other classes, whose decisions end with
+	// the controller's context. Set before the controller starts.
 	abort     context.Context
 	abortStop context.CancelFunc
 }
@@ -182,7 +189,6 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, err
 	}
 	st.fed.Store(len(with.feeds) > 0)
-	cc.abort, cc.abortStop = context.WithCancel(context.Background())
 	return cc, nil
 }
 
@@ -202,47 +208,40 @@ func (cc *classController) logger() logr.Logger {
 // queue (budget re-admissions, passes, sweeps).
 func (cc *classController) sources() []source.Source {
 	r, cache := cc.r, cc.mgr.GetCache()
-	out := []source.Source{&informerSource{
+	infs := []*informerSource{{
 		cache: cache, obj: &authv1beta1.ResourceSlice{},
 		handler: &crhandler.EnqueueRequestForObject{}, preds: []predicate.Predicate{r.scope.predicate()},
 	}}
 	if cc.cfg.tenantRule {
-		out = append(out, &informerSource{
+		infs = append(infs, &informerSource{
 			cache: cache, obj: &authv1beta1.Tenant{},
 			handler: r.tenantHandler(), preds: []predicate.Predicate{tenantPredicate()},
 		})
 	}
-	out = append(out, &informerSource{
+	infs = append(infs, &informerSource{
 		cache: cache, obj: namespaceMetadata(),
 		handler: crhandler.EnqueueRequestsFromMapFunc(r.slicesInNamespace), preds: []predicate.Predicate{namespacePredicate()},
 	})
 	for _, w := range cc.cfg.watches {
-		out = append(out, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
+		infs = append(infs, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
 	}
-	for _, o := range cc.ownedSources() {
-		out = append(out, o)
+	infs = append(infs, cc.ownedSources()...)
+	views := r.scope.status.source(r.scope)
+	out := make([]source.Source, 0, len(infs)+2)
+	for _, s := range infs {
+		out = append(out, s)
 	}
-	return append(out, r.scope.status.source(r.scope), r.ownSource())
+	infs = append(infs, views.inner)
+	cc.informers = infs
+	return append(out, views, r.ownSource())
 }
 
-// shutdownPolicy wraps the Reconciler: a stopping controller (Stop, or the
-// manager shutting down) takes no new slice, and a decision in flight runs
-// to its end and is written, on a context the stop does not cancel. Its
-// deadline (the manager's ReconciliationTimeout) still applies, and a Stop
-// that gives up waiting ends it.
-func (cc *classController) shutdownPolicy() reconcile.Reconciler {
-	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		defer cancel()
-		if d, ok := ctx.Deadline(); ok {
-			var cancelDeadline context.CancelFunc
-			rctx, cancelDeadline = context.WithDeadline(rctx, d)
-			defer cancelDeadline()
-		}
-		stop := context.AfterFunc(cc.abort, cancel)
-		defer stop()
-		return cc.r.Reconcile(rctx, req)
-	})
+// stopSources takes the sources' handlers off the informers, and waits
+// for that.
+func (cc *classController) stopSources() {
+	for _, s := range cc.informers {
+		s.stop()
+	}
 }
 
 // run runs the controller and what runs beside it until ctx ends, then
@@ -260,6 +259,7 @@ func (cc *classController) run(ctx context.Context) error {
 	err := cc.ctrl.Start(ctx)
 	cancel()
 	wg.Wait()
+	cc.stopSources()
 	return err
 }
 
@@ -330,13 +330,15 @@ func (m managedClass) Warmup(ctx context.Context) error {
 }
 
 // besideRunnable runs what runs beside a controller a user built
-// (SetupWithManager), on the leader only.
+// (SetupWithManager), on the leader only; when the manager stops it takes
+// the controller's handlers off the informers before it returns.
 type besideRunnable struct{ cc *classController }
 
 // Start implements manager.Runnable.
 func (b besideRunnable) Start(ctx context.Context) error {
 	b.cc.runBeside(log.IntoContext(ctx, b.cc.logger()))
 	<-ctx.Done()
+	b.cc.stopSources()
 	b.cc.release()
 	return nil
 }

@@ -42,13 +42,25 @@ type ClassSet struct {
 	ctx     context.Context // set once the manager starts the set
 	warmCtx context.Context // set once the manager warms the set up
 	classes map[string]*servedClass
+	// running counts the goroutines the set started (classes, warm-ups);
+	// the set's Start waits for them. closed is set once it waits: the
+	// set starts nothing more.
+	running sync.WaitGroup
+	closed  bool
 }
 
 type servedClass struct {
 	cc     *classController
 	cancel context.CancelFunc
 	done   chan struct{}
+	// released gives the class back to the manager once.
+	released sync.Once
 }
+
+// release gives back what the class holds in the manager (its budgets,
+// then its name), once: by Stop, by the class's goroutine after a Stop
+// that gave up waiting, or by the set's Start when the manager stops.
+func (sc *servedClass) release() { sc.released.Do(sc.cc.release) }
 
 // NewClassSet returns an empty ClassSet registered in mgr; opts are the
 // defaults of every class it serves (a class's own options come after
@@ -95,14 +107,21 @@ func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error
 	reads := cc.reads
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if cs.closed {
+		sc.release()
+		return fmt.Errorf("class %q: the class set's manager stopped", class)
+	}
 	cs.classes[class] = sc
 	switch {
 	case cs.ctx != nil:
 		cs.start(sc)
 	case cs.warmCtx != nil:
 		// A class served by a warm standby is warm too when it is elected.
+		warmCtx := cs.warmCtx
+		cs.running.Add(1)
 		go func() {
-			if err := cs.warm(cs.warmCtx, reads); err != nil && cs.warmCtx.Err() == nil {
+			defer cs.running.Done()
+			if err := cs.warm(warmCtx, reads); err != nil && warmCtx.Err() == nil {
 				cs.mgr.GetLogger().Error(err, "warming up a class's informers", "class", class)
 			}
 		}()
@@ -112,13 +131,16 @@ func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error
 
 // Stop stops deciding class's slices: the class takes no new slice, and
 // Stop returns when its decisions in flight have ended (each is finished
-// and written) or when ctx ends, whichever comes first. Its decisions stay
+// and written, the process still leading) or when ctx ends, whichever
+// comes first. The manager stopping, or losing its leader election, ends
+// them at once, as it ends every class's (see AddToManager). Its decisions stay
 // as they are. What its Accepted slices hold in a budget stays counted,
 // since they still hold it: serving the class again brings that up to
 // date, and until then a slice deleted meanwhile is still counted (the
 // budget under-commits, never over-commits). Other classes are undisturbed.
 //
-// When ctx ends first, Stop ends the context of the decisions in flight and
+// When ctx ends first, Stop ends the context of the decisions in flight
+// (a status patch already sent is left a short grace to be answered) and
 // returns ctx's error; the class is released (its budgets, then its name)
 // only when they have returned, so until then Serve of the class fails with
 // ErrClassRegistered: a handler is never called twice at once for a slice.
@@ -133,20 +155,17 @@ func (cs *ClassSet) Stop(ctx context.Context, class string) error {
 		return fmt.Errorf("class %q: %w", class, ErrClassNotServed)
 	}
 	if sc.cancel == nil { // never started
-		sc.cc.release()
+		sc.release()
 		return nil
 	}
 	sc.cancel()
 	select {
 	case <-sc.done:
-		sc.cc.release()
+		sc.release()
 		return nil
 	case <-ctx.Done():
+		// The class's goroutine releases it once its decisions return.
 		sc.cc.abortStop()
-		go func() {
-			<-sc.done
-			sc.cc.release()
-		}()
 		return fmt.Errorf("class %q: stopped taking slices, but decisions still in flight did not end in time: %w", class, ctx.Err())
 	}
 }
@@ -168,7 +187,9 @@ func (cs *ClassSet) Classes() []string {
 type classSetRunnable struct{ cs *ClassSet }
 
 // Start implements manager.Runnable: it starts the classes served so far
-// and those served later, until ctx ends, then waits for them.
+// and those served later, until ctx ends, then waits for every goroutine
+// the set started (classes still served, classes whose Stop gave up
+// waiting, warm-ups) and releases the classes.
 func (r classSetRunnable) Start(ctx context.Context) error {
 	cs := r.cs
 	cs.mu.Lock()
@@ -179,21 +200,14 @@ func (r classSetRunnable) Start(ctx context.Context) error {
 	cs.mu.Unlock()
 	<-ctx.Done()
 	cs.mu.Lock()
-	var wait []chan struct{}
-	for _, sc := range cs.classes {
-		if sc.done != nil {
-			wait = append(wait, sc.done)
-		}
-	}
+	cs.closed = true
 	cs.mu.Unlock()
-	for _, d := range wait {
-		<-d
-	}
+	cs.running.Wait()
 	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	for _, sc := range cs.classes {
-		sc.cc.release()
+		sc.release()
 	}
-	cs.mu.Unlock()
 	return nil
 }
 
@@ -250,14 +264,26 @@ func (cs *ClassSet) warm(ctx context.Context, objs []client.Object) error {
 }
 
 // start runs one class's controller (and what runs beside it) under the
-// set's context; cs.mu is held.
+// set's context; cs.mu is held. Its decisions in flight outlive Stop (which
+// ends ctx) until the set's context ends or Stop gives up (abortStop).
 func (cs *ClassSet) start(sc *servedClass) {
 	ctx, cancel := context.WithCancel(cs.ctx)
 	sc.cancel, sc.done = cancel, make(chan struct{})
+	sc.cc.abort, sc.cc.abortStop = context.WithCancel(cs.ctx)
+	cs.running.Add(1)
 	go func() {
-		defer close(sc.done)
-		if err := sc.cc.run(ctx); err != nil {
+		defer cs.running.Done()
+		err := sc.cc.run(ctx)
+		sc.cc.abortStop()
+		close(sc.done)
+		if err != nil {
 			sc.cc.logger().Error(err, "class controller stopped with an error")
+		}
+		cs.mu.Lock()
+		stopped := cs.classes[sc.cc.r.scope.class] != sc
+		cs.mu.Unlock()
+		if stopped {
+			sc.release() // Stop gave up waiting, or releases it too: once
 		}
 	}()
 }

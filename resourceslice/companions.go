@@ -105,7 +105,7 @@ func (*companions) ConvertObject(context.Context, runtime.Object, runtime.Object
 // Start implements manager.Runnable: when the manager stops, the
 // companions let go of the caches and the feed host (they stopped with the
 // manager). Claims and feeds are given back by their classes as each
-// stops: a decision in flight finishes on the books it started with.
+// stops, once its decisions have returned.
 func (mc *companions) Start(ctx context.Context) error {
 	<-ctx.Done()
 	mc.mu.Lock()
@@ -264,23 +264,31 @@ func (mc *companions) releaseFeed(l *ledger.Ledger) {
 // manager once, it starts each feed as it is asked for (or, before the
 // manager is elected, when it is), and holds only the feeds some class
 // draws from, so a budget replaced many times leaves no runnable behind.
+// Its Start returns when every feed it started has returned.
 type feedHost struct {
 	mu      sync.Mutex
 	ctx     context.Context // set once elected
 	pending []*budgetFeed
+	// running counts the feeds started; closed is set once Start waits
+	// for them: no feed starts after.
+	running sync.WaitGroup
+	closed  bool
 }
 
 // Start implements manager.Runnable.
 func (h *feedHost) Start(ctx context.Context) error {
 	h.mu.Lock()
 	h.ctx = ctx
-	pending := h.pending
+	for _, f := range h.pending {
+		h.goRun(f)
+	}
 	h.pending = nil
 	h.mu.Unlock()
-	for _, f := range pending {
-		go h.run(ctx, f)
-	}
 	<-ctx.Done()
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.running.Wait()
 	return nil
 }
 
@@ -292,11 +300,22 @@ func (*feedHost) NeedLeaderElection() bool { return true }
 func (h *feedHost) add(f *budgetFeed) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ctx == nil {
+	switch {
+	case h.closed:
+	case h.ctx == nil:
 		h.pending = append(h.pending, f)
-		return
+	default:
+		h.goRun(f)
 	}
-	go h.run(h.ctx, f)
+}
+
+// goRun runs f until the host's context ends or f is stopped; h.mu is held.
+func (h *feedHost) goRun(f *budgetFeed) {
+	h.running.Add(1)
+	go func() {
+		defer h.running.Done()
+		h.run(h.ctx, f)
+	}()
 }
 
 // forget drops f if it is still waiting to start.

@@ -16,8 +16,13 @@
 // All three watch the same inputs with the same predicates (the class's
 // slices, old or new object; Tenants for the tenant rule; tenant
 // namespaces for the trusted consumer; status.class; budget re-admissions),
-// decide the same way, and stop the same way (no new slice; a decision in
-// flight is finished and written). They differ where the controller is
+// decide the same way, and stop the same way: when the manager stops or
+// loses its leader election, the handler's context is cancelled at once, no
+// handler call and no status write starts after, a status patch already
+// sent has two seconds to be answered, and everything the SDK started
+// (feeds, the evictor, class Leases, sweeps) has returned before the
+// manager's Start does; ClassSet.Stop alone, the process still leading,
+// lets a decision in flight finish and be written. They differ where the controller is
 // yours: AddToManager and ClassSet run the class Lease and the WithWatch
 // passes beside the controller and write status through the manager's
 // client; SetupWithManager runs the inventory sweep beside your controller

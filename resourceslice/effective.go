@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
@@ -227,19 +226,34 @@ type statusClasses struct {
 	cfg     discoveryConfig
 	once    sync.Once
 	enabled atomic.Bool
+	// synced is set once the views' informer has synced: reads no
+	// longer wait.
+	synced atomic.Bool
 }
 
 type discoveryConfig interface {
 	supportsStatusClass() (bool, error)
 }
 
-// lookup returns the slice's status.class, "" when unknown.
+// lookup returns the slice's status.class, "" when unknown. It never
+// waits (predicates and event handlers ask it, with no context to end a
+// wait): before the views' informer has synced, status.class is unknown,
+// and the views' own source enqueues every slice whose status.class names
+// a class once it has.
 func (s *statusClasses) lookup(key types.NamespacedName) string {
 	if s == nil || !s.enabled.Load() {
 		return ""
 	}
+	ctx := context.TODO() // neither call below waits: no context to end
+	if !s.synced.Load() {
+		inf, err := s.cache.GetInformer(ctx, &classView{}, cache.BlockUntilSynced(false))
+		if err != nil || !inf.HasSynced() {
+			return ""
+		}
+		s.synced.Store(true)
+	}
 	var v classView
-	if err := s.cache.Get(context.Background(), key, &v); err != nil {
+	if err := s.cache.Get(ctx, key, &v); err != nil {
 		return ""
 	}
 	return v.Status.Class
@@ -264,7 +278,7 @@ func (s *statusClasses) detect(ctx context.Context) bool {
 // name another class leaves it, one whose status.class names the class
 // joins it. It starts watching only if the server's schema has
 // status.class.
-func (s *statusClasses) source(sc scope) source.Source {
+func (s *statusClasses) source(sc scope) *gatedSource {
 	ours := func(o client.Object) bool {
 		v, ok := o.(*classView)
 		return ok && (v.Spec.Class == sc.class || v.Status.Class == sc.class) && sc.selector.Matches(labels.Set(v.Labels))
@@ -301,7 +315,7 @@ func (s *statusClasses) source(sc scope) source.Source {
 // gatedSource starts inner only when the server supports status.class.
 type gatedSource struct {
 	s       *statusClasses
-	inner   source.SyncingSource
+	inner   *informerSource
 	started bool
 }
 

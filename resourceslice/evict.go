@@ -49,7 +49,8 @@ type evictor struct {
 	recorder func() events.EventRecorder
 }
 
-// run asks l for the pods due every evictPeriod until ctx ends.
+// run asks l for the pods due every evictPeriod until ctx ends; no
+// deletion starts after it has ended.
 func (e evictor) run(ctx context.Context) {
 	rec := e.recorder()
 	t := time.NewTicker(evictPeriod(e.l.EvictionAfter()))
@@ -60,6 +61,9 @@ func (e evictor) run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			for _, ev := range e.l.EvictionsDue(now) {
+				if ctx.Err() != nil {
+					return // stopped: no deletion starts after
+				}
 				e.evict(ctx, rec, ev)
 			}
 		}

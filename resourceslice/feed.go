@@ -61,7 +61,9 @@ type budgetFeed struct {
 
 	// reader reads a slice from the API server, uncached, to settle a
 	// write whose answer did not say whether it was applied; settles are
-	// the slices to read.
+	// the slices to read, a queue made (under mu) when the feed starts and
+	// shut down when it returns, so that a feed never started holds no
+	// goroutine.
 	reader  client.Reader
 	settles workqueue.TypedRateLimitingInterface[settleItem]
 	// evict deletes the pods the ledger names, when the budget was built
@@ -101,10 +103,7 @@ func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, 
 	}
 	return &budgetFeed{evict: evict,
 		l: l, epoch: l.Epoch(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
-		reader: mgr.GetAPIReader(),
-		settles: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
-			workqueue.TypedRateLimitingQueueConfig[settleItem]{Name: ""}),
+		reader:  mgr.GetAPIReader(),
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
 		ended:   make(chan struct{}),
@@ -126,13 +125,22 @@ const (
 // base ended with outcome o (Unknown or Lost): if the server still shows
 // base, the write was not applied, and the ledger forgets it (a Lost write
 // only once the server can no longer be applying it).
+//
+// Only a feed that started admits anything; a settle asked of one that
+// ended is dropped (its ledger forgets everything the feed told it).
 func (f *budgetFeed) settleLater(key types.NamespacedName, base string, o ledger.Outcome) {
-	it := settleItem{key: key, base: base}
-	if o == ledger.Lost {
-		f.settles.AddAfter(it, ledger.InFlightBound)
+	f.mu.Lock()
+	q := f.settles
+	f.mu.Unlock()
+	if q == nil {
 		return
 	}
-	f.settles.Add(it)
+	it := settleItem{key: key, base: base}
+	if o == ledger.Lost {
+		q.AddAfter(it, ledger.InFlightBound)
+		return
+	}
+	q.Add(it)
 }
 
 // settleLoop reads the slices settleLater asked for until the queue shuts
@@ -184,25 +192,44 @@ func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
 }
 
 // Start runs the feed (the manager's feedHost calls it on the leader) until
-// ctx ends or stop is called.
+// ctx ends or stop is called. Before it returns, its event handlers have
+// left the informers and the goroutines it started (the evictor among
+// them) have returned.
 func (f *budgetFeed) Start(ctx context.Context) error {
 	defer close(f.ended)
+	settles := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
+		workqueue.TypedRateLimitingQueueConfig[settleItem]{Name: ""})
+	f.mu.Lock()
+	f.settles = settles
+	f.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var wg sync.WaitGroup
+	var undo []func()
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, u := range undo {
+			u()
+		}
+	}()
+	// The feed ends with ctx or stop; the settle loop with the queue.
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		select {
 		case <-f.done:
 			cancel()
 		case <-ctx.Done():
 		}
+		settles.ShutDown()
 	}()
-	err := f.register(ctx)
+	undo, err := f.register(ctx)
 	f.mu.Lock()
 	f.err = err
 	f.mu.Unlock()
 	close(f.started)
 	if err != nil {
-		f.settles.ShutDown()
 		select {
 		case <-f.done:
 			return nil // stopped while it started: not the manager's failure
@@ -210,26 +237,32 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
 	}
-	go func() {
-		<-ctx.Done()
-		f.settles.ShutDown()
-	}()
 	if f.evict != nil && f.podsServed {
-		go f.evict.run(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.evict.run(ctx)
+		}()
 	}
 	f.settleLoop(ctx)
 	return nil
 }
 
-func (f *budgetFeed) register(ctx context.Context) error {
+// register adds the feed's event handlers to the informers of what it
+// counts, and returns how to take each one off again (also those added
+// before an error). Each handler reads with ctx.
+func (f *budgetFeed) register(ctx context.Context) (undo []func(), err error) {
+	remove := func(inf cache.Informer, reg toolscache.ResourceEventHandlerRegistration) {
+		undo = append(undo, func() { _ = inf.RemoveEventHandler(reg) })
+	}
 	// Each slice's consumer is its namespace's label: the namespaces come
 	// first.
 	namespaces, err := f.cache.GetInformer(ctx, namespaceMetadata())
 	if err != nil {
-		return fmt.Errorf("watching namespaces: %w", err)
+		return undo, fmt.Errorf("watching namespaces: %w", err)
 	}
 	if !toolscache.WaitForCacheSync(ctx.Done(), namespaces.HasSynced) {
-		return fmt.Errorf("waiting for namespaces: %w", ctx.Err())
+		return undo, fmt.Errorf("waiting for namespaces: %w", ctx.Err())
 	}
 	// Each observation carries the slice's class from the event itself:
 	// where the API server keeps status.class, which the pinned types
@@ -242,27 +275,24 @@ func (f *budgetFeed) register(ctx context.Context) error {
 		slices, err = f.cache.GetInformer(ctx, &authv1beta1.ResourceSlice{})
 	}
 	if err != nil {
-		return fmt.Errorf("watching ResourceSlices: %w", err)
+		return undo, fmt.Errorf("watching ResourceSlices: %w", err)
 	}
 	reg, err := slices.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { f.slice(o) },
-		UpdateFunc: func(_, o any) { f.slice(o) },
+		AddFunc:    func(o any) { f.slice(ctx, o) },
+		UpdateFunc: func(_, o any) { f.slice(ctx, o) },
 		DeleteFunc: f.sliceGone,
 	})
 	if err != nil {
-		return fmt.Errorf("watching ResourceSlices: %w", err)
+		return undo, fmt.Errorf("watching ResourceSlices: %w", err)
 	}
+	remove(slices, reg)
 	synced := []toolscache.InformerSynced{reg.HasSynced}
-	go func() {
-		<-ctx.Done()
-		_ = slices.RemoveEventHandler(reg)
-	}()
 	if served, err := f.quotasServed(); err != nil {
-		return err
+		return undo, err
 	} else if served {
 		quotas, err := f.cache.GetInformer(ctx, &offloadingv1beta1.Quota{})
 		if err != nil {
-			return fmt.Errorf("watching Liqo's Quotas: %w", err)
+			return undo, fmt.Errorf("watching Liqo's Quotas: %w", err)
 		}
 		qreg, err := quotas.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { f.quota(o, false) },
@@ -270,38 +300,32 @@ func (f *budgetFeed) register(ctx context.Context) error {
 			DeleteFunc: func(o any) { f.quota(o, true) },
 		})
 		if err != nil {
-			return fmt.Errorf("watching Liqo's Quotas: %w", err)
+			return undo, fmt.Errorf("watching Liqo's Quotas: %w", err)
 		}
+		remove(quotas, qreg)
 		synced = append(synced, qreg.HasSynced)
-		go func() {
-			<-ctx.Done()
-			_ = quotas.RemoveEventHandler(qreg)
-		}()
 	} else {
 		log.FromContext(ctx).V(1).Info("Liqo's Quota CRD is not served: budget counts Accepted slices only", "budget", f.l.Name())
 	}
 	if served, err := shadowPodsServed(f.mapper); err != nil {
-		return err
+		return undo, err
 	} else if served && f.pods != nil {
 		f.podsServed = true
 		pods, err := f.pods.GetInformer(ctx, &shadowPodCharge{})
 		if err != nil {
-			return fmt.Errorf("watching Liqo's ShadowPods: %w", err)
+			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
 		preg, err := pods.AddEventHandler(shadowPodHandler(f.l))
 		if err != nil {
-			return fmt.Errorf("watching Liqo's ShadowPods: %w", err)
+			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
+		remove(pods, preg)
 		synced = append(synced, preg.HasSynced)
-		go func() {
-			<-ctx.Done()
-			_ = pods.RemoveEventHandler(preg)
-		}()
 	}
 	f.mu.Lock()
 	f.synced = synced
 	f.mu.Unlock()
-	return nil
+	return undo, nil
 }
 
 // quotasServed asks discovery (through the manager's REST mapper) whether
@@ -321,8 +345,8 @@ func (f *budgetFeed) quotasServed() (bool, error) {
 // WaitForSync blocks until the feed has delivered the initial lists.
 // It returns an error, rather than wait for good, once ctx ends or the
 // feed stops (its manager stopping, or no class of it drawing from the
-// budget any more): a decision in flight, whose context a stop does not
-// cancel, must not keep its manager from stopping.
+// budget any more): a decision in flight (a ClassSet's, whose context
+// Stop does not end) must not wait for a feed that is gone.
 func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 	select {
 	case <-f.started:
@@ -378,17 +402,22 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 // errFeedStopped: the budget's feed stopped before it synced.
 var errFeedStopped = errors.New("its feed stopped before it synced")
 
-func (f *budgetFeed) slice(o any) {
+// slice observes a slice the informer delivered; ctx is the feed's.
+func (f *budgetFeed) slice(ctx context.Context, o any) {
 	obj, ok := o.(client.Object)
 	if !ok {
 		return
 	}
 	// The namespaces' informer synced before this handler was added: the
 	// read does not block. A failed read (none expected from a synced
-	// cache) counts the slice as its namespace's.
-	c, ok := f.namespaces.consumer(context.Background(), obj.GetNamespace())
+	// cache) counts the slice as its namespace's, unless the feed is
+	// stopping (its handler is about to leave the informer).
+	c, ok := f.namespaces.consumer(ctx, obj.GetNamespace())
 	if !ok {
-		c, _ = namespaceConsumer(context.Background(), f.cache, obj.GetNamespace())
+		var err error
+		if c, err = namespaceConsumer(ctx, f.cache, obj.GetNamespace()); err != nil && ctx.Err() != nil {
+			return
+		}
 	}
 	switch s := obj.(type) {
 	case *classView:

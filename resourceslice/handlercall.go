@@ -20,7 +20,10 @@ import (
 // ReconciliationTimeout does: WithHandlerTimeout sets a deadline on the
 // call's context, and a call that returns after it is one timeout, with one
 // HandlerFailed event, whatever it returned. Every call records its
-// duration; every failure one error count and one event.
+// duration; every failure one error count and one event. A call is not
+// started once the reconcile's context has ended (the controller
+// stopping), and the answer of a call during which it ended is discarded,
+// without blaming the handler: a stopped controller decides nothing.
 type handlerCalls struct {
 	h       handler.Handler
 	timeout time.Duration
@@ -32,8 +35,11 @@ type handlerCalls struct {
 
 // call runs the handler on rs (a copy of current it may change). Its errors
 // are handler failures (isHandlerFailure), terminal when the handler made
-// them so.
+// them so, or errStopped when ctx ended before or during the call.
 func (c *handlerCalls) call(ctx context.Context, current, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+	if err := stopped(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	hctx := ctx
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
@@ -49,6 +55,9 @@ func (c *handlerCalls) call(ctx context.Context, current, rs *authv1beta1.Resour
 		log.FromContext(ctx).V(1).Info("handler panicked", "panic", panicked.value, "stack", panicked.stack)
 		c.warn(current, reasonHandlerPanicked, actionHandle, "class %q handler panicked: %v", c.class, panicked.value)
 		return ctrl.Result{}, handlerFailure{fmt.Errorf("handler panicked: %v", panicked.value)}
+	case ctx.Err() != nil:
+		log.FromContext(ctx).V(1).Info("the reconcile's context ended while the handler ran; its answer is discarded")
+		return ctrl.Result{}, fmt.Errorf("handler call: %w", stopped(ctx))
 	case c.timeout > 0 && ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded):
 		c.metrics.errors.WithLabelValues(c.class, errKindTimeout).Inc()
 		c.warn(current, reasonHandlerFailed, actionHandle, "class %q handler timed out after %s; its answer is discarded", c.class, c.timeout)

@@ -29,6 +29,20 @@ var ErrClassRegistered = errors.New("class already registered in this manager")
 // The manager's client must read ResourceSlices (and Tenants, unless
 // WithoutTenantRule) and patch resourceslices/status; its cache must see the
 // namespaces where Liqo replicates slices.
+//
+// Shutdown. The handler's context is the manager's, as for any
+// controller-runtime reconciler: it is cancelled when the manager stops or
+// loses its leader election (another replica may then be deciding the same
+// slices). From then on no handler call and no status write starts; a
+// handler that returns after its context ended has its answer discarded
+// (with no HandlerFailed event), and a status patch already sent is left
+// two seconds to be answered. Every goroutine the SDK started for the
+// manager (the class's workers, sources and sweeps, its class Lease,
+// released on the way out, the budgets' feeds and the evictor) has
+// returned before the runnable that started it does, so before the
+// manager's Start returns. Honour ctx in your handler: one that
+// ignores it holds the manager's shutdown, up to its
+// GracefulShutdownTimeout.
 func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...Option) error {
 	cc, err := newClassController(mgr, class, h, opts, false)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -22,14 +23,20 @@ import (
 // controller stops: a ClassSet that
 // serves and stops classes in a loop leaves nothing behind, and never
 // re-lists from the API server (the informer replays its store to a new
-// handler).
+// handler). The handler leaves the informer when stop is called, which
+// the class does once its controller has stopped, before its runnable
+// returns; no goroutine waits for that meanwhile.
 type informerSource struct {
 	cache   cache.Cache
 	obj     client.Object
 	handler crhandler.EventHandler
 	preds   []predicate.Predicate
 
-	reg toolscache.ResourceEventHandlerRegistration
+	mu      sync.Mutex
+	inf     cache.Informer
+	reg     toolscache.ResourceEventHandlerRegistration
+	stopped bool
+	removed sync.Once
 }
 
 // Start implements source.Source.
@@ -86,21 +93,39 @@ func (s *informerSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 	if err != nil {
 		return fmt.Errorf("watching %T: %w", s.obj, err)
 	}
-	s.reg = reg
-	go func() {
-		<-ctx.Done()
+	s.mu.Lock()
+	s.inf, s.reg = inf, reg
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped { // stopped before it started: stop's remove found nothing
 		_ = inf.RemoveEventHandler(reg)
-	}()
+		return fmt.Errorf("watching %T: %w", s.obj, errStopped)
+	}
 	return nil
+}
+
+// stop takes the handler off the informer, once, and makes sure a Start
+// after it adds none.
+func (s *informerSource) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	inf, reg := s.inf, s.reg
+	s.mu.Unlock()
+	if reg != nil {
+		s.removed.Do(func() { _ = inf.RemoveEventHandler(reg) })
+	}
 }
 
 // WaitForSync implements source.SyncingSource: the handler has seen every
 // object the informer held when it was added.
 func (s *informerSource) WaitForSync(ctx context.Context) error {
-	if s.reg == nil {
+	s.mu.Lock()
+	reg := s.reg
+	s.mu.Unlock()
+	if reg == nil {
 		return errors.New("source not started")
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), s.reg.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return fmt.Errorf("waiting for %T events: %w", s.obj, ctx.Err())
 	}
 	return nil

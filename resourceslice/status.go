@@ -367,10 +367,19 @@ const (
 // write patches desired's owned fields with one optimistic-lock merge patch
 // against current and records the decision transition.
 func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice, a []*ledger.Attempt, consumer consumerInfo) (writeOutcome, error) {
+	// Nothing is sent once the reconcile's context has ended (the
+	// controller stopping); a patch sent before is left writeGrace to be
+	// answered.
+	if err := stopped(ctx); err != nil {
+		r.done(a, ledger.NotApplied)
+		return written, fmt.Errorf("status not written: %w", err)
+	}
+	wctx, cancel := writeContext(ctx)
+	defer cancel()
 	// The patch is computed from current to desired: a JSON merge patch of
 	// the owned fields that changed, plus metadata.resourceVersion. Fields
 	// the Go types do not know are never in it.
-	err := writeStatus(ctx, r.client, current, desired, r.fieldOwner)
+	err := writeStatus(wctx, r.client, current, desired, r.fieldOwner)
 	switch {
 	case err == nil:
 		r.done(a, ledger.Applied)

@@ -24,6 +24,10 @@ const (
 	// Duration is how long a class Lease stays live without renewal.
 	Duration   = 40 * time.Second
 	leaseRenew = 10 * time.Second
+	// releaseTimeout bounds the release of the Lease when its class stops:
+	// the one request made after the controller's context ended, so that
+	// the class shows unserved at once rather than after Duration.
+	releaseTimeout = 5 * time.Second
 )
 
 // Name is the name of class's Lease: "sliceclass-class-<class>".
@@ -53,7 +57,8 @@ func New(r client.Reader, c client.Client, class, namespace string) *Lease {
 	return &Lease{r: r, c: c, class: class, namespace: namespace, identity: id}
 }
 
-// Start renews the Lease every leaseRenew until ctx ends, then releases it.
+// Start renews the Lease every leaseRenew until ctx ends, then releases it
+// (within releaseTimeout, on ctx's values) and returns.
 func (l *Lease) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("lease", Name(l.class), "namespace", l.namespace)
 	for {
@@ -62,7 +67,7 @@ func (l *Lease) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
 			if err := l.release(rctx); err != nil {
 				logger.Error(err, "cannot release the class Lease; it expires on its own")
