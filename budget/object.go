@@ -1,0 +1,311 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// A budget declared as an object: FromObject follows a SliceBudget (its
+// spec, read through the manager's cache, on every replica) and writes its
+// status (on the leader, see objectstatus.go).
+
+// FromObject returns a Budget that follows the cluster-scoped SliceBudget
+// called name, live: its spec.total (the resources it names are the ones
+// the budget limits), preemption, evictionAfter, consumerLimit and
+// consumerLimits take effect within a second of an edit, with no restart,
+// by the rules of SetTotal and SetConsumerLimit (a smaller total admits
+// nothing new and revokes nothing, unless preemption shrinks the lowest
+// priorities; a consumer limit lowered below what the consumer holds
+// shrinks its slices, reason ReasonReclaimed). Use it with
+// resourceslice.WithBudget as a budget from New.
+//
+// What the object says survives restarts and failover: a new leader reads
+// it again. SetTotal and SetConsumerLimit on the budget are refused: edit
+// the object. A SliceBudget that is missing, or deleted, admits nothing
+// new and revokes nothing: its classes' waiting slices say so (`budget x:
+// SliceBudget "x" not found: admits nothing new`), and it admits again
+// once the object is created. Until the object is first read (the first
+// second of the manager), the budget decides nothing: its classes' slices
+// are retried, not denied.
+//
+// The leader writes the object's status at most about once a second while
+// what it holds changes, and not at all while nothing changes: capacity,
+// used, inUse, reclaiming, available, the accepted and waiting counts,
+// the largest consumers, a Ready condition and observedGeneration. It
+// records events on the object for what an operator acts on: a reclaim
+// (one event each, whatever the number of slices shrunk) and a capacity
+// that fell below what the slices hold.
+//
+// Its settings come from the object, so of the options only
+// WithOldestFirst applies; WithPreemption, WithConsumerLimit,
+// WithEvictionAfter and the node-pool options are refused, naming the
+// spec field to set instead. A spec.nodePool is not followed yet: the
+// budget then admits nothing new and its Ready condition says why.
+//
+// FromObject adds the sliceclass.io/v1alpha1 types to the manager's scheme
+// when missing: call it before mgr.Start. The manager's client needs get,
+// list and watch on slicebudgets, patch on slicebudgets/status, and create
+// on events.
+func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, error) {
+	if mgr == nil {
+		return nil, fmt.Errorf("budget %q: nil manager", name)
+	}
+	if name == "" {
+		return nil, errors.New("budget: empty SliceBudget name")
+	}
+	o, err := build(opts)
+	if err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
+	}
+	if bad := o.specOptions(); len(bad) > 0 {
+		return nil, fmt.Errorf("budget %q follows SliceBudget %q: %s; set them in its spec", name, name, strings.Join(bad, "; "))
+	}
+	scheme := mgr.GetScheme()
+	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")) {
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("budget %q: adding %s to the manager's scheme: %w", name, v1alpha1.GroupVersion, err)
+		}
+	}
+	// The resources it limits are the object's; until it is read the
+	// ledger decides nothing.
+	l, err := ledger.New(name, corev1.ResourceList{corev1.ResourceCPU: resource.Quantity{}}, ledger.Options{OldestFirst: o.oldestFirst})
+	if err != nil {
+		return nil, err
+	}
+	ob := &objectBudget{
+		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(),
+		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
+	}
+	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
+	l.SetReclaimHook(ob.reclaimed)
+	if err := mgr.Add(&objectFollower{ob}); err != nil {
+		return nil, fmt.Errorf("budget %q: adding its SliceBudget's follower to the manager: %w", name, err)
+	}
+	if err := mgr.Add(&statusWriter{ob: ob}); err != nil {
+		return nil, fmt.Errorf("budget %q: adding its SliceBudget's status writer to the manager: %w", name, err)
+	}
+	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, object: ob}, nil
+}
+
+// specOptions names the options given that the object's spec sets.
+func (o options) specOptions() []string {
+	var bad []string
+	if o.preemption {
+		bad = append(bad, "WithPreemption is spec.preemption")
+	}
+	if o.consumerLimit != nil {
+		bad = append(bad, "WithConsumerLimit is spec.consumerLimit")
+	}
+	if o.evictAfter > 0 {
+		bad = append(bad, "WithEvictionAfter is spec.evictionAfter")
+	}
+	if len(o.poolOnly) > 0 {
+		bad = append(bad, strings.Join(o.poolOnly, ", ")+" are spec.nodePool's")
+	}
+	return bad
+}
+
+// recorderName is the reporting controller of a SliceBudget's events.
+const recorderName = "sliceclass-budget"
+
+// Ready condition reasons: the spec is applied, or why not.
+const (
+	reasonApplied        = "Applied"
+	reasonNodePool       = "NodePoolNotFollowed"
+	reasonSpecRefused    = "SpecRefused"
+	conditionReady       = "Ready"
+	eventReclaimed       = ReasonReclaimed
+	eventCapacityBelow   = "CapacityBelowUsed"
+	actionReclaim        = "Reclaim"
+	actionFollowCapacity = "FollowCapacity"
+)
+
+// objectBudget is what the follower and the status writer of one
+// SliceBudget share.
+type objectBudget struct {
+	name     string
+	l        *ledger.Ledger
+	cache    cache.Cache
+	client   client.Client
+	recorder func() events.EventRecorder
+
+	mu sync.Mutex
+	// applied is what the last spec read made of the ledger, for the
+	// status's Ready condition and observedGeneration.
+	applied applied
+	// rec records events once the follower started.
+	rec events.EventRecorder
+}
+
+// applied is the outcome of the last spec read.
+type applied struct {
+	read       bool
+	generation int64
+	ok         bool
+	reason     string
+	message    string
+}
+
+func (ob *objectBudget) setApplied(a applied) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.applied = a
+}
+
+func (ob *objectBudget) getApplied() applied {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	return ob.applied
+}
+
+// objectFollower keeps the ledger's settings equal to the SliceBudget's
+// spec. It runs on every replica, so that a new leader starts from the
+// object's settings.
+type objectFollower struct{ ob *objectBudget }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// replica follows the object.
+func (*objectFollower) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable: it follows the object until ctx
+// ends, and detaches from the informer then.
+func (f *objectFollower) Start(ctx context.Context) error {
+	ob := f.ob
+	ob.mu.Lock()
+	ob.rec = ob.recorder()
+	ob.mu.Unlock()
+	inf, err := ob.cache.GetInformer(ctx, &v1alpha1.SliceBudget{})
+	if err != nil {
+		return fmt.Errorf("budget %q: watching SliceBudgets (is the CRD installed?): %w", ob.name, err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { f.seen(ctx, o, false) },
+		UpdateFunc: func(_, o any) { f.seen(ctx, o, false) },
+		DeleteFunc: func(o any) { f.seen(ctx, o, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("budget %q: watching SliceBudgets: %w", ob.name, err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return nil // stopped
+	}
+	if !ob.getApplied().read {
+		f.missing()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// seen applies the object o, or closes the budget if it is gone.
+func (f *objectFollower) seen(ctx context.Context, o any, gone bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o, gone = t.Obj, true
+	}
+	sb, ok := o.(*v1alpha1.SliceBudget)
+	if !ok || sb.Name != f.ob.name {
+		return
+	}
+	if gone {
+		f.missing()
+		return
+	}
+	f.apply(ctx, sb)
+}
+
+// missing closes the budget: no object says what it offers.
+func (f *objectFollower) missing() {
+	ob := f.ob
+	ob.l.SetClosed(fmt.Sprintf("SliceBudget %q not found: admits nothing new", ob.name))
+	ob.l.SetUndecided("")
+	ob.setApplied(applied{read: true})
+}
+
+// apply makes the ledger follow sb's spec. A spec the budget cannot follow
+// leaves the last one applied in force (none: closed), and the Ready
+// condition says why.
+func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
+	ob := f.ob
+	spec := &sb.Spec
+	defer ob.l.SetUndecided("")
+	prev := ob.getApplied()
+	refuse := func(reason, msg string) {
+		if !prev.ok {
+			ob.l.SetClosed(fmt.Sprintf("SliceBudget %q: %s: admits nothing new", ob.name, msg))
+		}
+		log.FromContext(ctx).Info("SliceBudget spec not applied", "budget", ob.name, "generation", sb.Generation, "reason", msg)
+		ob.setApplied(applied{read: true, generation: sb.Generation, ok: prev.ok, reason: reason, message: msg})
+	}
+	switch {
+	case spec.NodePool != nil:
+		refuse(reasonNodePool, "spec.nodePool is not followed by budget.FromObject yet: use spec.total, or budget.NewNodePool in Go")
+		return
+	case len(spec.Total) == 0:
+		refuse(reasonSpecRefused, "spec.total names no resource")
+		return
+	}
+	overrides := make(map[string]corev1.ResourceList, len(spec.ConsumerLimits))
+	for c, lim := range spec.ConsumerLimits {
+		overrides[c] = lim.ResourceList()
+	}
+	// Checked first so that nothing is applied of a spec refused.
+	if err := ledger.CheckSettings(spec.Total.ResourceList(), spec.ConsumerLimit.ResourceList(), overrides); err != nil {
+		refuse(reasonSpecRefused, err.Error())
+		return
+	}
+	var evictAfter time.Duration
+	if spec.EvictionAfter != nil {
+		evictAfter = spec.EvictionAfter.Duration
+	}
+	var errs []error
+	errs = append(errs, ob.l.SetLimits(spec.Total.ResourceList()))
+	ob.l.SetPreemption(spec.Preemption)
+	errs = append(errs, ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides))
+	ob.l.SetEvictionAfter(evictAfter)
+	if err := errors.Join(errs...); err != nil {
+		refuse(reasonSpecRefused, err.Error()) // unreachable: CheckSettings refused it
+		return
+	}
+	ob.l.SetClosed("")
+	ob.setApplied(applied{read: true, generation: sb.Generation, ok: true, reason: reasonApplied,
+		message: "spec applied: the budget admits by it"})
+}
+
+// reclaimed records a reclaim as one Warning event on the object. It is the
+// ledger's reclaim hook, called without the ledger's lock.
+func (ob *objectBudget) reclaimed(r ledger.Reclaim) {
+	ob.event(corev1.EventTypeWarning, eventReclaimed, actionReclaim, "budget %s %s", ob.name, r.String())
+}
+
+// event records an event on the SliceBudget, as the cache shows it; none
+// when the object is gone or the follower did not start.
+func (ob *objectBudget) event(eventType, reason, action, note string, args ...any) {
+	ob.mu.Lock()
+	rec := ob.rec
+	ob.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	var sb v1alpha1.SliceBudget
+	if err := ob.cache.Get(context.Background(), client.ObjectKey{Name: ob.name}, &sb); err != nil {
+		return
+	}
+	sb.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("SliceBudget"))
+	rec.Eventf(&sb, nil, eventType, reason, action, note, args...)
+}

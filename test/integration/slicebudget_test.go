@@ -1,0 +1,314 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/resourceslice"
+	slicetest "github.com/sliceclass/sliceclass/testing"
+)
+
+// SliceBudgets (budget.FromObject) on the API server: the CRD as committed
+// is installed once for the package, and the tests read and write
+// SliceBudgets through sbClient.
+
+var (
+	sbCRD = filepath.Join("..", "..", "config", "crd", "sliceclass.io_slicebudgets.yaml")
+	// sbSetup installs the CRD and builds a client that knows SliceBudget.
+	sbSetup = sync.OnceValues(func() (client.Client, error) {
+		if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{sbCRD}, ErrorIfPathMissing: true}); err != nil {
+			return nil, err
+		}
+		return client.New(cp.Config, client.Options{Scheme: sbScheme(true)})
+	})
+)
+
+// sbScheme is a scheme with client-go's and Liqo's types, and SliceBudget
+// when withAPI is set (a manager's scheme is left without it: FromObject
+// adds it).
+func sbScheme(withAPI bool) *runtime.Scheme {
+	s := runtime.NewScheme()
+	adds := []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme}
+	if withAPI {
+		adds = append(adds, v1alpha1.AddToScheme)
+	}
+	for _, add := range adds {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// sbClient returns the client of SliceBudgets, the CRD installed; it
+// skips the test without a control plane.
+func sbClient(t *testing.T) client.Client {
+	t.Helper()
+	cp.Require(t)
+	c, err := sbSetup()
+	require.NoError(t, err, "installing %s", sbCRD)
+	return c
+}
+
+// createSliceBudget creates a SliceBudget of spec, deleted when the test
+// ends.
+func createSliceBudget(t *testing.T, c client.Client, name string, spec v1alpha1.SliceBudgetSpec) {
+	t.Helper()
+	sb := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	require.NoError(t, c.Create(context.Background(), sb))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+}
+
+// editSliceBudget changes the named SliceBudget's spec with edit, retrying
+// on conflict (the manager writes its status).
+func editSliceBudget(t *testing.T, c client.Client, name string, edit func(*v1alpha1.SliceBudgetSpec)) {
+	t.Helper()
+	for {
+		var sb v1alpha1.SliceBudget
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
+		edit(&sb.Spec)
+		err := c.Update(context.Background(), &sb)
+		if !apierrors.IsConflict(err) {
+			require.NoError(t, err)
+			return
+		}
+	}
+}
+
+// sliceBudget reads the named SliceBudget.
+func sliceBudget(t *testing.T, c client.Client, name string) *v1alpha1.SliceBudget {
+	t.Helper()
+	var sb v1alpha1.SliceBudget
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: name}, &sb))
+	return &sb
+}
+
+// objectClass starts a manager serving class from the SliceBudget name
+// (budget.FromObject), and returns it with the budget.
+func objectClass(t *testing.T, name, class string) (*testkit.Manager, *budget.Budget) {
+	t.Helper()
+	var b *budget.Budget
+	m := testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme(false)), func(mgr manager.Manager) error {
+		var err error
+		if b, err = budget.FromObject(mgr, name); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
+	})
+	return m, b
+}
+
+func cpuList(q string) v1alpha1.Quantities {
+	return v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(q)}
+}
+
+// cpuIs reports whether rl holds q of CPU, named (a zero must be written).
+func cpuIs(rl corev1.ResourceList, q string) bool {
+	v, ok := rl[corev1.ResourceCPU]
+	return ok && v.Cmp(resource.MustParse(q)) == 0
+}
+
+// budgetEvents lists the events regarding the SliceBudget name (events of
+// a cluster-scoped object are in namespace default).
+func budgetEvents(t *testing.T, name string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	require.NoError(t, cp.Client.List(context.Background(), &list, client.InNamespace(metav1.NamespaceDefault)))
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "SliceBudget" && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The issue's proof: a SliceBudget of 10 CPU, slices of 6 and 6: its
+// status shows used 6, available 4, 1 accepted, 1 waiting within 5 s;
+// raising spec.total to 12 admits the waiter within 1 s. SetTotal and
+// SetConsumerLimit on the budget say to edit the object.
+func TestSliceBudgetStatusAndLiveTotal(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "sb-live")
+	createSliceBudget(t, c, "sb-live", v1alpha1.SliceBudgetSpec{Total: cpuList("10")})
+	_, b := objectClass(t, "sb-live", "sb-live")
+
+	create(t, sliceIn(ns, "a", "sb-live", slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	testkit.Eventually(t, 30*time.Second, "a Accepted", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
+	created := time.Now()
+	create(t, sliceIn(ns, "b", "sb-live", slicetest.WithRequest(corev1.ResourceCPU, "6")))
+	testkit.Every(20*time.Millisecond).Eventually(t, 5*time.Second, "status: used 6, available 4, 1 accepted, 1 waiting", func() bool {
+		st := sliceBudget(t, c, "sb-live").Status
+		return cpuIs(st.Used, "6") && cpuIs(st.Available, "4") && cpuIs(st.Capacity, "10") && st.Accepted == 1 && st.Waiting == 1
+	})
+	t.Logf("status showed the waiter %s after it was created", time.Since(created).Round(10*time.Millisecond))
+	sb := sliceBudget(t, c, "sb-live")
+	assert.True(t, cpuIs(sb.Status.InUse, "0") && cpuIs(sb.Status.Reclaiming, "0"), "zeros are written: %+v", sb.Status)
+	assert.Equal(t, sb.Generation, sb.Status.ObservedGeneration)
+	ready := meta(sb.Status.Conditions, "Ready")
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	require.Len(t, sb.Status.Consumers, 1)
+	assert.Equal(t, ns, sb.Status.Consumers[0].Name, "the consumer is the namespace (no cluster ID label)")
+	assert.True(t, cpuIs(sb.Status.Consumers[0].Used, "6"))
+	assert.Equal(t, int32(1), sb.Status.Consumers[0].Waiting)
+	rs := get(t, ns, "b")
+	assert.Equal(t, conditions.Denied, conditions.Get(rs, conditions.Resources).Status)
+	assert.Equal(t, budget.ReasonExhausted, conditions.Get(rs, conditions.Resources).Reason)
+
+	editSliceBudget(t, c, "sb-live", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("12") })
+	raised := time.Now()
+	testkit.Every(10*time.Millisecond).Eventually(t, time.Second, "the waiter admitted within 1 s of the raise", func() bool {
+		return conditions.IsAccepted(get(t, ns, "b"))
+	})
+	t.Logf("admitted %s after spec.total was raised", time.Since(raised).Round(10*time.Millisecond))
+	testkit.Eventually(t, 5*time.Second, "status: used 12 of 12, 2 accepted", func() bool {
+		st := sliceBudget(t, c, "sb-live").Status
+		return cpuIs(st.Used, "12") && cpuIs(st.Available, "0") && cpuIs(st.Capacity, "12") && st.Accepted == 2 && st.Waiting == 0
+	})
+
+	err := b.SetTotal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.total")
+	err = b.SetConsumerLimit("globex", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.consumerLimits")
+	assert.True(t, cpuIs(b.Total(), "12"), "the refused SetTotal changed nothing")
+}
+
+func meta(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// A consumer limit of 0 written into the object, with preemption, shrinks
+// that consumer's slice (Reclaimed) with one Reclaimed event on the
+// SliceBudget; a new manager (a restart) reads the limit again from the
+// object: the slice is never given its 8 back.
+func TestSliceBudgetConsumerLimitSurvivesRestart(t *testing.T) {
+	c := sbClient(t)
+	ns := tenantNamespace(t, "sb-limit-globex", "sb-globex")
+	createSliceBudget(t, c, "sb-limit", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), Preemption: true})
+	m, _ := objectClass(t, "sb-limit", "sb-limit")
+	create(t, sliceIn(ns, "s", "sb-limit", slicetest.WithConsumer("sb-globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "globex's slice Accepted with 8", func() bool { return conditions.IsAccepted(get(t, ns, "s")) })
+
+	editSliceBudget(t, c, "sb-limit", func(s *v1alpha1.SliceBudgetSpec) {
+		s.ConsumerLimits = map[string]v1alpha1.Quantities{"sb-globex": cpuList("0")}
+	})
+	shrunk := func() bool {
+		rs := get(t, ns, "s")
+		cnd := conditions.Get(rs, conditions.Resources)
+		return cnd.Status == conditions.Accepted && cnd.Reason == budget.ReasonReclaimed && cpuIs(rs.Status.Resources, "0")
+	}
+	testkit.Eventually(t, 10*time.Second, "globex's slice Accepted with 0, reason Reclaimed", shrunk)
+	testkit.Eventually(t, 5*time.Second, "one Reclaimed event on the SliceBudget", func() bool {
+		evs := budgetEvents(t, "sb-limit")
+		return len(evs) == 1 && evs[0].Reason == budget.ReasonReclaimed && evs[0].Type == corev1.EventTypeWarning
+	})
+	assert.Contains(t, budgetEvents(t, "sb-limit")[0].Note, `consumer "sb-globex"`)
+	testkit.Eventually(t, 5*time.Second, "status: globex holds 0", func() bool {
+		st := sliceBudget(t, c, "sb-limit").Status
+		return cpuIs(st.Used, "0") && len(st.Consumers) == 0 || (len(st.Consumers) == 1 && cpuIs(st.Consumers[0].Used, "0"))
+	})
+
+	m.Stop()
+	objectClass(t, "sb-limit", "sb-limit")
+	testkit.Consistently(t, 3*time.Second, "after the restart the slice keeps 0", shrunk)
+	assert.Len(t, budgetEvents(t, "sb-limit"), 1, "nothing is reclaimed again")
+}
+
+// A SliceBudget that is deleted revokes nothing (the Accepted slice stays
+// Accepted with its offer) and admits nothing new: a new slice waits with
+// a message naming why; created again, it admits the waiter. A budget whose
+// object does not exist yet says so too.
+func TestSliceBudgetDeletedRevokesNothing(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "sb-gone")
+	objectClass(t, "sb-gone", "sb-gone")
+	create(t, sliceIn(ns, "early", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "1")))
+	early := conditions.Get(waitForDecision(t, 30*time.Second, ns, "early"), conditions.Resources)
+	assert.Equal(t, conditions.Denied, early.Status)
+	assert.Equal(t, `budget sb-gone: SliceBudget "sb-gone" not found: admits nothing new`, early.Message)
+
+	createSliceBudget(t, c, "sb-gone", v1alpha1.SliceBudgetSpec{Total: cpuList("10")})
+	testkit.Eventually(t, 10*time.Second, "the early slice admitted once the object exists", func() bool {
+		return conditions.IsAccepted(get(t, ns, "early"))
+	})
+	create(t, sliceIn(ns, "a", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "4")))
+	testkit.Eventually(t, 30*time.Second, "a Accepted", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
+
+	require.NoError(t, c.Delete(context.Background(), &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: "sb-gone"}}))
+	testkit.Eventually(t, 10*time.Second, "the object is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Name: "sb-gone"}, &v1alpha1.SliceBudget{}))
+	})
+	create(t, sliceIn(ns, "b", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "1")))
+	cnd := conditions.Get(waitForDecision(t, 30*time.Second, ns, "b"), conditions.Resources)
+	assert.Equal(t, conditions.Denied, cnd.Status)
+	assert.Equal(t, budget.ReasonExhausted, cnd.Reason)
+	assert.Equal(t, `budget sb-gone: SliceBudget "sb-gone" not found: admits nothing new`, cnd.Message)
+	testkit.Consistently(t, 2*time.Second, "a stays Accepted with 4", func() bool {
+		rs := get(t, ns, "a")
+		return conditions.IsAccepted(rs) && cpuIs(rs.Status.Resources, "4") && conditions.IsAccepted(get(t, ns, "early"))
+	})
+}
+
+// Status writes, counted by the API server, over a burst of 60 slices:
+// about one a second while they are decided, none in 5 s of rest.
+func TestSliceBudgetStatusWriteRate(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "sb-rate")
+	createSliceBudget(t, c, "sb-rate", v1alpha1.SliceBudgetSpec{Total: cpuList("1000")})
+	objectClass(t, "sb-rate", "sb-rate")
+	testkit.Eventually(t, 10*time.Second, "the first status", func() bool { return sliceBudget(t, c, "sb-rate").Status.ObservedGeneration > 0 })
+	writes := func() int {
+		n, err := cp.RequestCount(context.Background(), "PATCH", "slicebudgets", "status")
+		require.NoError(t, err)
+		return n
+	}
+	before, start := writes(), time.Now()
+	const n = 60
+	for i := range n {
+		create(t, sliceIn(ns, fmt.Sprintf("s%02d", i), "sb-rate", slicetest.WithRequest(corev1.ResourceCPU, "1")))
+	}
+	testkit.Eventually(t, 60*time.Second, "status: 60 accepted, 60 CPU used", func() bool {
+		st := sliceBudget(t, c, "sb-rate").Status
+		return st.Accepted == n && cpuIs(st.Used, "60")
+	})
+	elapsed := time.Since(start)
+	burst := writes() - before
+	t.Logf("%d status writes in %s for %d slices (%.2f/s)", burst, elapsed.Round(10*time.Millisecond), n, float64(burst)/elapsed.Seconds())
+	assert.LessOrEqual(t, burst, int(elapsed/time.Second)+1, "at most one write a second")
+	assert.GreaterOrEqual(t, burst, 1)
+
+	rest := writes()
+	time.Sleep(5 * time.Second)
+	assert.Equal(t, rest, writes(), "no status write while nothing changes")
+}
