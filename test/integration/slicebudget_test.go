@@ -79,7 +79,9 @@ func createSliceBudget(t *testing.T, c client.Client, name string, spec v1alpha1
 	t.Helper()
 	sb := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 	require.NoError(t, c.Create(context.Background(), sb))
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
 }
 
 // editSliceBudget changes the named SliceBudget's spec with edit, retrying
@@ -236,7 +238,7 @@ func TestSliceBudgetConsumerLimitSurvivesRestart(t *testing.T) {
 	assert.Contains(t, budgetEvents(t, "sb-limit")[0].Note, `consumer "sb-globex"`)
 	testkit.Eventually(t, 5*time.Second, "status: globex holds 0", func() bool {
 		st := sliceBudget(t, c, "sb-limit").Status
-		return cpuIs(st.Used, "0") && len(st.Consumers) == 0 || (len(st.Consumers) == 1 && cpuIs(st.Consumers[0].Used, "0"))
+		return cpuIs(st.Used, "0") && (len(st.Consumers) == 0 || (len(st.Consumers) == 1 && cpuIs(st.Consumers[0].Used, "0")))
 	})
 
 	m.Stop()
