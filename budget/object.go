@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -55,8 +59,13 @@ import (
 // Its settings come from the object, so of the options only
 // WithOldestFirst applies; WithPreemption, WithConsumerLimit,
 // WithEvictionAfter and the node-pool options are refused, naming the
-// spec field to set instead. A spec.nodePool is not followed yet: the
-// budget then admits nothing new and its Ready condition says why.
+// spec field to set instead.
+//
+// A spec.nodePool makes the capacity follow the provider's nodes as
+// NewNodePool does, through a cache of the pool's nodes (and, with
+// localPods, pods) that FromObject starts and replaces as the spec's pool
+// changes: the capacity in force stays until the new pool is read whole.
+// The manager's client then needs list and watch on nodes (and pods).
 //
 // FromObject adds the sliceclass.io/v1alpha1 types to the manager's scheme
 // when missing: call it before mgr.Start. The manager's client needs get,
@@ -89,12 +98,12 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		return nil, err
 	}
 	ob := &objectBudget{
-		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(),
+		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), cfg: mgr.GetConfig(), scheme: scheme,
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
 	}
 	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
 	l.SetReclaimHook(ob.reclaimed)
-	if err := mgr.Add(&objectFollower{ob}); err != nil {
+	if err := mgr.Add(&objectFollower{ob: ob}); err != nil {
 		return nil, fmt.Errorf("budget %q: adding its SliceBudget's follower to the manager: %w", name, err)
 	}
 	if err := mgr.Add(&statusWriter{ob: ob}); err != nil {
@@ -127,7 +136,7 @@ const recorderName = "sliceclass-budget"
 // Ready condition reasons: the spec is applied, or why not.
 const (
 	reasonApplied        = "Applied"
-	reasonNodePool       = "NodePoolNotFollowed"
+	reasonReadingPool    = "ReadingNodePool"
 	reasonSpecRefused    = "SpecRefused"
 	conditionReady       = "Ready"
 	eventReclaimed       = ReasonReclaimed
@@ -144,6 +153,11 @@ type objectBudget struct {
 	cache    cache.Cache
 	client   client.Client
 	recorder func() events.EventRecorder
+	// cfg and scheme build a node pool's cache (spec.nodePool); pool is
+	// the pool in force, for Pin.
+	cfg    *rest.Config
+	scheme *runtime.Scheme
+	pool   atomic.Pointer[nodePool]
 
 	mu sync.Mutex
 	// applied is what the last spec read made of the ledger, for the
@@ -177,7 +191,16 @@ func (ob *objectBudget) getApplied() applied {
 // objectFollower keeps the ledger's settings equal to the SliceBudget's
 // spec. It runs on every replica, so that a new leader starts from the
 // object's settings.
-type objectFollower struct{ ob *objectBudget }
+type objectFollower struct {
+	ob *objectBudget
+	// applyMu serializes what changes the settings: the object's events
+	// and a node pool's first read.
+	applyMu sync.Mutex
+	// run is the node pool followed (spec.nodePool); pending is the
+	// generation whose application waits for it to be read.
+	run     *poolRun
+	pending int64
+}
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
 // replica follows the object.
@@ -190,6 +213,11 @@ func (f *objectFollower) Start(ctx context.Context) error {
 	ob.mu.Lock()
 	ob.rec = ob.recorder()
 	ob.mu.Unlock()
+	defer func() {
+		f.applyMu.Lock()
+		f.stopPool()
+		f.applyMu.Unlock()
+	}()
 	inf, err := ob.cache.GetInformer(ctx, &v1alpha1.SliceBudget{})
 	if err != nil {
 		return fmt.Errorf("budget %q: watching SliceBudgets (is the CRD installed?): %w", ob.name, err)
@@ -231,7 +259,10 @@ func (f *objectFollower) seen(ctx context.Context, o any, gone bool) {
 
 // missing closes the budget: no object says what it offers.
 func (f *objectFollower) missing() {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	ob := f.ob
+	f.stopPool()
 	ob.l.SetClosed(fmt.Sprintf("SliceBudget %q not found: admits nothing new", ob.name))
 	ob.l.SetUndecided("")
 	ob.setApplied(applied{read: true})
@@ -241,21 +272,32 @@ func (f *objectFollower) missing() {
 // leaves the last one applied in force (none: closed), and the Ready
 // condition says why.
 func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	ob := f.ob
 	spec := &sb.Spec
-	defer ob.l.SetUndecided("")
 	prev := ob.getApplied()
 	refuse := func(reason, msg string) {
 		if !prev.ok {
 			ob.l.SetClosed(fmt.Sprintf("SliceBudget %q: %s: admits nothing new", ob.name, msg))
+			ob.l.SetUndecided("")
 		}
 		log.FromContext(ctx).Info("SliceBudget spec not applied", "budget", ob.name, "generation", sb.Generation, "reason", msg)
 		ob.setApplied(applied{read: true, generation: sb.Generation, ok: prev.ok, reason: reason, message: msg})
 	}
+	// Everything is checked before anything is applied.
+	var sel labels.Selector
+	var pool options
 	switch {
-	case spec.NodePool != nil:
-		refuse(reasonNodePool, "spec.nodePool is not followed by budget.FromObject yet: use spec.total, or budget.NewNodePool in Go")
+	case spec.NodePool != nil && len(spec.Total) > 0:
+		refuse(reasonSpecRefused, "spec.total and spec.nodePool are both set: set one")
 		return
+	case spec.NodePool != nil:
+		var err error
+		if sel, pool, err = poolOptions(spec.NodePool); err != nil {
+			refuse(reasonSpecRefused, err.Error())
+			return
+		}
 	case len(spec.Total) == 0:
 		refuse(reasonSpecRefused, "spec.total names no resource")
 		return
@@ -264,7 +306,6 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	for c, lim := range spec.ConsumerLimits {
 		overrides[c] = lim.ResourceList()
 	}
-	// Checked first so that nothing is applied of a spec refused.
 	if err := ledger.CheckSettings(spec.Total.ResourceList(), spec.ConsumerLimit.ResourceList(), overrides); err != nil {
 		refuse(reasonSpecRefused, err.Error())
 		return
@@ -273,17 +314,40 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	if spec.EvictionAfter != nil {
 		evictAfter = spec.EvictionAfter.Duration
 	}
-	var errs []error
-	errs = append(errs, ob.l.SetLimits(spec.Total.ResourceList()))
 	ob.l.SetPreemption(spec.Preemption)
-	errs = append(errs, ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides))
+	// CheckSettings accepted them: these cannot fail.
+	_ = ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides)
 	ob.l.SetEvictionAfter(evictAfter)
-	if err := errors.Join(errs...); err != nil {
-		refuse(reasonSpecRefused, err.Error()) // unreachable: CheckSettings refused it
+	if spec.NodePool != nil {
+		ready, err := f.followPool(ctx, spec.NodePool, sel, pool, sb.Generation)
+		switch {
+		case err != nil:
+			refuse(reasonSpecRefused, err.Error())
+		case ready:
+			f.finish(sb.Generation)
+		default:
+			// The capacity in force stays until the pool is read; a budget
+			// with none decides nothing meanwhile.
+			if !prev.ok {
+				ob.l.SetUndecided(fmt.Sprintf("SliceBudget %q: reading its node pool", ob.name))
+			}
+			ob.setApplied(applied{read: true, generation: sb.Generation, ok: prev.ok, reason: reasonReadingPool,
+				message: "reading the node pool's nodes"})
+		}
 		return
 	}
+	f.stopPool()
+	_ = ob.l.SetLimits(spec.Total.ResourceList())
+	f.finish(sb.Generation)
+}
+
+// finish opens the budget by the spec of generation, applied. The caller
+// holds applyMu.
+func (f *objectFollower) finish(generation int64) {
+	ob := f.ob
 	ob.l.SetClosed("")
-	ob.setApplied(applied{read: true, generation: sb.Generation, ok: true, reason: reasonApplied,
+	ob.l.SetUndecided("")
+	ob.setApplied(applied{read: true, generation: generation, ok: true, reason: reasonApplied,
 		message: "spec applied: the budget admits by it"})
 }
 

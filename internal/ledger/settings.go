@@ -137,11 +137,11 @@ func (l *Ledger) SetUndecided(reason string) {
 	wake()
 }
 
-// CheckSettings returns the error SetLimits or SetConsumerLimits would
-// return for these settings, changing nothing; nil when both would
-// accept them.
+// CheckSettings returns the error SetLimits (for a total that is not nil)
+// or SetConsumerLimits would return for these settings, changing nothing;
+// nil when they would accept them.
 func CheckSettings(total, limit corev1.ResourceList, overrides map[string]corev1.ResourceList) error {
-	if len(total) == 0 {
+	if total != nil && len(total) == 0 {
 		return errors.New("empty total: name every resource it limits")
 	}
 	if err := checkQuantities("total", total); err != nil {

@@ -314,3 +314,65 @@ func TestSliceBudgetStatusWriteRate(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	assert.Equal(t, rest, writes(), "no status write while nothing changes")
 }
+
+// A SliceBudget with spec.nodePool: the capacity follows the pool's nodes
+// (share and reserve applied); a node made NotReady takes the capacity
+// below what the slices hold, which revokes nothing and is one
+// CapacityBelowUsed event; a new selector in the spec is followed, and a
+// switch to spec.total too.
+func TestSliceBudgetNodePool(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "sb-pool")
+	id := "sb-pool"
+	addNode(t, "sb-pool-a", poolNodeLabels(id, "cpu"), "8", "0")
+	addNode(t, "sb-pool-b", poolNodeLabels(id, "cpu"), "8", "0")
+	addNode(t, "sb-pool-g", poolNodeLabels(id, "gpu"), "4", "2")
+	selector := func(pool string) *v1alpha1.NodeSelector {
+		return &v1alpha1.NodeSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": v1alpha1.LabelValue(pool), poolTestLabel: v1alpha1.LabelValue(id)}}
+	}
+	createSliceBudget(t, c, "sb-pool", v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{
+		Selector: selector("cpu"), Resources: []corev1.ResourceName{corev1.ResourceCPU}, SharePercent: 75, Reserve: cpuList("2"),
+	}})
+	_, b := objectClass(t, "sb-pool", "sb-pool")
+	testkit.Eventually(t, 10*time.Second, "capacity 16 × 75% − 2 = 10", func() bool {
+		st := sliceBudget(t, c, "sb-pool").Status
+		return cpuIs(st.Capacity, "10") && len(st.Capacity) == 1
+	})
+	rs := &authv1beta1.ResourceSlice{}
+	require.NoError(t, b.Pin(rs))
+	assert.Equal(t, map[string]string{"pool": "cpu", poolTestLabel: id}, rs.Status.NodeSelector, "Pin follows the spec's selector")
+
+	create(t, sliceIn(ns, "a", "sb-pool", slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "a Accepted with 8", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
+	changeNode(t, "sb-pool-b", true, setReady(corev1.ConditionFalse))
+	testkit.Eventually(t, 10*time.Second, "capacity 8 × 75% − 2 = 4, used 8", func() bool {
+		st := sliceBudget(t, c, "sb-pool").Status
+		return cpuIs(st.Capacity, "4") && cpuIs(st.Used, "8") && cpuIs(st.Available, "0")
+	})
+	testkit.Eventually(t, 5*time.Second, "one CapacityBelowUsed event", func() bool {
+		evs := budgetEvents(t, "sb-pool")
+		return len(evs) == 1 && evs[0].Reason == "CapacityBelowUsed" && evs[0].Type == corev1.EventTypeWarning
+	})
+	assert.Contains(t, budgetEvents(t, "sb-pool")[0].Note, "cpu 8 held of 4")
+	assert.True(t, cpuIs(get(t, ns, "a").Status.Resources, "8"), "a smaller pool revokes nothing")
+
+	editSliceBudget(t, c, "sb-pool", func(s *v1alpha1.SliceBudgetSpec) {
+		s.NodePool = &v1alpha1.NodePool{Selector: selector("gpu"), Resources: []corev1.ResourceName{corev1.ResourceCPU, resourceGPU}}
+	})
+	testkit.Eventually(t, 10*time.Second, "the gpu pool: cpu 4, 2 GPUs", func() bool {
+		st := sliceBudget(t, c, "sb-pool").Status
+		g := st.Capacity[resourceGPU]
+		return cpuIs(st.Capacity, "4") && g.Value() == 2 && st.ObservedGeneration == sliceBudget(t, c, "sb-pool").Generation
+	})
+	require.NoError(t, b.Pin(rs))
+	assert.Equal(t, "gpu", rs.Status.NodeSelector["pool"])
+
+	editSliceBudget(t, c, "sb-pool", func(s *v1alpha1.SliceBudgetSpec) { s.NodePool, s.Total = nil, cpuList("20") })
+	testkit.Eventually(t, 10*time.Second, "a fixed total of 20 CPU", func() bool {
+		st := sliceBudget(t, c, "sb-pool").Status
+		return cpuIs(st.Capacity, "20") && len(st.Capacity) == 1 && cpuIs(st.Available, "12")
+	})
+	require.Error(t, b.Pin(rs), "no pool any more")
+	changeNode(t, "sb-pool-g", true, setReady(corev1.ConditionFalse))
+	testkit.Consistently(t, 2*time.Second, "the old pool no longer moves the total", func() bool { return cpuIs(b.Total(), "20") })
+}
