@@ -102,6 +102,7 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
 	}
 	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
+	l.FollowEvictionAfter()
 	l.SetReclaimHook(ob.reclaimed)
 	if err := mgr.Add(&objectFollower{ob: ob}); err != nil {
 		return nil, fmt.Errorf("budget %q: adding its SliceBudget's follower to the manager: %w", name, err)

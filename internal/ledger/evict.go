@@ -182,9 +182,10 @@ func Amounts(rl corev1.ResourceList) string {
 }
 
 // noteCappedLocked records that key was capped, for EvictionsDue to walk;
-// only a ledger that evicts keeps the record.
+// only a ledger that evicts, or may once its EvictionAfter is set at run
+// time, keeps the record.
 func (l *Ledger) noteCappedLocked(key types.NamespacedName) {
-	if l.opts.EvictionAfter > 0 {
+	if l.opts.EvictionAfter > 0 || l.evictLive {
 		l.cappedKeys[key] = struct{}{}
 	}
 }

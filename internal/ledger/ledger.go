@@ -140,6 +140,8 @@ type Ledger struct {
 	unread    string
 	onReclaim func(Reclaim)
 	reclaims  []Reclaim
+	// evictLive: EvictionAfter may be set at run time (see settings.go).
+	evictLive bool
 }
 
 // Waiting slices are told what blocks them now at most once a

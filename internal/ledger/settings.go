@@ -368,6 +368,24 @@ func limitsEqual(a, b corev1.ResourceList) bool {
 	return equalLists(a, b)
 }
 
+// FollowEvictionAfter readies the ledger for an EvictionAfter set at run
+// time (SetEvictionAfter): MayEvict reports true from now on, so that the
+// feed built for it is ready to evict, whatever EvictionAfter is when it
+// is built.
+func (l *Ledger) FollowEvictionAfter() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evictLive = true
+}
+
+// MayEvict reports whether the ledger may name pods to evict: it has an
+// EvictionAfter, or follows one set at run time.
+func (l *Ledger) MayEvict() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.evictLive || l.opts.EvictionAfter > 0
+}
+
 // SetEvictionAfter sets Options.EvictionAfter: from now on EvictionsDue
 // names the pods of slices shrunk at least d ago; d ≤ 0 evicts nothing.
 func (l *Ledger) SetEvictionAfter(d time.Duration) {

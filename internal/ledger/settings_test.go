@@ -3,11 +3,13 @@ package ledger_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
@@ -192,10 +194,14 @@ func TestSmallerTotalIsOneReclaim(t *testing.T) {
 	assert.Equal(t, "reclaimed cpu 3 from 1 slice: the total fell below what the slices held", got[0].String())
 }
 
-// SetEvictionAfter changes the delay EvictionsDue applies; ≤ 0 is none.
+// SetEvictionAfter changes the delay EvictionsDue applies; ≤ 0 is none. A
+// ledger that follows it at run time may evict whatever it is now.
 func TestSetEvictionAfter(t *testing.T) {
 	l, _ := newLedger(t, cpu("10"))
 	assert.Zero(t, l.EvictionAfter())
+	assert.False(t, l.MayEvict())
+	l.FollowEvictionAfter()
+	assert.True(t, l.MayEvict(), "followed: its feed must be ready to evict")
 	l.SetEvictionAfter(90e9)
 	assert.Equal(t, "1m30s", l.EvictionAfter().String())
 	l.SetEvictionAfter(-1)
@@ -203,3 +209,21 @@ func TestSetEvictionAfter(t *testing.T) {
 }
 
 func resourceQ(q string) apiresource.Quantity { return apiresource.MustParse(q) }
+
+// A ledger that follows EvictionAfter at run time: a slice shrunk while
+// it is unset is evicted from once it is set (counting from the shrink),
+// and nothing is named while it is unset.
+func TestEvictionAfterSetLaterEvictsEarlierShrinks(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	l.FollowEvictionAfter()
+	l.ObserveSlice(slice("s", "1", cpu("8"), consumer("globex")))
+	l.ObserveQuota(key("s"), uid("s"), "qs", "user-s", cpu("8"))
+	l.ObservePod(types.NamespacedName{Namespace: "o", Name: "p"}, "user-s", cpu("8"), ledger.PodMeta{UID: "uid-p"})
+	require.NoError(t, l.SetConsumerLimits(nil, map[string]corev1.ResourceList{"globex": cpu("2")}))
+	_, ok := l.Cap(key("s"))
+	require.True(t, ok, "shrunk to 2")
+	assert.Empty(t, l.EvictionsDue(time.Now().Add(time.Hour)), "no EvictionAfter yet: nothing is named")
+	l.SetEvictionAfter(time.Minute)
+	assert.Empty(t, l.EvictionsDue(time.Now()), "not before a minute after the shrink")
+	assert.Equal(t, []string{"p"}, evicted(l.EvictionsDue(time.Now().Add(2*time.Minute))))
+}

@@ -109,14 +109,20 @@ func sliceBudget(t *testing.T, c client.Client, name string) *v1alpha1.SliceBudg
 }
 
 // objectClass starts a manager serving class from the SliceBudget name
-// (budget.FromObject), and returns it with the budget.
-func objectClass(t *testing.T, name, class string) (*testkit.Manager, *budget.Budget) {
+// (budget.FromObject), with what more adds (Liqo's Quotas, say), and
+// returns it with the budget.
+func objectClass(t *testing.T, name, class string, more ...func(manager.Manager) error) (*testkit.Manager, *budget.Budget) {
 	t.Helper()
 	var b *budget.Budget
 	m := testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme(false)), func(mgr manager.Manager) error {
 		var err error
 		if b, err = budget.FromObject(mgr, name); err != nil {
 			return err
+		}
+		for _, add := range more {
+			if err := add(mgr); err != nil {
+				return err
+			}
 		}
 		return resourceslice.AddToManager(mgr, class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
 	})
@@ -375,4 +381,42 @@ func TestSliceBudgetNodePool(t *testing.T) {
 	require.Error(t, b.Pin(rs), "no pool any more")
 	changeNode(t, "sb-pool-g", true, setReady(corev1.ConditionFalse))
 	testkit.Consistently(t, 2*time.Second, "the old pool no longer moves the total", func() bool { return cpuIs(b.Total(), "20") })
+}
+
+// spec.evictionAfter set at run time: a consumer limit of 2 shrinks
+// globex's slice of 8 whose pods use 2 (oldest), 2 and 4 (newest); with
+// no evictionAfter nothing is deleted and the status shows 6 reclaiming;
+// once evictionAfter is written, the two newest pods are evicted, the
+// oldest runs on.
+func TestSliceBudgetEvictionAfterLive(t *testing.T) {
+	c := sbClient(t)
+	ns := tenantNamespace(t, "sb-evict-globex", "sb-evict-globex")
+	offloaded := testkit.Namespace(t, cp, "sb-evict-offloaded")
+	createSliceBudget(t, c, "sb-evict", v1alpha1.SliceBudgetSpec{Total: cpuList("10")})
+	objectClass(t, "sb-evict", "sb-evict", withLiqoQuotas)
+	create(t, sliceIn(ns, "s", "sb-evict", slicetest.WithConsumer("sb-evict-globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "globex's slice Accepted with 8 and its Quota at 8", func() bool {
+		return conditions.IsAccepted(get(t, ns, "s")) && quotaIs(ns, "s", "8")()
+	})
+	pods := runShadowPodsByAge(t, offloaded, quotaUser(t, ns), "2", "2", "4")
+	oldest, mid, newest := pods[0], pods[1], pods[2]
+
+	editSliceBudget(t, c, "sb-evict", func(s *v1alpha1.SliceBudgetSpec) {
+		s.ConsumerLimits = map[string]v1alpha1.Quantities{"sb-evict-globex": cpuList("2")}
+	})
+	testkit.Eventually(t, 10*time.Second, "shrunk to 2; status: 8 in use, 6 reclaiming", func() bool {
+		rs := get(t, ns, "s")
+		st := sliceBudget(t, c, "sb-evict").Status
+		return cpuIs(rs.Status.Resources, "2") && cpuIs(st.InUse, "8") && cpuIs(st.Reclaiming, "6")
+	})
+	testkit.Consistently(t, 2*time.Second, "no evictionAfter: no pod is deleted", func() bool {
+		return exists(t, oldest) && exists(t, mid) && exists(t, newest)
+	})
+	editSliceBudget(t, c, "sb-evict", func(s *v1alpha1.SliceBudgetSpec) { s.EvictionAfter = &metav1.Duration{Duration: time.Second} })
+	testkit.Eventually(t, 10*time.Second, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
+	testkit.Consistently(t, time.Second, "the oldest fits what globex keeps: it runs on", func() bool { return exists(t, oldest) })
+	testkit.Eventually(t, 10*time.Second, "status: 2 in use, nothing reclaiming", func() bool {
+		st := sliceBudget(t, c, "sb-evict").Status
+		return cpuIs(st.InUse, "2") && cpuIs(st.Reclaiming, "0")
+	})
 }
