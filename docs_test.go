@@ -35,6 +35,18 @@ import (
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
+// docs/budgets.md
+
+func setupObjectBudget(mgr ctrl.Manager, grant handler.Handler) error {
+	gold, err := budget.FromObject(mgr, "gold") // follows SliceBudget "gold"
+	if err != nil {
+		return err
+	}
+	return resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(gold))
+}
+
+var _ = setupObjectBudget
+
 // cp is the control plane of the snippets that need one (docs/testing.md).
 var cp *controlplane.ControlPlane
 

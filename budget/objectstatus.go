@@ -69,8 +69,8 @@ func (w *statusWriter) Start(ctx context.Context) error {
 func (w *statusWriter) sync(ctx context.Context) error {
 	ob := w.ob
 	a := ob.getApplied()
-	if !a.read {
-		return nil // the follower has not read the object yet
+	if a.reason == "" {
+		return nil // the follower has not applied the object yet
 	}
 	var sb v1alpha1.SliceBudget
 	if err := ob.cache.Get(ctx, client.ObjectKey{Name: ob.name}, &sb); err != nil {
@@ -157,8 +157,6 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 	ready := metav1.Condition{Type: conditionReady, Status: metav1.ConditionTrue, Reason: reasonApplied, Message: a.message,
 		ObservedGeneration: a.generation, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
 	switch {
-	case !a.ok && a.generation == 0 && a.reason == "":
-		// Not found: no status is written to an object that is not there.
 	case !a.ok:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, a.reason, a.message+": the budget admits nothing new"
 	case a.reason != reasonApplied:
