@@ -420,3 +420,38 @@ func TestSliceBudgetEvictionAfterLive(t *testing.T) {
 		return cpuIs(st.InUse, "2") && cpuIs(st.Reclaiming, "0")
 	})
 }
+
+// A reclaim for a higher priority is one Reclaimed event on the
+// SliceBudget, naming the waiter; the victim is shrunk and the waiter
+// admitted once the victim holds less.
+func TestSliceBudgetPriorityReclaimEvent(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "sb-prio")
+	createSliceBudget(t, c, "sb-prio", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), Preemption: true})
+	testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme(false)), func(mgr manager.Manager) error {
+		b, err := budget.FromObject(mgr, "sb-prio")
+		if err != nil {
+			return err
+		}
+		if err := resourceslice.AddToManager(mgr, "sb-prio-spot", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(0)); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, "sb-prio-gold", accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(100))
+	})
+	create(t, sliceIn(ns, "spot", "sb-prio-spot", slicetest.WithRequest(corev1.ResourceCPU, "4")))
+	create(t, sliceIn(ns, "spot2", "sb-prio-spot", slicetest.WithRequest(corev1.ResourceCPU, "4")))
+	testkit.Eventually(t, 30*time.Second, "spot holds 8", func() bool {
+		return conditions.IsAccepted(get(t, ns, "spot")) && conditions.IsAccepted(get(t, ns, "spot2"))
+	})
+	create(t, sliceIn(ns, "gold", "sb-prio-gold", slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, 30*time.Second, "gold admitted", func() bool { return conditions.IsAccepted(get(t, ns, "gold")) })
+	testkit.Eventually(t, 5*time.Second, "one Reclaimed event for two victims", func() bool {
+		evs := budgetEvents(t, "sb-prio")
+		return len(evs) == 1 && evs[0].Reason == budget.ReasonReclaimed
+	})
+	assert.Equal(t, "budget sb-prio reclaimed cpu 6 from 2 slices of lower priority for "+ns+"/gold (priority 100, consumer \""+ns+"\")",
+		budgetEvents(t, "sb-prio")[0].Note)
+	testkit.Consistently(t, 2*time.Second, "no second event", func() bool { return len(budgetEvents(t, "sb-prio")) == 1 })
+}
