@@ -83,7 +83,7 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	if bad := o.specOptions(); len(bad) > 0 {
-		return nil, fmt.Errorf("budget %q follows SliceBudget %q: %s; set them in its spec", name, name, strings.Join(bad, "; "))
+		return nil, fmt.Errorf("budget %q follows SliceBudget %q, whose spec sets what these options would: %s", name, name, strings.Join(bad, "; "))
 	}
 	scheme := mgr.GetScheme()
 	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")) {
@@ -117,16 +117,16 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 func (o options) specOptions() []string {
 	var bad []string
 	if o.preemption {
-		bad = append(bad, "WithPreemption is spec.preemption")
+		bad = append(bad, "WithPreemption: set spec.preemption")
 	}
 	if o.consumerLimit != nil {
-		bad = append(bad, "WithConsumerLimit is spec.consumerLimit")
+		bad = append(bad, "WithConsumerLimit: set spec.consumerLimit")
 	}
 	if o.evictAfter > 0 {
-		bad = append(bad, "WithEvictionAfter is spec.evictionAfter")
+		bad = append(bad, "WithEvictionAfter: set spec.evictionAfter")
 	}
 	if len(o.poolOnly) > 0 {
-		bad = append(bad, strings.Join(o.poolOnly, ", ")+" are spec.nodePool's")
+		bad = append(bad, strings.Join(o.poolOnly, ", ")+": set spec.nodePool")
 	}
 	return bad
 }
@@ -134,12 +134,17 @@ func (o options) specOptions() []string {
 // recorderName is the reporting controller of a SliceBudget's events.
 const recorderName = "sliceclass-budget"
 
-// Ready condition reasons: the spec is applied, or why not.
+// The SliceBudget's Ready condition, and its reasons: the spec is
+// applied, or why not.
 const (
-	reasonApplied        = "Applied"
-	reasonReadingPool    = "ReadingNodePool"
-	reasonSpecRefused    = "SpecRefused"
-	conditionReady       = "Ready"
+	conditionReady    = "Ready"
+	reasonApplied     = "Applied"
+	reasonReadingPool = "ReadingNodePool"
+	reasonSpecRefused = "SpecRefused"
+)
+
+// The reasons and actions of the events on a SliceBudget.
+const (
 	eventReclaimed       = ReasonReclaimed
 	eventCapacityBelow   = "CapacityBelowUsed"
 	actionReclaim        = "Reclaim"
