@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/config/crd"
@@ -129,4 +132,37 @@ classes:
 	u := only(t, bad, "SliceBudget", 1)[0]
 	err = cp.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("helm"), client.ForceOwnership)
 	require.True(t, apierrors.IsInvalid(err), "a negative total is refused at install: got %v", err)
+}
+
+// sliceBudgetRBAC is what examples/manager/deploy documents for a manager
+// whose classes name SliceBudgets, beside rbac.yaml.
+var sliceBudgetRBAC = filepath.Join(repoRoot, "examples/manager/deploy/rbac-slicebudgets.yaml")
+
+// TestSliceBudgetRBACIsTheDocumentedOne checks that what a class naming a
+// SliceBudget adds to the chart's role, beyond the budget rule of
+// rbac.yaml, is exactly the ClusterRole of rbac-slicebudgets.yaml.
+func TestSliceBudgetRBACIsTheDocumentedOne(t *testing.T) {
+	raw, err := os.ReadFile(sliceBudgetRBAC)
+	require.NoError(t, err)
+	var want []permission
+	for _, doc := range splitDocuments(string(raw)) {
+		var head struct{ Kind string }
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &head))
+		if head.Kind != "ClusterRole" {
+			continue
+		}
+		var r rbacv1.ClusterRole
+		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &r))
+		want = append(want, expand("", r.Rules)...)
+	}
+	require.NotEmpty(t, want, "%s has a ClusterRole", sliceBudgetRBAC)
+
+	withBudget := renderedPermissions(t, render(t, "liqo", "classes: [{name: gold, caps: {cpu: 2}, budget: {cpu: 4}}]"))
+	withObject := renderedPermissions(t, render(t, "liqo", "classes: [{name: gold, caps: {cpu: 2}, sliceBudget: premium}]"))
+	added := slices.DeleteFunc(slices.Clone(withObject), func(p permission) bool { return slices.Contains(withBudget, p) })
+	if diff := cmp.Diff(sorted(want), added, cmp.AllowUnexported(permission{})); diff != "" {
+		t.Errorf("a class naming a SliceBudget adds to a budget's RBAC other than %s (-documented +chart):\n%s", sliceBudgetRBAC, diff)
+	}
+	removed := slices.DeleteFunc(slices.Clone(withBudget), func(p permission) bool { return slices.Contains(withObject, p) })
+	assert.Empty(t, removed, "an object budget needs what a budget needs")
 }
