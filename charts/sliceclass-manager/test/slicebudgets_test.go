@@ -166,3 +166,13 @@ func TestSliceBudgetRBACIsTheDocumentedOne(t *testing.T) {
 	removed := slices.DeleteFunc(slices.Clone(withBudget), func(p permission) bool { return slices.Contains(withObject, p) })
 	assert.Empty(t, removed, "an object budget needs what a budget needs")
 }
+
+// TestNotesShowTheSliceBudgets checks that NOTES.txt points at kubectl get
+// sb when the release creates SliceBudgets, and only then.
+func TestNotesShowTheSliceBudgets(t *testing.T) {
+	notes := renderFiles(t, "liqo", "")["sliceclass-manager/templates/NOTES.txt"]
+	assert.NotContains(t, notes, "kubectl get sb")
+	notes = renderFiles(t, "liqo", "sliceBudgets: [{name: premium, spec: {total: {cpu: \"8\"}}}]")["sliceclass-manager/templates/NOTES.txt"]
+	assert.Contains(t, notes, "The SliceBudgets this release created (1)")
+	assert.Contains(t, notes, "kubectl get sb -o wide")
+}
