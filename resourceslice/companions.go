@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,6 +65,9 @@ type companions struct {
 	// draw from each; host starts them on the leader.
 	feeds map[*ledger.Ledger]*feedRef
 	host  *feedHost
+	// started is set when the manager started: its caches read the
+	// scheme, which addTypes then leaves alone.
+	started bool
 	// stopped is set when the manager stopped: nothing is kept any more.
 	stopped bool
 }
@@ -107,6 +113,9 @@ func (*companions) ConvertObject(context.Context, runtime.Object, runtime.Object
 // manager). Claims and feeds are given back by their classes as each
 // stops, once its decisions have returned.
 func (mc *companions) Start(ctx context.Context) error {
+	mc.mu.Lock()
+	mc.started = true
+	mc.mu.Unlock()
 	<-ctx.Done()
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
@@ -151,25 +160,56 @@ func (mc *companions) unclaim(class string) {
 	delete(mc.claims, class)
 }
 
-// addTypes adds Liqo's authentication types to the manager's scheme if they
-// are missing, and coordination/v1 when leases is set (class Leases, and the
-// unserved reporter, read and write Leases through the manager's client),
-// one registration at a time (concurrent Serve calls share the scheme). Add
-// them to your scheme before starting the manager if classes are served
-// after start: the running caches read the scheme.
+// addTypes adds to the manager's scheme what the SDK reads and writes and
+// the scheme lacks: Liqo's authentication types (ResourceSlice, Tenant),
+// Liqo's Quota, and coordination/v1 when leases is set (class Leases and
+// the unserved reporter read and write Leases through the manager's
+// client). It does so only before the manager starts, one registration at
+// a time: once started, the manager's caches read the scheme, so a missing
+// type is an error that says what to add, and the scheme is not touched.
 func (mc *companions) addTypes(leases bool) error {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	scheme := mc.mgr.GetScheme()
-	if !scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)) ||
-		!scheme.Recognizes(authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind)) {
-		if err := authv1beta1.AddToScheme(scheme); err != nil {
-			return err
+	type want struct {
+		what string
+		kind schema.GroupVersionKind
+		add  func(*runtime.Scheme) error
+	}
+	wants := []want{
+		{"Liqo's authentication/v1beta1 (authv1beta1.AddToScheme)", authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), authv1beta1.AddToScheme},
+		{"Liqo's authentication/v1beta1 (authv1beta1.AddToScheme)", authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind), authv1beta1.AddToScheme},
+		{"Liqo's offloading/v1beta1 Quota", offloadingv1beta1.SchemeGroupVersion.WithKind(quotaKind.Kind), func(s *runtime.Scheme) error { addQuotaTypes(s); return nil }},
+	}
+	if leases {
+		wants = append(wants, want{"coordination/v1 (coordinationv1.AddToScheme)", coordinationv1.SchemeGroupVersion.WithKind("Lease"), coordinationv1.AddToScheme})
+	}
+	var missing []want
+	for _, w := range wants {
+		if !scheme.Recognizes(w.kind) {
+			missing = append(missing, w)
 		}
 	}
-	addQuotaTypes(scheme)
-	if leases && !scheme.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
-		return coordinationv1.AddToScheme(scheme)
+	if len(missing) == 0 {
+		return nil
+	}
+	if mc.started {
+		var names []string
+		for _, w := range missing {
+			if !slices.Contains(names, w.what) {
+				names = append(names, w.what)
+			}
+		}
+		return fmt.Errorf("the manager's scheme lacks %s and the manager has started: its caches read the scheme, "+
+			"so the SDK does not change it now; add them to the scheme before starting the manager", strings.Join(names, ", "))
+	}
+	for _, w := range missing {
+		if scheme.Recognizes(w.kind) { // added with an earlier kind of its group
+			continue
+		}
+		if err := w.add(scheme); err != nil {
+			return fmt.Errorf("adding %s to the manager's scheme: %w", w.what, err)
+		}
 	}
 	return nil
 }

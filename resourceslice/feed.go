@@ -35,7 +35,7 @@ var quotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Gro
 // addQuotaTypes registers Liqo's Quota (and only it) in scheme.
 func addQuotaTypes(scheme *runtime.Scheme) {
 	gv := offloadingv1beta1.SchemeGroupVersion
-	if scheme.Recognizes(gv.WithKind("Quota")) {
+	if scheme.Recognizes(gv.WithKind(quotaKind.Kind)) {
 		return
 	}
 	scheme.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
