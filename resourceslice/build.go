@@ -21,7 +21,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
-	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
@@ -52,8 +51,9 @@ type classController struct {
 	// informers are the sources that add a handler to an informer: their
 	// handlers are taken off before the class's runnable returns.
 	informers []*informerSource
-	// feeds are the budgets whose feeds the class holds a reference to.
-	feeds []*ledger.Ledger
+	// budgets are the parts of the budgets whose feeds the class holds a
+	// reference to.
+	budgets []*budgetParts
 	// abort, for a class served by a ClassSet, is the context its
 	// decisions in flight run on once Stop has ended its controller: it
 	// ends with the set's (the manager stopping) or when Stop gives up
@@ -174,12 +174,16 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, l := range st.ledgers {
-		f, err := mc.feed(l, with.views)
+		p, err := partsOf(mgr, l)
+		if err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		f, err := p.acquire(with.views, with.namespaces)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
 		with.feeds = append(with.feeds, f)
-		cc.feeds = append(cc.feeds, l)
+		cc.budgets = append(cc.budgets, p)
 	}
 	if cfg.recorder == nil {
 		with.recorder = mgr.GetEventRecorder(ControllerName(class))
@@ -298,10 +302,10 @@ func (cc *classController) release() { cc.releaseParts(cc.r.classState, cc.r.sco
 
 func (cc *classController) releaseParts(st *classState, class string) {
 	st.detach()
-	for _, l := range cc.feeds {
-		cc.mc.releaseFeed(l)
+	for _, p := range cc.budgets {
+		p.release()
 	}
-	cc.feeds = nil
+	cc.budgets = nil
 	cc.mc.unclaim(class)
 }
 

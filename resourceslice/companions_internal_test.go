@@ -25,9 +25,9 @@ import (
 
 // Issue 29: what a manager's classes share lives in one object per
 // manager, found again through the manager and gone with it. Starting and
-// stopping 100 managers, each serving a budgeted class (claims, the
-// status.class view, a feed, the ShadowPod cache, the feed host) and a
-// ClassSet, leaves nothing behind: each manager's companions are empty once
+// stopping 100 managers, each serving a budgeted class (claims and the
+// status.class view in the companions; a feed and the ShadowPod cache on
+// the budget) and a ClassSet, leaves nothing behind: each manager's companions are empty once
 // it stops, none of them outlives its manager, and the goroutines return
 // to where they were.
 func TestCompanionsGoWithTheirManager(t *testing.T) {
