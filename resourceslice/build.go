@@ -174,11 +174,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, l := range st.ledgers {
-		p, err := partsOf(mgr, l)
-		if err != nil {
-			return nil, fmt.Errorf("class %q: %w", class, err)
-		}
-		f, err := p.acquire(with.views, with.namespaces)
+		p, f, err := acquireFeed(mgr, l, with.views, with.namespaces)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
