@@ -215,7 +215,7 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 	require.NoError(t, err)
 	c, err := newShadowPodCache(mgr)
 	require.NoError(t, err)
-	go func() { _ = mgr.Start(ctx) }()
+	go func() { _ = c.Start(ctx) }()
 	_, err = c.GetInformer(ctx, &shadowPodCharge{})
 	require.NoError(t, err)
 	syncCtx, stop := context.WithTimeout(ctx, 30*time.Second)

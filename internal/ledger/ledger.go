@@ -133,6 +133,9 @@ type Ledger struct {
 	// undecided are the slices not yet decided by their class since the
 	// books were counted, by priority (see undecided.go).
 	undecided undecided
+	// binding is the one manager the budget's classes run in, and what
+	// the budget holds there (see bind.go); under its own lock.
+	binding binding
 }
 
 // Waiting slices are told what blocks them now at most once a
