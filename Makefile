@@ -21,9 +21,10 @@ demo:
 dev-controlplane:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" $(GO) run ./testing/controlplane/dev-controlplane $(DEV_ARGS)
 
-## crds: regenerate the API's CRD (config/crd/) and deep-copy functions from the Go types in api/
-## (hack/crdgen.sh, controller-gen built from source); crds-check: fail, with the diff, when the
-## committed files differ from what the types generate.
+## crds: regenerate the API's CRD (config/crd/, copied into the chart's crds/) and deep-copy
+## functions from the Go types in api/ (hack/crdgen.sh, controller-gen built from source);
+## crds-check: fail, with the diff, when the committed files (the chart's copy included) differ
+## from what the types generate.
 crds:
 	@hack/crdgen.sh
 

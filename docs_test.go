@@ -35,18 +35,6 @@ import (
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
-// docs/budgets.md
-
-func setupObjectBudget(mgr ctrl.Manager, grant handler.Handler) error {
-	gold, err := budget.FromObject(mgr, "gold") // follows SliceBudget "gold"
-	if err != nil {
-		return err
-	}
-	return resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(gold))
-}
-
-var _ = setupObjectBudget
-
 // cp is the control plane of the snippets that need one (docs/testing.md).
 var cp *controlplane.ControlPlane
 
@@ -180,11 +168,11 @@ func TestTemplateAndExampleDiffer(t *testing.T) {
 }
 
 // TestDocSnippetsCompile checks that every Go snippet in README.md and
-// docs/*.md is in readme_test.go or docs_test.go, so a snippet that does
-// not compile fails the build.
+// docs/*.md is in readme_test.go, docs_test.go or docs_fromobject_test.go,
+// so a snippet that does not compile fails the build.
 func TestDocSnippetsCompile(t *testing.T) {
 	var self string
-	for _, f := range []string{"readme_test.go", "docs_test.go"} {
+	for _, f := range []string{"readme_test.go", "docs_test.go", "docs_fromobject_test.go"} {
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
 		self += string(raw)

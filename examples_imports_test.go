@@ -42,8 +42,8 @@ func TestInternalImports(t *testing.T) {
 		want []string
 	}{
 		"Public": {src: "package p\nimport (\n\t\"github.com/sliceclass/sliceclass/testing/envkit\"\n\t\"fmt\"\n)\n"},
-		"Internal": {src: "package p\nimport kit \"github.com/sliceclass/sliceclass/internal/testkit\"\n",
-			want: []string{"github.com/sliceclass/sliceclass/internal/testkit"}},
+		"Internal": {src: "package p\nimport books \"github.com/sliceclass/sliceclass/internal/ledger\"\n",
+			want: []string{"github.com/sliceclass/sliceclass/internal/ledger"}},
 		"LookAlike": {src: "package p\nimport \"github.com/sliceclass/sliceclass/internals\"\n"},
 	}
 	for name, tc := range cases {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 func selector(t *testing.T, s string) labels.Selector {
@@ -23,7 +23,7 @@ func selector(t *testing.T, s string) labels.Selector {
 }
 
 func TestNewNodePool(t *testing.T) {
-	mgr := testkit.UnreachableManager(t)
+	mgr := envkit.UnreachableManager(t)
 	cases := map[string]struct {
 		reason    string
 		mgr       manager.Manager
@@ -104,7 +104,7 @@ func TestNewNodePool(t *testing.T) {
 }
 
 func TestNodePoolSetTotal(t *testing.T) {
-	b, err := budget.NewNodePool(testkit.UnreachableManager(t), "gpu", labels.Everything(), budget.WithResources("nvidia.com/gpu"))
+	b, err := budget.NewNodePool(envkit.UnreachableManager(t), "gpu", labels.Everything(), budget.WithResources("nvidia.com/gpu"))
 	require.NoError(t, err)
 	err = b.SetTotal(list("nvidia.com/gpu", "8"))
 	require.Error(t, err)
@@ -171,7 +171,7 @@ func TestPin(t *testing.T) {
 			if tc.selector == "" {
 				b, err = budget.New("pool", list("cpu", "1"))
 			} else {
-				b, err = budget.NewNodePool(testkit.UnreachableManager(t), "pool", selector(t, tc.selector))
+				b, err = budget.NewNodePool(envkit.UnreachableManager(t), "pool", selector(t, tc.selector))
 			}
 			require.NoError(t, err)
 			rs := &authv1beta1.ResourceSlice{Status: *tc.before.DeepCopy()}
@@ -191,7 +191,7 @@ func TestPin(t *testing.T) {
 }
 
 func TestPinSelectsNothing(t *testing.T) {
-	b, err := budget.NewNodePool(testkit.UnreachableManager(t), "pool", labels.Nothing())
+	b, err := budget.NewNodePool(envkit.UnreachableManager(t), "pool", labels.Nothing())
 	require.NoError(t, err)
 	err = b.Pin(&authv1beta1.ResourceSlice{})
 	require.Error(t, err)

@@ -68,7 +68,9 @@ import (
 // The manager's client then needs list and watch on nodes (and pods).
 //
 // FromObject adds the sliceclass.io/v1alpha1 types to the manager's scheme
-// when missing: call it before mgr.Start. The manager's client needs get,
+// when missing, before the manager starts; called on a manager that has
+// started (and leads), it refuses to change the scheme its caches read,
+// and a missing type is an error saying to add v1alpha1.AddToScheme. The manager's client needs get,
 // list and watch on slicebudgets, patch on slicebudgets/status, and create
 // on events.
 func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, error) {
@@ -87,6 +89,11 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 	}
 	scheme := mgr.GetScheme()
 	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")) {
+		if elected(mgr) {
+			// Its caches read the scheme: it is not changed now.
+			return nil, fmt.Errorf("budget %q: the manager's scheme lacks %s (v1alpha1.AddToScheme) and the manager has started: "+
+				"add it to the scheme before starting the manager", name, v1alpha1.GroupVersion)
+		}
 		if err := v1alpha1.AddToScheme(scheme); err != nil {
 			return nil, fmt.Errorf("budget %q: adding %s to the manager's scheme: %w", name, v1alpha1.GroupVersion, err)
 		}
@@ -111,6 +118,17 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		return nil, fmt.Errorf("budget %q: adding its SliceBudget's status writer to the manager: %w", name, err)
 	}
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, object: ob}, nil
+}
+
+// elected reports whether mgr has started and leads (or runs without
+// leader election): its caches then read its scheme.
+func elected(mgr manager.Manager) bool {
+	select {
+	case <-mgr.Elected():
+		return true
+	default:
+		return false
+	}
 }
 
 // specOptions names the options given that the object's spec sets.

@@ -12,7 +12,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/internal/ledger"
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // FromObject's construction: the spec's options are refused naming the
@@ -41,7 +41,7 @@ func TestFromObjectBuild(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mgr := testkit.UnreachableManager(t)
+			mgr := envkit.UnreachableManager(t)
 			b, err := budget.FromObject(mgr, tc.name, tc.opts...)
 			if tc.wantErr != "" {
 				require.Error(t, err, tc.reason)

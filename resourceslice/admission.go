@@ -180,9 +180,6 @@ func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceS
 		}
 	}
 	key := client.ObjectKeyFromObject(current)
-	if len(r.feeds) == 0 && r.fed.Load() {
-		return false, fmt.Errorf("class %q: %w", r.scope.class, errSetUpWithManager)
-	}
 	if len(r.feeds) == 0 {
 		if err := r.seedLedger(ctx); err != nil {
 			return false, err
@@ -196,12 +193,6 @@ func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceS
 	}
 	return false, nil
 }
-
-// errSetUpWithManager: Reconcile was called on the Reconciler NewReconciler
-// returned after SetupWithManager bound its class to a manager. Its budgets
-// are counted by the manager's feeds, and the controller decides.
-var errSetUpWithManager = errors.New("this Reconciler's class was set up with a manager (SetupWithManager): " +
-	"its budgets are counted by the manager's feeds, so decide through the controller, not this Reconciler")
 
 func (r *Reconciler) observeSlice(o ledger.Slice) {
 	for _, l := range r.ledgers {

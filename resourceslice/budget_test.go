@@ -320,23 +320,24 @@ func TestBudgetSharedByTwoClasses(t *testing.T) {
 	ctx := context.Background()
 	b := cpuBudget(t, "4")
 	g, s := budgetedSlice("g", "gold", "3", 0), budgetedSlice("s", "silver", "2", 1)
-	hg := newBudgetHarness(t, "gold", &budgetPolicy{}, b, slicetest.WithObjects(g))
-	hs := newBudgetHarness(t, "silver", &budgetPolicy{}, b, slicetest.WithObjects(s))
+	// One manager: a budget counts the slices of one manager's classes.
+	h := newBudgetHarness(t, "gold", &budgetPolicy{}, b, slicetest.WithObjects(g, s),
+		slicetest.AlsoServe("silver", &budgetPolicy{}, resourceslice.WithBudget(b)))
 
-	requireAccepted(t, hg, g)
-	res := hs.Reconcile(s)
+	requireAccepted(t, h, g)
+	res := h.Reconcile(s)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "silver sees what gold holds")
 	assert.Contains(t, res.Message, "cpu: asked 2, 1 free")
 
-	require.NoError(t, hg.Client.Delete(ctx, g))
-	require.NoError(t, hg.Reconcile(g).Err)
+	require.NoError(t, h.Client.Delete(ctx, g))
+	require.NoError(t, h.Reconcile(g).Err)
 	assertUsed(t, b, "0", "gold gave back what it held")
 
-	requireAccepted(t, hs, s)
+	requireAccepted(t, h, s)
 	assertUsed(t, b, "2", "silver holds its offer")
 
-	_, err := resourceslice.NewReconciler(hg.Client, "gold", &budgetPolicy{},
+	_, err := resourceslice.NewReconciler(h.Client, "gold", &budgetPolicy{},
 		resourceslice.WithBudget(b), resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()))
 	require.Error(t, err, "a class attached twice to one budget")
 	assert.Contains(t, err.Error(), `class "gold"`)

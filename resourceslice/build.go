@@ -21,7 +21,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
-	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
@@ -52,8 +51,9 @@ type classController struct {
 	// informers are the sources that add a handler to an informer: their
 	// handlers are taken off before the class's runnable returns.
 	informers []*informerSource
-	// feeds are the budgets whose feeds the class holds a reference to.
-	feeds []*ledger.Ledger
+	// budgets are the parts of the budgets whose feeds the class holds a
+	// reference to.
+	budgets []*budgetParts
 	// abort, for a class served by a ClassSet, is the context its
 	// decisions in flight run on once Stop has ended its controller: it
 	// ends with the set's (the manager stopping) or when Stop gives up
@@ -135,20 +135,18 @@ func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*
 	return mc.bindClass(mc.mgr.GetClient(), class, h, cfg, nil)
 }
 
-// bindClass claims class in the manager and builds, once, the Reconciler
-// that decides it there, with everything the manager gives beyond its
-// client: the event recorder (unless WithEventRecorder), the status.class
-// view, the budgets' feeds, the namespace store and the cache owned objects
-// are read from. st is the class's state when a Reconciler built it
-// already (SetupWithManager): the new Reconciler shares it; nil makes it
-// (the SDK builds the class: AddToManager, ClassSet). Either way c, the
-// user's client or the manager's, reads the slices and writes their status.
-// On error nothing stays claimed or held.
-func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, st *classState) (_ *classController, err error) {
+// bindClass claims class in the manager and gives the Reconciler that
+// decides it there everything the manager gives beyond its client: the
+// event recorder (unless WithEventRecorder), the status.class view, the
+// budgets' feeds, the namespace store and the cache owned objects are read
+// from. r is the Reconciler a user built (NewReconciler, then
+// SetupWithManager): it is completed with those and is the one the
+// controller runs; nil builds it (AddToManager, ClassSet) on c. On error
+// nothing stays claimed or held.
+func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, r *Reconciler) (_ *classController, err error) {
 	mgr := mc.mgr
-	sdkBuilt := st == nil
 	if err := mc.addTypes(cfg.leaseNamespace != ""); err != nil {
-		return nil, fmt.Errorf("class %q: adding Liqo's types (and coordination/v1 for class Leases) to the manager's scheme: %w", class, err)
+		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	if need := mgr.GetControllerOptions().NeedLeaderElection; len(cfg.budgets) > 0 && need != nil && !*need {
 		return nil, fmt.Errorf("class %q: %w", class, errBudgetNeedsLeader)
@@ -159,11 +157,12 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, err
 	}
 	cc := &classController{mgr: mgr, mc: mc, cfg: cfg}
-	if sdkBuilt {
-		if st, err = newClassState(class, cfg); err != nil {
-			mc.unclaim(class)
-			return nil, err
-		}
+	var st *classState
+	if r != nil {
+		st = r.classState
+	} else if st, err = newClassState(class, cfg); err != nil {
+		mc.unclaim(class)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -175,20 +174,26 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, l := range st.ledgers {
-		f, err := mc.feed(l, with.views)
+		p, f, err := acquireFeed(mgr, l, with.views, with.namespaces)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
 		with.feeds = append(with.feeds, f)
-		cc.feeds = append(cc.feeds, l)
+		cc.budgets = append(cc.budgets, p)
 	}
 	if cfg.recorder == nil {
 		with.recorder = mgr.GetEventRecorder(ControllerName(class))
 	}
-	if cc.r, err = newReconciler(c, class, h, cfg, st, with); err != nil {
+	if r == nil {
+		if cc.r, err = newReconciler(c, class, h, cfg, st, with); err != nil {
+			return nil, err
+		}
+		return cc, nil
+	}
+	if err := r.complete(with); err != nil {
 		return nil, err
 	}
-	st.fed.Store(len(with.feeds) > 0)
+	cc.r = r
 	return cc, nil
 }
 
@@ -293,10 +298,10 @@ func (cc *classController) release() { cc.releaseParts(cc.r.classState, cc.r.sco
 
 func (cc *classController) releaseParts(st *classState, class string) {
 	st.detach()
-	for _, l := range cc.feeds {
-		cc.mc.releaseFeed(l)
+	for _, p := range cc.budgets {
+		p.release()
 	}
-	cc.feeds = nil
+	cc.budgets = nil
 	cc.mc.unclaim(class)
 }
 
@@ -348,23 +353,20 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 
 // SetupWithManager completes b, a builder of the user's own (from
 // ctrl.NewControllerManagedBy(mgr), with their options, event filters and
-// extra watches), into the controller that decides r's class in mgr: it
-// names it ControllerName(class), adds every watch r needs (the class's
-// slices, Tenants, namespaces, status.class, and r's own queue for budget
-// re-admissions and inventory sweeps, with the same predicates and the same
-// shutdown policy as AddToManager), and runs the inventory sweep beside it.
-// b must not have called For. Call it once, before mgr starts; the class is
-// claimed in mgr (errors.Is ErrClassRegistered when it already is).
+// extra watches), into the controller that decides r's class in mgr with
+// r: it names it ControllerName(class), adds every watch r needs (the
+// class's slices, Tenants, namespaces, status.class, and r's own queue for
+// budget re-admissions and inventory sweeps, with the same predicates and
+// the same shutdown policy as AddToManager), and runs the inventory sweep
+// beside it. b must not have called For. Call it once, before mgr starts;
+// the class is claimed in mgr (errors.Is ErrClassRegistered when it
+// already is).
 //
-// r itself is not changed: the controller decides with a Reconciler built
-// once from r's client, class, handler and options and from what mgr gives
-// (its event recorder unless WithEventRecorder, its status.class view, the
-// budgets' feeds, its namespace and owned-object caches). The two share
-// what r remembers (its queue, retries, passes and budgets), so Pass and
-// SweepInventory on r act on the controller; decisions are the
-// controller's, exactly as AddToManager's controller would make them. When
-// the class draws from a budget, r.Reconcile returns an error: the
-// manager's feeds count the budget, and r would count from its own reads.
+// r is the Reconciler the controller runs, and it is completed here with
+// what mgr gives: its event recorder (unless WithEventRecorder), its
+// status.class view, the budgets' feeds (which count the budgets from then
+// on), and its namespace and owned-object caches. Its client, class,
+// handler and options stay those NewReconciler was given.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) error {
 	if mgr == nil || b == nil {
 		return fmt.Errorf("class %q: SetupWithManager needs a manager and a builder", r.scope.class)
@@ -373,11 +375,11 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) e
 	if err != nil {
 		return fmt.Errorf("class %q: %w", r.scope.class, err)
 	}
-	cc, err := mc.bindClass(r.client, r.scope.class, r.handler, r.cfg, r.classState)
+	cc, err := mc.bindClass(r.client, r.scope.class, r.handler, r.cfg, r)
 	if err != nil {
 		return err
 	}
-	class := cc.r.scope.class
+	class := r.scope.class
 	b = b.Named(ControllerName(class))
 	for _, s := range cc.sources() {
 		b = b.WatchesRawSource(s)

@@ -18,11 +18,11 @@ import (
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
-// Construct once (issue 29): SetupWithManager gives the controller a
-// Reconciler built with the manager's collaborators, and leaves the one it
-// is called on exactly as NewReconciler built it; the two share what a
-// class remembers, and the class is claimed in the manager.
-func TestSetupWithManagerLeavesTheReconcilerAsBuilt(t *testing.T) {
+// One Reconciler per class (issue 36): SetupWithManager completes the
+// Reconciler it is called on with the manager's collaborators (its
+// client, recorder and state stay as NewReconciler built them), the
+// controller runs that one, and the class is claimed in the manager.
+func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 	const class = "setup-gold"
 	mgr := envkit.UnreachableManager(t)
 	b, err := budget.New(class, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
@@ -38,18 +38,15 @@ func TestSetupWithManagerLeavesTheReconcilerAsBuilt(t *testing.T) {
 	require.NoError(t, r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr)))
 
 	assert.Equal(t, before.client, r.client, "the client, which writes the status, is the one NewReconciler was given")
-	assert.Equal(t, before.recorder, r.recorder, "the recorder is the one NewReconciler chose")
-	assert.Nil(t, r.scope.status, "no status.class view was given to r afterwards")
-	assert.Empty(t, r.feeds, "no budget feed was given to r afterwards")
-	assert.Nil(t, r.namespaces, "no namespace store was given to r afterwards")
-	assert.Same(t, before.owned, r.owned)
+	assert.NotEqual(t, before.recorder, r.recorder, "without WithEventRecorder, the manager's recorder records")
+	assert.NotNil(t, r.scope.status, "the status.class view was given to r")
+	require.Len(t, r.feeds, 1, "r draws through the budget's feed")
+	assert.NotNil(t, r.namespaces, "the namespace store was given to r")
 	assert.Same(t, before.classState, r.classState)
 
 	mc, err := companionsOf(mgr)
 	require.NoError(t, err)
-	assert.True(t, mc.claims[class], "the class is claimed in the manager's companions")
-	require.Len(t, mc.feeds, 1, "the controller's Reconciler draws through the manager's feed of the budget")
-	assert.NotNil(t, mc.views, "the manager's status.class view is built for the controller")
+	assert.True(t, mc.claims[class], "the class is claimed in the manager")
 	err = r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr))
 	assert.ErrorIs(t, err, ErrClassRegistered, "a class set up twice in one manager")
 }

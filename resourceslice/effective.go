@@ -340,7 +340,7 @@ func (g *gatedSource) String() string { return "status.class of ResourceSlices" 
 // manager (it starts with the manager's caches; empty until a class needs
 // it).
 func newStatusClasses(mgr manager.Manager) (*statusClasses, error) {
-	c, err := newNarrowCache(mgr, "status.class", viewScheme(), trimView)
+	c, err := addNarrowCache(mgr, "status.class", viewScheme(), trimView)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ var quotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Gro
 // addQuotaTypes registers Liqo's Quota (and only it) in scheme.
 func addQuotaTypes(scheme *runtime.Scheme) {
 	gv := offloadingv1beta1.SchemeGroupVersion
-	if scheme.Recognizes(gv.WithKind("Quota")) {
+	if scheme.Recognizes(gv.WithKind(quotaKind.Kind)) {
 		return
 	}
 	scheme.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
@@ -191,7 +191,7 @@ func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
 	}
 }
 
-// Start runs the feed (the manager's feedHost calls it on the leader) until
+// Start runs the feed (its budget's feed runner calls it on the leader) until
 // ctx ends or stop is called. Before it returns, its event handlers have
 // left the informers and the goroutines it started (the evictor among
 // them) have returned.

@@ -41,9 +41,9 @@ var shadowPodKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion
 // identity that created it, the Quota's spec.user.
 const labelCreatorUser = "liqo.io/creator-user"
 
-// newShadowPodCache builds mgr's ShadowPod cache and adds it to the
-// manager (it starts with the manager; it watches nothing until a budget
-// feed asks).
+// newShadowPodCache builds a ShadowPod cache of mgr's API server; its
+// budget's parts start it on the leader, and it watches nothing until the
+// budget's feed asks.
 func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
 	return newNarrowCache(mgr, "ShadowPod", shadowPodScheme(), keepCharge)
 }

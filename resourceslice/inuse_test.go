@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // aShadowPod is a ShadowPod as the API server sends it: the bench's
@@ -183,7 +183,8 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ns := testkit.Namespace(t, cp, "decode-offloaded")
+	ns := "decode-offloaded"
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
 	pod := func(name, cpu string) *offloadingv1beta1.ShadowPod {
 		return &offloadingv1beta1.ShadowPod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{labelCreatorUser: "user-s"}},
@@ -210,11 +211,11 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 			return rt.RoundTrip(req)
 		})
 	})
-	mgr, err := manager.New(cfg, testkit.ManagerOptions(t, cp.Scheme))
+	mgr, err := manager.New(cfg, envkit.ManagerOptions(t, cp.Scheme))
 	require.NoError(t, err)
 	c, err := newShadowPodCache(mgr)
 	require.NoError(t, err)
-	go func() { _ = mgr.Start(ctx) }()
+	go func() { _ = c.Start(ctx) }()
 	_, err = c.GetInformer(ctx, &shadowPodCharge{})
 	require.NoError(t, err)
 	syncCtx, stop := context.WithTimeout(ctx, 30*time.Second)

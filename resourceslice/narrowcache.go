@@ -26,11 +26,12 @@ func narrowScheme(kind schema.GroupVersionKind, obj, list runtime.Object) *runti
 }
 
 // newNarrowCache builds a cache of mgr's API server on scheme (transform,
-// if any, applied to each object before it is stored) and adds it to the
-// manager: it starts with the manager, and watches nothing until asked for
-// an informer. what names it in errors. It lists and watches as any
-// controller-runtime cache does: client-go frames the watch, and the API
-// machinery decodes each object into scheme's type.
+// if any, applied to each object before it is stored). what names it in
+// errors. It lists and watches as any controller-runtime cache does:
+// client-go frames the watch, and the API machinery decodes each object
+// into scheme's type. It watches nothing until asked for an informer, and
+// runs only once started: addNarrowCache starts it with the manager, a
+// budget's parts start it on the leader (budgetparts.go).
 func newNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:           scheme,
@@ -40,6 +41,16 @@ func newNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, tr
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the %s cache: %w", what, err)
+	}
+	return c, nil
+}
+
+// addNarrowCache is newNarrowCache, added to the manager: it starts and
+// stops with the manager.
+func addNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
+	c, err := newNarrowCache(mgr, what, scheme, transform)
+	if err != nil {
+		return nil, err
 	}
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("adding the %s cache to the manager: %w", what, err)

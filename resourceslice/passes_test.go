@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // The pass scheduler coalesces a burst into one pass and, bound to the
@@ -25,11 +25,11 @@ func TestPassesCoalesceAndStopWithTheirContext(t *testing.T) {
 	for range 100 {
 		p.request()
 	}
-	testkit.Eventually(t, 5*time.Second, "a burst to be one pass", func() bool { return ran.Load() == 1 })
-	testkit.Consistently(t, 3*p.coalesce, "no second pass without a new request", func() bool { return ran.Load() == 1 })
+	envkit.Eventually(t, 5*time.Second, "a burst to be one pass", func() bool { return ran.Load() == 1 })
+	envkit.Consistently(t, 3*p.coalesce, "no second pass without a new request", func() bool { return ran.Load() == 1 })
 
 	p.request()
 	cancel()
 	<-done
-	testkit.Consistently(t, 3*p.coalesce, "a pass asked for as the class stops never runs", func() bool { return ran.Load() == 1 })
+	envkit.Consistently(t, 3*p.coalesce, "a pass asked for as the class stops never runs", func() bool { return ran.Load() == 1 })
 }

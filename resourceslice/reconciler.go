@@ -27,10 +27,11 @@ const cacheLagRetry = 100 * time.Millisecond
 // with NewReconciler when wiring your own controller; AddToManager is the
 // one-line path that builds and registers it.
 //
-// A Reconciler is built once, with every collaborator it works with, and
-// never changed afterwards; what it remembers between reconciles (its
-// classState) may be shared by a second Reconciler of the same class, which
-// SetupWithManager builds with the manager's collaborators.
+// A Reconciler is built once with every collaborator it works with
+// (NewReconciler: its client alone; AddToManager and ClassSet: the
+// manager's too); SetupWithManager completes the one a user built with the
+// manager's collaborators, once, before the manager starts, and that
+// Reconciler is the one the controller runs.
 type Reconciler struct {
 	*classState
 	// client reads slices and writes their status (writeStatus).
@@ -156,6 +157,28 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	}
 	r.calls = &handlerCalls{h: h, timeout: cfg.timeout, class: class, metrics: st.metrics, warn: r.warn}
 	return r, nil
+}
+
+// complete gives r, built by NewReconciler on its client alone, what a
+// manager gives (SetupWithManager): from then on the manager's feeds count
+// its budgets, and it reads namespaces, status.class and owned objects from
+// the manager's caches. It is called once, before the controller starts.
+func (r *Reconciler) complete(with collaborators) error {
+	if r.scope.status != nil || r.namespaces != nil || len(r.feeds) > 0 {
+		return fmt.Errorf("class %q: the Reconciler is already set up with a manager", r.scope.class)
+	}
+	o, err := newOwnedObjects(r.handler, r.client, with.ownedReader, r.scope.class, r.cfg.ownedTypes)
+	if err != nil {
+		return fmt.Errorf("class %q: %w", r.scope.class, err)
+	}
+	if with.recorder != nil {
+		r.recorder = with.recorder
+	}
+	r.owned = o
+	r.scope.status = with.views
+	r.feeds = with.feeds
+	r.namespaces = with.namespaces
+	return nil
 }
 
 // FieldManager is the field manager of every status patch the controller for

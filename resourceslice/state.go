@@ -19,9 +19,7 @@ import (
 // what it holds while it serves the class: its metrics, its place in its
 // budgets, its queue, and the memories of release hooks owed, failures,
 // passes, unwritten decisions, over-grants and tenants. It is made once per
-// class; a Reconciler built by NewReconciler and the one SetupWithManager
-// builds from it with the manager's collaborators share it, so Pass and
-// SweepInventory on either act on the controller's queue and retries.
+// class, with its Reconciler.
 type classState struct {
 	class   string
 	metrics *metrics
@@ -38,10 +36,6 @@ type classState struct {
 	// lists (see observe).
 	seedMu sync.Mutex
 	seeded bool
-	// fed is set once SetupWithManager bound the class to a manager whose
-	// feeds count its budgets: a Reconciler without those feeds (the one
-	// NewReconciler returned) must not count from its own reads beside them.
-	fed atomic.Bool
 	// queue receives slices the SDK enqueues itself (budget re-admissions,
 	// WithWatch passes, inventory sweeps); set when the controller starts.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // Tests of the status write (status.go) that need its unexported parts:
@@ -154,7 +154,8 @@ func TestOwnedPatchNeedsAResourceVersion(t *testing.T) {
 func TestStatusWriterMatchesTheServer(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx := context.Background()
-	ns := testkit.Namespace(t, cp, "status-writer")
+	ns := "status-writer"
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
 	rs := &authv1beta1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns, Labels: map[string]string{"liqo.io/replicated": "true"}},
 		Spec:       authv1beta1.ResourceSliceSpec{Class: "gold", Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
@@ -169,7 +170,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mgr, err := manager.New(cp.Config, testkit.ManagerOptions(t, cp.Scheme))
+	mgr, err := manager.New(cp.Config, envkit.ManagerOptions(t, cp.Scheme))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,10 +164,10 @@ type Harness struct {
 	// watches (the budgets, the Tenant index, the controllers' queues)
 	// sees it as a watch event at the next Reconcile or ReconcilePending.
 	Client client.Client
-	// Reconciler is New's class's Reconciler, as NewReconciler returned
-	// it: Pass and SweepInventory on it act on the controller. Reconcile
-	// and ReconcilePending decide through the controller; calling its own
-	// Reconcile for a class with a budget returns an error.
+	// Reconciler is New's class's Reconciler: NewReconciler built it and
+	// SetupWithManager completed it, and the controller runs it. Pass and
+	// SweepInventory on it act on the controller; Reconcile and
+	// ReconcilePending decide through the controller, as a worker does.
 	Reconciler *resourceslice.Reconciler
 
 	t          testing.TB
@@ -202,8 +202,7 @@ type Harness struct {
 // status.class, as on Liqo v1.2.0's CRD) and starts the controller. The harness holds the controller's
 // queue: a reconcile happens when the test asks (Reconcile,
 // ReconcilePending), through the controller SetupWithManager built, as a
-// worker's does (Harness.Reconciler, the one NewReconciler returned, does
-// not decide a class whose budgets the feeds count). Before and after each reconcile the cache delivers,
+// worker's does. Before and after each reconcile the cache delivers,
 // as watch events, every change made on the fake API server since the
 // last one. Status writes go through the fake client (a class AddToManager
 // builds sends the same patch over REST and reads only the answer's
@@ -301,9 +300,8 @@ type harnessClass struct {
 	class string
 	r     *resourceslice.Reconciler
 	// do is the controller SetupWithManager added to the manager: a
-	// reconcile goes through it, as a worker's does, to the Reconciler
-	// the SDK built with the manager's budget feeds (r, made by
-	// NewReconciler, has none and would count from its own reads).
+	// reconcile goes through it (its shutdown policy), as a worker's does,
+	// to r.
 	do reconcile.Reconciler
 	q  *pendingQueue
 }

@@ -253,18 +253,21 @@ func TestSeededQuotaCounts(t *testing.T) {
 	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
 }
 
-// The Reconciler NewReconciler returned does not decide beside the
-// controller SetupWithManager built from it once a budget's feeds count the
-// class: its reconcile says so, and the controller's decides.
-func TestTheSetUpReconcilerLeavesBudgetsToTheController(t *testing.T) {
+// One Reconciler per class: the one NewReconciler returned is the one the
+// controller runs once SetupWithManager completed it with the manager's
+// budget feeds, so calling it directly decides exactly as the controller
+// does, with the same budget.
+func TestTheSetUpReconcilerIsTheControllers(t *testing.T) {
 	asking := slicetest.NewSlice("asking", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
-	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(asking),
+	other := slicetest.NewSlice("other", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"))
+	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(asking, other),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "10"))))
 
 	_, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(asking)})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "SetupWithManager")
-	assert.Equal(t, conditions.Accepted, h.Reconcile(asking).Decision, "the controller decides")
+	require.NoError(t, err, "the Reconciler the user holds decides")
+	assert.Equal(t, conditions.Accepted, h.Reconcile(asking).Decision, "and the controller agrees")
+	res := h.Reconcile(other)
+	assert.Equal(t, conditions.Denied, res.Decision, "the 4 its direct call admitted are counted by the same budget: %s", res.Message)
 }
 
 // A Tenant drained after a slice was accepted: its watch event queues the

@@ -126,23 +126,29 @@ func TestShortNameResolves(t *testing.T) {
 	t.Fatalf("slicebudgets not served in %s", v1alpha1.GroupVersion)
 }
 
-// readmeTableHeader finds the header line of the kubectl get sb example
-// in the README.
-var readmeTableHeader = regexp.MustCompile(`(?m)^\$ kubectl get sb\n(NAME .*)$`)
+// tableHeader finds the header line of a kubectl get sb example (-o wide
+// or not) in a page.
+var tableHeader = regexp.MustCompile(`(?m)^\$ kubectl get sb( -o wide)?\n(NAME .*)$`)
 
-// The README's kubectl get sb example shows the columns the API server
-// prints by default, in order.
+// The README's and docs/budgets.md's kubectl get sb examples show the
+// columns the API server prints by default, in order, and with -o wide
+// every column.
 func TestReadmeShowsThePrintedColumns(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	m := readmeTableHeader.FindSubmatch(readme)
-	require.NotNil(t, m, "README.md: no `$ kubectl get sb` example followed by its NAME header line")
-	var want []string
-	for _, c := range wantColumns {
-		if c.Priority == 0 {
-			want = append(want, strings.ToUpper(c.Name))
+	for _, page := range []string{"README.md", filepath.Join("docs", "budgets.md")} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", page))
+		require.NoError(t, err)
+		ms := tableHeader.FindAllSubmatch(raw, -1)
+		require.NotEmpty(t, ms, "%s: no `$ kubectl get sb` example followed by its NAME header line", page)
+		for _, m := range ms {
+			wide := len(m[1]) > 0
+			var want []string
+			for _, c := range wantColumns {
+				if c.Priority == 0 || wide {
+					want = append(want, strings.ToUpper(c.Name))
+				}
+			}
+			got := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(string(m[2])), -1)
+			assert.Equal(t, want, got, "%s: kubectl get sb%s", page, m[1])
 		}
 	}
-	got := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(string(m[1])), -1)
-	assert.Equal(t, want, got)
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -29,6 +31,9 @@ import (
 
 // The --classes-file is either a YAML list of classes (classSpec):
 //
+//   - name: platinum
+//     caps: {cpu: "8"}
+//     sliceBudget: premium
 //   - name: gold
 //     caps: {cpu: "4", memory: 8Gi}
 //     budget: {cpu: "64", memory: 256Gi}
@@ -62,11 +67,21 @@ type classesConfig struct {
 }
 
 // classSpec is one class of the --classes-file. caps defaults to --cap:
-// the capped policy offers only the resources it has a cap for. budget
-// (a fixed total) or pool (a node pool's) is the class's own budget, which
-// consumerLimit limits per consumer; budgets names shared budgets it also
-// draws from, all at once. A class with none of budget, pool and budgets
-// draws from the --budget shared by such classes, or from none.
+// the capped policy offers only the resources it has a cap for.
+//
+// sliceBudget names a SliceBudget object (sliceclass.io/v1alpha1) the class
+// draws from: a budget built with budget.FromObject, which follows the
+// object's spec live and writes its status from the leader; classes naming
+// the same object share that one budget. It replaces budget and pool, and
+// its rules (consumer limits, preemption, eviction) are the object's. The
+// manager then needs the SliceBudget CRD and deploy/rbac-slicebudgets.yaml;
+// a file naming no sliceBudget needs neither.
+//
+// Otherwise budget (a fixed total) or pool (a node pool's) is the class's
+// own budget, which consumerLimit limits per consumer; budgets names shared
+// budgets it also draws from, all at once (beside a sliceBudget too). A
+// class with none of sliceBudget, budget, pool and budgets draws from the
+// --budget shared by such classes, or from none.
 //
 // priority is the class's priority in every budget it draws from
 // (resourceslice.WithPriority); preemption, consumerLimits and
@@ -74,6 +89,7 @@ type classesConfig struct {
 type classSpec struct {
 	Name           string                         `json:"name"`
 	Caps           corev1.ResourceList            `json:"caps,omitempty"`
+	SliceBudget    string                         `json:"sliceBudget,omitempty"`
 	Budget         corev1.ResourceList            `json:"budget,omitempty"`
 	Pool           *poolSpec                      `json:"pool,omitempty"`
 	ConsumerLimit  corev1.ResourceList            `json:"consumerLimit,omitempty"`
@@ -152,8 +168,9 @@ func (s classSpec) own() (budgetSpec, bool) {
 // not stop every class; an explicit [] serves none), unknown fields, a
 // repeated or invalid class or budget name, caps or budgets that --cap and
 // --budget would refuse, a bad node pool, a consumer limit without a budget
-// of the class's own, and a class naming a budget the file does not
-// declare. Each error names the entry.
+// of the class's own, a class naming a budget the file does not declare,
+// and a sliceBudget that is not an object name or comes with budget, pool
+// or their rules. Each error names the entry.
 func parseClassesFile(data []byte) (classesConfig, error) {
 	var cfg classesConfig
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -202,6 +219,14 @@ func (cfg classesConfig) validate() error {
 			return fmt.Errorf("budget %q: %w", b.Name, err)
 		}
 	}
+	// The budgets the file builds, by the name their metrics carry: a
+	// SliceBudget's must not share them.
+	named := maps.Clone(shared)
+	for _, s := range cfg.Classes {
+		if _, ok := s.own(); ok {
+			named[s.Name] = true
+		}
+	}
 	seen := map[string]bool{}
 	for i, s := range cfg.Classes {
 		if err := resourceslice.ValidateClass(s.Name); err != nil {
@@ -214,6 +239,9 @@ func (cfg classesConfig) validate() error {
 		if err := validateClass(s, shared); err != nil {
 			return fmt.Errorf("class %q: %w", s.Name, err)
 		}
+		if s.SliceBudget != "" && named[s.SliceBudget] {
+			return fmt.Errorf("class %q: sliceBudget %q: the file builds a budget of that name too, and the two would share one set of metric series: rename one", s.Name, s.SliceBudget)
+		}
 	}
 	return nil
 }
@@ -224,6 +252,9 @@ func validateClass(s classSpec, shared map[string]bool) error {
 		if _, err := cappedresources.New(s.Caps); err != nil {
 			return fmt.Errorf("caps: %w", err)
 		}
+	}
+	if err := validateSliceBudget(s); err != nil {
+		return err
 	}
 	if own, ok := s.own(); ok {
 		if shared[own.Name] {
@@ -246,6 +277,25 @@ func validateClass(s classSpec, shared map[string]bool) error {
 			return fmt.Errorf("budgets: %q given twice", n)
 		}
 		named[n] = true
+	}
+	return nil
+}
+
+// validateSliceBudget checks a class's sliceBudget: an object's name, and
+// nothing beside it that the object's spec says (the class's own budget or
+// pool, its consumer limits, preemption, eviction).
+func validateSliceBudget(s classSpec) error {
+	if s.SliceBudget == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(s.SliceBudget); len(errs) > 0 {
+		return fmt.Errorf("sliceBudget %q is not an object name: %s", s.SliceBudget, strings.Join(errs, "; "))
+	}
+	if s.Budget != nil || s.Pool != nil {
+		return fmt.Errorf("sliceBudget %q and budget or pool are exclusive: a class's budget is the SliceBudget or its own, not both (set total or nodePool in the SliceBudget's spec)", s.SliceBudget)
+	}
+	if s.ConsumerLimit != nil || s.ConsumerLimits != nil || s.Preemption || s.EvictionAfter != nil {
+		return fmt.Errorf("sliceBudget %q: consumerLimit, consumerLimits, preemption and evictionAfter of a SliceBudget are in its spec: edit the object (kubectl edit sb %s)", s.SliceBudget, s.SliceBudget)
 	}
 	return nil
 }
@@ -338,6 +388,16 @@ func (p *poolSpec) options() []budget.Option {
 // manager.
 type newPoolFunc func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error)
 
+// fromObjectFunc builds the budget that follows the named SliceBudget:
+// budget.FromObject on the manager.
+type fromObjectFunc func(name string) (*budget.Budget, error)
+
+// builders build the budgets that need the manager.
+type builders struct {
+	newPool    newPoolFunc
+	fromObject fromObjectFunc
+}
+
 // reloadsTotal counts reads of the classes file that found it changed (or
 // unreadable), by result: "applied" when the running set now matches the
 // file; "refused" when the file was bad or unreadable and the running set
@@ -361,13 +421,18 @@ func init() { metrics.Registry.MustRegister(reloadsTotal) }
 // even on a running manager) and kept while the file declares it
 // unchanged; a pool removed or changed keeps watching its nodes until the
 // process restarts (a manager cannot remove a runnable), counting nothing.
+//
+// A budget following a SliceBudget is built when a class first names the
+// object, and kept for the life of the process, whether or not a class
+// still names it: the object, not the file, is its configuration, and a
+// second budget following the same object would write its status too.
 type classesFile struct {
 	path     string
 	set      *resourceslice.ClassSet
 	caps     corev1.ResourceList // --cap, for entries without caps
 	shared   *budget.Budget      // --budget, for entries without a budget
 	records  string              // --grant-records-namespace, "" for none
-	newPool  newPoolFunc
+	build    builders
 	interval time.Duration
 	log      logr.Logger
 
@@ -378,6 +443,8 @@ type classesFile struct {
 	running map[string]runningClass
 	// budgets are the budgets built from the file, by budgetKey.
 	budgets map[string]builtBudget
+	// objects are the budgets following SliceBudgets, by object name.
+	objects map[string]*budget.Budget
 }
 
 // runningClass is a served class: its entry and the budgets it draws from.
@@ -402,11 +469,12 @@ func budgetKey(shared bool, name string) string {
 }
 
 // newClassesFile reads path and serves its classes through set, building
-// node pools with newPool. A bad file is an error: at start-up there is no
-// running set to keep.
-func newClassesFile(path string, set *resourceslice.ClassSet, caps corev1.ResourceList, shared *budget.Budget, records string, newPool newPoolFunc, log logr.Logger) (*classesFile, error) {
-	f := &classesFile{path: path, set: set, caps: caps, shared: shared, records: records, newPool: newPool, interval: 2 * time.Second,
-		log: log.WithValues("classesFile", path), running: map[string]runningClass{}, budgets: map[string]builtBudget{}}
+// node pools and budgets following SliceBudgets with build. A bad file is
+// an error: at start-up there is no running set to keep.
+func newClassesFile(path string, set *resourceslice.ClassSet, caps corev1.ResourceList, shared *budget.Budget, records string, build builders, log logr.Logger) (*classesFile, error) {
+	f := &classesFile{path: path, set: set, caps: caps, shared: shared, records: records, build: build, interval: 2 * time.Second,
+		log: log.WithValues("classesFile", path), running: map[string]runningClass{}, budgets: map[string]builtBudget{},
+		objects: map[string]*budget.Budget{}}
 	if _, err := f.reload(); err != nil {
 		return nil, fmt.Errorf("--classes-file %s: %w", path, err)
 	}
@@ -521,7 +589,7 @@ func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBud
 	if s.Pool == nil {
 		b, err = budget.New(s.Name, s.Total, opts...)
 	} else {
-		b, err = f.newPool(s.Name, labels.SelectorFromSet(s.Pool.Selector), append(opts, s.Pool.options()...)...)
+		b, err = f.build.newPool(s.Name, labels.SelectorFromSet(s.Pool.Selector), append(opts, s.Pool.options()...)...)
 	}
 	if err != nil {
 		return nil, err
@@ -530,6 +598,20 @@ func (f *classesFile) budget(key string, s budgetSpec, built map[string]builtBud
 		return nil, err
 	}
 	built[key] = builtBudget{spec: s, b: b}
+	return b, nil
+}
+
+// objectBudget returns the budget following the SliceBudget name, building
+// it the first time.
+func (f *classesFile) objectBudget(name string) (*budget.Budget, error) {
+	if b, ok := f.objects[name]; ok {
+		return b, nil
+	}
+	b, err := f.build.fromObject(name)
+	if err != nil {
+		return nil, err
+	}
+	f.objects[name] = b
 	return b, nil
 }
 
@@ -566,6 +648,13 @@ func (f *classesFile) apply(cfg classesConfig) error {
 			return fmt.Errorf("class %q: %w", s.Name, err)
 		}
 		var budgets []*budget.Budget
+		if s.SliceBudget != "" {
+			b, err := f.objectBudget(s.SliceBudget)
+			if err != nil {
+				return fmt.Errorf("class %q: sliceBudget %q: %w", s.Name, s.SliceBudget, err)
+			}
+			budgets = append(budgets, b)
+		}
 		if own, ok := s.own(); ok {
 			b, err := f.budget(budgetKey(false, s.Name), own, built)
 			if err != nil {

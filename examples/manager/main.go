@@ -19,7 +19,10 @@
 // informer; events are written, never read. Node pools of the classes file
 // watch their nodes (and pods, with localPods) through trimmed caches of
 // their own, which need list and watch on nodes (and pods): see
-// deploy/rbac-nodepools.yaml.
+// deploy/rbac-nodepools.yaml. A class of the file that names a sliceBudget
+// draws from a budget following that SliceBudget object (budget.FromObject),
+// which needs the CRD (config/crd) and deploy/rbac-slicebudgets.yaml; a file
+// that names none needs neither.
 //
 // The capped policy offers only the resources it has a cap for: --cap is
 // required with --class-name, and with --classes-file for classes without
@@ -51,6 +54,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/examples/grantrecords"
@@ -120,7 +124,11 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 // types the manager reads and writes through its client: Liqo's
 // authentication types, with --class-lease-namespace coordination/v1
 // (leader election and events use clients of their own), and with
-// --classes-file core/v1, for the caches of node pools. Its cache holds
+// --classes-file core/v1, for the caches of node pools, and
+// sliceclass.io/v1alpha1, for the SliceBudgets classes may name (in the
+// scheme whether or not one is named, since the file may name one later;
+// a manager whose file names none never reads them, and needs neither
+// their CRD nor their RBAC). Its cache holds
 // only what the controllers watch: ResourceSlices (trimmed by
 // resourceslice.TrimCache), Tenants and namespaces' metadata (without
 // managed fields). Reading any other type through the client fails
@@ -142,6 +150,11 @@ func managerOptions(o options) (manager.Options, error) {
 		// their own, built with the manager's scheme; the manager's own
 		// cache still refuses to read them. Grant records are ConfigMaps.
 		if err := corev1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
+	}
+	if o.ClassesFile != "" {
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
 			return manager.Options{}, err
 		}
 	}
@@ -177,10 +190,13 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 		if err != nil {
 			return nil, err
 		}
-		newPool := func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
-			return budget.NewNodePool(mgr, name, nodes, opts...)
+		build := builders{
+			newPool: func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
+				return budget.NewNodePool(mgr, name, nodes, opts...)
+			},
+			fromObject: func(name string) (*budget.Budget, error) { return budget.FromObject(mgr, name) },
 		}
-		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, o.GrantRecordsNamespace, newPool, mgr.GetLogger())
+		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, o.GrantRecordsNamespace, build, mgr.GetLogger())
 		if err != nil {
 			return nil, err
 		}

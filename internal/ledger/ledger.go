@@ -142,6 +142,9 @@ type Ledger struct {
 	reclaims  []Reclaim
 	// evictLive: EvictionAfter may be set at run time (see settings.go).
 	evictLive bool
+	// binding is the one manager the budget's classes run in, and what
+	// the budget holds there (see bind.go); under its own lock.
+	binding binding
 }
 
 // Waiting slices are told what blocks them now at most once a

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/statusclass/statusclasstest"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // Effective class (issue 11, Liqo PR #3348): on a server whose ResourceSlice

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // Defect (issue 11): WithLogger reached only the work queue; the reconcile

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // BenchmarkNodePool measures a node-pool budget on a real API server

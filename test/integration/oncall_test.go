@@ -17,9 +17,9 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/internal/grantwatch"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // ownerPolicy accepts (or denies) every slice and owns what set returns.

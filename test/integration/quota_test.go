@@ -28,9 +28,9 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
-	"github.com/sliceclass/sliceclass/internal/grantwatch"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // These tests run Liqo v1.2.0's own QuotaCreatorReconciler beside the class

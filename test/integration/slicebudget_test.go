@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,42 +18,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
-// SliceBudgets (budget.FromObject) on the API server: the CRD as committed
-// is installed once for the package, and the tests read and write
-// SliceBudgets through sbClient.
+// SliceBudgets (budget.FromObject) on the API server, whose CRD the
+// control plane installs (testing/controlplane). The managers' schemes
+// lack sliceclass.io/v1alpha1: FromObject adds it before start.
 
-var (
-	sbCRD = filepath.Join("..", "..", "config", "crd", "sliceclass.io_slicebudgets.yaml")
-	// sbSetup installs the CRD and builds a client that knows SliceBudget.
-	sbSetup = sync.OnceValues(func() (client.Client, error) {
-		if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{sbCRD}, ErrorIfPathMissing: true}); err != nil {
-			return nil, err
-		}
-		return client.New(cp.Config, client.Options{Scheme: sbScheme(true)})
-	})
-)
-
-// sbScheme is a scheme with client-go's and Liqo's types, and SliceBudget
-// when withAPI is set (a manager's scheme is left without it: FromObject
-// adds it).
-func sbScheme(withAPI bool) *runtime.Scheme {
+// sbScheme is a manager's scheme: client-go's and Liqo's types, not
+// SliceBudget.
+func sbScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	adds := []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme}
-	if withAPI {
-		adds = append(adds, v1alpha1.AddToScheme)
-	}
-	for _, add := range adds {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -63,14 +44,12 @@ func sbScheme(withAPI bool) *runtime.Scheme {
 	return s
 }
 
-// sbClient returns the client of SliceBudgets, the CRD installed; it
-// skips the test without a control plane.
+// sbClient returns the client of SliceBudgets; it skips the test without
+// a control plane.
 func sbClient(t *testing.T) client.Client {
 	t.Helper()
 	cp.Require(t)
-	c, err := sbSetup()
-	require.NoError(t, err, "installing %s", sbCRD)
-	return c
+	return cp.Client
 }
 
 // createSliceBudget creates a SliceBudget of spec, deleted when the test
@@ -114,7 +93,7 @@ func sliceBudget(t *testing.T, c client.Client, name string) *v1alpha1.SliceBudg
 func objectClass(t *testing.T, name, class string, more ...func(manager.Manager) error) (*testkit.Manager, *budget.Budget) {
 	t.Helper()
 	var b *budget.Budget
-	m := testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme(false)), func(mgr manager.Manager) error {
+	m := testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme()), func(mgr manager.Manager) error {
 		var err error
 		if b, err = budget.FromObject(mgr, name); err != nil {
 			return err
@@ -428,7 +407,7 @@ func TestSliceBudgetPriorityReclaimEvent(t *testing.T) {
 	c := sbClient(t)
 	ns := testkit.Namespace(t, cp, "sb-prio")
 	createSliceBudget(t, c, "sb-prio", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), Preemption: true})
-	testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme(false)), func(mgr manager.Manager) error {
+	testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme()), func(mgr manager.Manager) error {
 		b, err := budget.FromObject(mgr, "sb-prio")
 		if err != nil {
 			return err
@@ -454,4 +433,17 @@ func TestSliceBudgetPriorityReclaimEvent(t *testing.T) {
 	assert.Equal(t, "budget sb-prio reclaimed cpu 6 from 2 slices of lower priority for "+ns+"/gold (priority 100, consumer \""+ns+"\")",
 		budgetEvents(t, "sb-prio")[0].Note)
 	testkit.Consistently(t, 2*time.Second, "no second event", func() bool { return len(budgetEvents(t, "sb-prio")) == 1 })
+}
+
+// On a manager that has started, FromObject does not change the scheme its
+// caches read: a missing SliceBudget type is an error that says what to
+// add.
+func TestFromObjectAfterStartNeedsTheTypes(t *testing.T) {
+	sbClient(t)
+	m := testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme()), func(manager.Manager) error { return nil })
+	<-m.Elected()
+	_, err := budget.FromObject(m, "sb-late")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the manager has started: add it to the scheme before starting the manager")
+	assert.False(t, m.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")), "the scheme is left as it was")
 }

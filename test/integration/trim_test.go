@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // A trimmed cache (no csr, no authParams, no managedFields) must not make the

@@ -16,8 +16,8 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // parseEvents reads eventsEnv.

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 const (

@@ -26,6 +26,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/config/crd"
 )
 
 const (
@@ -61,13 +64,15 @@ func crdFiles() []string {
 	}
 }
 
-// ControlPlane is a running kube-apiserver and etcd with the Liqo CRDs.
+// ControlPlane is a running kube-apiserver and etcd with the Liqo CRDs and
+// sliceclass's own SliceBudget CRD (config/crd) installed.
 type ControlPlane struct {
 	// Config reaches the API server as an administrator.
 	Config *rest.Config
-	// Client is a direct (uncached) client with Liqo's types in its Scheme.
+	// Client is a direct (uncached) client with Scheme's types.
 	Client client.Client
-	// Scheme holds client-go's types, Liqo's authentication and offloading types.
+	// Scheme holds client-go's types, Liqo's authentication and offloading
+	// types, sliceclass.io/v1alpha1 (SliceBudget) and apiextensions/v1.
 	Scheme *runtime.Scheme
 
 	env *envtest.Environment
@@ -111,9 +116,10 @@ func Start(t testing.TB) *ControlPlane {
 	return cp
 }
 
-// New starts a control plane (an API server and etcd, with Liqo's CRDs
-// installed) and returns it running: despite its name, it does not only
-// build one. The caller must Stop it; in a test, Start does both.
+// New starts a control plane (an API server and etcd, with Liqo's CRDs and
+// the SliceBudget CRD installed) and returns it running: despite its name,
+// it does not only build one. It returns once every CRD is served. The
+// caller must Stop it; in a test, Start does both.
 func New() (*ControlPlane, error) {
 	assets, err := AssetsDir()
 	if err != nil {
@@ -127,6 +133,12 @@ func New() (*ControlPlane, error) {
 	for _, f := range crdFiles() {
 		paths = append(paths, filepath.Join(crds, f))
 	}
+	// The SliceBudget CRD is embedded (config/crd): the one this module's
+	// api/v1alpha1 types were generated with, wherever the program runs.
+	sliceBudgets, err := crd.SliceBudgets()
+	if err != nil {
+		return nil, err
+	}
 	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
@@ -136,8 +148,9 @@ func New() (*ControlPlane, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true},
+		BinaryAssetsDirectory: assets,
+		CRDInstallOptions: envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true,
+			CRDs: []*apiextensionsv1.CustomResourceDefinition{sliceBudgets}},
 		Scheme:                   scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
@@ -167,11 +180,12 @@ func New() (*ControlPlane, error) {
 }
 
 // newScheme holds client-go's types, Liqo's authentication and offloading
-// types, and CRDs.
+// types, SliceBudget, and CRDs.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, apiextensionsv1.AddToScheme,
+		clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, v1alpha1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, err

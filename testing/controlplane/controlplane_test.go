@@ -8,11 +8,15 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -42,6 +46,44 @@ func TestStartInstallsLiqoCRDsAndCountsRequests(t *testing.T) {
 	n, err := cp.RequestCount(ctx, "PATCH", "tenants", "status")
 	require.NoError(t, err)
 	assert.Zero(t, n, "RequestCount must filter by resource")
+}
+
+// A fresh control plane serves the SliceBudget CRD of config/crd: its
+// objects are created and read back through cp.Client, with the schema's
+// rules applied (a negative total is refused) and its status a
+// subresource.
+func TestStartInstallsTheSliceBudgetCRD(t *testing.T) {
+	cp := controlplane.Start(t)
+	ctx := context.Background()
+	var crd apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: "slicebudgets." + v1alpha1.Group}, &crd))
+	assert.Equal(t, apiextensionsv1.ClusterScoped, crd.Spec.Scope)
+	assert.Equal(t, []string{"sb"}, crd.Spec.Names.ShortNames)
+
+	sb := &v1alpha1.SliceBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "premium"},
+		Spec:       v1alpha1.SliceBudgetSpec{Total: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("10")}},
+	}
+	require.NoError(t, cp.Client.Create(ctx, sb), "creating a SliceBudget")
+	var got v1alpha1.SliceBudget
+	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: "premium"}, &got))
+	cpu := got.Spec.Total[corev1.ResourceCPU]
+	assert.Equal(t, "10", cpu.String())
+
+	orig := got.DeepCopy()
+	got.Status.Accepted = 2
+	require.NoError(t, cp.Client.Status().Patch(ctx, &got, client.MergeFrom(orig)), "status is a subresource")
+	var list v1alpha1.SliceBudgetList
+	require.NoError(t, cp.Client.List(ctx, &list))
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, int32(2), list.Items[0].Status.Accepted)
+
+	bad := &v1alpha1.SliceBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "negative"},
+		Spec:       v1alpha1.SliceBudgetSpec{Total: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("-1")}},
+	}
+	err := cp.Client.Create(ctx, bad)
+	require.True(t, apierrors.IsInvalid(err), "the CRD's rules refuse a negative total: got %v", err)
 }
 
 func TestRestartAPIServerKeepsObjectsAndClients(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // childEnv, set in a process TestRunSuite starts, makes this package's
@@ -117,7 +117,7 @@ func TestRunSuite(t *testing.T) {
 			env := []string{childEnv + "=1", "KUBEBUILDER_ASSETS=", controlplane.AssetsDirEnv + "=" + t.TempDir(), controlplane.RequireEnv + "="}
 			if tc.assets {
 				if !tc.short {
-					testkit.SkipWithoutControlPlane(t) // the child starts one
+					envkit.SkipWithoutControlPlane(t) // the child starts one
 				}
 				if assets, err := controlplane.AssetsDir(); err == nil {
 					env = append(env, "KUBEBUILDER_ASSETS="+assets)

@@ -17,18 +17,20 @@ import (
 var installOrder = []string{
 	"ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 	"Service", "Deployment", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ServiceMonitor",
+	"SliceBudget",
 }
 
 // install applies every rendered object with server-side apply (which
 // validates strictly: an unknown or misspelt field fails), as helm's field
-// manager, after creating the namespaces they name and the ServiceMonitor
-// CRD. It fails on a kind installOrder does not know, so that a new
+// manager, after creating the namespaces they name, the ServiceMonitor
+// CRD, and the chart's own CRDs (crds/, which helm installs before the
+// templates). It fails on a kind installOrder does not know, so that a new
 // template is not applied in a surprising order.
 func install(t *testing.T, objs []rendered) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/servicemonitor-crd.yaml"}, ErrorIfPathMissing: true})
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/servicemonitor-crd.yaml", chartCRDs}, ErrorIfPathMissing: true})
 	require.NoError(t, err)
 	for _, r := range objs {
 		require.Contains(t, installOrder, r.obj.GetKind(), "%s: a kind the test does not know", r.template)
@@ -49,6 +51,9 @@ func install(t *testing.T, objs []rendered) {
 		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(r.obj), got), "%s: reading back %s %s", r.template, u.GetKind(), u.GetName())
 	}
 }
+
+// chartCRDs is the chart's crds/ directory.
+const chartCRDs = chartDir + "/crds"
 
 // TestDefaultsInstall renders the chart with its defaults (`helm install`
 // with no values) and applies every object to a real API server.
@@ -74,5 +79,6 @@ func TestEveryOptionInstalls(t *testing.T) {
 	only(t, objs, "ServiceMonitor", 1)
 	only(t, objs, "ConfigMap", 2)
 	only(t, objs, "Role", 3) // leader election here, class Leases in their own namespace, rbac.namespaceRules
+	only(t, objs, "SliceBudget", 1)
 	install(t, objs)
 }

@@ -171,13 +171,23 @@ func TestOptionalRBAC(t *testing.T) {
 	proven := without(provenPermissions(t, "sc-all"), quotas...) // no budget in these values
 	nodes := []permission{{"", "", "nodes", "get", ""}, {"", "", "nodes", "list", ""}, {"", "", "nodes", "watch", ""}}
 	pods := []permission{{"", "", "pods", "list", ""}, {"", "", "pods", "watch", ""}}
+	// Budgets as objects: followed, their status written; their events go
+	// through the proven events.k8s.io create, which every case keeps.
+	sliceBudgets := []permission{
+		{"", "sliceclass.io", "slicebudgets", "get", ""}, {"", "sliceclass.io", "slicebudgets", "list", ""},
+		{"", "sliceclass.io", "slicebudgets", "watch", ""},
+		{"", "sliceclass.io", "slicebudgets/status", "get", ""}, {"", "sliceclass.io", "slicebudgets/status", "update", ""},
+		{"", "sliceclass.io", "slicebudgets/status", "patch", ""},
+	}
+	require.Contains(t, proven, permission{"", "events.k8s.io", "events", "create", ""})
+	evict := permission{"", "offloading.liqo.io", "shadowpods", "delete", ""}
 	for _, tc := range []struct {
 		reason, values string
 		want           []permission
 	}{{
-		reason: "every switch on: nodes, Liqo Quotas, the owned types, grant records; class Leases in a namespace of their own",
+		reason: "every switch on: nodes, Liqo Quotas, SliceBudgets, the owned types, grant records; class Leases in a namespace of their own",
 		values: everyOptionIn("sc-all"),
-		want: sorted(append(append(without(proven, leases("sc-all", "delete")...),
+		want: sorted(append(append(append(without(proven, leases("sc-all", "delete")...), sliceBudgets...),
 			permission{"", "", "nodes", "get", ""}, permission{"", "", "nodes", "list", ""}, permission{"", "", "nodes", "watch", ""},
 			permission{"", "offloading.liqo.io", "quotas", "list", ""}, permission{"", "offloading.liqo.io", "quotas", "watch", ""},
 			permission{"", "offloading.liqo.io", "shadowpods", "list", ""}, permission{"", "offloading.liqo.io", "shadowpods", "watch", ""},
@@ -264,6 +274,35 @@ func TestOptionalRBAC(t *testing.T) {
 			permission{"rates", "", "configmaps", "list", ""}, permission{"rates", "", "configmaps", "watch", ""},
 			permission{"audit", "example.com", "records", "get", "a"}, permission{"audit", "example.com", "records", "get", "b"},
 			permission{"audit", "example.com", "records", "update", "a"}, permission{"audit", "example.com", "records", "update", "b"})),
+	}, {
+		reason: "a class drawing from a SliceBudget: slicebudgets and their status, and the Quota rule its budget needs",
+		values: "classes: [{name: gold, caps: {cpu: 2}, sliceBudget: premium}]",
+		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), sliceBudgets...)...)),
+	}, {
+		reason: "a SliceBudget of the values a class names, a node pool with localPods and evictionAfter: nodes, pods, ShadowPod deletion too",
+		values: `sliceBudgets:
+  - {name: premium, spec: {total: {cpu: 64}}}
+  - {name: gpu, spec: {nodePool: {selector: {matchLabels: {pool: gpu}}, localPods: true}, evictionAfter: 10m}}
+classes:
+  budgets: []
+  classes:
+    - {name: gold, caps: {cpu: 2}, sliceBudget: premium}
+    - {name: gpu, caps: {cpu: 2}, sliceBudget: gpu}`,
+		want: sorted(append(slices.Clone(proven), append(append(append(append(slices.Clone(quotas), sliceBudgets...), nodes...), pods...), evict)...)),
+	}, {
+		reason: "a class naming a SliceBudget made outside the chart: the SliceBudget rules; one of the values no class names brings nothing",
+		values: `sliceBudgets:
+  - {name: gpu, spec: {nodePool: {selector: {}, localPods: true}, evictionAfter: 10m}}
+classes: [{name: gold, caps: {cpu: 2}}, {name: silver, caps: {cpu: 2}, sliceBudget: premium}]`,
+		want: sorted(append(slices.Clone(proven), append(slices.Clone(quotas), sliceBudgets...)...)),
+	}, {
+		reason: "no class names a SliceBudget, SliceBudgets in the values: nothing more",
+		values: "sliceBudgets: [{name: gpu, spec: {nodePool: {selector: {}, localPods: true}, evictionAfter: 10m}}]",
+		want:   proven,
+	}, {
+		reason: "rbac.sliceBudgets alone (a manager of your own calling budget.FromObject): slicebudgets, their status, Quotas",
+		values: "rbac: {sliceBudgets: true}",
+		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), sliceBudgets...)...)),
 	}, {
 		reason: "the object form without budgets: nothing more",
 		values: "classes: {classes: [{name: gold, caps: {cpu: 2}}]}",

@@ -38,6 +38,8 @@ classes:
     caps: {cpu: "8", memory: 32Gi, pods: "110"}
     budget: {cpu: "64", memory: 256Gi}
   - name: silver
+sliceBudgets:
+  - {name: sc-every-option, spec: {total: {cpu: "64"}, preemption: true}}
 defaultCaps: cpu=2,memory=4Gi
 sharedBudget: cpu=16,memory=64Gi
 classLease: {enabled: true, namespace: LEASES}
@@ -53,6 +55,7 @@ rbac:
   create: true
   nodePools: true
   budgets: true
+  sliceBudgets: true
   ownedTypes:
     - apiGroups: [""]
       resources: [configmaps]

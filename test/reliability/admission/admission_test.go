@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/classlease"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 

@@ -18,9 +18,9 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/internal/grantwatch"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/test/internal/grantwatch"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // lostAnswerSeedsEnv names the environment variable that sets how many

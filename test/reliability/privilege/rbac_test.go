@@ -23,7 +23,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sliceclass/sliceclass/internal/testkit"
+	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
 // rbacFile is the shipped RBAC, relative to this package.

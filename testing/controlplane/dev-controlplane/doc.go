@@ -1,7 +1,7 @@
 // Command dev-controlplane runs the control plane of
 // github.com/sliceclass/sliceclass/testing/controlplane (kube-apiserver and
-// etcd with Liqo's CRDs) for you to run your own manager against, with no
-// cluster. From your module:
+// etcd with Liqo's CRDs and SliceBudget's) for you to run your own manager
+// against, with no cluster. From your module:
 //
 //	go run github.com/sliceclass/sliceclass/testing/controlplane/dev-controlplane
 //

@@ -30,17 +30,17 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
-	"github.com/sliceclass/sliceclass/internal/testkit"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // What a user does with dev-controlplane: run it, point a manager at the
 // kubeconfig it wrote, create a slice with the commands it printed, see the
 // decision, interrupt it. It stops cleanly and takes its kubeconfig away.
 func TestRunServesUntilInterrupted(t *testing.T) {
-	testkit.SkipWithoutControlPlane(t) // run starts one
+	envkit.SkipWithoutControlPlane(t) // run starts one
 	path := filepath.Join(t.TempDir(), "dev.kubeconfig")
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
@@ -57,7 +57,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile) }()
-	testkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig and instructions", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig and instructions", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run ended before it printed its instructions: %v\n%s", err, output())
@@ -78,7 +78,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	require.NoError(t, cl.List(context.Background(), &slices), "listing ResourceSlices through the kubeconfig")
 
 	// A manager pointed at it decides the slice the printed commands create.
-	m := testkit.StartManagerWith(t, cfg, testkit.ManagerOptions(t, scheme), func(mgr manager.Manager) error {
+	m := envkit.StartManagerWith(t, cfg, envkit.ManagerOptions(t, scheme), func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, exampleClass, handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 			conditions.Accept(rs, "Granted", "")

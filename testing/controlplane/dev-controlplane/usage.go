@@ -78,7 +78,7 @@ func (s kubectlStep) shell() string {
 // printUsage tells where the control plane is and how to use it.
 func printUsage(out io.Writer, host, assets, kubeconfig string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "dev-controlplane: kube-apiserver at %s with Liqo's CRDs (binaries from %s)\n", host, assets)
+	fmt.Fprintf(&b, "dev-controlplane: kube-apiserver at %s with Liqo's CRDs and SliceBudget's (binaries from %s)\n", host, assets)
 	fmt.Fprintf(&b, "kubeconfig: %s\n\n", kubeconfig)
 	fmt.Fprintf(&b, "Run your manager against it, from your module:\n\n")
 	fmt.Fprintf(&b, "KUBECONFIG=%s go run ./yourmanager\n\n", kubeconfig)

@@ -1,0 +1,230 @@
+package resourceslice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// What a budget holds in the one manager its classes run in hangs off the
+// budget (its ledger's binding), not off the manager: its feed, one
+// whatever the classes drawing; the ShadowPod cache the feed reads; and
+// two runnables added to the manager with them. The first class that draws
+// from the budget in a manager binds it there; a class of another manager
+// is refused (ledger.ErrBoundElsewhere) until that manager stops. When the
+// last class stops drawing, everything goes: the feed and the cache stop,
+// the runnables return, the ledger forgets what the feed told it, and the
+// budget is unbound; a budget replaced many times leaves nothing behind.
+
+// budgetParts is a budget's feed and caches in one manager.
+type budgetParts struct {
+	mgr manager.Manager
+	l   *ledger.Ledger
+
+	mu sync.Mutex
+	// pods is the trimmed ShadowPod cache the feed reads, built with the
+	// first feed and started with it.
+	pods        cache.Cache
+	podsStarted bool
+	// feed is the budget's feed while a class draws from it, and refs how
+	// many classes do.
+	feed *budgetFeed
+	refs int
+	// run is the leader's context once the manager is elected, ended by
+	// teardown: the feed and the cache run on it.
+	run       context.Context
+	runCancel context.CancelFunc
+	// closed is set by teardown (no class draws any more) or when the
+	// manager stops; done is closed then, and the runnables return.
+	closed  bool
+	done    chan struct{}
+	running sync.WaitGroup
+}
+
+// errPartsClosed: the parts were torn down between partsOf and acquire;
+// the caller binds again.
+var errPartsClosed = errors.New("the budget's parts were torn down")
+
+// acquireFeed returns the feed of l in mgr, binding l to mgr when no class
+// draws from it yet, and takes a reference the parts' release gives back.
+// views and namespaces are the manager's status.class view and namespace
+// store.
+func acquireFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, namespaces *namespaceStore) (*budgetParts, *budgetFeed, error) {
+	for {
+		p, err := partsOf(mgr, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		f, err := p.acquire(views, namespaces)
+		if errors.Is(err, errPartsClosed) {
+			continue // the last class let go meanwhile: the budget is unbound now
+		}
+		return p, f, err
+	}
+}
+
+// partsOf returns what l holds in mgr, binding l to mgr on first use.
+func partsOf(mgr manager.Manager, l *ledger.Ledger) (*budgetParts, error) {
+	p, err := l.Bind(mgr, func() (any, error) {
+		bp := &budgetParts{mgr: mgr, l: l, done: make(chan struct{})}
+		if err := mgr.Add(budgetLifetime{bp}); err != nil {
+			return nil, fmt.Errorf("budget %q: adding it to the manager: %w", l.Name(), err)
+		}
+		if err := mgr.Add(budgetFeedRunner{bp}); err != nil {
+			bp.teardown()
+			return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
+		}
+		return bp, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p.(*budgetParts), nil
+}
+
+// acquire returns the budget's feed, made on first use, and takes a
+// reference that release gives back.
+func (p *budgetParts) acquire(views *statusClasses, namespaces *namespaceStore) (*budgetFeed, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		if p.refs == 0 && p.feed == nil && p.run == nil {
+			return nil, errPartsClosed
+		}
+		return nil, fmt.Errorf("budget %q: the manager stopped", p.l.Name())
+	}
+	if p.feed != nil {
+		p.refs++
+		return p.feed, nil
+	}
+	if p.pods == nil {
+		pods, err := newShadowPodCache(p.mgr)
+		if err != nil {
+			return nil, fmt.Errorf("budget %q: %w", p.l.Name(), err)
+		}
+		p.pods = pods
+	}
+	f := newBudgetFeed(p.mgr, p.l, views, namespaces, p.pods)
+	p.l.SetLogger(p.mgr.GetLogger().WithName("budget").WithValues("budget", p.l.Name()))
+	p.feed, p.refs = f, 1
+	if p.run != nil {
+		p.goRun(f)
+	}
+	return f, nil
+}
+
+// release gives back a reference acquire took; the last one tears the
+// parts down.
+func (p *budgetParts) release() {
+	p.mu.Lock()
+	if p.feed == nil {
+		p.mu.Unlock()
+		return
+	}
+	if p.refs--; p.refs > 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.feed.stop() // its handlers leave the informers
+	p.feed = nil
+	p.l.ForgetAll() // the next feed counts the cluster again
+	p.mu.Unlock()
+	p.teardown()
+}
+
+// teardown ends the parts: the feed and the cache stop, the runnables
+// return, and the budget is unbound from the manager.
+func (p *budgetParts) teardown() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
+	if p.runCancel != nil {
+		p.runCancel()
+	}
+	p.run = nil
+	p.mu.Unlock()
+	p.l.Unbind(p.mgr)
+}
+
+// goRun runs f, and the ShadowPod cache once, until the parts' run
+// context ends or f is stopped; p.mu is held.
+func (p *budgetParts) goRun(f *budgetFeed) {
+	ctx := p.run
+	if !p.podsStarted {
+		p.podsStarted = true
+		pods := p.pods
+		p.running.Add(1)
+		go func() {
+			defer p.running.Done()
+			if err := pods.Start(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "the ShadowPod cache of a budget stopped", "budget", p.l.Name())
+			}
+		}()
+	}
+	p.running.Add(1)
+	go func() {
+		defer p.running.Done()
+		if err := f.Start(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "budget feed failed; its classes report it on each decision", "budget", p.l.Name())
+		}
+	}()
+}
+
+// budgetFeedRunner starts the budget's feed on the leader, where decisions
+// are made, and returns once it has, when the manager stops or the parts
+// are torn down.
+type budgetFeedRunner struct{ p *budgetParts }
+
+// Start implements manager.Runnable.
+func (r budgetFeedRunner) Start(ctx context.Context) error {
+	p := r.p
+	p.mu.Lock()
+	if !p.closed {
+		p.run, p.runCancel = context.WithCancel(ctx)
+		if p.feed != nil {
+			p.goRun(p.feed)
+		}
+	}
+	p.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-p.done:
+	}
+	p.mu.Lock()
+	if p.runCancel != nil {
+		p.runCancel()
+	}
+	p.mu.Unlock()
+	p.running.Wait()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (budgetFeedRunner) NeedLeaderElection() bool { return true }
+
+// budgetLifetime unbinds the budget when the manager stops, on every
+// replica (a replica never elected stops too): another manager may then
+// draw from it.
+type budgetLifetime struct{ p *budgetParts }
+
+// Start implements manager.Runnable.
+func (r budgetLifetime) Start(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		r.p.teardown()
+	case <-r.p.done:
+	}
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (budgetLifetime) NeedLeaderElection() bool { return false }
