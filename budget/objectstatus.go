@@ -42,6 +42,8 @@ type statusWriter struct {
 	lastRV string
 	// below is set while the capacity is below what the slices hold.
 	below bool
+	// failing is the last write error logged, until a write succeeds.
+	failing string
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: the status
@@ -59,8 +61,16 @@ func (w *statusWriter) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if err := w.sync(ctx); err != nil && ctx.Err() == nil {
-			log.FromContext(ctx).Error(err, "cannot write the SliceBudget's status; retrying", "budget", w.ob.name)
+		err := w.sync(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && err.Error() != w.failing:
+			// Logged once per cause, not every second.
+			log.FromContext(ctx).Error(err, "cannot write the SliceBudget's status; retrying every second", "budget", w.ob.name)
+			w.failing = err.Error()
+		case err == nil && w.failing != "":
+			log.FromContext(ctx).Info("the SliceBudget's status is written again", "budget", w.ob.name)
+			w.failing = ""
 		}
 	}
 }
