@@ -301,6 +301,9 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	ob := f.ob
 	spec := &sb.Spec
 	prev := ob.getApplied()
+	if prev.reason != "" && prev.generation == sb.Generation {
+		return // the same spec (a status write, say): nothing to apply
+	}
 	refuse := func(reason, msg string) {
 		if !prev.ok {
 			ob.l.SetClosed(fmt.Sprintf("SliceBudget %q: %s: admits nothing new", ob.name, msg))

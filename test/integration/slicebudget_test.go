@@ -267,8 +267,9 @@ func TestSliceBudgetDeletedRevokesNothing(t *testing.T) {
 	})
 }
 
-// Status writes, counted by the API server, over a burst of 60 slices:
-// about one a second while they are decided, none in 5 s of rest.
+// Status writes, counted by the API server, over 60 slices created in
+// about 5 s: at most one a second while they are decided, none in 5 s of
+// rest.
 func TestSliceBudgetStatusWriteRate(t *testing.T) {
 	c := sbClient(t)
 	ns := testkit.Namespace(t, cp, "sb-rate")
@@ -281,9 +282,11 @@ func TestSliceBudgetStatusWriteRate(t *testing.T) {
 		return n
 	}
 	before, start := writes(), time.Now()
+	// Spread over about 5 s, so that the status changes every second.
 	const n = 60
 	for i := range n {
 		create(t, sliceIn(ns, fmt.Sprintf("s%02d", i), "sb-rate", slicetest.WithRequest(corev1.ResourceCPU, "1")))
+		time.Sleep(80 * time.Millisecond)
 	}
 	testkit.Eventually(t, 60*time.Second, "status: 60 accepted, 60 CPU used", func() bool {
 		st := sliceBudget(t, c, "sb-rate").Status
