@@ -224,6 +224,9 @@ type objectFollower struct {
 	// generation whose application waits for it to be read.
 	run     *poolRun
 	pending int64
+	// pools are the goroutines of the pools started, joined when the
+	// follower stops.
+	pools sync.WaitGroup
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
@@ -241,6 +244,7 @@ func (f *objectFollower) Start(ctx context.Context) error {
 		f.applyMu.Lock()
 		f.stopPool()
 		f.applyMu.Unlock()
+		f.pools.Wait()
 	}()
 	inf, err := ob.cache.GetInformer(ctx, &v1alpha1.SliceBudget{})
 	if err != nil {

@@ -91,12 +91,15 @@ func (f *objectFollower) followPool(ctx context.Context, np *v1alpha1.NodePool, 
 	pctx, cancel := context.WithCancel(ctx)
 	r := &poolRun{spec: *np.DeepCopy(), p: p, cancel: cancel}
 	f.run, f.pending = r, generation
+	f.pools.Add(2)
 	go func() {
+		defer f.pools.Done()
 		if err := p.Start(pctx); err != nil && pctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "the SliceBudget's node pool stopped", "budget", ob.name)
 		}
 	}()
 	go func() {
+		defer f.pools.Done()
 		if !toolscache.WaitForCacheSync(pctx.Done(), r.ready) {
 			return
 		}
