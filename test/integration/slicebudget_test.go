@@ -135,8 +135,9 @@ func budgetEvents(t *testing.T, name string) []eventsv1.Event {
 
 // The proof: a SliceBudget of 10 CPU, slices of 6 and 6: its
 // status shows used 6, available 4, 1 accepted, 1 waiting within 5 s;
-// raising spec.total to 12 admits the waiter within 1 s. SetTotal and
-// SetConsumerLimit on the budget say to edit the object.
+// raising spec.total to 12 admits the waiter within 1 s; lowering it to 8
+// revokes nothing and admits nothing new. SetTotal and SetConsumerLimit
+// on the budget say to edit the object.
 func TestSliceBudgetStatusAndLiveTotal(t *testing.T) {
 	c := sbClient(t)
 	ns := testkit.Namespace(t, cp, "sb-live")
@@ -177,13 +178,31 @@ func TestSliceBudgetStatusAndLiveTotal(t *testing.T) {
 		return cpuIs(st.Used, "12") && cpuIs(st.Available, "0") && cpuIs(st.Capacity, "12") && st.Accepted == 2 && st.Waiting == 0
 	})
 
+	// Shrunk below what is held, without preemption: nothing is revoked,
+	// nothing new admitted, and the operator is told once.
+	editSliceBudget(t, c, "sb-live", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("8") })
+	testkit.Eventually(t, 5*time.Second, "status: 12 used of 8", func() bool {
+		st := sliceBudget(t, c, "sb-live").Status
+		return cpuIs(st.Capacity, "8") && cpuIs(st.Used, "12") && cpuIs(st.Available, "0")
+	})
+	testkit.Eventually(t, 5*time.Second, "one CapacityBelowUsed event", func() bool {
+		evs := budgetEvents(t, "sb-live")
+		return len(evs) == 1 && evs[0].Reason == "CapacityBelowUsed"
+	})
+	create(t, sliceIn(ns, "c", "sb-live", slicetest.WithRequest(corev1.ResourceCPU, "1")))
+	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, ns, "c"), conditions.Resources).Status)
+	testkit.Consistently(t, 2*time.Second, "a and b keep their 6", func() bool {
+		a, b := get(t, ns, "a"), get(t, ns, "b")
+		return conditions.IsAccepted(a) && conditions.IsAccepted(b) && cpuIs(a.Status.Resources, "6") && cpuIs(b.Status.Resources, "6")
+	})
+
 	err := b.SetTotal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.total")
 	err = b.SetConsumerLimit("globex", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.consumerLimits")
-	assert.True(t, cpuIs(b.Total(), "12"), "the refused SetTotal changed nothing")
+	assert.True(t, cpuIs(b.Total(), "8"), "the refused SetTotal changed nothing")
 }
 
 func meta(conds []metav1.Condition, typ string) *metav1.Condition {
