@@ -1,14 +1,7 @@
-//go:build fromobject
-
 package sliceclass_test
 
-// The Go snippet of docs/budgets.md that calls budget.FromObject, verbatim.
-// It is built only with -tags fromobject until the SDK has FromObject;
-// TestDocSnippetsCompile reads this file as it reads docs_test.go, so the
-// snippet is checked for presence now and compiled once the tag goes.
-//
-// MERGE: delete the go:build line above (the file then compiles with the
-// rest of the package).
+// The Go snippet of docs/budgets.md that calls budget.FromObject, verbatim;
+// TestDocSnippetsCompile reads this file as it reads docs_test.go.
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"

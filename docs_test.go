@@ -168,9 +168,8 @@ func TestTemplateAndExampleDiffer(t *testing.T) {
 }
 
 // TestDocSnippetsCompile checks that every Go snippet in README.md and
-// docs/*.md is in readme_test.go, docs_test.go or docs_fromobject_test.go
-// (built with -tags fromobject until the SDK has budget.FromObject), so a
-// snippet that does not compile fails the build.
+// docs/*.md is in readme_test.go, docs_test.go or docs_fromobject_test.go,
+// so a snippet that does not compile fails the build.
 func TestDocSnippetsCompile(t *testing.T) {
 	var self string
 	for _, f := range []string{"readme_test.go", "docs_test.go", "docs_fromobject_test.go"} {

@@ -36,6 +36,8 @@ type Budget struct {
 	l *ledger.Ledger
 	// pool is set for a node-pool budget, whose total follows its nodes.
 	pool *nodePool
+	// object is set for a budget that follows a SliceBudget (FromObject).
+	object *objectBudget
 }
 
 // Option configures a budget.
@@ -175,11 +177,15 @@ func (b *Budget) Free() corev1.ResourceList { return b.l.Free() }
 // re-evaluates waiting slices. Shrinking it admits nothing new until usage
 // fits, and never revokes an existing acceptance by itself. It returns an
 // error, and keeps the old total, for a negative quantity, a resource the
-// budget was not created with, or a node-pool budget (whose total follows
-// its nodes).
+// budget was not created with, a node-pool budget (whose total follows
+// its nodes), or a budget from FromObject (edit the SliceBudget's
+// spec.total).
 func (b *Budget) SetTotal(total corev1.ResourceList) error {
 	if b.pool != nil {
 		return fmt.Errorf("budget %q follows its nodes: its total cannot be set", b.l.Name())
+	}
+	if b.object != nil {
+		return fmt.Errorf("budget %q follows SliceBudget %q: edit its spec.total", b.l.Name(), b.object.name)
 	}
 	return b.l.SetTotal(total)
 }
@@ -203,10 +209,15 @@ func (b *Budget) SetTotal(total corev1.ResourceList) error {
 // overrides in force are the gauge
 // sliceclass_budget_consumer_limit{budget,consumer,resource}.
 //
-// It returns an error, and changes nothing, for an empty consumer or a
+// It returns an error, and changes nothing, for a budget from FromObject
+// (edit the SliceBudget's spec.consumerLimits), an empty consumer or a
 // negative quantity ("negative quantity in consumer limit of "globex":
 // cpu=-1").
 func (b *Budget) SetConsumerLimit(consumer string, limit corev1.ResourceList) error {
+	if b.object != nil {
+		return fmt.Errorf("budget %q follows SliceBudget %q: edit its spec.consumerLimits (kubectl edit slicebudget %s)",
+			b.l.Name(), b.object.name, b.object.name)
+	}
 	return b.l.SetConsumerLimit(consumer, limit)
 }
 

@@ -44,6 +44,15 @@
 // does not block smaller ones behind it. No finalizer is ever set: a
 // replicated slice is never kept from deletion.
 //
+// # A budget as an object
+//
+// FromObject returns a Budget that follows a SliceBudget object
+// (sliceclass.io/v1alpha1): its total or node pool, preemption, eviction
+// delay and consumer limits are read from the object and applied within a
+// second of an edit, and the leader writes the object's status (how full,
+// who holds what, who waits) and records events on it for reclaims and a
+// capacity below what is held.
+//
 // A Budget lives in one manager (the leader). Two managers (two processes)
 // must not share one budget's capacity: each would admit against its own
 // ledger.

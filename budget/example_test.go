@@ -199,3 +199,42 @@ func ExampleBudget_SetConsumerLimit() {
 	// true
 	// <nil>
 }
+
+// A budget declared as a SliceBudget: its total, preemption and consumer
+// limits are edited with kubectl and take effect within a second, and its
+// status shows how full it is (kubectl get sb). setup is what a program
+// calls with its manager, before mgr.Start; the SliceBudget is
+//
+//	apiVersion: sliceclass.io/v1alpha1
+//	kind: SliceBudget
+//	metadata:
+//	  name: gold
+//	spec:
+//	  total: {cpu: "64", memory: 256Gi}
+//	  preemption: true
+//	  consumerLimit: {cpu: "16"}
+func ExampleFromObject() {
+	setup := func(mgr manager.Manager) error {
+		gold, err := budget.FromObject(mgr, "gold")
+		if err != nil {
+			return err
+		}
+		grant := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+			conditions.Accept(rs, "Granted", "granted as requested")
+			return ctrl.Result{}, nil
+		})
+		return resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(gold))
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if err := setup(mgr); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}

@@ -14,9 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,6 +132,23 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 	if err != nil {
 		return nil, err
 	}
+	p, err := newPool(mgr.GetConfig(), mgr.GetScheme(), l, nodes, o)
+	if err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
+	}
+	if err := mgr.Add(p); err != nil {
+		return nil, fmt.Errorf("budget %q: adding its node cache to the manager: %w", name, err)
+	}
+	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, pool: p}, nil
+}
+
+// newPool builds the pool of the nodes matching nodes for l, by o's
+// node-pool options, with a cache of its own, not started.
+func newPool(cfg *rest.Config, scheme *runtime.Scheme, l *ledger.Ledger, nodes labels.Selector, o options) (*nodePool, error) {
+	names := o.resources
+	if names == nil {
+		names = defaultPoolResources
+	}
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.Node{}: {Label: nodes, Transform: trimNode},
 	}
@@ -139,19 +158,15 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 	// Nodes and pods are core types: a mapper of their own spares the
 	// discovery call the manager's would make here, so a pool is built
 	// without an API server, like the rest of the wiring.
-	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: coreMapper(), ByObject: byObject})
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, Mapper: coreMapper(), ByObject: byObject})
 	if err != nil {
-		return nil, fmt.Errorf("budget %q: building its node cache: %w", name, err)
+		return nil, fmt.Errorf("building its node cache: %w", err)
 	}
-	p := &nodePool{
+	return &nodePool{
 		l: l, c: c, selector: nodes, names: names, reserve: o.reserve, share: o.share, localPods: o.localPods,
 		nodes: map[string]*poolNode{}, pods: map[types.NamespacedName]podUse{},
 		alloc: corev1.ResourceList{}, podSum: corev1.ResourceList{},
-	}
-	if err := mgr.Add(p); err != nil {
-		return nil, fmt.Errorf("budget %q: adding its node cache to the manager: %w", name, err)
-	}
-	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, pool: p}, nil
+	}, nil
 }
 
 // nodePool keeps a node-pool budget's total equal to what its nodes offer.
@@ -173,6 +188,11 @@ type nodePool struct {
 	pods   map[types.NamespacedName]podUse
 	alloc  corev1.ResourceList
 	podSum corev1.ResourceList
+	// held (a SliceBudget's pool, see objectpool.go): the total is not
+	// given to the ledger, until the pool is read whole, or after it was
+	// replaced; handled are the event handlers' HasSynced.
+	held    bool
+	handled []func() bool
 }
 
 type poolNode struct {
@@ -197,26 +217,33 @@ func (p *nodePool) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("budget %q: watching nodes: %w", p.l.Name(), err)
 	}
-	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	reg, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { p.node(o, false) },
 		UpdateFunc: func(_, o any) { p.node(o, false) },
 		DeleteFunc: func(o any) { p.node(o, true) },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("budget %q: watching nodes: %w", p.l.Name(), err)
 	}
+	handled := []func() bool{reg.HasSynced}
 	if p.localPods {
 		pods, err := p.c.GetInformer(ctx, &corev1.Pod{})
 		if err != nil {
 			return fmt.Errorf("budget %q: watching pods: %w", p.l.Name(), err)
 		}
-		if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		reg, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { p.pod(o, false) },
 			UpdateFunc: func(_, o any) { p.pod(o, false) },
 			DeleteFunc: func(o any) { p.pod(o, true) },
-		}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("budget %q: watching pods: %w", p.l.Name(), err)
 		}
+		handled = append(handled, reg.HasSynced)
 	}
+	p.mu.Lock()
+	p.handled = handled
+	p.mu.Unlock()
 	return p.c.Start(ctx)
 }
 
@@ -334,6 +361,9 @@ func (p *nodePool) totalLocked() corev1.ResourceList {
 // setLocked gives the ledger the pool's total, under the pool's lock so
 // that a node and a pod event handled at once store their totals in order.
 func (p *nodePool) setLocked() {
+	if p.held {
+		return
+	}
 	// The total only names the pool's resources, never negative: SetTotal
 	// cannot refuse it.
 	_ = p.l.SetTotal(p.totalLocked())
@@ -490,12 +520,17 @@ func trimPod(obj any) (any, error) {
 // nodeSelector: the consumer's virtual kubelet applies it to the pods it
 // offloads. It returns an error for a budget that is not a node pool, or a
 // pool whose selector is not made of key=value terms (a nodeSelector can
-// express no other).
+// express no other). A budget from FromObject pins to its SliceBudget's
+// spec.nodePool once the pool is read.
 func (b *Budget) Pin(rs *authv1beta1.ResourceSlice) error {
-	if b.pool == nil {
+	p := b.pool
+	if p == nil && b.object != nil {
+		p = b.object.pool.Load() // its SliceBudget's spec.nodePool, once read
+	}
+	if p == nil {
 		return fmt.Errorf("budget %q is not a node pool", b.l.Name())
 	}
-	pin, err := b.pool.pin()
+	pin, err := p.pin()
 	if err != nil {
 		return fmt.Errorf("budget %q: %w", b.l.Name(), err)
 	}

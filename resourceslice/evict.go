@@ -35,8 +35,12 @@ const (
 const evictorName = "sliceclass-budget"
 
 // evictPeriod is how often the feed asks its ledger for the pods due,
-// given the eviction delay d: a quarter of d, between 100ms and 1s.
+// given the eviction delay d: a quarter of d, between 100ms and 1s; 1s
+// when there is none yet (a SliceBudget's may be set at run time).
 func evictPeriod(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Second
+	}
 	return min(max(d/4, 100*time.Millisecond), time.Second)
 }
 
@@ -60,6 +64,7 @@ func (e evictor) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			t.Reset(evictPeriod(e.l.EvictionAfter())) // it may change at run time
 			for _, ev := range e.l.EvictionsDue(now) {
 				if ctx.Err() != nil {
 					return // stopped: no deletion starts after

@@ -97,7 +97,7 @@ type settleItem struct {
 
 func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore, pods cache.Cache) *budgetFeed {
 	var evict *evictor
-	if l.EvictionAfter() > 0 {
+	if l.MayEvict() {
 		// Its recorder is asked for when it starts, where ShadowPods are served.
 		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: func() events.EventRecorder { return mgr.GetEventRecorder(evictorName) }}
 	}

@@ -389,7 +389,7 @@ func (p *poolSpec) options() []budget.Option {
 type newPoolFunc func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error)
 
 // fromObjectFunc builds the budget that follows the named SliceBudget:
-// budget.FromObject on the manager (see budgetFromObject).
+// budget.FromObject on the manager.
 type fromObjectFunc func(name string) (*budget.Budget, error)
 
 // builders build the budgets that need the manager.

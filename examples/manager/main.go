@@ -194,7 +194,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 			newPool: func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
 				return budget.NewNodePool(mgr, name, nodes, opts...)
 			},
-			fromObject: func(name string) (*budget.Budget, error) { return budgetFromObject(mgr, name) },
+			fromObject: func(name string) (*budget.Budget, error) { return budget.FromObject(mgr, name) },
 		}
 		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, o.GrantRecordsNamespace, build, mgr.GetLogger())
 		if err != nil {

@@ -219,10 +219,10 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 	assert.Equal(t, 1, objects.called("premium"))
 }
 
-// Until the SDK has budget.FromObject, a manager whose file names a
-// SliceBudget refuses to start, saying so; one whose file names none
-// starts as before.
-func TestFromObjectNotAvailableYet(t *testing.T) {
+// A manager whose file names a SliceBudget builds (budget.FromObject,
+// before start, adds the API to its scheme); one whose file names none
+// needs no SliceBudget CRD.
+func TestClassesFileNamingASliceBudgetBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a control plane")
 	}
@@ -232,8 +232,7 @@ func TestFromObjectNotAvailableYet(t *testing.T) {
 	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
 	require.NoError(t, err)
 	_, err = newManager(o, cp.Config)
-	require.ErrorIs(t, err, errFromObjectUnavailable)
-	assert.Contains(t, err.Error(), `class "gold": sliceBudget "premium"`)
+	require.NoError(t, err)
 
 	require.NoError(t, os.WriteFile(path, []byte("- {name: gold, caps: {cpu: 2}, budget: {cpu: 4}}\n"), 0o600))
 	_, err = newManager(o, cp.Config)

@@ -127,6 +127,9 @@ const (
 // the ledgers' locks.
 func uncountedLocked(ls []*Ledger) *Refusal {
 	for _, l := range ls {
+		if l.unread != "" {
+			return &Refusal{Budget: l.name, Reason: ReasonNotCounted, Message: "budget " + l.name + ": " + l.unread}
+		}
 		if l.uncounted {
 			return &Refusal{Budget: l.name, Reason: ReasonNotCounted,
 				Message: "budget " + l.name + ": what the cluster holds is being counted again (its feed restarted)"}
@@ -174,7 +177,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 				w := l.line.by[r.Holder]
 				if reason == ReasonExhausted && l.opts.Preemption {
 					victims, reclaiming := l.reclaimLocked(w)
-					wakes = append(wakes, l.wakeKeys(victims))
+					wakes = append(wakes, l.wakeKeys(victims), l.takeReclaimsLocked())
 					if reclaiming {
 						reason, msg = l.blockLocked(w)
 					}
@@ -442,6 +445,9 @@ func (l *Ledger) Waiting() []Holder {
 // is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
 // when it fits.
 func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
+	if reason, msg, resources = l.closedFitLocked(r); reason != "" {
+		return reason, msg, resources
+	}
 	mine := l.growsFromLocked(r.Key)
 	free := l.freeLocked()
 	// What is promised to the consumer's other waiters is theirs: a newer
@@ -659,7 +665,7 @@ func (l *Ledger) wakeLocked() func() {
 		sub(free, n, q)
 	}
 	fits := func(w *waiter) bool {
-		if l.heldBackLocked(w.priority) > 0 || len(shortfall(l.names, w.increase, free, nil)) > 0 {
+		if l.closed != "" || l.heldBackLocked(w.priority) > 0 || len(shortfall(l.names, w.increase, free, nil)) > 0 {
 			return false
 		}
 		return len(l.consumerShortLocked(w.consumer, w.increase, nil, l.line.promisedTo(w.consumer))) == 0

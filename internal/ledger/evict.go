@@ -38,19 +38,24 @@ type Eviction struct {
 	Message string
 }
 
-// EvictionAfter is the ledger's Options.EvictionAfter.
-func (l *Ledger) EvictionAfter() time.Duration { return l.opts.EvictionAfter }
+// EvictionAfter is the ledger's Options.EvictionAfter, as SetEvictionAfter
+// last set it.
+func (l *Ledger) EvictionAfter() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opts.EvictionAfter
+}
 
 // EvictionsDue returns the pods to delete at now, and marks them as being
 // evicted: each is named once, and again only if it is still running
 // evictRetry later. It returns nothing without Options.EvictionAfter.
 func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	after := l.opts.EvictionAfter
 	if after <= 0 {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []Eviction
 	for key := range l.cappedKeys {
 		e := l.slices[key]
@@ -177,9 +182,10 @@ func Amounts(rl corev1.ResourceList) string {
 }
 
 // noteCappedLocked records that key was capped, for EvictionsDue to walk;
-// only a ledger that evicts keeps the record.
+// only a ledger that evicts, or may once its EvictionAfter is set at run
+// time, keeps the record.
 func (l *Ledger) noteCappedLocked(key types.NamespacedName) {
-	if l.opts.EvictionAfter > 0 {
+	if l.opts.EvictionAfter > 0 || l.evictLive {
 		l.cappedKeys[key] = struct{}{}
 	}
 }

@@ -133,6 +133,15 @@ type Ledger struct {
 	// undecided are the slices not yet decided by their class since the
 	// books were counted, by priority (see undecided.go).
 	undecided undecided
+	// closed, when set, says why the ledger admits nothing new;
+	// unread, why it decides nothing; onReclaim is told of each
+	// reclaim (see settings.go).
+	closed    string
+	unread    string
+	onReclaim func(Reclaim)
+	reclaims  []Reclaim
+	// evictLive: EvictionAfter may be set at run time (see settings.go).
+	evictLive bool
 	// binding is the one manager the budget's classes run in, and what
 	// the budget holds there (see bind.go); under its own lock.
 	binding binding
@@ -263,12 +272,18 @@ func (l *Ledger) Name() string { return l.name }
 
 // Resources returns the resources the budget limits, sorted.
 func (l *Ledger) Resources() []corev1.ResourceName {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return append([]corev1.ResourceName(nil), l.names...)
 }
 
 // ConsumerLimit returns a copy of what one consumer may hold; nil when
 // consumers are not limited.
-func (l *Ledger) ConsumerLimit() corev1.ResourceList { return l.opts.ConsumerLimit.DeepCopy() }
+func (l *Ledger) ConsumerLimit() corev1.ResourceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opts.ConsumerLimit.DeepCopy()
+}
 
 // Total returns a copy of the capacity.
 func (l *Ledger) Total() corev1.ResourceList {
@@ -305,6 +320,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	if err := checkQuantities("total", total); err != nil {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
+	l.mu.Lock()
 	next := corev1.ResourceList{}
 	for _, n := range l.names {
 		next[n] = resource.Quantity{}
@@ -320,18 +336,28 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return fmt.Errorf("budget %q limits %s, not %s: a budget limits exactly the resources it was created with",
+		err := fmt.Errorf("budget %q limits %s, not %s: a budget limits exactly the resources it was created with",
 			l.name, joinNames(l.names), strings.Join(extra, ", "))
+		l.mu.Unlock()
+		return err
 	}
-	l.mu.Lock()
-	l.total = next
+	l.setTotalLocked(next)
+	return nil
+}
+
+// setTotalLocked stores total (naming exactly the limited resources),
+// wakes the waiters that now fit and, with Preemption, shrinks what a
+// smaller total no longer covers; it unlocks l.
+func (l *Ledger) setTotalLocked(total corev1.ResourceList) {
+	l.total = total
 	l.changedLocked()
 	wake := l.wakeLocked()
 	victims := l.wakeKeys(l.fitTotalLocked())
+	hook := l.takeReclaimsLocked()
 	l.mu.Unlock()
 	wake()
 	victims()
-	return nil
+	hook()
 }
 
 func joinNames(names []corev1.ResourceName) string {

@@ -123,12 +123,24 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 		}
 	}
 	var changed []types.NamespacedName
+	shrunk, taken := 0, corev1.ResourceList{}
 	for key, e := range l.slices {
 		keep, capNow := want[e]
 		hadPool := e.capped != nil && e.capped.pool
 		switch {
 		case capNow && hadPool && equalLists(e.capped.keep, keep):
 		case capNow:
+			from := e.counted
+			if hadPool {
+				from = e.capped.keep
+			}
+			for n, q := range from {
+				if k, ok := keep[n]; ok && q.Cmp(k) > 0 {
+					add(taken, n, q)
+					sub(taken, n, k)
+				}
+			}
+			shrunk++
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}
 			l.noteCappedLocked(key)
 			changed = append(changed, key)
@@ -136,6 +148,9 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 			e.capped = nil
 			changed = append(changed, key)
 		}
+	}
+	if shrunk > 0 && anyPositive(taken) {
+		l.noteReclaimLocked(Reclaim{Cause: CauseTotal, Slices: shrunk, Amount: taken})
 	}
 	return changed
 }
@@ -182,11 +197,36 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	} else {
 		l.limits[consumer] = limit.DeepCopy()
 	}
-	// known: the ledger has a slice of the consumer, held or waiting.
-	known := l.line.consumers[consumer] != nil
-	var victims []types.NamespacedName
+	victims, known, shrunk := l.fitConsumerLocked(consumer)
+	l.changedLocked()
+	wake := l.wakeLocked()
+	wakeVictims := l.wakeKeys(victims)
+	hook := l.takeReclaimsLocked()
+	log := l.log
+	l.mu.Unlock()
+	switch {
+	case len(limit) == 0:
+		log.Info("consumer limit override removed: the budget's own consumer limit applies", "consumer", consumer)
+	case known:
+		log.Info("consumer limit set", "consumer", consumer, "limit", Amounts(limit), "shrunk", shrunk)
+	default:
+		log.Info("consumer limit set for a consumer the budget knows no slice of: kept, it applies when one appears (if one was expected, check the consumer ID)",
+			"consumer", consumer, "limit", Amounts(limit))
+	}
+	wake()
+	wakeVictims()
+	hook()
+	return nil
+}
+
+// fitConsumerLocked brings consumer's slices within the limit in force for
+// it: the caps of its previous limit are lifted, and its slices are
+// shrunk, newest first, by what it holds beyond the limit. It returns the
+// slices whose cap changed (to wake), whether the ledger has a slice of
+// the consumer (held or waiting), and how many slices it shrank.
+func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedName, known bool, shrunk int) {
+	known = l.line.consumers[consumer] != nil
 	var mine []types.NamespacedName
-	shrunk := 0
 	for key, e := range l.slices {
 		if e.consumer != consumer {
 			continue
@@ -216,6 +256,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 		}
 		return mine[i].String() < mine[j].String()
 	})
+	taken := excess.DeepCopy()
 	for _, key := range mine {
 		if len(excess) == 0 {
 			break
@@ -229,23 +270,13 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 			shrunk++
 		}
 	}
-	l.changedLocked()
-	wake := l.wakeLocked()
-	wakeVictims := l.wakeKeys(victims)
-	log := l.log
-	l.mu.Unlock()
-	switch {
-	case len(limit) == 0:
-		log.Info("consumer limit override removed: the budget's own consumer limit applies", "consumer", consumer)
-	case known:
-		log.Info("consumer limit set", "consumer", consumer, "limit", Amounts(limit), "shrunk", shrunk)
-	default:
-		log.Info("consumer limit set for a consumer the budget knows no slice of: kept, it applies when one appears (if one was expected, check the consumer ID)",
-			"consumer", consumer, "limit", Amounts(limit))
+	if shrunk > 0 {
+		for n, q := range excess {
+			sub(taken, n, q)
+		}
+		l.noteReclaimLocked(Reclaim{Cause: CauseConsumerLimit, Consumer: consumer, Slices: shrunk, Amount: taken})
 	}
-	wake()
-	wakeVictims()
-	return nil
+	return victims, known, shrunk
 }
 
 // ConsumerLimits returns a copy of the consumers' own limits
@@ -317,7 +348,7 @@ func (c *capped) forWaiter(h Holder) bool {
 // being reclaimed for it. It reports the victims capped now, to wake, and
 // whether w is being reclaimed for (then it is promised its increase).
 func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, reclaiming bool) {
-	if !l.opts.Preemption {
+	if !l.opts.Preemption || l.closed != "" {
 		return nil, false
 	}
 	free := l.freeLocked()
@@ -383,6 +414,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 	}
 	heap.Init(&cands)
+	wanted := lacking.DeepCopy()
 	for len(lacking) > 0 && cands.Len() > 0 {
 		c := heap.Pop(&cands).(victim)
 		keep := l.keepOf(c.e)
@@ -399,6 +431,10 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 		l.victims[w.Holder][c.key] = true
 		victims = append(victims, c.key)
+	}
+	if len(victims) > 0 {
+		l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
+			Slices: len(victims), Amount: wanted})
 	}
 	l.line.promise(w)
 	w.reclaiming = true

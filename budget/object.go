@@ -1,0 +1,406 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// A budget declared as an object: FromObject follows a SliceBudget (its
+// spec, read through the manager's cache, on every replica) and writes its
+// status (on the leader, see objectstatus.go).
+
+// FromObject returns a Budget that follows the cluster-scoped SliceBudget
+// called name, live: its spec.total (the resources it names are the ones
+// the budget limits), preemption, evictionAfter, consumerLimit and
+// consumerLimits take effect within a second of an edit, with no restart,
+// by the rules of SetTotal and SetConsumerLimit (a smaller total admits
+// nothing new and revokes nothing, unless preemption shrinks the lowest
+// priorities; a consumer limit lowered below what the consumer holds
+// shrinks its slices, reason ReasonReclaimed). Use it with
+// resourceslice.WithBudget as a budget from New.
+//
+// What the object says survives restarts and failover: a new leader reads
+// it again. SetTotal and SetConsumerLimit on the budget are refused: edit
+// the object. A SliceBudget that is missing, or deleted, admits nothing
+// new and revokes nothing: its classes' waiting slices say so (`budget x:
+// SliceBudget "x" not found: admits nothing new`), and it admits again
+// once the object is created. Until the object is first read (the first
+// second of the manager), the budget decides nothing: its classes' slices
+// are retried, not denied.
+//
+// The leader writes the object's status at most about once a second while
+// what it holds changes, and not at all while nothing changes: capacity,
+// used, inUse, reclaiming, available, the accepted and waiting counts,
+// the largest consumers, a Ready condition and observedGeneration. It
+// records events on the object for what an operator acts on: a reclaim
+// (one event each, whatever the number of slices shrunk) and a capacity
+// that fell below what the slices hold.
+//
+// Its settings come from the object, so of the options only
+// WithOldestFirst applies; WithPreemption, WithConsumerLimit,
+// WithEvictionAfter and the node-pool options are refused, naming the
+// spec field to set instead.
+//
+// A spec.nodePool makes the capacity follow the provider's nodes as
+// NewNodePool does, through a cache of the pool's nodes (and, with
+// localPods, pods) that FromObject starts and replaces as the spec's pool
+// changes: the capacity in force stays until the new pool is read whole.
+// The manager's client then needs list and watch on nodes (and pods).
+//
+// FromObject adds the sliceclass.io/v1alpha1 types to the manager's scheme
+// when missing, before the manager starts; called on a manager that has
+// started (and leads), it refuses to change the scheme its caches read,
+// and a missing type is an error saying to add v1alpha1.AddToScheme. The manager's client needs get,
+// list and watch on slicebudgets, patch on slicebudgets/status, and create
+// on events.
+func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, error) {
+	if mgr == nil {
+		return nil, fmt.Errorf("budget %q: nil manager", name)
+	}
+	if name == "" {
+		return nil, errors.New("budget: empty SliceBudget name")
+	}
+	o, err := build(opts)
+	if err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
+	}
+	if bad := o.specOptions(); len(bad) > 0 {
+		return nil, fmt.Errorf("budget %q follows SliceBudget %q, whose spec sets what these options would: %s", name, name, strings.Join(bad, "; "))
+	}
+	scheme := mgr.GetScheme()
+	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")) {
+		if elected(mgr) {
+			// Its caches read the scheme: it is not changed now.
+			return nil, fmt.Errorf("budget %q: the manager's scheme lacks %s (v1alpha1.AddToScheme) and the manager has started: "+
+				"add it to the scheme before starting the manager", name, v1alpha1.GroupVersion)
+		}
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("budget %q: adding %s to the manager's scheme: %w", name, v1alpha1.GroupVersion, err)
+		}
+	}
+	// The resources it limits are the object's; until it is read the
+	// ledger decides nothing.
+	l, err := ledger.New(name, corev1.ResourceList{corev1.ResourceCPU: resource.Quantity{}}, ledger.Options{OldestFirst: o.oldestFirst})
+	if err != nil {
+		return nil, err
+	}
+	ob := &objectBudget{
+		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), cfg: mgr.GetConfig(), scheme: scheme,
+		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
+	}
+	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
+	l.FollowEvictionAfter()
+	l.SetReclaimHook(ob.reclaimed)
+	if err := mgr.Add(&objectFollower{ob: ob}); err != nil {
+		return nil, fmt.Errorf("budget %q: adding its SliceBudget's follower to the manager: %w", name, err)
+	}
+	if err := mgr.Add(&statusWriter{ob: ob}); err != nil {
+		return nil, fmt.Errorf("budget %q: adding its SliceBudget's status writer to the manager: %w", name, err)
+	}
+	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, object: ob}, nil
+}
+
+// elected reports whether mgr has started and leads (or runs without
+// leader election): its caches then read its scheme.
+func elected(mgr manager.Manager) bool {
+	select {
+	case <-mgr.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// specOptions names the options given that the object's spec sets.
+func (o options) specOptions() []string {
+	var bad []string
+	if o.preemption {
+		bad = append(bad, "WithPreemption: set spec.preemption")
+	}
+	if o.consumerLimit != nil {
+		bad = append(bad, "WithConsumerLimit: set spec.consumerLimit")
+	}
+	if o.evictAfter > 0 {
+		bad = append(bad, "WithEvictionAfter: set spec.evictionAfter")
+	}
+	if len(o.poolOnly) > 0 {
+		bad = append(bad, strings.Join(o.poolOnly, ", ")+": set spec.nodePool")
+	}
+	return bad
+}
+
+// recorderName is the reporting controller of a SliceBudget's events.
+const recorderName = "sliceclass-budget"
+
+// The SliceBudget's Ready condition, and its reasons: the spec is
+// applied, or why not.
+const (
+	conditionReady    = "Ready"
+	reasonApplied     = "Applied"
+	reasonReadingPool = "ReadingNodePool"
+	reasonSpecRefused = "SpecRefused"
+)
+
+// The reasons and actions of the events on a SliceBudget.
+const (
+	eventReclaimed       = ReasonReclaimed
+	eventCapacityBelow   = "CapacityBelowUsed"
+	actionReclaim        = "Reclaim"
+	actionFollowCapacity = "FollowCapacity"
+)
+
+// objectBudget is what the follower and the status writer of one
+// SliceBudget share.
+type objectBudget struct {
+	name     string
+	l        *ledger.Ledger
+	cache    cache.Cache
+	client   client.Client
+	recorder func() events.EventRecorder
+	// cfg and scheme build a node pool's cache (spec.nodePool); pool is
+	// the pool in force, for Pin.
+	cfg    *rest.Config
+	scheme *runtime.Scheme
+	pool   atomic.Pointer[nodePool]
+
+	mu sync.Mutex
+	// applied is what the last spec read made of the ledger, for the
+	// status's Ready condition and observedGeneration.
+	applied applied
+	// rec records events once the follower started.
+	rec events.EventRecorder
+}
+
+// applied is the outcome of the last spec read.
+type applied struct {
+	read       bool
+	generation int64
+	ok         bool
+	reason     string
+	message    string
+}
+
+func (ob *objectBudget) setApplied(a applied) {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	ob.applied = a
+}
+
+func (ob *objectBudget) getApplied() applied {
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	return ob.applied
+}
+
+// objectFollower keeps the ledger's settings equal to the SliceBudget's
+// spec. It runs on every replica, so that a new leader starts from the
+// object's settings.
+type objectFollower struct {
+	ob *objectBudget
+	// applyMu serializes what changes the settings: the object's events
+	// and a node pool's first read.
+	applyMu sync.Mutex
+	// run is the node pool followed (spec.nodePool); pending is the
+	// generation whose application waits for it to be read.
+	run     *poolRun
+	pending int64
+	// pools are the goroutines of the pools started, joined when the
+	// follower stops.
+	pools sync.WaitGroup
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// replica follows the object.
+func (*objectFollower) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable: it follows the object until ctx
+// ends, and detaches from the informer then.
+func (f *objectFollower) Start(ctx context.Context) error {
+	ob := f.ob
+	ob.mu.Lock()
+	ob.rec = ob.recorder()
+	ob.mu.Unlock()
+	defer func() {
+		f.applyMu.Lock()
+		f.stopPool()
+		f.applyMu.Unlock()
+		f.pools.Wait()
+	}()
+	inf, err := ob.cache.GetInformer(ctx, &v1alpha1.SliceBudget{})
+	if err != nil {
+		return fmt.Errorf("budget %q: watching SliceBudgets (is the CRD installed?): %w", ob.name, err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { f.seen(ctx, o, false) },
+		UpdateFunc: func(_, o any) { f.seen(ctx, o, false) },
+		DeleteFunc: func(o any) { f.seen(ctx, o, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("budget %q: watching SliceBudgets: %w", ob.name, err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return nil // stopped
+	}
+	if !ob.getApplied().read {
+		f.missing()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// seen applies the object o, or closes the budget if it is gone.
+func (f *objectFollower) seen(ctx context.Context, o any, gone bool) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o, gone = t.Obj, true
+	}
+	sb, ok := o.(*v1alpha1.SliceBudget)
+	if !ok || sb.Name != f.ob.name {
+		return
+	}
+	if gone {
+		f.missing()
+		return
+	}
+	f.apply(ctx, sb)
+}
+
+// missing closes the budget: no object says what it offers.
+func (f *objectFollower) missing() {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	ob := f.ob
+	f.stopPool()
+	ob.l.SetClosed(fmt.Sprintf("SliceBudget %q not found: admits nothing new", ob.name))
+	ob.l.SetUndecided("")
+	ob.setApplied(applied{read: true})
+}
+
+// apply makes the ledger follow sb's spec. A spec the budget cannot follow
+// leaves the last one applied in force (none: closed), and the Ready
+// condition says why.
+func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	ob := f.ob
+	spec := &sb.Spec
+	prev := ob.getApplied()
+	if prev.reason != "" && prev.generation == sb.Generation {
+		return // the same spec (a status write, say): nothing to apply
+	}
+	refuse := func(reason, msg string) {
+		if !prev.ok {
+			ob.l.SetClosed(fmt.Sprintf("SliceBudget %q: %s: admits nothing new", ob.name, msg))
+			ob.l.SetUndecided("")
+		}
+		log.FromContext(ctx).Info("SliceBudget spec not applied", "budget", ob.name, "generation", sb.Generation, "reason", msg)
+		ob.setApplied(applied{read: true, generation: sb.Generation, ok: prev.ok, reason: reason, message: msg})
+	}
+	// Everything is checked before anything is applied.
+	var sel labels.Selector
+	var pool options
+	switch {
+	case spec.NodePool != nil && len(spec.Total) > 0:
+		refuse(reasonSpecRefused, "spec.total and spec.nodePool are both set: set one")
+		return
+	case spec.NodePool != nil:
+		var err error
+		if sel, pool, err = poolOptions(spec.NodePool); err != nil {
+			refuse(reasonSpecRefused, err.Error())
+			return
+		}
+	case len(spec.Total) == 0:
+		refuse(reasonSpecRefused, "spec.total names no resource")
+		return
+	}
+	overrides := make(map[string]corev1.ResourceList, len(spec.ConsumerLimits))
+	for c, lim := range spec.ConsumerLimits {
+		overrides[c] = lim.ResourceList()
+	}
+	if err := ledger.CheckSettings(spec.Total.ResourceList(), spec.ConsumerLimit.ResourceList(), overrides); err != nil {
+		refuse(reasonSpecRefused, err.Error())
+		return
+	}
+	var evictAfter time.Duration
+	if spec.EvictionAfter != nil {
+		evictAfter = spec.EvictionAfter.Duration
+	}
+	ob.l.SetPreemption(spec.Preemption)
+	// CheckSettings accepted them: these cannot fail.
+	_ = ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides)
+	ob.l.SetEvictionAfter(evictAfter)
+	if spec.NodePool != nil {
+		ready, err := f.followPool(ctx, spec.NodePool, sel, pool, sb.Generation)
+		switch {
+		case err != nil:
+			refuse(reasonSpecRefused, err.Error())
+		case ready:
+			f.finish(sb.Generation)
+		default:
+			// The capacity in force stays until the pool is read; a budget
+			// with none decides nothing meanwhile.
+			if !prev.ok {
+				ob.l.SetUndecided(fmt.Sprintf("SliceBudget %q: reading its node pool", ob.name))
+			}
+			ob.setApplied(applied{read: true, generation: sb.Generation, ok: prev.ok, reason: reasonReadingPool,
+				message: "reading the node pool's nodes"})
+		}
+		return
+	}
+	f.stopPool()
+	_ = ob.l.SetLimits(spec.Total.ResourceList())
+	f.finish(sb.Generation)
+}
+
+// finish opens the budget by the spec of generation, applied. The caller
+// holds applyMu.
+func (f *objectFollower) finish(generation int64) {
+	ob := f.ob
+	ob.l.SetClosed("")
+	ob.l.SetUndecided("")
+	ob.setApplied(applied{read: true, generation: generation, ok: true, reason: reasonApplied,
+		message: "spec applied: the budget admits by it"})
+}
+
+// reclaimed records a reclaim as one Warning event on the object. It is the
+// ledger's reclaim hook, called without the ledger's lock.
+func (ob *objectBudget) reclaimed(r ledger.Reclaim) {
+	ob.event(corev1.EventTypeWarning, eventReclaimed, actionReclaim, "budget %s %s", ob.name, r.String())
+}
+
+// event records an event on the SliceBudget, as the cache shows it; none
+// when the object is gone or the follower did not start.
+func (ob *objectBudget) event(eventType, reason, action, note string, args ...any) {
+	ob.mu.Lock()
+	rec := ob.rec
+	ob.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	var sb v1alpha1.SliceBudget
+	if err := ob.cache.Get(context.Background(), client.ObjectKey{Name: ob.name}, &sb); err != nil {
+		return
+	}
+	sb.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("SliceBudget"))
+	rec.Eventf(&sb, nil, eventType, reason, action, note, args...)
+}

@@ -1,0 +1,203 @@
+package budget
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// The status of a SliceBudget, written by the leader: every statusEvery
+// the writer computes the status from the ledger's snapshot and the spec
+// last applied, and patches it only when it differs from what the object
+// shows (and from its own last write, which the cache may not show yet).
+// So a budget whose slices change writes about once a second, and one at
+// rest writes nothing.
+
+// statusEvery is how often the status is computed: at most one write each.
+const statusEvery = time.Second
+
+// statusWriter writes a SliceBudget's status from the leader.
+type statusWriter struct {
+	ob *objectBudget
+	// last is the status last written, and the resourceVersion the write
+	// made: until the cache shows that version, it is what the object has.
+	last   *v1alpha1.SliceBudgetStatus
+	lastRV string
+	// below is set while the capacity is below what the slices hold.
+	below bool
+	// failing is the last write error logged, until a write succeeds.
+	failing string
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the status
+// is the leader's, whose ledger counts the slices.
+func (*statusWriter) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable: it writes the status every
+// statusEvery, when it changed, until ctx ends.
+func (w *statusWriter) Start(ctx context.Context) error {
+	t := time.NewTicker(statusEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		err := w.sync(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && err.Error() != w.failing:
+			// Logged once per cause, not every second.
+			log.FromContext(ctx).Error(err, "cannot write the SliceBudget's status; retrying every second", "budget", w.ob.name)
+			w.failing = err.Error()
+		case err == nil && w.failing != "":
+			log.FromContext(ctx).Info("the SliceBudget's status is written again", "budget", w.ob.name)
+			w.failing = ""
+		}
+	}
+}
+
+// sync writes the status if it changed.
+func (w *statusWriter) sync(ctx context.Context) error {
+	ob := w.ob
+	a := ob.getApplied()
+	if a.reason == "" {
+		return nil // the follower has not applied the object yet
+	}
+	var sb v1alpha1.SliceBudget
+	if err := ob.cache.Get(ctx, client.ObjectKey{Name: ob.name}, &sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // nothing to write to; waiting slices say why
+		}
+		return err
+	}
+	snap := ob.l.Snapshot()
+	w.capacityEvent(a, snap)
+	desired := desiredStatus(&sb, a, snap, time.Now())
+	if equality.Semantic.DeepEqual(sb.Status, desired) {
+		return nil
+	}
+	if w.last != nil && equality.Semantic.DeepEqual(*w.last, desired) && !cacheCaughtUp(sb.ResourceVersion, w.lastRV) {
+		return nil // written already; the cache does not show it yet
+	}
+	obj := sb.DeepCopy()
+	obj.Status = desired
+	data, err := statusPatch(&sb, obj)
+	if err != nil {
+		return err
+	}
+	if err := ob.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the cache was behind, or the object went: next time
+		}
+		return fmt.Errorf("patching SliceBudget %q's status: %w", ob.name, err)
+	}
+	w.last, w.lastRV = desired.DeepCopy(), obj.ResourceVersion
+	return nil
+}
+
+// cacheCaughtUp reports whether the cached version rv is at least the
+// version written.
+func cacheCaughtUp(rv, written string) bool {
+	c, err := resourceversion.CompareResourceVersion(rv, written)
+	return err != nil || c >= 0
+}
+
+// statusPatch is a JSON merge patch from base to obj, carrying base's
+// resourceVersion (the conditions and consumers lists are replaced whole,
+// so a patch from a stale base must fail), and accepted and waiting even
+// when 0, which the diff leaves out when base has them unset.
+func statusPatch(base, obj *v1alpha1.SliceBudget) ([]byte, error) {
+	data, err := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}).Data(obj)
+	if err != nil {
+		return nil, fmt.Errorf("computing SliceBudget %q's status patch: %w", base.Name, err)
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, fmt.Errorf("computing SliceBudget %q's status patch: %w", base.Name, err)
+	}
+	status, _ := patch["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+	}
+	status["accepted"], status["waiting"] = obj.Status.Accepted, obj.Status.Waiting
+	patch["status"] = status
+	return json.Marshal(patch)
+}
+
+// desiredStatus is the status sb should show: the ledger's figures, the
+// largest consumers, and the Ready condition of the spec last read (its
+// transition time kept when its status did not change).
+func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, now time.Time) v1alpha1.SliceBudgetStatus {
+	st := v1alpha1.SliceBudgetStatus{
+		Accepted: int32(min(snap.Accepted, 1<<31-1)), Waiting: int32(min(snap.Waiting, 1<<31-1)),
+		ObservedGeneration: a.generation,
+		Conditions:         append([]metav1.Condition(nil), sb.Status.Conditions...),
+	}
+	if a.ok {
+		st.Capacity, st.Used, st.InUse, st.Reclaiming, st.Available = snap.Total, snap.Used, snap.InUse, snap.Reclaiming, snap.Free
+		for _, c := range snap.Consumers {
+			if len(st.Consumers) == v1alpha1.MaxConsumers {
+				break
+			}
+			if c.Name == "" {
+				continue
+			}
+			st.Consumers = append(st.Consumers, v1alpha1.ConsumerStatus{Name: c.Name, Used: c.Used, Waiting: int32(min(c.Waiting, 1<<31-1))})
+		}
+	}
+	ready := metav1.Condition{Type: conditionReady, Status: metav1.ConditionTrue, Reason: reasonApplied, Message: a.message,
+		ObservedGeneration: a.generation, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
+	switch {
+	case !a.ok:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, a.reason, a.message+": the budget admits nothing new"
+	case a.reason != reasonApplied:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, a.reason, a.message+": the last spec applied stays in force"
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return st
+}
+
+// capacityEvent records a Warning event when the capacity falls below what
+// the slices hold, once until it no longer is.
+func (w *statusWriter) capacityEvent(a applied, snap ledger.Snapshot) {
+	if !a.ok {
+		return
+	}
+	var short []string
+	for _, n := range sortedResourceNames(snap.Total) {
+		t, u := snap.Total[n], snap.Used[n]
+		if u.Cmp(t) > 0 {
+			short = append(short, fmt.Sprintf("%s %s held of %s", n, u.String(), t.String()))
+		}
+	}
+	below := len(short) > 0
+	if below && !w.below {
+		w.ob.event(corev1.EventTypeWarning, eventCapacityBelow, actionFollowCapacity,
+			"budget %s: capacity is below what its slices hold (%s): nothing new is admitted until they hold less; with spec.preemption the lowest priorities are shrunk",
+			w.ob.name, strings.Join(short, ", "))
+	}
+	w.below = below
+}
+
+func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {
+	return slices.Sorted(maps.Keys(rl))
+}

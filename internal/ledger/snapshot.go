@@ -1,0 +1,120 @@
+package ledger
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Snapshot is what a ledger holds at one moment, read under one lock: the
+// figures a budget's status shows. Every list names exactly the resources
+// the ledger limits, zero included.
+type Snapshot struct {
+	Total, Used, InUse, Reclaiming, Free corev1.ResourceList
+	// Accepted counts the slices of the budget's classes that hold an
+	// acceptance (observed, or whose write is in flight); Waiting the
+	// slices waiting for capacity.
+	Accepted, Waiting int
+	// Consumers are the consumers that hold something or wait, the
+	// largest first by their dominant share of the total, then by name.
+	Consumers []ConsumerSnapshot
+	// Closed is why the ledger admits nothing new ("" when open).
+	Closed string
+}
+
+// ConsumerSnapshot is what one consumer holds (for the resources the
+// ledger limits) and how many of its slices wait.
+type ConsumerSnapshot struct {
+	Name    string
+	Used    corev1.ResourceList
+	Waiting int
+	share   float64
+}
+
+// Snapshot returns what the ledger holds now.
+func (l *Ledger) Snapshot() Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := Snapshot{
+		Total: corev1.ResourceList{}, Used: l.usedLocked(), InUse: corev1.ResourceList{}, Reclaiming: corev1.ResourceList{},
+		Free: l.freeLocked(), Waiting: l.line.len(), Closed: l.closed,
+	}
+	for _, n := range l.names {
+		s.Total[n] = l.total[n].DeepCopy()
+		s.InUse[n] = resource.Quantity{}
+		s.Reclaiming[n] = resource.Quantity{}
+		if f := s.Free[n]; f.Sign() < 0 {
+			s.Free[n] = resource.Quantity{}
+		}
+	}
+	for _, e := range l.slices {
+		if (e.member || !e.seen) && (e.accepted || len(e.attempts) > 0) {
+			s.Accepted++
+		}
+		if len(e.counted) == 0 {
+			continue
+		}
+		for n, q := range e.inUse {
+			if _, limited := s.InUse[n]; limited {
+				add(s.InUse, n, q)
+			}
+		}
+		if e.capped != nil {
+			for n, keep := range e.capped.keep {
+				if _, limited := s.Reclaiming[n]; !limited {
+					continue
+				}
+				over := e.counted[n].DeepCopy()
+				over.Sub(keep)
+				if over.Sign() > 0 {
+					add(s.Reclaiming, n, over)
+				}
+			}
+		}
+	}
+	byName := map[string]*ConsumerSnapshot{}
+	of := func(c string) *ConsumerSnapshot {
+		cs := byName[c]
+		if cs == nil {
+			cs = &ConsumerSnapshot{Name: c, Used: corev1.ResourceList{}}
+			for _, n := range l.names {
+				cs.Used[n] = resource.Quantity{}
+			}
+			byName[c] = cs
+		}
+		return cs
+	}
+	for c, held := range l.byConsumer {
+		cs := of(c)
+		for _, n := range l.names {
+			if q, ok := held[n]; ok {
+				cs.Used[n] = q.DeepCopy()
+			}
+		}
+	}
+	l.line.each(func(w *waiter) bool {
+		of(w.consumer).Waiting++
+		return true
+	})
+	for _, cs := range byName {
+		for _, n := range l.names {
+			t, u := l.total[n], cs.Used[n]
+			if t.Sign() > 0 {
+				cs.share = max(cs.share, u.AsApproximateFloat64()/t.AsApproximateFloat64())
+			}
+		}
+		s.Consumers = append(s.Consumers, *cs)
+	}
+	sort.Slice(s.Consumers, func(i, j int) bool {
+		a, b := s.Consumers[i], s.Consumers[j]
+		if a.share != b.share {
+			return a.share > b.share
+		}
+		if a.Waiting != b.Waiting {
+			return a.Waiting > b.Waiting
+		}
+		return a.Name < b.Name
+	})
+	return s
+}
