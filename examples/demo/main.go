@@ -142,6 +142,9 @@ func run(progress, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := addTeam(mgr, leases); err != nil {
+		return err
+	}
 	// Classes added while the manager runs, and slices nobody serves.
 	classes, err := resourceslice.NewClassSet(mgr, leases)
 	if err != nil {
@@ -265,6 +268,11 @@ func run(progress, out io.Writer) error {
 
 	say("serving class gpu (a node pool of the nodes labelled pool=gpu, at most 2 GPUs per consumer) and burst (a budget of cpu=4)")
 	if err := gpus.tour(ctx, c, say, out, func(consumer, name, class string, req map[corev1.ResourceName]string) *authv1beta1.ResourceSlice {
+		return slice(consumer, name, class, req)
+	}); err != nil {
+		return err
+	}
+	if err := teamTour(ctx, c, say, out, func(consumer, name, class string, req map[corev1.ResourceName]string) *authv1beta1.ResourceSlice {
 		return slice(consumer, name, class, req)
 	}); err != nil {
 		return err

@@ -17,7 +17,13 @@ func TestDemo(t *testing.T) {
 	require.NoError(t, run(io.Discard, &out), out.String())
 	for _, want := range []string{"ResourcesCapped", "TenantDrained", "BudgetExhausted", "waiting (no controller for class)", "9 slices: 5 Accepted, 3 Denied, 1 undecided", "2 slices: 2 Accepted, 0 Denied, 0 undecided",
 		"GPU node added: pool gpu total nvidia.com/gpu: 2 → 6", "ConsumerLimitReached", "4 slices: 3 Accepted, 1 Denied, 0 undecided",
-		"burst: carol's single slice Accepted (fair order); alice's burst: 3 of 6 Accepted, the rest wait"} {
+		"burst: carol's single slice Accepted (fair order); alice's burst: 3 of 6 Accepted, the rest wait",
+		// The SliceBudget's status as the slices come and as the operator
+		// edits its total and a consumer's limit.
+		"team   1         1        6         10            4",
+		"team   2         0        12        12            0",
+		"liqo-tenant-carol/team-c  team   cpu=6      cpu=0    Accepted  Reclaimed",
+		"team   2         0        6         12            6"} {
 		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
 }
