@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// ErrBoundElsewhere: a budget's classes run in one manager at a time, and
+// ErrBoundElsewhere is returned by Bind: a budget's classes run in one manager at a time, and
 // this budget is bound to another that has not stopped.
 var ErrBoundElsewhere = errors.New("the budget is bound to another manager, which has not stopped: " +
 	"a budget counts the slices of one manager's classes (build one budget per manager)")
