@@ -122,7 +122,8 @@ func AlsoServe(class string, h handler.Handler, opts ...resourceslice.DecisionOp
 }
 
 // WithStatusWriteErrors makes the next status writes fail with errs, one
-// each, in order; a nil entry lets that write through. Use Conflict() for a
+// each, in order; a nil entry lets that write through. A SliceBudget's
+// status writes (Harness.SliceBudget) take none. Use Conflict() for a
 // concurrent writer, AnswerLost(err) for a write applied whose answer is
 // lost, or any API error.
 func WithStatusWriteErrors(errs ...error) Option {
@@ -164,6 +165,8 @@ type Harness struct {
 	// reconcilers read through it, so they see a change at once; what
 	// watches (the budgets, the Tenant index, the controllers' queues)
 	// sees it as a watch event at the next Reconcile or ReconcilePending.
+	// A SliceBudget's metadata.generation advances when its spec changes,
+	// as the API server advances it (the fake client alone does not).
 	Client client.Client
 	// Reconciler is New's class's Reconciler: NewReconciler built it and
 	// SetupWithManager completed it, and the controller runs it. Pass and

@@ -40,7 +40,8 @@ import (
 // Methods the SDK does not call are those of the nil embedded Manager,
 // and panic. GetEventRecorder is one (its result type changed in
 // controller-runtime v0.25): every class the harness sets up is given the
-// harness's recorder, and the budgets' evictor, which asks the manager for
+// harness's recorder, a SliceBudget's follower is given it too
+// (WithSliceBudget), and the budgets' evictor, which asks the manager for
 // one, never starts here (no ShadowPods are served).
 type harnessManager struct {
 	manager.Manager
