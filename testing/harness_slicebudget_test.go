@@ -146,6 +146,16 @@ func TestSliceBudgetDeleted(t *testing.T) {
 	assert.Equal(t, conditions.Denied, res.Decision)
 	assert.Contains(t, res.Message, `SliceBudget "premium" not found: admits nothing new`)
 	assert.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision, "what a slice holds is not revoked")
+
+	// Created again, it admits the waiter.
+	require.NoError(t, h.Client.Create(context.Background(), cpuSliceBudget("premium", "10")))
+	results := h.ReconcilePending()
+	require.Len(t, results, 1, "the waiter is woken")
+	assert.Equal(t, "s2", results[0].Slice.Name)
+	assert.Equal(t, conditions.Accepted, results[0].Decision)
+	sb := h.SliceBudget("premium")
+	assert.Equal(t, int64(1), sb.Generation, "created as the API server creates it")
+	assertStatus(t, sb, 2, 0, "10", "4", "6")
 }
 
 // WithSliceBudget's classes: the named ones draw from it, New's alone by
