@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/internal/budgethook"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
@@ -107,6 +108,7 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 	ob := &objectBudget{
 		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), cfg: mgr.GetConfig(), scheme: scheme,
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
+		read:     make(chan struct{}),
 	}
 	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
 	l.FollowEvictionAfter()
@@ -172,10 +174,11 @@ const (
 // objectBudget is what the follower and the status writer of one
 // SliceBudget share.
 type objectBudget struct {
-	name     string
-	l        *ledger.Ledger
-	cache    cache.Cache
-	client   client.Client
+	name   string
+	l      *ledger.Ledger
+	cache  cache.Cache
+	client client.Client
+	// recorder gives the recorder of the object's events (guarded by mu).
 	recorder func() events.EventRecorder
 	// cfg and scheme build a node pool's cache (spec.nodePool); pool is
 	// the pool in force, for Pin.
@@ -189,6 +192,9 @@ type objectBudget struct {
 	applied applied
 	// rec records events once the follower started.
 	rec events.EventRecorder
+	// read is closed when the object is first read (applied.read).
+	read     chan struct{}
+	readOnce sync.Once
 }
 
 // applied is the outcome of the last spec read.
@@ -204,6 +210,9 @@ func (ob *objectBudget) setApplied(a applied) {
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	ob.applied = a
+	if a.read {
+		ob.readOnce.Do(func() { close(ob.read) })
+	}
 }
 
 func (ob *objectBudget) getApplied() applied {
@@ -229,9 +238,22 @@ type objectFollower struct {
 	pools sync.WaitGroup
 }
 
+var _ budgethook.Follower = (*objectFollower)(nil)
+
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
 // replica follows the object.
 func (*objectFollower) NeedLeaderElection() bool { return false }
+
+// UseEventRecorder implements budgethook.Follower: the unit-test harness
+// captures the events on the object.
+func (f *objectFollower) UseEventRecorder(rec events.EventRecorder) {
+	f.ob.mu.Lock()
+	defer f.ob.mu.Unlock()
+	f.ob.recorder = func() events.EventRecorder { return rec }
+}
+
+// SpecRead implements budgethook.Follower.
+func (f *objectFollower) SpecRead() <-chan struct{} { return f.ob.read }
 
 // Start implements manager.Runnable: it follows the object until ctx
 // ends, and detaches from the informer then.

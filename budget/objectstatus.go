@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/internal/budgethook"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
@@ -36,6 +38,9 @@ const statusEvery = time.Second
 // statusWriter writes a SliceBudget's status from the leader.
 type statusWriter struct {
 	ob *objectBudget
+	// mu serializes the writes of Start's ticks and of WriteStatus, and
+	// guards last, lastRV and below.
+	mu sync.Mutex
 	// last is the status last written, and the resourceVersion the write
 	// made: until the cache shows that version, it is what the object has.
 	last   *v1alpha1.SliceBudgetStatus
@@ -46,9 +51,19 @@ type statusWriter struct {
 	failing string
 }
 
+var _ budgethook.StatusWriter = (*statusWriter)(nil)
+
 // NeedLeaderElection implements manager.LeaderElectionRunnable: the status
 // is the leader's, whose ledger counts the slices.
 func (*statusWriter) NeedLeaderElection() bool { return true }
+
+// WriteStatus implements budgethook.StatusWriter: the unit-test harness
+// writes the status when a test reads it.
+func (w *statusWriter) WriteStatus(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sync(ctx)
+}
 
 // Start implements manager.Runnable: it writes the status every
 // statusEvery, when it changed, until ctx ends.
@@ -61,7 +76,9 @@ func (w *statusWriter) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		w.mu.Lock()
 		err := w.sync(ctx)
+		w.mu.Unlock()
 		switch {
 		case ctx.Err() != nil:
 		case err != nil && err.Error() != w.failing:
@@ -75,7 +92,7 @@ func (w *statusWriter) Start(ctx context.Context) error {
 	}
 }
 
-// sync writes the status if it changed.
+// sync writes the status if it changed. The caller holds mu.
 func (w *statusWriter) sync(ctx context.Context) error {
 	ob := w.ob
 	a := ob.getApplied()

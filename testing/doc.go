@@ -3,9 +3,10 @@
 // resourceslice.Reconciler on controller-runtime's fake client (with the
 // status subresource), set up as AddToManager sets a class up (the
 // budgets' feeds, the Tenant index, the namespaces' consumers; several
-// classes on one budget with AlsoServe), that reports the decision, the
-// resources, the events and every API write, with fault injection on
-// status writes.
+// classes on one budget with AlsoServe; a budget that follows a
+// SliceBudget with WithSliceBudget, whose status Harness.SliceBudget
+// reads), that reports the decision, the resources, the events and every
+// API write, with fault injection on status writes.
 //
 // Import it with its name:
 //

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -121,7 +122,8 @@ func AlsoServe(class string, h handler.Handler, opts ...resourceslice.DecisionOp
 }
 
 // WithStatusWriteErrors makes the next status writes fail with errs, one
-// each, in order; a nil entry lets that write through. Use Conflict() for a
+// each, in order; a nil entry lets that write through. A SliceBudget's
+// status writes (Harness.SliceBudget) take none. Use Conflict() for a
 // concurrent writer, AnswerLost(err) for a write applied whose answer is
 // lost, or any API error.
 func WithStatusWriteErrors(errs ...error) Option {
@@ -163,6 +165,8 @@ type Harness struct {
 	// reconcilers read through it, so they see a change at once; what
 	// watches (the budgets, the Tenant index, the controllers' queues)
 	// sees it as a watch event at the next Reconcile or ReconcilePending.
+	// A SliceBudget's metadata.generation advances when its spec changes,
+	// as the API server advances it (the fake client alone does not).
 	Client client.Client
 	// Reconciler is New's class's Reconciler: NewReconciler built it and
 	// SetupWithManager completed it, and the controller runs it. Pass and
@@ -175,6 +179,12 @@ type Harness struct {
 	ropts      []resourceslice.DecisionOption
 	more       []classSpec
 	statusErrs []error
+	// sbSeeds are the SliceBudgets WithSliceBudget gave; sliceBudgets,
+	// their budgets by name. setupErrs are the options' errors, which
+	// fail the test in New.
+	sbSeeds      []sliceBudgetSeed
+	sliceBudgets map[string]*followedBudget
+	setupErrs    []error
 	// classes are New's class, then AlsoServe's, in order.
 	classes []*harnessClass
 	cache   *watchCache
@@ -216,11 +226,20 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	for _, o := range opts {
 		o(hs)
 	}
+	specs := append([]classSpec{{class: class, h: h, opts: hs.ropts}}, hs.more...)
+	if err := errors.Join(append(hs.setupErrs, hs.checkSliceBudgets(specs))...); err != nil {
+		t.Fatalf("slicetest: %v", err)
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatalf("slicetest: building scheme: %v", err)
+	}
+	// SliceBudgets (WithSliceBudget): in the scheme before the manager
+	// starts, as budget.FromObject asks.
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
 	// Liqo's Quota, which a budget counts: served, so that a test may seed
@@ -240,7 +259,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	base := fake.NewClientBuilder().
 		WithScheme(scheme).
 		WithRESTMapper(mapper).
-		WithStatusSubresource(&authv1beta1.ResourceSlice{}, &authv1beta1.Tenant{}).
+		WithStatusSubresource(&authv1beta1.ResourceSlice{}, &authv1beta1.Tenant{}, &v1alpha1.SliceBudget{}).
 		// The budget feed settles a lost answer with a list by name.
 		WithIndex(&authv1beta1.ResourceSlice{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 		WithObjects(hs.seed...).
@@ -262,7 +281,9 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	// One registry for the harness, as a manager has one: parallel tests
 	// do not share counters.
 	registry := prometheus.NewRegistry()
-	specs := append([]classSpec{{class: class, h: h, opts: hs.ropts}}, hs.more...)
+	if err := hs.setUpSliceBudgets(mgr, specs); err != nil {
+		t.Fatalf("slicetest: %v", err)
+	}
 	for _, sp := range specs {
 		hc, err := hs.setUp(mgr, sp, registry)
 		if err != nil {
@@ -285,6 +306,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 			t.Fatalf("slicetest: the controller of class %q did not start", c.class)
 		}
 	}
+	hs.waitSliceBudgets()
 	return hs
 }
 
@@ -490,17 +512,19 @@ func (h *Harness) interceptors() interceptor.Funcs {
 	key := client.ObjectKeyFromObject
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			createGeneration(obj)
 			w := Write{Verb: "create", Object: key(obj)}
 			return h.record(w, c.Create(ctx, obj, opts...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updateGeneration(ctx, c, obj)
 			w := Write{Verb: "update", Object: key(obj)}
 			return h.record(w, c.Update(ctx, obj, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			data, _ := p.Data(obj)
 			w := Write{Verb: "patch", Object: key(obj), Patch: string(data)}
-			return h.record(w, c.Patch(ctx, obj, p, opts...))
+			return h.record(w, patchGeneration(ctx, c, obj, func() error { return c.Patch(ctx, obj, p, opts...) }))
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if _, slice := obj.(*authv1beta1.ResourceSlice); !slice && obj.GetObjectKind().GroupVersionKind().Kind != authv1beta1.ResourceSliceKind {
@@ -541,6 +565,11 @@ func (h *Harness) interceptors() interceptor.Funcs {
 			return h.record(w, c.SubResource(sub).Update(ctx, obj, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*v1alpha1.SliceBudget); ok {
+				// A budget's status write (Harness.SliceBudget): no
+				// reconcile's, and no injected error is for it.
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			}
 			data, _ := p.Data(obj)
 			w := Write{Verb: "patch", Subresource: sub, Object: key(obj), Patch: string(data)}
 			err := h.nextStatusErr()

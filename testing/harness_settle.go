@@ -3,6 +3,7 @@ package slicetest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,7 +69,7 @@ func (h *Harness) noteUnsettled(key types.NamespacedName, patch []byte, err erro
 // own goroutine. The harness holds those reads, so that a test's outcome
 // does not depend on timing: until SettleLostAnswers, such a write's offer
 // counts, as it does in production until the read. Pass the budgets of the
-// classes that wrote.
+// classes that wrote; those of WithSliceBudget are always settled.
 func (h *Harness) SettleLostAnswers(budgets ...*budget.Budget) {
 	h.t.Helper()
 	h.sync()
@@ -76,6 +77,11 @@ func (h *Harness) SettleLostAnswers(budgets ...*budget.Budget) {
 	pending := h.unsettled
 	h.unsettled = nil
 	h.mu.Unlock()
+	for _, b := range h.objectBudgets() {
+		if !slices.Contains(budgets, b) {
+			budgets = append(budgets, b)
+		}
+	}
 	// Read as the server's request timeout has passed since each write.
 	readAt := time.Now().Add(ledger.InFlightBound + time.Second)
 	for _, w := range pending {

@@ -1,0 +1,36 @@
+// Package budgethook is how the SDK's unit-test harness (package testing)
+// drives the runnables that budget.FromObject adds to a manager, which a
+// manager runs on its own goroutines and clock: the follower of a
+// SliceBudget's spec, whose events the harness captures, and the writer of
+// its status, which the harness does not start and makes write when a test
+// reads the status, so that what a test reads depends on its decisions
+// only, never on a ticker.
+package budgethook
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Follower is the runnable that keeps a budget's settings equal to its
+// SliceBudget's spec.
+type Follower interface {
+	manager.Runnable
+	// UseEventRecorder makes the events on the SliceBudget go to rec
+	// rather than to the manager's recorder. Call it before Start.
+	UseEventRecorder(rec events.EventRecorder)
+	// SpecRead is closed once the follower has read the object (applied
+	// its spec, refused it, or found it missing) for the first time.
+	SpecRead() <-chan struct{}
+}
+
+// StatusWriter is the runnable that writes a SliceBudget's status from the
+// leader, at most once a second.
+type StatusWriter interface {
+	manager.Runnable
+	// WriteStatus writes the status now if it differs from what the
+	// object shows, as a tick of Start would; safe to call beside Start.
+	WriteStatus(ctx context.Context) error
+}
