@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -16,47 +17,83 @@ import (
 )
 
 // Admission: everything between the handler's decision and the budgets'
-// ledgers. Before deciding, observe makes sure the ledgers are not ahead
-// of the slice the cache shows (and, outside a manager, tells them what
-// the Reconciler reads); after deciding, admit asks every budget of the
-// class at once, applyCaps and short turn a reclaim or a refusal into what
-// is written, and the bookkeeping around the write (holder, done,
-// leaveLine) ends each attempt.
+// ledgers. A reconcile reaches them at four points, all here: ready
+// before deciding (the ledgers are not ahead of the slice the cache shows;
+// outside a manager, they are told what the Reconciler reads); admit after
+// deciding (every budget of the class at once; applyCaps and short turn a
+// reclaim or a refusal into what is written); settle after the write (the
+// ticket admit left ends with the write's outcome); and leave / leaveLine
+// when the slice is not (or no longer) waiting.
+
+// ticket is what admit leaves for settle: the budgets' attempts for one
+// status write, and what the write was decided on.
+type ticket struct {
+	key      types.NamespacedName
+	uid      types.UID
+	base     string // the resourceVersion decided on
+	consumer string
+	attempts []*ledger.Attempt
+}
 
 // admit asks the class's budgets to admit an acceptance, all at once. An
 // offer that does not fit leaves a slice Accepted with what it holds (its
 // growth waits) and turns any other acceptance into a denial with the
-// refusing budget's reason; either way the slice waits in line. A denial
-// takes the slice out of the lines and releases nothing: the cluster still
-// shows what it holds.
+// refusing budget's reason; either way the slice waits in line. (A denial
+// does not reach the budgets: the reconcile takes the slice out of their
+// lines, and releases nothing: the cluster still shows what it holds.)
 //
 // A budget whose books are being counted again (its feed stopped, the
 // manager stopping or its classes replaced) decides nothing: admit returns
 // an error and nothing is written.
-func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) ([]*ledger.Attempt, error) {
+func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) (ticket, error) {
+	t := ticket{key: req.NamespacedName, uid: current.UID, base: current.ResourceVersion, consumer: consumer.id}
 	h := r.holder(req)
-	if !conditions.IsAccepted(desired) {
-		r.leaveLine(req)
-		return nil, nil
-	}
 	r.applyCaps(req, current, desired)
 	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
 		Consumer: consumer.id, Offer: desired.Status.Resources, Priority: r.cfg.priority}
-	var as []*ledger.Attempt
 	var refusal *ledger.Refusal
 	if r.cfg.dryRun { // consulted, not charged
 		refusal = ledger.CheckAll(r.ledgers, ask)
 	} else {
-		as, refusal = ledger.AdmitAll(r.ledgers, ask)
+		t.attempts, refusal = ledger.AdmitAll(r.ledgers, ask)
 	}
 	switch {
 	case refusal == nil:
 	case refusal.Reason == ledger.ReasonNotCounted:
-		return nil, errors.New(refusal.Message)
+		return ticket{}, errors.New(refusal.Message)
 	default:
 		r.short(current, desired, refusal)
 	}
-	return as, nil
+	return t, nil
+}
+
+// settle ends a ticket's attempts with what became of the write: the
+// budgets count an applied offer until the cluster shows it, forget a
+// refused one at once, and keep a lost one until the watch, or one read
+// of the slice (the feed's settleLater), shows whether it was applied. A
+// slice found gone is forgotten. With no feed, the Reconciler tells the
+// budgets what the API server answered.
+func (r *Reconciler) settle(t ticket, w writeOutcome, o ledger.Outcome, answer *authv1beta1.ResourceSlice) {
+	for i, a := range t.attempts {
+		r.ledgers[i].Done(a, o)
+	}
+	switch {
+	case w == writeGone:
+		for _, l := range r.ledgers {
+			l.ForgetSlice(t.key, t.uid)
+		}
+	case o == ledger.Applied && len(r.feeds) == 0 && answer != nil:
+		seen := observation(r.scope, answer, t.consumer)
+		for _, l := range r.ledgers {
+			l.ObserveSlice(seen)
+		}
+	case o == ledger.Lost || o == ledger.Unknown:
+		for i, f := range r.feeds {
+			if i < len(t.attempts) && t.attempts[i] != nil {
+				f.settleLater(t.key, t.base, o)
+			}
+		}
+	}
 }
 
 // applyCaps caps an acceptance of a slice that yields capacity to a
@@ -166,14 +203,18 @@ func (r *Reconciler) countShort(reason string) {
 	r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
 }
 
-// observe makes sure the budgets' ledgers are not ahead of the slice the
-// cache shows, before deciding: wait asks for a retry shortly when they are
+// ready makes sure the budgets' ledgers are not ahead of the slice the
+// cache shows, before deciding (and warns when the slice's pods use more
+// than it was granted): wait asks for a retry shortly when they are
 // (the cache has not seen the SDK's own last write, or an event the budget
 // feed delivered). Under a manager the feeds are the ledgers' one source of
 // observations, and settle the writes whose answers were lost; without one
 // (NewReconciler on a client of its own) the Reconciler tells them what it
 // reads.
-func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
+func (r *Reconciler) ready(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
+	if len(r.ledgers) == 0 {
+		return false, nil
+	}
 	for _, f := range r.feeds {
 		if err := f.WaitForSync(ctx); err != nil {
 			return false, err
@@ -191,6 +232,7 @@ func (r *Reconciler) observe(ctx context.Context, current *authv1beta1.ResourceS
 			return true, nil
 		}
 	}
+	r.warnOverGrant(req, current)
 	return false, nil
 }
 
@@ -200,10 +242,11 @@ func (r *Reconciler) observeSlice(o ledger.Slice) {
 	}
 }
 
-// observeOutside tells the budgets about a slice the class does not serve
-// now: gone (always: the cache may be ahead of the feed), or, when no feed
-// does, being deleted or moved away.
-func (r *Reconciler) observeOutside(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
+// leave takes a slice the class does not serve now out of the budgets'
+// waiting lines and, when no feed does, tells them about it: gone, being
+// deleted or moved away.
+func (r *Reconciler) leave(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
+	r.leaveLine(req)
 	if len(r.ledgers) == 0 || len(r.feeds) > 0 {
 		return nil // the feeds observe every slice, deletions included
 	}
@@ -251,14 +294,8 @@ func (r *Reconciler) holder(req reconcile.Request) ledger.Holder {
 	return ledger.Holder{Class: r.scope.class, Key: req.NamespacedName}
 }
 
-func (r *Reconciler) done(as []*ledger.Attempt, o ledger.Outcome) {
-	for i, a := range as {
-		r.ledgers[i].Done(a, o)
-	}
-}
-
-// leaveLine takes the slice out of the budget's waiting line: its
-// reconcile ended without reaching the budget.
+// leaveLine takes the slice out of the budgets' waiting lines: its
+// reconcile ended without the budgets seeing an acceptance.
 func (r *Reconciler) leaveLine(req reconcile.Request) {
 	for _, l := range r.ledgers {
 		l.Leave(r.holder(req))

@@ -200,61 +200,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, r.errorf(req, "getting the slice: %w", err)
 	}
 	if current == nil || !r.scope.serves(current) {
-		r.release(req)
-		if err := r.observeOutside(ctx, req, current); err != nil {
-			return ctrl.Result{}, r.errorf(req, "%w", err)
-		}
-		var uid types.UID
-		if current != nil {
-			uid = current.UID
-		}
-		if err := r.removeOwned(ctx, current, req.NamespacedName, uid); err != nil {
-			return ctrl.Result{}, r.errorf(req, "%w", err)
-		}
-		if ctx, err = r.releaseContext(ctx, current); err != nil {
-			return ctrl.Result{}, r.errorf(req, "%w", err)
-		}
-		if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
+		if err := r.leaveClass(ctx, req, current); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 		return ctrl.Result{}, nil
 	}
+	// The slice leaves the budgets' waiting lines unless the budgets saw
+	// this reconcile's acceptance (admit), or it waits for the cache.
+	inLine := false
+	defer func() {
+		if !inLine {
+			r.leaveLine(req)
+		}
+	}()
 	if r.cfg.authGate && !conditions.IsAuthenticated(current) {
-		r.leaveLine(req)
 		log.FromContext(ctx).V(1).Info("waiting for Liqo to accept the slice's authentication")
 		return ctrl.Result{}, nil
 	}
 	consumer, err := r.consumerOf(ctx, current)
 	if err != nil {
-		r.leaveLine(req)
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	ctx = withConsumer(ctx, consumer) // for Owned and Release too
-	if len(r.ledgers) > 0 {
-		switch wait, err := r.observe(ctx, current, consumer); {
-		case err != nil:
-			r.leaveLine(req)
-			return ctrl.Result{}, r.errorf(req, "%w", err)
-		case wait:
-			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
-		}
+	switch wait, err := r.ready(ctx, req, current, consumer); {
+	case err != nil:
+		return ctrl.Result{}, r.errorf(req, "%w", err)
+	case wait:
+		inLine = true
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
-	r.warnOverGrant(req, current)
 	if r.releaser() != nil {
 		if err := r.seedHolding(ctx); err != nil {
+			inLine = true
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 	}
 	if r.retries.skip(req.NamespacedName, current.ResourceVersion) {
-		r.leaveLine(req)
 		return ctrl.Result{}, nil
 	}
 
 	// 2. Decide: the tenant rule or the handler, validated; then the budget
 	// admits the offer or turns it into a BudgetExhausted denial.
-	d, err := r.decide(withConsumer(ctx, consumer), current)
+	d, err := r.decide(ctx, current)
 	if err != nil {
-		r.leaveLine(req)
 		if isHandlerFailure(err) && r.retries.fail(req.NamespacedName, current.ResourceVersion) {
 			r.metrics.gaveUp.WithLabelValues(r.scope.class).Inc()
 			r.warn(current, ReasonGaveUp, actionHandle, "class %q gave up after %d consecutive handler failures; the slice is tried again on its next change: %v",
@@ -264,12 +252,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, r.errorf(req, "%w", err)
 	}
 	r.retries.forget(req.NamespacedName)
-	var attempts []*ledger.Attempt
-	if len(r.ledgers) > 0 {
+	var t ticket
+	if len(r.ledgers) > 0 && conditions.IsAccepted(d.desired) {
+		inLine = true // admitted, or waiting in line for what it asks
 		if d.handled {
 			d.out = ownedCopy(d.desired)
 		}
-		if attempts, err = r.admit(req, current, d.desired, consumer); err != nil {
+		if t, err = r.admit(req, current, d.desired, consumer); err != nil {
 			return ctrl.Result{}, r.errorf(req, "%w", err)
 		}
 	}
@@ -285,9 +274,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 		return r.withResync(d.result), nil
 	case ownedEqual(current, d.desired):
-		r.done(attempts, ledger.NotApplied) // the cluster already shows it
+		r.settle(t, written, ledger.NotApplied, nil) // the cluster already shows it
 	default:
-		switch outcome, err := r.write(ctx, req, current, d.desired, attempts, consumer); {
+		outcome, o, err := r.write(ctx, current, d.desired)
+		r.settle(t, outcome, o, d.desired)
+		switch {
 		case err != nil:
 			r.remember(req, current, d, err)
 			return ctrl.Result{}, r.errorf(req, "%w", err)
@@ -295,10 +286,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			r.remember(req, current, d, nil)
 			return ctrl.Result{RequeueAfter: r.conflicts.When(req)}, nil
 		case outcome == writeGone:
-			if err := r.removeOwned(ctx, nil, req.NamespacedName, ""); err != nil {
-				return ctrl.Result{}, r.errorf(req, "%w", err)
-			}
-			if err := r.settleHolding(ctx, req.NamespacedName, false); err != nil {
+			inLine = true // leaveClass leaves the line
+			if err := r.leaveClass(ctx, req, nil); err != nil {
 				return ctrl.Result{}, r.errorf(req, "%w", err)
 			}
 			return ctrl.Result{}, nil
@@ -337,12 +326,28 @@ func (r *Reconciler) errorf(req reconcile.Request, format string, args ...any) e
 	return fmt.Errorf("ResourceSlice %s, class %q: %w", req.NamespacedName, r.scope.class, fmt.Errorf(format, args...))
 }
 
-// release forgets what the Reconciler remembers of a slice gone or no
-// longer its own, and takes it out of the budgets' waiting lines.
-func (r *Reconciler) release(req reconcile.Request) {
+// leaveClass gives back what a slice gone, or no longer the class's, held:
+// what the Reconciler remembers of it, its place in the budgets' waiting
+// lines (and, with no feed, its count), the handler's owned objects and
+// what the handler holds for it (Release).
+func (r *Reconciler) leaveClass(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
 	r.conflicts.Forget(req)
 	r.retries.forget(req.NamespacedName) // a slice gone or not ours keeps no failure count
 	r.memos.forget(req.NamespacedName)
 	r.overGrants.forget(req.NamespacedName)
-	r.leaveLine(req)
+	if err := r.leave(ctx, req, current); err != nil {
+		return err
+	}
+	var uid types.UID
+	if current != nil {
+		uid = current.UID
+	}
+	if err := r.removeOwned(ctx, current, req.NamespacedName, uid); err != nil {
+		return err
+	}
+	ctx, err := r.releaseContext(ctx, current)
+	if err != nil {
+		return err
+	}
+	return r.settleHolding(ctx, req.NamespacedName, false)
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -64,8 +63,9 @@ func TestWriteSendsNothingOnceItsContextEnded(t *testing.T) {
 	conditions.Accept(desired, "Granted", "")
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
-	_, err = r.write(ctx, reconcile.Request{NamespacedName: key}, rs, desired, as, consumerInfo{id: "ns"})
+	w, o, err := r.write(ctx, rs, desired)
 	require.ErrorIs(t, err, context.Canceled)
+	r.settle(ticket{key: key, uid: rs.UID, base: rs.ResourceVersion, consumer: "ns", attempts: as}, w, o, desired)
 	assert.Zero(t, patches.Load(), "no patch is sent after the stop")
 	used = l.Used()
 	assert.True(t, used.Cpu().IsZero(), "the admission is forgotten at once: %s", used.Cpu())

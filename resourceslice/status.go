@@ -365,14 +365,14 @@ const (
 )
 
 // write patches desired's owned fields with one optimistic-lock merge patch
-// against current and records the decision transition.
-func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, desired *authv1beta1.ResourceSlice, a []*ledger.Attempt, consumer consumerInfo) (writeOutcome, error) {
+// against current and records the decision transition. It returns what
+// became of the write for the budgets' attempts too (settle).
+func (r *Reconciler) write(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (writeOutcome, ledger.Outcome, error) {
 	// Nothing is sent once the reconcile's context has ended (the
 	// controller stopping); a patch sent before is left writeGrace to be
 	// answered.
 	if err := stopped(ctx); err != nil {
-		r.done(a, ledger.NotApplied)
-		return written, fmt.Errorf("status not written: %w", err)
+		return written, ledger.NotApplied, fmt.Errorf("status not written: %w", err)
 	}
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
@@ -382,27 +382,16 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 	err := writeStatus(wctx, r.client, current, desired, r.fieldOwner)
 	switch {
 	case err == nil:
-		r.done(a, ledger.Applied)
-		if len(r.feeds) == 0 {
-			r.observeSlice(observation(r.scope, desired, consumer.id)) // the server's answer
-		}
 		r.recordTransition(ctx, current, desired)
-		return written, nil
+		return written, ledger.Applied, nil
 	case apierrors.IsConflict(err):
-		r.done(a, ledger.Conflicted)
 		log.FromContext(ctx).V(1).Info("status write conflicted with another writer, retrying")
-		return writeConflicted, nil
+		return writeConflicted, ledger.Conflicted, nil
 	case apierrors.IsNotFound(err):
-		r.done(a, ledger.NotApplied)
-		r.release(req)
-		for _, l := range r.ledgers {
-			l.ForgetSlice(req.NamespacedName, current.UID)
-		}
-		return writeGone, nil
+		return writeGone, ledger.NotApplied, nil
 	case apierrors.IsInvalid(err):
-		r.done(a, ledger.NotApplied)
 		r.warn(current, reasonStatusRejected, actionWrite, "API server rejected the status of class %q: %v", r.scope.class, err)
-		return written, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
+		return written, ledger.NotApplied, reconcile.TerminalError(fmt.Errorf("status rejected: %w", err))
 	default:
 		// The outcome is unknown (the server may have applied it): the
 		// budget keeps counting the offer until the watch, or one read of
@@ -411,13 +400,7 @@ func (r *Reconciler) write(ctx context.Context, req reconcile.Request, current, 
 		if errors.As(err, new(apierrors.APIStatus)) {
 			o = ledger.Unknown // the server answered: it is done with the request
 		}
-		r.done(a, o)
-		for i, f := range r.feeds {
-			if i < len(a) && a[i] != nil {
-				f.settleLater(req.NamespacedName, current.ResourceVersion, o)
-			}
-		}
-		return written, fmt.Errorf("patching status: %w", err)
+		return written, o, fmt.Errorf("patching status: %w", err)
 	}
 }
 
