@@ -17,7 +17,7 @@ import (
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
-// viewPhase measures the status.class view (resourceslice/effective.go)
+// viewPhase measures the status.class view (internal/sliceview/view.go)
 // beside the typed slice cache, at each count of -view-n: the cluster
 // holds that many realistic, decided slices of class "mem" in namespace
 // "mem", each with status.class set, and a memory child (memChild, with

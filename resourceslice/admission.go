@@ -13,6 +13,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
@@ -46,11 +47,11 @@ type ticket struct {
 // manager stopping or its classes replaced) decides nothing: admit returns
 // an error and nothing is written.
 func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) (ticket, error) {
-	t := ticket{key: req.NamespacedName, uid: current.UID, base: current.ResourceVersion, consumer: consumer.id}
+	t := ticket{key: req.NamespacedName, uid: current.UID, base: current.ResourceVersion, consumer: consumer.ID}
 	h := r.holder(req)
 	r.applyCaps(req, current, desired)
 	ask := ledger.Request{Holder: h, UID: current.UID, Base: current.ResourceVersion, Created: current.CreationTimestamp.Time,
-		Consumer: consumer.id, Offer: desired.Status.Resources, Priority: r.cfg.priority}
+		Consumer: consumer.ID, Offer: desired.Status.Resources, Priority: r.cfg.priority}
 	var refusal *ledger.Refusal
 	if r.cfg.dryRun { // consulted, not charged
 		refusal = ledger.CheckAll(r.ledgers, ask)
@@ -83,14 +84,14 @@ func (r *Reconciler) settle(t ticket, w writeOutcome, o ledger.Outcome, answer *
 			l.ForgetSlice(t.key, t.uid)
 		}
 	case o == ledger.Applied && len(r.feeds) == 0 && answer != nil:
-		seen := observation(r.scope, answer, t.consumer)
+		seen := feed.Observation(answer, r.scope.classOf(answer), t.consumer)
 		for _, l := range r.ledgers {
 			l.ObserveSlice(seen)
 		}
 	case o == ledger.Lost || o == ledger.Unknown:
 		for i, f := range r.feeds {
 			if i < len(t.attempts) && t.attempts[i] != nil {
-				f.settleLater(t.key, t.base, o)
+				f.SettleLater(t.key, t.base, o)
 			}
 		}
 	}
@@ -225,7 +226,7 @@ func (r *Reconciler) ready(ctx context.Context, req reconcile.Request, current *
 		if err := r.seedLedger(ctx); err != nil {
 			return false, err
 		}
-		r.observeSlice(observation(r.scope, current, consumer.id))
+		r.observeSlice(feed.Observation(current, r.scope.classOf(current), consumer.ID))
 	}
 	for _, l := range r.ledgers {
 		if l.Ahead(key, current.UID, current.ResourceVersion) {
@@ -260,7 +261,7 @@ func (r *Reconciler) leave(ctx context.Context, req reconcile.Request, current *
 	if err != nil {
 		return err
 	}
-	r.observeSlice(observation(r.scope, current, consumer.id))
+	r.observeSlice(feed.Observation(current, r.scope.classOf(current), consumer.ID))
 	return nil
 }
 
@@ -282,7 +283,7 @@ func (r *Reconciler) seedLedger(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.observeSlice(observation(r.scope, &list.Items[i], consumer.id))
+		r.observeSlice(feed.Observation(&list.Items[i], r.scope.classOf(&list.Items[i]), consumer.ID))
 	}
 	r.seeded = true
 	return nil

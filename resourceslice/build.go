@@ -21,6 +21,8 @@ import (
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
+	"github.com/sliceclass/sliceclass/internal/feed"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
@@ -53,7 +55,7 @@ type classController struct {
 	informers []*informerSource
 	// budgets are the parts of the budgets whose feeds the class holds a
 	// reference to.
-	budgets []*budgetParts
+	budgets []*feed.Parts
 	// abort, for a class served by a ClassSet, is the context its
 	// decisions in flight run on once Stop has ended its controller: it
 	// ends with the set's (the manager stopping) or when Stop gives up
@@ -174,7 +176,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, l := range st.ledgers {
-		p, f, err := acquireFeed(mgr, l, with.views, with.namespaces)
+		p, f, err := feed.Acquire(mgr, l, with.views, with.namespaces)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
@@ -224,14 +226,14 @@ func (cc *classController) sources() []source.Source {
 		})
 	}
 	infs = append(infs, &informerSource{
-		cache: cache, obj: namespaceMetadata(),
+		cache: cache, obj: sliceview.NamespaceMetadata(),
 		handler: crhandler.EnqueueRequestsFromMapFunc(r.slicesInNamespace), preds: []predicate.Predicate{namespacePredicate()},
 	})
 	for _, w := range cc.cfg.watches {
 		infs = append(infs, &informerSource{cache: cache, obj: w.obj, handler: r.watchHandler(), preds: w.preds})
 	}
 	infs = append(infs, cc.ownedSources()...)
-	views := r.scope.status.source(r.scope)
+	views := viewSource(r.scope.status, r.scope)
 	out := make([]source.Source, 0, len(infs)+2)
 	for _, s := range infs {
 		out = append(out, s)
@@ -299,7 +301,7 @@ func (cc *classController) release() { cc.releaseParts(cc.r.classState, cc.r.sco
 func (cc *classController) releaseParts(st *classState, class string) {
 	st.detach()
 	for _, p := range cc.budgets {
-		p.release()
+		p.Release()
 	}
 	cc.budgets = nil
 	cc.mc.unclaim(class)

@@ -14,12 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/internal/feed"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // What a manager's classes share, in one object per manager: the classes
 // it serves (claims), its status.class view and its namespace store. What
 // a budget holds (its feed and ShadowPod cache) hangs off the budget
-// (budgetparts.go), and Liqo's types are added to the user's scheme only
+// (internal/feed), and Liqo's types are added to the user's scheme only
 // before the manager starts (addTypes). It is made the first time the SDK meets the manager, and it goes
 // with the manager: it is a runnable of the manager, which empties it when
 // the manager stops, and the manager is the only thing that holds it.
@@ -52,10 +55,10 @@ type companions struct {
 	// is refused at registration, with no API call.
 	claims map[string]bool
 	// views is the status.class view, built on first use.
-	views *statusClasses
+	views *sliceview.Classes
 	// namespaces reads namespaces' consumers, shared by the classes and the
 	// budget feeds.
-	namespaces *namespaceStore
+	namespaces *sliceview.Namespaces
 	// started is set when the manager started: its caches read the
 	// scheme, which addTypes then leaves alone.
 	started bool
@@ -81,7 +84,7 @@ func companionsOf(mgr manager.Manager) (*companions, error) {
 	mc := &companions{
 		mgr:        mgr,
 		claims:     map[string]bool{},
-		namespaces: &namespaceStore{cache: mgr.GetCache()},
+		namespaces: sliceview.NewNamespaces(mgr.GetCache()),
 	}
 	if err := mgr.Add(mc); err != nil {
 		return nil, fmt.Errorf("adding the classes' shared state to the manager: %w", err)
@@ -167,7 +170,7 @@ func (mc *companions) addTypes(leases bool) error {
 	wants := []want{
 		{"Liqo's authentication/v1beta1 (authv1beta1.AddToScheme)", authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), authv1beta1.AddToScheme},
 		{"Liqo's authentication/v1beta1 (authv1beta1.AddToScheme)", authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind), authv1beta1.AddToScheme},
-		{"Liqo's offloading/v1beta1 Quota", offloadingv1beta1.SchemeGroupVersion.WithKind(quotaKind.Kind), func(s *runtime.Scheme) error { addQuotaTypes(s); return nil }},
+		{"Liqo's offloading/v1beta1 Quota", offloadingv1beta1.SchemeGroupVersion.WithKind(feed.QuotaKind.Kind), func(s *runtime.Scheme) error { feed.AddQuotaTypes(s); return nil }},
 	}
 	if leases {
 		wants = append(wants, want{"coordination/v1 (coordinationv1.AddToScheme)", coordinationv1.SchemeGroupVersion.WithKind("Lease"), coordinationv1.AddToScheme})
@@ -203,7 +206,7 @@ func (mc *companions) addTypes(leases bool) error {
 }
 
 // statusClasses returns the manager's status.class view, built on first use.
-func (mc *companions) statusClasses() (*statusClasses, error) {
+func (mc *companions) statusClasses() (*sliceview.Classes, error) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	if mc.views != nil {
@@ -212,7 +215,7 @@ func (mc *companions) statusClasses() (*statusClasses, error) {
 	if mc.stopped {
 		return nil, errors.New("the manager stopped")
 	}
-	v, err := newStatusClasses(mc.mgr)
+	v, err := sliceview.NewClasses(mc.mgr)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +224,6 @@ func (mc *companions) statusClasses() (*statusClasses, error) {
 }
 
 // namespaceStore returns the manager's namespace store.
-func (mc *companions) namespaceStore() *namespaceStore {
+func (mc *companions) namespaceStore() *sliceview.Namespaces {
 	return mc.namespaces
 }

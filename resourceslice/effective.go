@@ -2,299 +2,46 @@ package resourceslice
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"sync"
-	"sync/atomic"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/internal/ledger"
-	"github.com/sliceclass/sliceclass/internal/statusclass"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
-// The effective class, in one file: the rule that says whether a class
-// controller serves a slice (scope: classOf, selects, serves), the typed
-// lookup a newer Liqo's EffectiveClass() gives (typedEffectiveClass), and,
-// on the pinned types, the status.class view below.
-//
-// Effective class on the pinned Liqo types.
-//
-// Liqo after v1.2.0 adds status.class (set once by the provider when
-// spec.class is empty and a default class is configured) and class
-// controllers must serve a slice by status.class when it is set. The pinned
-// v1.2.0 Go types have no such field, so the typed cache drops it. The SDK
-// therefore keeps, per manager, a second and small cache of "class views":
-// each slice decoded into just its name, labels, spec.class and
-// status.class, and what the budgets count (see classView). It is started
-// only when the API server's ResourceSlice schema has status.class (read
-// from OpenAPI v3 discovery, which every authenticated client may read);
-// against today's CRD, which prunes the field, it costs nothing.
-
-// classView is the part of a ResourceSlice the effective class and the
-// budgets need, and trimView keeps no more (one view per slice in the
-// cluster, beside the typed slice cache). Each kept field, and why:
-//
-//   - name and namespace: the view's key, and the request a view event
-//     enqueues;
-//   - labels: the class's selector matches them (source), and a budget's
-//     selectors read them from the observation;
-//   - spec.class and status.class: the effective class;
-//   - and, for the budgets' feeds, which observe slices through these
-//     views where status.class exists, so that each observation carries
-//     the class the same event showed (a lookup in another cache may be
-//     behind or ahead): the UID (a slice deleted and created again under
-//     its name is another slice to the ledger), the resourceVersion (the
-//     ledger orders observations and settles its own writes by it), the
-//     creation time (the fair order's tie-break), the Resources condition
-//     while it is Accepted (with its reason only when it is Reclaimed) and
-//     status.resources while it is Accepted (the grant the ledger counts).
-//
-// Everything else a slice holds (the CSR, the certificates, the other
-// conditions, managed fields, annotations, owner references, the deletion
-// timestamp) is dropped.
-type classView struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              classField `json:"spec,omitempty"`
-	Status            viewStatus `json:"status,omitempty"`
-}
-
-type classField struct {
-	Class string `json:"class,omitempty"`
-}
-
-// viewStatus is status.class, and what a budget counts: the Resources
-// condition and status.resources.
-type viewStatus struct {
-	Class      string          `json:"class,omitempty"`
-	Resources  grantJSON       `json:"resources,omitempty"`
-	Conditions []viewCondition `json:"conditions,omitempty"`
-}
-
-type viewCondition struct {
-	Type   string `json:"type"`
-	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// grantJSON is status.resources as the API server sent it, checked to
-// decode as a ResourceList (a slice whose grant does not decode fails to
-// decode, as in the typed cache). A decoded ResourceList of three
-// quantities takes about 700 bytes; these bytes, a few dozen. It is
-// decoded again only when a budget observes the slice (list).
-type grantJSON []byte
-
-// UnmarshalJSON keeps b once it decodes as a ResourceList.
-func (g *grantJSON) UnmarshalJSON(b []byte) error {
-	var l corev1.ResourceList
-	if err := json.Unmarshal(b, &l); err != nil {
-		return fmt.Errorf("status.resources: %w", err)
-	}
-	if l == nil {
-		*g = nil
-		return nil
-	}
-	*g = append(grantJSON(nil), b...)
-	return nil
-}
-
-// MarshalJSON writes the grant as it was read.
-func (g grantJSON) MarshalJSON() ([]byte, error) {
-	if len(g) == 0 {
-		return []byte("null"), nil
-	}
-	return g, nil
-}
-
-// list decodes the grant; nil when there is none. UnmarshalJSON checked
-// that it decodes.
-func (g grantJSON) list() corev1.ResourceList {
-	if len(g) == 0 {
-		return nil
-	}
-	var l corev1.ResourceList
-	if err := json.Unmarshal(g, &l); err != nil {
-		return nil
-	}
-	return l
-}
-
-// accepted reports whether the view's Resources condition is Accepted.
-func (v *classView) accepted() bool {
-	c := v.resources()
-	return c != nil && c.Status == string(conditions.Accepted)
-}
-
-// reclaimed reports whether the view's Resources condition is Accepted
-// with reason Reclaimed: shrunk by a budget's reclaim.
-func (v *classView) reclaimed() bool {
-	c := v.resources()
-	return c != nil && c.Status == string(conditions.Accepted) && c.Reason == ledger.ReasonReclaimed
-}
-
-// resources is the view's Resources condition, nil when it has none.
-func (v *classView) resources() *viewCondition {
-	for i := range v.Status.Conditions {
-		if v.Status.Conditions[i].Type == string(conditions.Resources) {
-			return &v.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// effectiveClass is status.class when set, else spec.class.
-func (v *classView) effectiveClass() string {
-	if v.Status.Class != "" {
-		return v.Status.Class
-	}
-	return v.Spec.Class
-}
-
-// DeepCopyObject implements runtime.Object.
-func (v *classView) DeepCopyObject() runtime.Object {
-	out := *v
-	v.DeepCopyInto(&out.ObjectMeta)
-	out.Status.Resources = append(grantJSON(nil), v.Status.Resources...)
-	out.Status.Conditions = append([]viewCondition(nil), v.Status.Conditions...)
-	return &out
-}
-
-// classViewList is the list type of classView.
-type classViewList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []classView `json:"items"`
-}
-
-// DeepCopyObject implements runtime.Object.
-func (l *classViewList) DeepCopyObject() runtime.Object {
-	out := *l
-	out.Items = make([]classView, len(l.Items))
-	for i := range l.Items {
-		out.Items[i] = *l.Items[i].DeepCopyObject().(*classView)
-	}
-	return &out
-}
-
-// trimView keeps of a decoded view only the fields classView lists, in
-// place (a copy would leave the decoded view's memory behind in the
-// informer's heap). The Resources condition is kept only while it is
-// Accepted, its strings the package's constants rather than the decoded
-// copies.
-func trimView(obj any) (any, error) {
-	v, ok := obj.(*classView)
-	if !ok {
-		return obj, nil
-	}
-	accepted, reclaimed := v.accepted(), v.reclaimed()
-	v.TypeMeta = metav1.TypeMeta{}
-	v.ObjectMeta = metav1.ObjectMeta{Name: v.Name, Namespace: v.Namespace, UID: v.UID, Labels: v.Labels,
-		ResourceVersion: v.ResourceVersion, CreationTimestamp: v.CreationTimestamp}
-	v.Status.Conditions = nil
-	if !accepted {
-		v.Status.Resources = nil
-		return v, nil
-	}
-	c := viewCondition{Type: string(conditions.Resources), Status: string(conditions.Accepted)}
-	if reclaimed {
-		c.Reason = ledger.ReasonReclaimed
-	}
-	v.Status.Conditions = []viewCondition{c}
-	return v, nil
-}
-
-// statusClasses answers "what is this slice's status.class" for one
-// manager, from its class-view cache.
-type statusClasses struct {
-	cache   cache.Cache
-	cfg     discoveryConfig
-	once    sync.Once
-	enabled atomic.Bool
-	// synced is set once the views' informer has synced: reads no
-	// longer wait.
-	synced atomic.Bool
-}
-
-type discoveryConfig interface {
-	supportsStatusClass() (bool, error)
-}
-
-// lookup returns the slice's status.class, "" when unknown. It never
-// waits (predicates and event handlers ask it, with no context to end a
-// wait): before the views' informer has synced, status.class is unknown,
-// and the views' own source enqueues every slice whose status.class names
-// a class once it has.
-func (s *statusClasses) lookup(key types.NamespacedName) string {
-	if s == nil || !s.enabled.Load() {
-		return ""
-	}
-	ctx := context.TODO() // neither call below waits: no context to end
-	if !s.synced.Load() {
-		inf, err := s.cache.GetInformer(ctx, &classView{}, cache.BlockUntilSynced(false))
-		if err != nil || !inf.HasSynced() {
-			return ""
-		}
-		s.synced.Store(true)
-	}
-	var v classView
-	if err := s.cache.Get(ctx, key, &v); err != nil {
-		return ""
-	}
-	return v.Status.Class
-}
-
-// detect decides, once, whether the server can hold status.class at all.
-func (s *statusClasses) detect(ctx context.Context) bool {
-	s.once.Do(func() {
-		ok, err := s.cfg.supportsStatusClass()
-		if err != nil {
-			// Unsure: pay for the watch rather than miss a slice.
-			log.FromContext(ctx).Info("cannot read the ResourceSlice schema; watching status.class anyway", "error", err.Error())
-			ok = true
-		}
-		s.enabled.Store(ok)
-	})
-	return s.enabled.Load()
-}
-
+// The effective class: the rule that says whether a class controller
+// serves a slice (scope: classOf, selects, serves), and the source that
+// enqueues a slice whose status.class names (or named) the class. What
+// status.class is, on the pinned types that drop it, is read from the
+// manager's class views (internal/sliceview).
 // source enqueues, for the class of sc, every slice whose status.class or
 // spec.class is (or was) the class: a slice whose status.class comes to
 // name another class leaves it, one whose status.class names the class
 // joins it. It starts watching only if the server's schema has
 // status.class.
-func (s *statusClasses) source(sc scope) *gatedSource {
+func viewSource(s *sliceview.Classes, sc scope) *gatedSource {
 	ours := func(o client.Object) bool {
-		v, ok := o.(*classView)
+		v, ok := o.(*sliceview.View)
 		return ok && (v.Spec.Class == sc.class || v.Status.Class == sc.class) && sc.selector.Matches(labels.Set(v.Labels))
 	}
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
 	}
-	views := &informerSource{cache: s.cache, obj: &classView{}, handler: crhandler.Funcs{
+	views := &informerSource{cache: s.Cache(), obj: &sliceview.View{}, handler: crhandler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if v, ok := e.Object.(*classView); ok && v.Status.Class != "" && ours(v) {
+			if v, ok := e.Object.(*sliceview.View); ok && v.Status.Class != "" && ours(v) {
 				enqueue(q, v)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			o, ok1 := e.ObjectOld.(*classView)
-			n, ok2 := e.ObjectNew.(*classView)
+			o, ok1 := e.ObjectOld.(*sliceview.View)
+			n, ok2 := e.ObjectNew.(*sliceview.View)
 			if ok1 && ok2 && o.Status.Class != n.Status.Class && (ours(o) || ours(n)) {
 				enqueue(q, n)
 			}
@@ -304,7 +51,7 @@ func (s *statusClasses) source(sc scope) *gatedSource {
 		// types drop status.class, and this cache may drop the view
 		// first), so the class learns of the deletion here.
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if v, ok := e.Object.(*classView); ok && v.Status.Class != "" && ours(v) {
+			if v, ok := e.Object.(*sliceview.View); ok && v.Status.Class != "" && ours(v) {
 				enqueue(q, v)
 			}
 		},
@@ -314,13 +61,13 @@ func (s *statusClasses) source(sc scope) *gatedSource {
 
 // gatedSource starts inner only when the server supports status.class.
 type gatedSource struct {
-	s       *statusClasses
+	s       *sliceview.Classes
 	inner   *informerSource
 	started bool
 }
 
 func (g *gatedSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	if !g.s.detect(ctx) {
+	if !g.s.Detect(ctx) {
 		return nil
 	}
 	g.started = true
@@ -336,35 +83,6 @@ func (g *gatedSource) WaitForSync(ctx context.Context) error {
 
 func (g *gatedSource) String() string { return "status.class of ResourceSlices" }
 
-// newStatusClasses builds the class-view cache for mgr and adds it to the
-// manager (it starts with the manager's caches; empty until a class needs
-// it).
-func newStatusClasses(mgr manager.Manager) (*statusClasses, error) {
-	c, err := addNarrowCache(mgr, "status.class", viewScheme(), trimView)
-	if err != nil {
-		return nil, err
-	}
-	return &statusClasses{cache: c, cfg: openAPIDiscovery{mgr: mgr}}, nil
-}
-
-// viewScheme decodes ResourceSlices into class views.
-func viewScheme() *runtime.Scheme {
-	return narrowScheme(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), &classView{}, &classViewList{})
-}
-
-// openAPIDiscovery reads the ResourceSlice schema the server publishes.
-type openAPIDiscovery struct{ mgr manager.Manager }
-
-func (d openAPIDiscovery) supportsStatusClass() (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(d.mgr.GetConfig(), d.mgr.GetHTTPClient())
-	if err != nil {
-		return false, err
-	}
-	return statusclass.Published(dc)
-}
-
-var _ client.Object = &classView{}
-
 // scope is the one rule that says whether a class controller serves a
 // slice. The slice predicate, the Tenant mapping, Reconcile and the budget's
 // rebuild all ask it, so they can never disagree.
@@ -373,7 +91,7 @@ type scope struct {
 	selector labels.Selector
 	// status reads status.class, which the pinned Liqo types drop; nil
 	// outside a manager (NewReconciler), where classOf alone decides.
-	status *statusClasses
+	status *sliceview.Classes
 }
 
 // classOf is the slice's effective class, as Liqo's
@@ -382,15 +100,7 @@ type scope struct {
 // manager's status.class view (none outside a manager, where the typed
 // object alone decides).
 func (s scope) classOf(rs *authv1beta1.ResourceSlice) string {
-	if c, ok := typedEffectiveClass(rs); ok {
-		return c
-	}
-	if s.status != nil {
-		if c := s.status.lookup(types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}); c != "" {
-			return c
-		}
-	}
-	return string(rs.Spec.Class)
+	return sliceview.EffectiveClass(rs, s.status)
 }
 
 // selects reports whether rs is of the class (its effective class) and
@@ -403,23 +113,4 @@ func (s scope) selects(rs *authv1beta1.ResourceSlice) bool {
 // being deleted.
 func (s scope) serves(rs *authv1beta1.ResourceSlice) bool {
 	return s.selects(rs) && rs.DeletionTimestamp.IsZero()
-}
-
-// typedEffectiveClass is the slice's effective class when the Go type has
-// Liqo's EffectiveClass() (releases after v1.2.0, which the pinned types
-// lack), so that a build against a newer Liqo picks it up with no code
-// change; ok is false on the pinned types.
-func typedEffectiveClass(rs *authv1beta1.ResourceSlice) (string, bool) {
-	if rs == nil {
-		return "", true
-	}
-	switch v := any(rs).(type) {
-	case interface {
-		EffectiveClass() authv1beta1.ResourceSliceClass
-	}:
-		return string(v.EffectiveClass()), true
-	case interface{ EffectiveClass() string }:
-		return v.EffectiveClass(), true
-	}
-	return "", false
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // Label keys Liqo's CRD replicator sets on the provider's copy of a slice
@@ -24,7 +25,7 @@ import (
 const (
 	labelOriginID        = "liqo.io/originID"
 	labelReplicated      = "liqo.io/replicated"
-	labelRemoteClusterID = "liqo.io/remote-cluster-id"
+	labelRemoteClusterID = sliceview.LabelRemoteClusterID
 )
 
 // Defaults for the options.

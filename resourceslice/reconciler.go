@@ -16,7 +16,9 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // cacheLagRetry is how long a budgeted slice waits when the cache has not
@@ -48,10 +50,10 @@ type Reconciler struct {
 	owned *ownedObjects
 	// feeds tell the budgets' ledgers what the cluster shows; none outside
 	// a manager, where the Reconciler tells them what it reads itself.
-	feeds []*budgetFeed
+	feeds []*feed.Feed
 	// namespaces reads namespaces' consumer labels from the manager's
 	// informer store; nil outside a manager.
-	namespaces *namespaceStore
+	namespaces *sliceview.Namespaces
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -98,16 +100,16 @@ func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Dec
 // (NewReconciler); a manager gives the rest (see bindClass).
 type collaborators struct {
 	// views is the manager's status.class view; nil outside a manager.
-	views *statusClasses
+	views *sliceview.Classes
 	// recorder records events; nil takes WithEventRecorder's, else none.
 	recorder events.EventRecorder
 	// ownedReader reads owned objects' metadata; nil reads through the
 	// client.
 	ownedReader client.Reader
 	// feeds are the budgets' feeds, in WithBudget's order.
-	feeds []*budgetFeed
+	feeds []*feed.Feed
 	// namespaces is the manager's namespace store.
-	namespaces *namespaceStore
+	namespaces *sliceview.Namespaces
 }
 
 // checkParts refuses a nil client or handler.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -61,8 +59,8 @@ func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.Resour
 		}
 	}
 	var nsID string
-	if c.labelled {
-		nsID = c.id
+	if c.Labelled {
+		nsID = c.ID
 	}
 	var spec string
 	if c := rs.Spec.ConsumerClusterID; c != nil {
@@ -185,12 +183,4 @@ func namespacePredicate() predicate.Predicate {
 			return e.ObjectOld.GetLabels()[labelRemoteClusterID] != e.ObjectNew.GetLabels()[labelRemoteClusterID]
 		},
 	}
-}
-
-// namespaceMetadata is the object the namespace watch and read use: only
-// metadata is cached.
-func namespaceMetadata() *metav1.PartialObjectMetadata {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	return ns
 }

@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"context"

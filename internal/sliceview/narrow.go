@@ -1,4 +1,4 @@
-package resourceslice
+package sliceview
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ import (
 // type of the SDK's that holds only what it reads (the status.class view
 // of ResourceSlices, the charge of ShadowPods).
 
-// narrowScheme maps kind, and its list, to obj and list: the Go types the
+// NarrowScheme maps kind, and its list, to obj and list: the Go types the
 // cache decodes them into.
-func narrowScheme(kind schema.GroupVersionKind, obj, list runtime.Object) *runtime.Scheme {
+func NarrowScheme(kind schema.GroupVersionKind, obj, list runtime.Object) *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypeWithName(kind, obj)
 	scheme.AddKnownTypeWithName(kind.GroupVersion().WithKind(kind.Kind+"List"), list)
@@ -25,14 +25,14 @@ func narrowScheme(kind schema.GroupVersionKind, obj, list runtime.Object) *runti
 	return scheme
 }
 
-// newNarrowCache builds a cache of mgr's API server on scheme (transform,
+// NewNarrowCache builds a cache of mgr's API server on scheme (transform,
 // if any, applied to each object before it is stored). what names it in
 // errors. It lists and watches as any controller-runtime cache does:
 // client-go frames the watch, and the API machinery decodes each object
 // into scheme's type. It watches nothing until asked for an informer, and
-// runs only once started: addNarrowCache starts it with the manager, a
-// budget's parts start it on the leader (budgetparts.go).
-func newNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
+// runs only once started: AddNarrowCache starts it with the manager, a
+// budget's parts start it on the leader (internal/feed).
+func NewNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:           scheme,
 		Mapper:           mgr.GetRESTMapper(),
@@ -45,10 +45,10 @@ func newNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, tr
 	return c, nil
 }
 
-// addNarrowCache is newNarrowCache, added to the manager: it starts and
+// AddNarrowCache is NewNarrowCache, added to the manager: it starts and
 // stops with the manager.
-func addNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
-	c, err := newNarrowCache(mgr, what, scheme, transform)
+func AddNarrowCache(mgr manager.Manager, what string, scheme *runtime.Scheme, transform toolscache.TransformFunc) (cache.Cache, error) {
+	c, err := NewNarrowCache(mgr, what, scheme, transform)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"encoding/json"
@@ -16,9 +16,10 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
-// The status.class view keeps of a slice only what classView lists (issue
+// The status.class view keeps of a slice only what sliceview.View lists (issue
 // 29: one view per slice of the cluster, beside the typed slice cache).
 // Decoded as the view's cache decodes it and trimmed, a slice carrying
 // everything Liqo and others set (CSR, certificates, conditions,
@@ -60,16 +61,16 @@ func TestClassViewKeepsOnlyWhatItNeeds(t *testing.T) {
 			wantStatus: map[string]any{"class": "gold"},
 		},
 	}
-	decoder := serializer.NewCodecFactory(viewScheme()).UniversalDeserializer()
+	decoder := serializer.NewCodecFactory(sliceview.ViewScheme()).UniversalDeserializer()
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			rs := fullSlice(tc.resources)
 			obj, _, err := decoder.Decode(sliceJSON(t, rs, "gold"), nil, nil)
 			require.NoError(t, err)
-			trimmed, err := trimView(obj)
+			trimmed, err := sliceview.Trim(obj)
 			require.NoError(t, err)
-			view, ok := trimmed.(*classView)
-			require.True(t, ok, "trimView returned a %T", trimmed)
+			view, ok := trimmed.(*sliceview.View)
+			require.True(t, ok, "Trim returned a %T", trimmed)
 
 			raw, err := json.Marshal(view)
 			require.NoError(t, err)
@@ -80,8 +81,7 @@ func TestClassViewKeepsOnlyWhatItNeeds(t *testing.T) {
 				t.Errorf("the view, as JSON, -want +got:\n%s", diff)
 			}
 
-			typed := observation(scope{}, rs, "consumer-a")
-			typed.Class = "gold" // the pinned types drop status.class
+			typed := Observation(rs, "gold", "consumer-a") // the pinned types drop status.class
 			if diff := cmp.Diff(typed, viewObservation(view, "consumer-a")); diff != "" {
 				t.Errorf("a budget's observation, from the typed slice (-) and from the view (+):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"context"
@@ -26,37 +26,40 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
-// quotaKind is Liqo's Quota, which the provider's webhook enforces for
+// QuotaKind is Liqo's Quota, which the provider's webhook enforces for
 // each Accepted slice (offloading.liqo.io/v1beta1).
-var quotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "Quota"}
+var QuotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "Quota"}
 
-// addQuotaTypes registers Liqo's Quota (and only it) in scheme.
-func addQuotaTypes(scheme *runtime.Scheme) {
+// AddQuotaTypes registers Liqo's Quota (and only it) in scheme.
+func AddQuotaTypes(scheme *runtime.Scheme) {
 	gv := offloadingv1beta1.SchemeGroupVersion
-	if scheme.Recognizes(gv.WithKind(quotaKind.Kind)) {
+	if scheme.Recognizes(gv.WithKind(QuotaKind.Kind)) {
 		return
 	}
 	scheme.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
 	metav1.AddToGroupVersion(scheme, gv)
 }
 
-// budgetFeed tells a budget's ledger what one manager's cluster shows: every
+// Feed tells a budget's ledger what one manager's cluster shows: every
 // ResourceSlice from the manager's shared informer and, when the API server
 // serves Liqo's Quota CRD, every Quota owned by a slice. The ledger counts
 // from that, not from the SDK's own writes, so a restart, a failover, a
 // lost answer or another writer changes nothing it counts. It runs on the
 // leader; reconcilers admit nothing before it has delivered the initial
 // lists.
-type budgetFeed struct {
+type Feed struct {
 	l      *ledger.Ledger
 	cache  cache.Cache
 	mapper meta.RESTMapper
-	scope  scope // its status view gives the effective class
+	// views give each slice its effective class where the API server
+	// keeps status.class; nil where it does not.
+	views *sliceview.Classes
 	// namespaces gives each slice its consumer without a cache read.
-	namespaces *namespaceStore
-	// pods is the manager's trimmed ShadowPod cache (see inuse.go).
+	namespaces *sliceview.Namespaces
+	// pods is the manager's trimmed ShadowPod cache (see shadowpods.go).
 	pods cache.Cache
 
 	// reader reads a slice from the API server, uncached, to settle a
@@ -95,14 +98,14 @@ type settleItem struct {
 	base string
 }
 
-func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, ns *namespaceStore, pods cache.Cache) *budgetFeed {
+func newFeed(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, ns *sliceview.Namespaces, pods cache.Cache) *Feed {
 	var evict *evictor
 	if l.MayEvict() {
 		// Its recorder is asked for when it starts, where ShadowPods are served.
 		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: func() events.EventRecorder { return mgr.GetEventRecorder(evictorName) }}
 	}
-	return &budgetFeed{evict: evict,
-		l: l, epoch: l.Epoch(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), scope: scope{status: views}, namespaces: ns, pods: pods,
+	return &Feed{evict: evict,
+		l: l, epoch: l.Epoch(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), views: views, namespaces: ns, pods: pods,
 		reader:  mgr.GetAPIReader(),
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -111,7 +114,7 @@ func newBudgetFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, 
 }
 
 // stop ends the feed, started or not.
-func (f *budgetFeed) stop() { f.stopOnce.Do(func() { close(f.done) }) }
+func (f *Feed) stop() { f.stopOnce.Do(func() { close(f.done) }) }
 
 // The backoff of a settling read that failed (the API server unreachable,
 // or no get permission on resourceslices): the watch may settle the write
@@ -121,14 +124,14 @@ const (
 	settleRetryMax  = 30 * time.Second
 )
 
-// settleLater asks for one read of the slice key, whose write decided from
+// SettleLater asks for one read of the slice key, whose write decided from
 // base ended with outcome o (Unknown or Lost): if the server still shows
 // base, the write was not applied, and the ledger forgets it (a Lost write
 // only once the server can no longer be applying it).
 //
 // Only a feed that started admits anything; a settle asked of one that
 // ended is dropped (its ledger forgets everything the feed told it).
-func (f *budgetFeed) settleLater(key types.NamespacedName, base string, o ledger.Outcome) {
+func (f *Feed) SettleLater(key types.NamespacedName, base string, o ledger.Outcome) {
 	f.mu.Lock()
 	q := f.settles
 	f.mu.Unlock()
@@ -145,7 +148,7 @@ func (f *budgetFeed) settleLater(key types.NamespacedName, base string, o ledger
 
 // settleLoop reads the slices settleLater asked for until the queue shuts
 // down.
-func (f *budgetFeed) settleLoop(ctx context.Context) {
+func (f *Feed) settleLoop(ctx context.Context) {
 	for {
 		it, shutdown := f.settles.Get()
 		if shutdown {
@@ -156,7 +159,7 @@ func (f *budgetFeed) settleLoop(ctx context.Context) {
 	}
 }
 
-func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
+func (f *Feed) settle(ctx context.Context, it settleItem) {
 	// A list by name needs only the list permission the controller already
 	// has (a get would need one more verb); metadata is all it reads.
 	list := &metav1.PartialObjectMetadataList{}
@@ -195,7 +198,7 @@ func (f *budgetFeed) settle(ctx context.Context, it settleItem) {
 // ctx ends or stop is called. Before it returns, its event handlers have
 // left the informers and the goroutines it started (the evictor among
 // them) have returned.
-func (f *budgetFeed) Start(ctx context.Context) error {
+func (f *Feed) Start(ctx context.Context) error {
 	defer close(f.ended)
 	settles := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](settleRetryBase, settleRetryMax),
@@ -251,13 +254,13 @@ func (f *budgetFeed) Start(ctx context.Context) error {
 // register adds the feed's event handlers to the informers of what it
 // counts, and returns how to take each one off again (also those added
 // before an error). Each handler reads with ctx.
-func (f *budgetFeed) register(ctx context.Context) (undo []func(), err error) {
+func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 	remove := func(inf cache.Informer, reg toolscache.ResourceEventHandlerRegistration) {
 		undo = append(undo, func() { _ = inf.RemoveEventHandler(reg) })
 	}
 	// Each slice's consumer is its namespace's label: the namespaces come
 	// first.
-	namespaces, err := f.cache.GetInformer(ctx, namespaceMetadata())
+	namespaces, err := f.cache.GetInformer(ctx, sliceview.NamespaceMetadata())
 	if err != nil {
 		return undo, fmt.Errorf("watching namespaces: %w", err)
 	}
@@ -269,8 +272,8 @@ func (f *budgetFeed) register(ctx context.Context) (undo []func(), err error) {
 	// drop, the slices are observed through the status.class views;
 	// elsewhere spec.class is the class, and the typed informer says it.
 	var slices cache.Informer
-	if views := f.scope.status; views != nil && views.detect(ctx) {
-		slices, err = views.cache.GetInformer(ctx, &classView{})
+	if views := f.views; views != nil && views.Detect(ctx) {
+		slices, err = views.Cache().GetInformer(ctx, &sliceview.View{})
 	} else {
 		slices, err = f.cache.GetInformer(ctx, &authv1beta1.ResourceSlice{})
 	}
@@ -330,8 +333,8 @@ func (f *budgetFeed) register(ctx context.Context) (undo []func(), err error) {
 
 // quotasServed asks discovery (through the manager's REST mapper) whether
 // the API server serves Liqo's Quota.
-func (f *budgetFeed) quotasServed() (bool, error) {
-	_, err := f.mapper.RESTMapping(quotaKind, offloadingv1beta1.SchemeGroupVersion.Version)
+func (f *Feed) quotasServed() (bool, error) {
+	_, err := f.mapper.RESTMapping(QuotaKind, offloadingv1beta1.SchemeGroupVersion.Version)
 	switch {
 	case err == nil:
 		return true, nil
@@ -347,7 +350,7 @@ func (f *budgetFeed) quotasServed() (bool, error) {
 // feed stops (its manager stopping, or no class of it drawing from the
 // budget any more): a decision in flight (a ClassSet's, whose context
 // Stop does not end) must not wait for a feed that is gone.
-func (f *budgetFeed) WaitForSync(ctx context.Context) error {
+func (f *Feed) WaitForSync(ctx context.Context) error {
 	select {
 	case <-f.started:
 	case <-ctx.Done():
@@ -403,7 +406,7 @@ func (f *budgetFeed) WaitForSync(ctx context.Context) error {
 var errFeedStopped = errors.New("its feed stopped before it synced")
 
 // slice observes a slice the informer delivered; ctx is the feed's.
-func (f *budgetFeed) slice(ctx context.Context, o any) {
+func (f *Feed) slice(ctx context.Context, o any) {
 	obj, ok := o.(client.Object)
 	if !ok {
 		return
@@ -412,22 +415,22 @@ func (f *budgetFeed) slice(ctx context.Context, o any) {
 	// read does not block. A failed read (none expected from a synced
 	// cache) counts the slice as its namespace's, unless the feed is
 	// stopping (its handler is about to leave the informer).
-	c, ok := f.namespaces.consumer(ctx, obj.GetNamespace())
+	c, ok := f.namespaces.Consumer(ctx, obj.GetNamespace())
 	if !ok {
 		var err error
-		if c, err = namespaceConsumer(ctx, f.cache, obj.GetNamespace()); err != nil && ctx.Err() != nil {
+		if c, err = sliceview.ReadConsumer(ctx, f.cache, obj.GetNamespace()); err != nil && ctx.Err() != nil {
 			return
 		}
 	}
 	switch s := obj.(type) {
-	case *classView:
-		f.l.ObserveSlice(viewObservation(s, c.id))
+	case *sliceview.View:
+		f.l.ObserveSlice(viewObservation(s, c.ID))
 	case *authv1beta1.ResourceSlice:
-		f.l.ObserveSlice(observation(scope{}, s, c.id))
+		f.l.ObserveSlice(Observation(s, sliceview.EffectiveClass(s, nil), c.ID))
 	}
 }
 
-func (f *budgetFeed) sliceGone(o any) {
+func (f *Feed) sliceGone(o any) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
@@ -438,26 +441,26 @@ func (f *budgetFeed) sliceGone(o any) {
 
 // viewObservation is what the ledger reads of a slice's view, whose
 // trusted consumer is consumer.
-func viewObservation(v *classView, consumer string) ledger.Slice {
+func viewObservation(v *sliceview.View, consumer string) ledger.Slice {
 	o := ledger.Slice{
 		Key:      client.ObjectKeyFromObject(v),
 		UID:      v.UID,
 		RV:       v.ResourceVersion,
-		Class:    v.effectiveClass(),
+		Class:    v.EffectiveClass(),
 		Consumer: consumer,
 		Labels:   v.Labels,
-		Accepted: v.accepted(),
+		Accepted: v.Accepted(),
 		Created:  v.CreationTimestamp.Time,
 		// A shrink's mark: the victim grows back only into free capacity.
-		Reclaimed: v.reclaimed(),
+		Reclaimed: v.Reclaimed(),
 	}
 	if o.Accepted {
-		o.Grant = v.Status.Resources.list()
+		o.Grant = v.Status.Resources.List()
 	}
 	return o
 }
 
-func (f *budgetFeed) quota(o any, gone bool) {
+func (f *Feed) quota(o any, gone bool) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o, gone = t.Obj, true
 	}
@@ -482,14 +485,14 @@ func isAuthGroup(apiVersion string) bool {
 	return err == nil && gv.Group == authv1beta1.GroupVersion.Group
 }
 
-// observation is what the ledger reads of rs, whose trusted consumer is
-// consumer.
-func observation(s scope, rs *authv1beta1.ResourceSlice, consumer string) ledger.Slice {
+// Observation is what the ledger reads of rs, whose effective class is
+// class and trusted consumer is consumer.
+func Observation(rs *authv1beta1.ResourceSlice, class, consumer string) ledger.Slice {
 	o := ledger.Slice{
 		Key:      client.ObjectKeyFromObject(rs),
 		UID:      rs.UID,
 		RV:       rs.ResourceVersion,
-		Class:    s.classOf(rs),
+		Class:    class,
 		Consumer: consumer,
 		Labels:   rs.Labels,
 		Accepted: conditions.IsAccepted(rs),

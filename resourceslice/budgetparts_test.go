@@ -1,4 +1,4 @@
-package resourceslice
+package resourceslice_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
@@ -28,7 +30,7 @@ import (
 func TestABudgetIsBoundToOneManager(t *testing.T) {
 	cp := controlplane.Start(t)
 	grant := handler.Func(func(context.Context, *authv1beta1.ResourceSlice) (ctrl.Result, error) { return ctrl.Result{}, nil })
-	reg := func() Option { return WithMetricsRegisterer(prometheus.NewRegistry()) }
+	reg := func() resourceslice.Option { return resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()) }
 	b, err := budget.New("bound", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
 	require.NoError(t, err)
 
@@ -36,14 +38,19 @@ func TestABudgetIsBoundToOneManager(t *testing.T) {
 	opts.Metrics.BindAddress = "0"
 	first, err := manager.New(cp.Config, opts)
 	require.NoError(t, err)
-	require.NoError(t, AddToManager(first, "gold", grant, WithBudget(b), reg()))
-	require.NoError(t, AddToManager(first, "silver", grant, WithBudget(b), reg()), "classes of one manager share the budget")
-	parts, err := partsOf(first, ledger.Of(b))
+	require.NoError(t, resourceslice.AddToManager(first, "gold", grant, resourceslice.WithBudget(b), reg()))
+	require.NoError(t, resourceslice.AddToManager(first, "silver", grant, resourceslice.WithBudget(b), reg()), "classes of one manager share the budget")
+	parts, f, err := feed.Acquire(first, ledger.Of(b), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, 2, parts.refs, "one feed, drawn from by both classes")
+	assert.Equal(t, 3, parts.Classes(), "one feed, drawn from by both classes (and this reference)")
+	_, again, err := feed.Acquire(first, ledger.Of(b), nil, nil)
+	require.NoError(t, err)
+	assert.Same(t, f, again, "the budget keeps one feed in its manager")
+	parts.Release()
+	parts.Release()
 
 	second := envkit.UnreachableManager(t)
-	err = AddToManager(second, "bronze", grant, WithBudget(b), reg())
+	err = resourceslice.AddToManager(second, "bronze", grant, resourceslice.WithBudget(b), reg())
 	require.ErrorIs(t, err, ledger.ErrBoundElsewhere, "a second manager while the first has not stopped")
 	assert.ErrorContains(t, err, `budget "bound"`)
 	assert.ErrorContains(t, err, "one budget per manager")
@@ -58,5 +65,5 @@ func TestABudgetIsBoundToOneManager(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 
-	require.NoError(t, AddToManager(second, "bronze", grant, WithBudget(b), reg()), "once the first manager stopped, the budget is free")
+	require.NoError(t, resourceslice.AddToManager(second, "bronze", grant, resourceslice.WithBudget(b), reg()), "once the first manager stopped, the budget is free")
 }

@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"context"
@@ -30,6 +30,10 @@ const (
 	reasonEvictionFailed = "EvictionFailed"
 	actionEvict          = "Evict"
 )
+
+// maxNote keeps event notes (cut at that many characters) under the events
+// API's 1 kB limit.
+const maxNote = 1000
 
 // evictorName is the reporting controller of eviction events.
 const evictorName = "sliceclass-budget"
@@ -95,15 +99,15 @@ func (e evictor) evict(ctx context.Context, rec events.EventRecorder, ev ledger.
 	err := e.writer.Delete(ctx, pod, opts...)
 	switch {
 	case err == nil:
-		rec.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvicted, actionEvict, "%s",
-			truncate(fmt.Sprintf("deleted ShadowPod %s (%s); %s", ev.Pod, ledger.Amounts(ev.Charge), ev.Message)))
+		rec.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvicted, actionEvict, "%.*s",
+			maxNote, fmt.Sprintf("deleted ShadowPod %s (%s); %s", ev.Pod, ledger.Amounts(ev.Charge), ev.Message))
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or another pod by that name now: the watch says.
 	default:
 		log.FromContext(ctx).Error(err, "cannot evict a ShadowPod; retrying", "budget", e.l.Name(),
 			"ShadowPod", ev.Pod.String(), "ResourceSlice", ev.Slice.String())
-		rec.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvictionFailed, actionEvict, "%s",
-			truncate(fmt.Sprintf("cannot delete ShadowPod %s: %v (retried; the budget's role needs delete on shadowpods.offloading.liqo.io)",
-				ev.Pod, err)))
+		rec.Eventf(slice, pod, corev1.EventTypeWarning, reasonEvictionFailed, actionEvict, "%.*s",
+			maxNote, fmt.Sprintf("cannot delete ShadowPod %s: %v (retried; the budget's role needs delete on shadowpods.offloading.liqo.io)",
+				ev.Pod, err))
 	}
 }

@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // What a budget holds in the one manager its classes run in hangs off the
@@ -23,8 +24,8 @@ import (
 // the runnables return, the ledger forgets what the feed told it, and the
 // budget is unbound; a budget replaced many times leaves nothing behind.
 
-// budgetParts is a budget's feed and caches in one manager.
-type budgetParts struct {
+// Parts is a budget's feed and caches in one manager.
+type Parts struct {
 	mgr manager.Manager
 	l   *ledger.Ledger
 
@@ -35,7 +36,7 @@ type budgetParts struct {
 	podsStarted bool
 	// feed is the budget's feed while a class draws from it, and refs how
 	// many classes do.
-	feed *budgetFeed
+	feed *Feed
 	refs int
 	// run is the leader's context once the manager is elected, ended by
 	// teardown: the feed and the cache run on it.
@@ -52,11 +53,11 @@ type budgetParts struct {
 // the caller binds again.
 var errPartsClosed = errors.New("the budget's parts were torn down")
 
-// acquireFeed returns the feed of l in mgr, binding l to mgr when no class
+// Acquire returns the feed of l in mgr, binding l to mgr when no class
 // draws from it yet, and takes a reference the parts' release gives back.
 // views and namespaces are the manager's status.class view and namespace
 // store.
-func acquireFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, namespaces *namespaceStore) (*budgetParts, *budgetFeed, error) {
+func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces) (*Parts, *Feed, error) {
 	for {
 		p, err := partsOf(mgr, l)
 		if err != nil {
@@ -71,13 +72,13 @@ func acquireFeed(mgr manager.Manager, l *ledger.Ledger, views *statusClasses, na
 }
 
 // partsOf returns what l holds in mgr, binding l to mgr on first use.
-func partsOf(mgr manager.Manager, l *ledger.Ledger) (*budgetParts, error) {
+func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
 	p, err := l.Bind(mgr, func() (any, error) {
-		bp := &budgetParts{mgr: mgr, l: l, done: make(chan struct{})}
-		if err := mgr.Add(budgetLifetime{bp}); err != nil {
+		bp := &Parts{mgr: mgr, l: l, done: make(chan struct{})}
+		if err := mgr.Add(lifetime{bp}); err != nil {
 			return nil, fmt.Errorf("budget %q: adding it to the manager: %w", l.Name(), err)
 		}
-		if err := mgr.Add(budgetFeedRunner{bp}); err != nil {
+		if err := mgr.Add(feedRunner{bp}); err != nil {
 			bp.teardown()
 			return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
 		}
@@ -86,12 +87,12 @@ func partsOf(mgr manager.Manager, l *ledger.Ledger) (*budgetParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.(*budgetParts), nil
+	return p.(*Parts), nil
 }
 
 // acquire returns the budget's feed, made on first use, and takes a
 // reference that release gives back.
-func (p *budgetParts) acquire(views *statusClasses, namespaces *namespaceStore) (*budgetFeed, error) {
+func (p *Parts) acquire(views *sliceview.Classes, namespaces *sliceview.Namespaces) (*Feed, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -111,7 +112,7 @@ func (p *budgetParts) acquire(views *statusClasses, namespaces *namespaceStore) 
 		}
 		p.pods = pods
 	}
-	f := newBudgetFeed(p.mgr, p.l, views, namespaces, p.pods)
+	f := newFeed(p.mgr, p.l, views, namespaces, p.pods)
 	p.l.SetLogger(p.mgr.GetLogger().WithName("budget").WithValues("budget", p.l.Name()))
 	p.feed, p.refs = f, 1
 	if p.run != nil {
@@ -120,9 +121,17 @@ func (p *budgetParts) acquire(views *statusClasses, namespaces *namespaceStore) 
 	return f, nil
 }
 
-// release gives back a reference acquire took; the last one tears the
+// Classes is how many classes draw from the budget now: the references
+// Acquire took and Release has not given back.
+func (p *Parts) Classes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refs
+}
+
+// Release gives back a reference Acquire took; the last one tears the
 // parts down.
-func (p *budgetParts) release() {
+func (p *Parts) Release() {
 	p.mu.Lock()
 	if p.feed == nil {
 		p.mu.Unlock()
@@ -141,7 +150,7 @@ func (p *budgetParts) release() {
 
 // teardown ends the parts: the feed and the cache stop, the runnables
 // return, and the budget is unbound from the manager.
-func (p *budgetParts) teardown() {
+func (p *Parts) teardown() {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true
@@ -157,7 +166,7 @@ func (p *budgetParts) teardown() {
 
 // goRun runs f, and the ShadowPod cache once, until the parts' run
 // context ends or f is stopped; p.mu is held.
-func (p *budgetParts) goRun(f *budgetFeed) {
+func (p *Parts) goRun(f *Feed) {
 	ctx := p.run
 	if !p.podsStarted {
 		p.podsStarted = true
@@ -179,13 +188,13 @@ func (p *budgetParts) goRun(f *budgetFeed) {
 	}()
 }
 
-// budgetFeedRunner starts the budget's feed on the leader, where decisions
+// feedRunner starts the budget's feed on the leader, where decisions
 // are made, and returns once it has, when the manager stops or the parts
 // are torn down.
-type budgetFeedRunner struct{ p *budgetParts }
+type feedRunner struct{ p *Parts }
 
 // Start implements manager.Runnable.
-func (r budgetFeedRunner) Start(ctx context.Context) error {
+func (r feedRunner) Start(ctx context.Context) error {
 	p := r.p
 	p.mu.Lock()
 	if !p.closed {
@@ -209,15 +218,15 @@ func (r budgetFeedRunner) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (budgetFeedRunner) NeedLeaderElection() bool { return true }
+func (feedRunner) NeedLeaderElection() bool { return true }
 
-// budgetLifetime unbinds the budget when the manager stops, on every
+// lifetime unbinds the budget when the manager stops, on every
 // replica (a replica never elected stops too): another manager may then
 // draw from it.
-type budgetLifetime struct{ p *budgetParts }
+type lifetime struct{ p *Parts }
 
 // Start implements manager.Runnable.
-func (r budgetLifetime) Start(ctx context.Context) error {
+func (r lifetime) Start(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		r.p.teardown()
@@ -227,4 +236,4 @@ func (r budgetLifetime) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (budgetLifetime) NeedLeaderElection() bool { return false }
+func (lifetime) NeedLeaderElection() bool { return false }

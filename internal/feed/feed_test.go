@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"context"
@@ -46,13 +46,13 @@ func TestFeedSettlesLostAnswersWithoutTheClass(t *testing.T) {
 	used := l.Used()
 	assert.Equal(t, "3", used.Cpu().String(), "held until the cluster says")
 
-	f := &budgetFeed{l: l, reader: c, settles: workqueue.NewTypedRateLimitingQueue(
+	f := &Feed{l: l, reader: c, settles: workqueue.NewTypedRateLimitingQueue(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[settleItem](time.Millisecond, time.Second))}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go f.settleLoop(ctx)
 	defer f.settles.ShutDown()
-	f.settleLater(key, rs.ResourceVersion, ledger.Unknown)
+	f.SettleLater(key, rs.ResourceVersion, ledger.Unknown)
 	assert.Eventually(t, func() bool { u := l.Used(); return u.Cpu().IsZero() }, 5*time.Second, 10*time.Millisecond,
 		"one read showing the base version settles it: not applied")
 }

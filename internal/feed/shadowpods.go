@@ -1,4 +1,4 @@
-package resourceslice
+package feed
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // What the consumer's running pods use: Liqo's ShadowPods
@@ -45,13 +46,13 @@ const labelCreatorUser = "liqo.io/creator-user"
 // budget's parts start it on the leader, and it watches nothing until the
 // budget's feed asks.
 func newShadowPodCache(mgr manager.Manager) (cache.Cache, error) {
-	return newNarrowCache(mgr, "ShadowPod", shadowPodScheme(), keepCharge)
+	return sliceview.NewNarrowCache(mgr, "ShadowPod", shadowPodScheme(), keepCharge)
 }
 
 // shadowPodScheme maps Liqo's ShadowPod and its list to shadowPodCharge
 // and shadowPodChargeList.
 func shadowPodScheme() *runtime.Scheme {
-	return narrowScheme(offloadingv1beta1.SchemeGroupVersion.WithKind(shadowPodKind.Kind), &shadowPodCharge{}, &shadowPodChargeList{})
+	return sliceview.NarrowScheme(offloadingv1beta1.SchemeGroupVersion.WithKind(shadowPodKind.Kind), &shadowPodCharge{}, &shadowPodChargeList{})
 }
 
 // shadowPodCharge is a ShadowPod as far as Liqo's webhook charges it:
@@ -111,7 +112,7 @@ type chargeStatus struct {
 // keepCharge is the ShadowPod cache's transform: it sets a decoded
 // ShadowPod's User and Charge, as Liqo's webhook charges it, and drops
 // what they were read from and what nobody reads (spec, labels,
-// annotations, managed fields), in place, as trimView does. A pod it has
+// annotations, managed fields), in place, as sliceview.Trim does. A pod it has
 // kept already (Charge set) is left as it is, so it may be called twice.
 func keepCharge(obj any) (any, error) {
 	p, ok := obj.(*shadowPodCharge)
