@@ -171,7 +171,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 			cc.releaseParts(st, class)
 		}
 	}()
-	with := collaborators{namespaces: mc.namespaceStore(), ownedReader: mgr.GetCache()}
+	with := collaborators{namespaces: sliceview.NewNamespaces(mgr.GetCache()), ownedReader: mgr.GetCache()}
 	if with.views, err = mc.statusClasses(); err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}

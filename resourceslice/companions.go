@@ -20,11 +20,13 @@ import (
 )
 
 // What a manager's classes share, in one object per manager: the classes
-// it serves (claims), its status.class view and its namespace store. What
+// it serves (claims), its status.class view, and whether it started (for
+// addTypes, which adds Liqo's types to the user's scheme only before). What
 // a budget holds (its feed and ShadowPod cache) hangs off the budget
-// (internal/feed), and Liqo's types are added to the user's scheme only
-// before the manager starts (addTypes). It is made the first time the SDK meets the manager, and it goes
-// with the manager: it is a runnable of the manager, which empties it when
+// (internal/feed); namespaces and slices come from the manager's own cache
+// (each class reads the namespace informer's store, sliceview.Namespaces).
+// It is made the first time the SDK meets the manager, and it goes with
+// the manager: it is a runnable of the manager, which empties it when
 // the manager stops, and the manager is the only thing that holds it.
 //
 // How it is found again. A controller-runtime manager has no slot for a
@@ -56,9 +58,6 @@ type companions struct {
 	claims map[string]bool
 	// views is the status.class view, built on first use.
 	views *sliceview.Classes
-	// namespaces reads namespaces' consumers, shared by the classes and the
-	// budget feeds.
-	namespaces *sliceview.Namespaces
 	// started is set when the manager started: its caches read the
 	// scheme, which addTypes then leaves alone.
 	started bool
@@ -82,9 +81,8 @@ func companionsOf(mgr manager.Manager) (*companions, error) {
 		return mc, nil
 	}
 	mc := &companions{
-		mgr:        mgr,
-		claims:     map[string]bool{},
-		namespaces: sliceview.NewNamespaces(mgr.GetCache()),
+		mgr:    mgr,
+		claims: map[string]bool{},
 	}
 	if err := mgr.Add(mc); err != nil {
 		return nil, fmt.Errorf("adding the classes' shared state to the manager: %w", err)
@@ -121,9 +119,8 @@ func (mc *companions) Start(ctx context.Context) error {
 // is the manager's, on every replica.
 func (*companions) NeedLeaderElection() bool { return false }
 
-// size is how many things the companions hold beyond the namespace store:
-// claims, feeds, the status.class view, the ShadowPod cache and the feed
-// host.
+// size is how many things the companions hold: the claims and the
+// status.class view.
 func (mc *companions) size() int {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
@@ -221,9 +218,4 @@ func (mc *companions) statusClasses() (*sliceview.Classes, error) {
 	}
 	mc.views = v
 	return v, nil
-}
-
-// namespaceStore returns the manager's namespace store.
-func (mc *companions) namespaceStore() *sliceview.Namespaces {
-	return mc.namespaces
 }

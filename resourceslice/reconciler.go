@@ -280,14 +280,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	default:
 		outcome, o, err := r.write(ctx, current, d.desired)
 		r.settle(t, outcome, o, d.desired)
-		switch {
-		case err != nil:
+		if err != nil || outcome == writeConflicted {
+			// The decision did not go through: sent again if nothing
+			// changes before the retry.
 			r.remember(req, current, d, err)
-			return ctrl.Result{}, r.errorf(req, "%w", err)
-		case outcome == writeConflicted:
-			r.remember(req, current, d, nil)
+			if err != nil {
+				return ctrl.Result{}, r.errorf(req, "%w", err)
+			}
 			return ctrl.Result{RequeueAfter: r.conflicts.When(req)}, nil
-		case outcome == writeGone:
+		}
+		if outcome == writeGone {
 			inLine = true // leaveClass leaves the line
 			if err := r.leaveClass(ctx, req, nil); err != nil {
 				return ctrl.Result{}, r.errorf(req, "%w", err)
