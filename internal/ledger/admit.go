@@ -64,27 +64,6 @@ type Attempt struct {
 	back *waitBack
 }
 
-// settle applies an observation at rv to e's attempts: an observation
-// newer than an attempt's base shows the write's effect (a write from base
-// with optimistic locking is the first change after base) or that it was
-// not applied, so a finished attempt is dropped and one in flight is dropped
-// when it ends.
-func (e *entry) settle(rv string) {
-	kept := e.attempts[:0]
-	for _, a := range e.attempts {
-		if newer(rv, a.base) {
-			a.superseded = true
-			if a.done {
-				a.dropped = true
-				continue
-			}
-		}
-		kept = append(kept, a)
-	}
-	clear(e.attempts[len(kept):])
-	e.attempts = kept
-}
-
 // Request is an acceptance to admit: the offer the handler decided for a
 // slice of a class, from the slice at resourceVersion Base.
 type Request struct {
@@ -158,7 +137,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	// what they may be promised is what r leaves.
 	var lifted []*Ledger
 	for _, l := range ls {
-		if l.decidedLocked(r.Key) {
+		if l.books.decided(r.Key, &l.line) {
 			lifted = append(lifted, l)
 		}
 	}
@@ -208,16 +187,16 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 		back := l.takeDownLocked(r)
 		released := l.line.remove(r.Holder)
 		wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
-		if _, gone := l.gone[r.UID]; gone && r.UID != "" {
+		if _, gone := l.books.gone[r.UID]; gone && r.UID != "" {
 			// Deleted while it was decided: its write will find it gone,
 			// and nothing must stay counted for it.
 			as[i] = &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}
 			continue
 		}
-		e := l.slices[r.Key]
+		e := l.books.slices[r.Key]
 		if e == nil {
 			e = &entry{consumer: r.Consumer}
-			l.slices[r.Key] = e
+			l.books.slices[r.Key] = e
 		}
 		a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy(), back: back}
 		// Decided from a version older than one already observed: a write
@@ -225,7 +204,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 		// covers it.
 		a.superseded = e.seen && newer(e.rv, r.Base)
 		e.attempts = append(e.attempts, a)
-		l.recount(r.Key, e)
+		l.books.recount(r.Key, e)
 		if released {
 			wakes = append(wakes, l.wakeLocked()) // admitted for less than it was promised
 		}
@@ -295,7 +274,7 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 		return refusal
 	}
 	for _, l := range ls {
-		l.decidedLocked(r.Key) // a dry run decides too; it promises nothing, so lifts nothing to wake
+		l.books.decided(r.Key, &l.line) // a dry run decides too; it promises nothing, so lifts nothing to wake
 	}
 	for _, l := range ls {
 		if reason, msg, short := l.fitLocked(r); reason != "" {
@@ -334,19 +313,10 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 // forgetAttempt drops a from its slice; the caller holds the lock and
 // calls the returned wake after releasing it.
 func (l *Ledger) forgetAttempt(a *Attempt) func() {
-	a.dropped = true
-	e := l.slices[a.key]
-	if e == nil {
+	before := l.books.used()
+	if !l.books.forget(a) {
 		return func() {}
 	}
-	before := l.usedLocked()
-	for i, x := range e.attempts {
-		if x == a {
-			e.attempts = append(e.attempts[:i], e.attempts[i+1:]...)
-			break
-		}
-	}
-	l.recount(a.key, e)
 	return l.wakeIfFreedLocked(before)
 }
 
@@ -363,7 +333,7 @@ func (l *Ledger) forgetAttempt(a *Attempt) func() {
 func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Time) (again time.Duration) {
 	l.mu.Lock()
 	var wakes []func()
-	if e := l.slices[key]; e != nil {
+	if e := l.books.slices[key]; e != nil {
 		for _, a := range append([]*Attempt(nil), e.attempts...) {
 			if !a.done || a.base != rv || (a.outcome != Unknown && a.outcome != Lost) {
 				continue
@@ -397,7 +367,7 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 // class). What it holds is not affected.
 func (l *Ledger) Leave(h Holder) {
 	l.mu.Lock()
-	lifted := l.decidedLocked(h.Key)
+	lifted := l.books.decided(h.Key, &l.line)
 	if !l.line.has(h) {
 		var wake func()
 		if lifted {
@@ -449,11 +419,11 @@ func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 		return reason, msg, resources
 	}
 	mine := l.growsFromLocked(r.Key)
-	free := l.freeLocked()
+	free := l.books.free()
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
 	consumerShort := l.consumerShortLocked(r.Consumer, r.Offer, mine, l.line.promisedToOthers(r.Consumer, r.Holder))
-	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
+	if short := shortfall(l.books.names, r.Offer, free, mine); len(short) > 0 {
 		return ReasonExhausted, l.message(short, false) + l.fitsOnlyIfLocked(r, mine, consumerShort), shortNames(short)
 	}
 	if len(consumerShort) > 0 {
@@ -464,11 +434,11 @@ func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
 		for name, q := range promised {
 			sub(free, name, q)
 		}
-		if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
+		if short := shortfall(l.books.names, r.Offer, free, mine); len(short) > 0 {
 			return ReasonExhausted, l.message(short, true), shortNames(short)
 		}
 	}
-	if n := l.heldBackLocked(r.Priority); n > 0 && anyPositive(l.increaseLocked(r.Key, r.Offer)) {
+	if n := l.books.heldBack(r.Priority); n > 0 && anyPositive(l.increaseLocked(r.Key, r.Offer)) {
 		return ReasonExhausted, l.heldBackMessage(r.Priority, n), l.growingNames(r.Key, r.Offer)
 	}
 	return "", "", nil
@@ -492,9 +462,9 @@ func (l *Ledger) growingNames(key types.NamespacedName, offer corev1.ResourceLis
 // message names first). "" when freed capacity alone would do.
 func (l *Ledger) fitsOnlyIfLocked(r Request, mine corev1.ResourceList, consumerShort []string) string {
 	var notes []string
-	for _, n := range l.names {
+	for _, n := range l.books.names {
 		want, asked := r.Offer[n]
-		if total := l.total[n]; asked && want.Cmp(total) > 0 {
+		if total := l.books.total[n]; asked && want.Cmp(total) > 0 {
 			notes = append(notes, fmt.Sprintf("%s: asked %s, more than the budget's total %s: it fits only if the total grows", n, want.String(), total.String()))
 		}
 	}
@@ -513,7 +483,7 @@ func (l *Ledger) fitsOnlyIfLocked(r Request, mine corev1.ResourceList, consumerS
 			continue
 		}
 		// Within the limit alone, but not beside what the consumer holds.
-		after := l.byConsumer[r.Consumer][n].DeepCopy()
+		after := l.books.byConsumer[r.Consumer][n].DeepCopy()
 		after.Add(want)
 		if m, ok := mine[n]; ok {
 			after.Sub(m)
@@ -552,7 +522,7 @@ func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.
 	if len(limit) == 0 {
 		return nil
 	}
-	held := l.byConsumer[consumer]
+	held := l.books.byConsumer[consumer]
 	var short []string
 	for _, n := range sortedNames(limit) {
 		want, asked := offer[n]
@@ -575,15 +545,6 @@ func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.
 	return short
 }
 
-func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(rl))
-	for n := range rl {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
-}
-
 // growsFromLocked is what an offer for the slice key is measured from:
 // what it counts now; for a slice shrunk by a reclaim (its condition says
 // Reclaimed), the offer it was left with and its writes in flight. What
@@ -593,7 +554,7 @@ func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
 // leader, before the waiter it yielded to is decided again) would be
 // granted its old offer back at once, undoing the reclaim.
 func (l *Ledger) growsFromLocked(key types.NamespacedName) corev1.ResourceList {
-	e := l.slices[key]
+	e := l.books.slices[key]
 	switch {
 	case e == nil:
 		return nil
@@ -608,7 +569,7 @@ func (l *Ledger) growsFromLocked(key types.NamespacedName) corev1.ResourceList {
 func (l *Ledger) increaseLocked(key types.NamespacedName, offer corev1.ResourceList) corev1.ResourceList {
 	mine := l.growsFromLocked(key)
 	out := corev1.ResourceList{}
-	for _, n := range l.names {
+	for _, n := range l.books.names {
 		want, ok := offer[n]
 		if !ok {
 			continue
@@ -639,8 +600,8 @@ func (l *Ledger) message(short []string, promised bool) string {
 // wakeIfFreedLocked wakes waiters when usage fell for some limited
 // resource; nil when it did not.
 func (l *Ledger) wakeIfFreedLocked(before corev1.ResourceList) func() {
-	for _, n := range l.names {
-		a, b := l.sum[n], before[n]
+	for _, n := range l.books.names {
+		a, b := l.books.sum[n], before[n]
 		if a.Cmp(b) < 0 {
 			return l.wakeLocked()
 		}
@@ -659,13 +620,13 @@ func (l *Ledger) wakeLocked() func() {
 		return func() {}
 	}
 	l.changedLocked() // what is promised changes
-	free := l.freeLocked()
+	free := l.books.free()
 	promised, _ := l.line.promisedExcept(Holder{})
 	for n, q := range promised {
 		sub(free, n, q)
 	}
 	fits := func(w *waiter) bool {
-		if l.closed != "" || l.heldBackLocked(w.priority) > 0 || len(shortfall(l.names, w.increase, free, nil)) > 0 {
+		if l.closed != "" || l.books.heldBack(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
 			return false
 		}
 		return len(l.consumerShortLocked(w.consumer, w.increase, nil, l.line.promisedTo(w.consumer))) == 0
@@ -699,19 +660,19 @@ func (l *Ledger) wakeLocked() func() {
 			if !w.reclaiming {
 				continue
 			}
-			mine := l.freeLocked()
+			mine := l.books.free()
 			others, _ := l.line.promisedExcept(w.Holder)
 			for n, q := range others {
 				sub(mine, n, q)
 			}
-			if len(shortfall(l.names, w.increase, mine, nil)) == 0 {
+			if len(shortfall(l.books.names, w.increase, mine, nil)) == 0 {
 				picked = append(picked, w.Holder)
 			}
 		}
 	}
 	wakes := make([]func(types.NamespacedName), len(picked))
 	for i, h := range picked {
-		wakes[i] = l.classes[h.Class].Wake
+		wakes[i] = l.books.classes[h.Class].Wake
 	}
 	return func() {
 		for i, h := range picked {
@@ -720,15 +681,6 @@ func (l *Ledger) wakeLocked() func() {
 			}
 		}
 	}
-}
-
-func anyPositive(rl corev1.ResourceList) bool {
-	for _, q := range rl {
-		if q.Sign() > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // shortfall lists, for each limited resource, why offer does not fit free

@@ -3,7 +3,6 @@ package ledger
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +57,7 @@ func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
 	}
 	var out []Eviction
 	for key := range l.cappedKeys {
-		e := l.slices[key]
+		e := l.books.slices[key]
 		if e == nil || e.capped == nil {
 			delete(l.cappedKeys, key) // uncapped or gone since
 			continue
@@ -71,7 +70,7 @@ func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
 			continue
 		}
 		for _, pk := range l.newestPodsLocked(e, now) {
-			p := l.pods[pk]
+			p := l.books.pods[pk]
 			if !takesFrom(over, p.charge) {
 				continue
 			}
@@ -105,30 +104,10 @@ func (l *Ledger) overKeepLocked(e *entry, now time.Time) corev1.ResourceList {
 	}
 	for _, pk := range l.podsOfLocked(e) {
 		if at, ok := l.evicting[pk]; ok && now.Sub(at) < evictRetry {
-			takesFrom(over, l.pods[pk].charge)
+			takesFrom(over, l.books.pods[pk].charge)
 		}
 	}
 	return over
-}
-
-// takesFrom lowers over by charge on each resource still over (a resource
-// no longer over leaves it) and reports whether charge took from any.
-func takesFrom(over, charge corev1.ResourceList) bool {
-	took := false
-	for n, o := range over {
-		c, ok := charge[n]
-		if !ok || c.Sign() <= 0 {
-			continue
-		}
-		o.Sub(c)
-		if o.Sign() <= 0 {
-			delete(over, n)
-		} else {
-			over[n] = o
-		}
-		took = true
-	}
-	return took
 }
 
 // podsOfLocked are the running pods of e's Quotas' users (those inUseOf
@@ -136,7 +115,7 @@ func takesFrom(over, charge corev1.ResourceList) bool {
 func (l *Ledger) podsOfLocked(e *entry) []types.NamespacedName {
 	var out []types.NamespacedName
 	for user := range e.users {
-		if u := l.users[user]; u != nil {
+		if u := l.books.users[user]; u != nil {
 			for pk := range u.pods {
 				out = append(out, pk)
 			}
@@ -156,7 +135,7 @@ func (l *Ledger) newestPodsLocked(e *entry, now time.Time) []types.NamespacedNam
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		a, b := l.pods[out[i]].meta.Created, l.pods[out[j]].meta.Created
+		a, b := l.books.pods[out[i]].meta.Created, l.books.pods[out[j]].meta.Created
 		if !a.Equal(b) {
 			return a.After(b)
 		}
@@ -166,19 +145,6 @@ func (l *Ledger) newestPodsLocked(e *entry, now time.Time) []types.NamespacedNam
 		return out[i].Name < out[j].Name
 	})
 	return out
-}
-
-// Amounts renders rl as "cpu 4, memory 1Gi", by resource name.
-func Amounts(rl corev1.ResourceList) string {
-	parts := make([]string, 0, len(rl))
-	for _, n := range sortedNames(rl) {
-		q := rl[n]
-		parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // noteCappedLocked records that key was capped, for EvictionsDue to walk;

@@ -40,10 +40,10 @@ func (l *Ledger) fairLocked(fits func(*waiter) bool, take func(*waiter), free co
 // shareLocked is consumer's dominant share: the largest, over the limited
 // resources, of what it holds and is promised over the total.
 func (l *Ledger) shareLocked(consumer string) float64 {
-	held, promised := l.byConsumer[consumer], l.line.promisedTo(consumer)
+	held, promised := l.books.byConsumer[consumer], l.line.promisedTo(consumer)
 	share := 0.0
-	for _, n := range l.names {
-		t := l.total[n]
+	for _, n := range l.books.names {
+		t := l.books.total[n]
 		if t.Sign() <= 0 {
 			continue
 		}

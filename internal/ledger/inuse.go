@@ -45,16 +45,16 @@ type userUse struct {
 // The ledger keeps charge as given: the caller must not change it.
 func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList, meta PodMeta) {
 	l.mu.Lock()
-	before := l.usedLocked()
-	if old, ok := l.pods[key]; ok {
-		l.chargeUser(old.user, old.charge, -1)
-		l.podOfUser(old.user, key, false)
+	before := l.books.used()
+	if old, ok := l.books.pods[key]; ok {
+		l.books.chargeUser(old.user, old.charge, -1)
+		l.books.podOfUser(old.user, key, false)
 	}
-	l.pods[key] = pod{user: user, charge: charge, meta: meta}
-	l.podOfUser(user, key, true)
-	l.chargeUser(user, charge, 1)
+	l.books.pods[key] = pod{user: user, charge: charge, meta: meta}
+	l.books.podOfUser(user, key, true)
+	l.books.chargeUser(user, charge, 1)
 	wake := l.wakeIfFreedLocked(before)
-	over := l.takeWakesLocked()
+	over := l.books.takeWakes()
 	l.mu.Unlock()
 	wake()
 	over()
@@ -63,18 +63,18 @@ func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1
 // ForgetPod records that the ShadowPod key ended or is gone.
 func (l *Ledger) ForgetPod(key types.NamespacedName) {
 	l.mu.Lock()
-	old, ok := l.pods[key]
+	old, ok := l.books.pods[key]
 	if !ok {
 		l.mu.Unlock()
 		return
 	}
-	before := l.usedLocked()
-	delete(l.pods, key)
+	before := l.books.used()
+	delete(l.books.pods, key)
 	delete(l.evicting, key)
-	l.podOfUser(old.user, key, false)
-	l.chargeUser(old.user, old.charge, -1)
+	l.books.podOfUser(old.user, key, false)
+	l.books.chargeUser(old.user, old.charge, -1)
 	wake := l.wakeIfFreedLocked(before)
-	over := l.takeWakesLocked()
+	over := l.books.takeWakes()
 	l.mu.Unlock()
 	wake()
 	over()
@@ -85,7 +85,7 @@ func (l *Ledger) ForgetPod(key types.NamespacedName) {
 func (l *Ledger) InUse(key types.NamespacedName) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.slices[key]; e != nil {
+	if e := l.books.slices[key]; e != nil {
 		return e.inUse.DeepCopy()
 	}
 	return nil
@@ -93,11 +93,11 @@ func (l *Ledger) InUse(key types.NamespacedName) corev1.ResourceList {
 
 // chargeUser adds (sign 1) or removes (sign -1) charge to user's sum and
 // recounts the slices whose Quotas name the user.
-func (l *Ledger) chargeUser(user string, charge corev1.ResourceList, sign int) {
-	u := l.users[user]
+func (b *books) chargeUser(user string, charge corev1.ResourceList, sign int) {
+	u := b.users[user]
 	if u == nil {
 		u = &userUse{sum: corev1.ResourceList{}}
-		l.users[user] = u
+		b.users[user] = u
 	}
 	for n, q := range charge {
 		if sign > 0 {
@@ -106,32 +106,32 @@ func (l *Ledger) chargeUser(user string, charge corev1.ResourceList, sign int) {
 			sub(u.sum, n, q)
 		}
 	}
-	l.recountUser(user, u)
+	b.recountUser(user, u)
 }
 
 // recountUser brings the slices of user up to date, and forgets the user
 // when nothing refers to it.
-func (l *Ledger) recountUser(user string, u *userUse) {
+func (b *books) recountUser(user string, u *userUse) {
 	for key := range u.slices {
-		if e := l.slices[key]; e != nil {
-			e.inUse = l.inUseOf(e)
-			l.recount(key, e)
+		if e := b.slices[key]; e != nil {
+			e.inUse = b.inUseOf(e)
+			b.recount(key, e)
 		}
 	}
 	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
-		delete(l.users, user)
+		delete(b.users, user)
 	}
 }
 
 // podOfUser records (in true) or forgets the pod key of user.
-func (l *Ledger) podOfUser(user string, key types.NamespacedName, in bool) {
-	u := l.users[user]
+func (b *books) podOfUser(user string, key types.NamespacedName, in bool) {
+	u := b.users[user]
 	if u == nil {
 		if !in {
 			return
 		}
 		u = &userUse{sum: corev1.ResourceList{}}
-		l.users[user] = u
+		b.users[user] = u
 	}
 	if !in {
 		delete(u.pods, key)
@@ -144,14 +144,14 @@ func (l *Ledger) podOfUser(user string, key types.NamespacedName, in bool) {
 }
 
 // linkUser records that the slice key has a Quota for user.
-func (l *Ledger) linkUser(user string, key types.NamespacedName) {
+func (b *books) linkUser(user string, key types.NamespacedName) {
 	if user == "" {
 		return
 	}
-	u := l.users[user]
+	u := b.users[user]
 	if u == nil {
 		u = &userUse{sum: corev1.ResourceList{}}
-		l.users[user] = u
+		b.users[user] = u
 	}
 	if u.slices == nil {
 		u.slices = map[types.NamespacedName]bool{}
@@ -160,28 +160,28 @@ func (l *Ledger) linkUser(user string, key types.NamespacedName) {
 }
 
 // unlinkUser records that the slice key no longer has a Quota for user.
-func (l *Ledger) unlinkUser(user string, key types.NamespacedName) {
-	u := l.users[user]
+func (b *books) unlinkUser(user string, key types.NamespacedName) {
+	u := b.users[user]
 	if u == nil {
 		return
 	}
 	delete(u.slices, key)
 	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
-		delete(l.users, user)
+		delete(b.users, user)
 	}
 }
 
 // inUseOf is what the running pods of e's Quotas' users are charged, of
 // the resources the ledger limits.
-func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
+func (b *books) inUseOf(e *entry) corev1.ResourceList {
 	var out corev1.ResourceList
 	for user := range e.users {
-		if u := l.users[user]; u != nil && !allZero(u.sum) {
+		if u := b.users[user]; u != nil && !allZero(u.sum) {
 			if out == nil {
 				out = corev1.ResourceList{}
 			}
 			for n, v := range u.sum {
-				if _, limited := l.total[n]; limited {
+				if _, limited := b.total[n]; limited {
 					add(out, n, v)
 				}
 			}
@@ -190,26 +190,17 @@ func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
 	return out
 }
 
-func allZero(rl corev1.ResourceList) bool {
-	for _, q := range rl {
-		if !q.IsZero() {
-			return false
-		}
-	}
-	return true
-}
-
 // noteOverLocked wakes the class of a slice whose pods now use a
 // different amount beyond its grant, so that it says so (an OverGrant
 // event); the wake is made by the caller after releasing the lock.
-func (l *Ledger) noteOverLocked(key types.NamespacedName, e *entry) {
+func (b *books) noteOver(key types.NamespacedName, e *entry) {
 	over := overOf(e)
 	if equalLists(over, e.overSeen) {
 		return
 	}
 	e.overSeen = over
-	if c, ok := l.classes[e.class]; ok && c.Wake != nil && len(over) > 0 {
-		l.pendingWakes = append(l.pendingWakes, wakeOf{c.Wake, key})
+	if c, ok := b.classes[e.class]; ok && c.Wake != nil && len(over) > 0 {
+		b.pendingWakes = append(b.pendingWakes, wakeOf{c.Wake, key})
 	}
 }
 
@@ -241,7 +232,7 @@ func overOf(e *entry) corev1.ResourceList {
 func (l *Ledger) OverGrantOf(key types.NamespacedName) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.slices[key]; e != nil {
+	if e := l.books.slices[key]; e != nil {
 		return overOf(e)
 	}
 	return nil
@@ -255,9 +246,9 @@ type wakeOf struct {
 
 // takeWakesLocked returns the wakes recorded under the lock, to call after
 // releasing it.
-func (l *Ledger) takeWakesLocked() func() {
-	ws := l.pendingWakes
-	l.pendingWakes = nil
+func (b *books) takeWakes() func() {
+	ws := b.pendingWakes
+	b.pendingWakes = nil
 	return func() {
 		for _, w := range ws {
 			w.wake(w.key)
@@ -318,10 +309,10 @@ func (l *Ledger) sumOverSlices(of func(*entry) corev1.ResourceList) corev1.Resou
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := corev1.ResourceList{}
-	for _, n := range l.names {
+	for _, n := range l.books.names {
 		out[n] = resource.Quantity{}
 	}
-	for _, e := range l.slices {
+	for _, e := range l.books.slices {
 		if len(e.counted) == 0 {
 			continue
 		}

@@ -61,7 +61,7 @@ type Cap struct {
 func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.slices[key]
+	e := l.books.slices[key]
 	if e == nil || e.capped == nil {
 		return Cap{}, false
 	}
@@ -92,9 +92,9 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	}
 	want := map[*entry]corev1.ResourceList{}
 	excess := corev1.ResourceList{}
-	for _, n := range l.names {
-		over := l.sum[n].DeepCopy()
-		over.Sub(l.total[n])
+	for _, n := range l.books.names {
+		over := l.books.sum[n].DeepCopy()
+		over.Sub(l.books.total[n])
 		if over.Sign() > 0 {
 			excess[n] = over
 		}
@@ -102,7 +102,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	if len(excess) > 0 {
 		shares := map[string]float64{}
 		cands := make(victimHeap, 0, 64)
-		for key, e := range l.slices {
+		for key, e := range l.books.slices {
 			if !e.member || len(e.counted) == 0 || (e.capped != nil && !e.capped.pool) {
 				continue
 			}
@@ -124,7 +124,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	}
 	var changed []types.NamespacedName
 	shrunk, taken := 0, corev1.ResourceList{}
-	for key, e := range l.slices {
+	for key, e := range l.books.slices {
 		keep, capNow := want[e]
 		hadPool := e.capped != nil && e.capped.pool
 		switch {
@@ -153,18 +153,6 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 		l.noteReclaimLocked(Reclaim{Cause: CauseTotal, Slices: shrunk, Amount: taken})
 	}
 	return changed
-}
-
-func equalLists(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n, q := range a {
-		if c, ok := b[n]; !ok || c.Cmp(q) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // limitLocked is what consumer may hold: its own limit, else the budget's.
@@ -227,7 +215,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedName, known bool, shrunk int) {
 	known = l.line.consumers[consumer] != nil
 	var mine []types.NamespacedName
-	for key, e := range l.slices {
+	for key, e := range l.books.slices {
 		if e.consumer != consumer {
 			continue
 		}
@@ -241,7 +229,7 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 		}
 	}
 	excess := corev1.ResourceList{}
-	held := l.byConsumer[consumer]
+	held := l.books.byConsumer[consumer]
 	for n, lim := range l.limitLocked(consumer) {
 		over := held[n].DeepCopy()
 		over.Sub(lim)
@@ -250,7 +238,7 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 		}
 	}
 	sort.Slice(mine, func(i, j int) bool {
-		a, b := l.slices[mine[i]], l.slices[mine[j]]
+		a, b := l.books.slices[mine[i]], l.books.slices[mine[j]]
 		if !a.created.Equal(b.created) {
 			return a.created.After(b.created)
 		}
@@ -261,7 +249,7 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 		if len(excess) == 0 {
 			break
 		}
-		e := l.slices[key]
+		e := l.books.slices[key]
 		keep := l.keepOf(e)
 		if takeFrom(keep, excess) {
 			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
@@ -314,7 +302,7 @@ func (l *Ledger) SetLogger(log logr.Logger) {
 
 // priorityOf is the priority of the class serving e (0 when none does).
 func (l *Ledger) priorityOf(e *entry) int32 {
-	return l.classes[e.class].Priority
+	return l.books.classes[e.class].Priority
 }
 
 // pendingLocked is what is being reclaimed for h and is still held by its
@@ -322,7 +310,7 @@ func (l *Ledger) priorityOf(e *entry) int32 {
 func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for key := range l.victims[h] {
-		e := l.slices[key]
+		e := l.books.slices[key]
 		if e == nil || !e.capped.forWaiter(h) {
 			continue
 		}
@@ -351,7 +339,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	if !l.opts.Preemption || l.closed != "" {
 		return nil, false
 	}
-	free := l.freeLocked()
+	free := l.books.free()
 	promised, _ := l.line.promisedExcept(w.Holder)
 	for n, q := range promised {
 		sub(free, n, q)
@@ -380,7 +368,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	shares := map[string]float64{}
 	cands := make(victimHeap, 0, 64)
 	avail := corev1.ResourceList{}
-	for key, e := range l.slices {
+	for key, e := range l.books.slices {
 		if !e.member || key == w.Key || len(e.counted) == 0 {
 			continue
 		}
@@ -439,33 +427,6 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	l.line.promise(w)
 	w.reclaiming = true
 	return victims, true
-}
-
-// takeFrom lowers keep by what is still wanted, per resource, at most
-// what keep has, and lowers want by what it took (a resource fully taken
-// leaves want); it reports whether it took anything.
-func takeFrom(keep, want corev1.ResourceList) bool {
-	took := false
-	for n, need := range want {
-		have, ok := keep[n]
-		if !ok || have.Sign() <= 0 {
-			continue
-		}
-		take := need.DeepCopy()
-		if have.Cmp(take) < 0 {
-			take = have.DeepCopy()
-		}
-		have.Sub(take)
-		keep[n] = have
-		need.Sub(take)
-		if need.Sign() <= 0 {
-			delete(want, n)
-		} else {
-			want[n] = need
-		}
-		took = true
-	}
-	return took
 }
 
 // keepAmount is what e keeps now of resource n: the smaller of what it
@@ -545,7 +506,7 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 	delete(l.victims, h)
 	var out []types.NamespacedName
 	for key := range set {
-		if e := l.slices[key]; e != nil && e.capped.forWaiter(h) {
+		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(h) {
 			e.capped = nil
 			out = append(out, key)
 		}
@@ -591,8 +552,8 @@ func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
 	}
 	var ts []target
 	for _, k := range keys {
-		if e := l.slices[k]; e != nil {
-			if c, ok := l.classes[e.class]; ok && c.Wake != nil {
+		if e := l.books.slices[k]; e != nil {
+			if c, ok := l.books.classes[e.class]; ok && c.Wake != nil {
 				ts = append(ts, target{c.Wake, k})
 			}
 		}
@@ -612,10 +573,10 @@ func (l *Ledger) Reclaiming() corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := corev1.ResourceList{}
-	for _, n := range l.names {
+	for _, n := range l.books.names {
 		out[n] = resource.Quantity{}
 	}
-	for _, e := range l.slices {
+	for _, e := range l.books.slices {
 		if e.capped == nil {
 			continue
 		}
@@ -658,7 +619,7 @@ func (l *Ledger) takeDownLocked(r Request) *waitBack {
 		b.reclaiming = w.reclaiming
 	}
 	for key := range set {
-		if e := l.slices[key]; e != nil && e.capped.forWaiter(r.Holder) {
+		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(r.Holder) {
 			b.caps[key] = e.capped
 		}
 	}
@@ -675,7 +636,7 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 		return
 	}
 	h := b.req.Holder
-	if _, gone := l.gone[b.req.UID]; (gone && b.req.UID != "") || l.slices[h.Key] == nil || l.line.has(h) || l.victims[h] != nil {
+	if _, gone := l.books.gone[b.req.UID]; (gone && b.req.UID != "") || l.books.slices[h.Key] == nil || l.line.has(h) || l.victims[h] != nil {
 		return
 	}
 	l.line.join(b.req, b.increase)
@@ -684,7 +645,7 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 	}
 	set := map[types.NamespacedName]bool{}
 	for key, c := range b.caps {
-		if e := l.slices[key]; e != nil && e.capped == nil {
+		if e := l.books.slices[key]; e != nil && e.capped == nil {
 			e.capped = c
 			set[key] = true
 			l.noteCappedLocked(key)

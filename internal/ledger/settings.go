@@ -196,8 +196,8 @@ func (l *Ledger) SetLimits(total corev1.ResourceList) error {
 	}
 	names := slices.Sorted(maps.Keys(total))
 	l.mu.Lock()
-	if !slices.Equal(names, l.names) {
-		l.names = names
+	if !slices.Equal(names, l.books.names) {
+		l.books.names = names
 		// Waiters' increases were measured on the old resources.
 		l.line.each(func(w *waiter) bool {
 			promised := l.line.unpromise(w)
@@ -237,7 +237,7 @@ func (l *Ledger) SetPreemption(on bool) {
 		for h := range l.victims {
 			keys = append(keys, l.uncapLocked(h)...)
 		}
-		for key, e := range l.slices {
+		for key, e := range l.books.slices {
 			if e.capped != nil && e.capped.pool {
 				e.capped = nil
 				keys = append(keys, key)
@@ -256,7 +256,7 @@ func (l *Ledger) SetPreemption(on bool) {
 	l.changedLocked()
 	wakeWaiters := make([]func(types.NamespacedName), len(woken))
 	for i, h := range woken {
-		wakeWaiters[i] = l.classes[h.Class].Wake
+		wakeWaiters[i] = l.books.classes[h.Class].Wake
 	}
 	wake := l.wakeLocked()
 	victims := l.wakeKeys(keys)
@@ -308,13 +308,13 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 	// The consumers whose limit in force may change: those the ledger
 	// knows, and those named by an override before or after.
 	consumers := map[string]bool{}
-	for c := range l.byConsumer {
+	for c := range l.books.byConsumer {
 		consumers[c] = true
 	}
 	for c := range l.line.consumers {
 		consumers[c] = true
 	}
-	for _, e := range l.slices {
+	for _, e := range l.books.slices {
 		consumers[e.consumer] = true
 	}
 	for c := range l.limits {

@@ -45,25 +45,25 @@ func newUndecided() undecided {
 // trackLocked brings key's place among the undecided up to date with e
 // (nil: gone). It returns true when the last undecided slice of a priority
 // was decided: the waiters it held back may fit now.
-func (l *Ledger) trackLocked(key types.NamespacedName, e *entry) (lifted bool) {
-	p, was := l.undecided.of[key]
-	c, attached := l.classes[e.classOrEmpty()]
+func (b *books) track(key types.NamespacedName, e *entry, line *waitLine) (lifted bool) {
+	p, was := b.undecided.of[key]
+	c, attached := b.classes[e.classOrEmpty()]
 	is := e != nil && e.seen && e.initial && !e.decided && !e.accepted && attached &&
-		l.selects(e.class, e.labels) && !l.line.has(Holder{Class: e.class, Key: key})
+		b.selects(e.class, e.labels) && !line.has(Holder{Class: e.class, Key: key})
 	switch {
 	case is && was && p == c.Priority:
 		return false
 	case was:
-		delete(l.undecided.of, key)
-		l.undecided.count[p]--
-		if l.undecided.count[p] == 0 {
-			delete(l.undecided.count, p)
+		delete(b.undecided.of, key)
+		b.undecided.count[p]--
+		if b.undecided.count[p] == 0 {
+			delete(b.undecided.count, p)
 			lifted = true
 		}
 	}
 	if is {
-		l.undecided.of[key] = c.Priority
-		l.undecided.count[c.Priority]++
+		b.undecided.of[key] = c.Priority
+		b.undecided.count[c.Priority]++
 	}
 	return lifted
 }
@@ -78,33 +78,33 @@ func (e *entry) classOrEmpty() string {
 
 // decidedLocked records that key's class decided it: it no longer holds
 // lower priorities back.
-func (l *Ledger) decidedLocked(key types.NamespacedName) (lifted bool) {
-	e := l.slices[key]
+func (b *books) decided(key types.NamespacedName, line *waitLine) (lifted bool) {
+	e := b.slices[key]
 	if e == nil {
 		return false
 	}
 	e.decided = true
-	return l.trackLocked(key, e)
+	return b.track(key, e, line)
 }
 
 // retrackAllLocked recomputes every slice's place among the undecided,
 // after the attached classes changed.
-func (l *Ledger) retrackAllLocked() (lifted bool) {
-	for key := range l.undecided.of {
-		if _, ok := l.slices[key]; !ok {
-			lifted = l.trackLocked(key, nil) || lifted
+func (b *books) retrackAll(line *waitLine) (lifted bool) {
+	for key := range b.undecided.of {
+		if _, ok := b.slices[key]; !ok {
+			lifted = b.track(key, nil, line) || lifted
 		}
 	}
-	for key, e := range l.slices {
-		lifted = l.trackLocked(key, e) || lifted
+	for key, e := range b.slices {
+		lifted = b.track(key, e, line) || lifted
 	}
 	return lifted
 }
 
 // heldBackLocked is how many slices of priority above p are undecided.
-func (l *Ledger) heldBackLocked(p int32) int {
+func (b *books) heldBack(p int32) int {
 	n := 0
-	for q, c := range l.undecided.count {
+	for q, c := range b.undecided.count {
 		if q > p {
 			n += c
 		}

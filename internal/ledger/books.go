@@ -1,0 +1,397 @@
+package ledger
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+)
+
+// books are what the cluster shows the budget holds, the way Kueue's
+// cache counts admitted workloads: each slice's entry (its grant, its
+// Quotas, what its running pods use), the sums by budget and by consumer,
+// the attempts assumed before their writes (assume, then confirm by an
+// observation or forget), the tombstones of deleted slices and the
+// undecided slices of a new leader. They change only by what they are
+// told (an observation, an assumption, a forgetting) and decide nothing:
+// the Ledger reads them, under its lock, to admit and to plan reclaims.
+type books struct {
+	// names are the resources the budget limits; total its capacity,
+	// naming exactly those.
+	names []corev1.ResourceName
+	total corev1.ResourceList
+	// slices is what the cluster shows of each slice that holds something
+	// here, or may (served by an attached class).
+	slices map[types.NamespacedName]*entry
+	// sum is what every entry counts, kept up to date on each change so an
+	// admission costs O(resources), not O(slices).
+	sum corev1.ResourceList
+	// byConsumer is what each consumer's slices count, for consumer
+	// limits and fair order.
+	byConsumer map[string]corev1.ResourceList
+	// classes are the attached classes: a slice one of them selects is a
+	// member, and counts all it holds.
+	classes map[string]Class
+	// gone remembers recently deleted slices (see bury).
+	gone     map[types.UID]time.Time
+	goneNext int
+	// pods and users are what the consumers' running ShadowPods use (see
+	// inuse.go).
+	pods  map[types.NamespacedName]pod
+	users map[string]*userUse
+	// pendingWakes are wakes recorded under the lock (see inuse.go).
+	pendingWakes []wakeOf
+	// counted: a feed of this epoch has delivered its initial lists
+	// (Counted); slices observed before are initial (see undecided.go).
+	counted bool
+	// undecided are the slices not yet decided by their class since the
+	// books were counted, by priority (see undecided.go).
+	undecided undecided
+	// changed is told of each change of what the books count (the
+	// Ledger refreshes its waiters' messages).
+	changed func()
+}
+
+func newBooks(names []corev1.ResourceName, total corev1.ResourceList, changed func()) books {
+	return books{
+		names:      names,
+		total:      total,
+		slices:     map[types.NamespacedName]*entry{},
+		sum:        corev1.ResourceList{},
+		byConsumer: map[string]corev1.ResourceList{},
+		classes:    map[string]Class{},
+		gone:       map[types.UID]time.Time{},
+		pods:       map[types.NamespacedName]pod{},
+		users:      map[string]*userUse{},
+		undecided:  newUndecided(),
+		changed:    changed,
+	}
+}
+
+// entry is what the ledger knows of one slice.
+type entry struct {
+	seen     bool // the slice itself was observed (not only its Quota)
+	uid      types.UID
+	rv       string
+	class    string
+	consumer string
+	labels   map[string]string
+	// grant is the last Accepted status.resources observed: a later Deny
+	// does not take it back (Liqo's Quota and virtual node stay), a later
+	// acceptance of less does.
+	grant corev1.ResourceList
+	// reclaimed is set while its last acceptance was a reclaim's shrink
+	// (reason Reclaimed): its growth is then measured from its offer, not
+	// from what its pods or a Quota not yet lowered still hold (see
+	// growsFromLocked).
+	reclaimed bool
+	// quotas are Liqo's Quotas owned by the slice, by name, with the UID
+	// of the slice that owns them.
+	quotas map[string]quota
+	// attempts are admissions whose writes the watch has not settled.
+	attempts []*Attempt
+	member   bool
+	// frozen caps what a slice that left the budget's classes still
+	// counts: what it held when it left.
+	frozen corev1.ResourceList
+	// counted is what the entry adds to the ledger's sum.
+	counted corev1.ResourceList
+	// inUse is what the running ShadowPods of its Quotas' users are
+	// charged (see inuse.go).
+	inUse corev1.ResourceList
+	// created is the slice's creation time: among victims of equal
+	// priority and share, the newest yields first.
+	created time.Time
+	// capped is set while the slice yields capacity to a waiter of higher
+	// priority (see reclaim.go).
+	capped *capped
+	// overSeen is what its pods used beyond its grant when its class was
+	// last woken for that.
+	overSeen corev1.ResourceList
+	// accepted: its Resources condition was Accepted when last observed.
+	accepted bool
+	// initial: observed before the books were counted (the feed's
+	// initial lists); decided: its class decided it since (see
+	// undecided.go).
+	initial, decided bool
+}
+
+type quota struct {
+	owner     types.UID
+	resources corev1.ResourceList
+	// user is the Quota's spec.user: the identity whose ShadowPods it
+	// limits.
+	user string
+}
+
+// owns reports whether q is the slice's own Quota, not one left by a
+// deleted slice of the same name (known when both UIDs are).
+func (e *entry) owns(q quota) bool {
+	return e.uid == "" || q.owner == "" || q.owner == e.uid
+}
+
+// users yields, once each, the users of the slice's own Quotas: the
+// identities whose ShadowPods charge it.
+func (e *entry) users(yield func(string) bool) {
+	seen := map[string]bool{}
+	for _, q := range e.quotas {
+		if q.user == "" || seen[q.user] || !e.owns(q) {
+			continue
+		}
+		seen[q.user] = true
+		if !yield(q.user) {
+			return
+		}
+	}
+}
+
+// held is what the cluster shows the slice holds: the largest of its
+// grant, its own Quotas and what its consumer's running pods use, per
+// resource.
+func (e *entry) held() corev1.ResourceList {
+	out := e.grant
+	for _, q := range e.quotas {
+		if e.owns(q) {
+			out = maxList(out, q.resources)
+		}
+	}
+	return maxList(out, e.inUse)
+}
+
+// offered is the slice's offer as the cluster shows it and as its writes
+// in flight assume: what it was granted, without its Quotas (which follow
+// the offer late) or what its pods use.
+func (e *entry) offered() corev1.ResourceList {
+	out := e.grant
+	for _, a := range e.attempts {
+		out = maxList(out, a.offer)
+	}
+	return out
+}
+
+// count is what the entry counts now.
+func (e *entry) count() corev1.ResourceList {
+	var out corev1.ResourceList
+	switch {
+	case !e.seen:
+	case e.member:
+		out = e.held()
+	case e.frozen != nil:
+		out = minList(e.held(), e.frozen)
+	}
+	for _, a := range e.attempts {
+		out = maxList(out, a.offer)
+	}
+	return out
+}
+
+// idle reports whether the entry can be forgotten: it counts nothing and
+// can count nothing until another observation.
+func (e *entry) idle() bool {
+	return !e.member && len(e.attempts) == 0 && len(e.grant) == 0 && len(e.quotas) == 0
+}
+
+// othersQuotas are the quotas not owned by uid.
+func othersQuotas(quotas map[string]quota, uid types.UID) map[string]quota {
+	var out map[string]quota
+	for n, q := range quotas {
+		if q.owner != "" && q.owner != uid {
+			if out == nil {
+				out = map[string]quota{}
+			}
+			out[n] = q
+		}
+	}
+	return out
+}
+
+// tombstoneTTL is how long a deleted slice's UID is remembered, so that a
+// reconciler's read from before the deletion cannot bring it back.
+const tombstoneTTL = time.Minute
+
+// bury remembers a deleted slice's UID for tombstoneTTL.
+func (b *books) bury(uid types.UID) {
+	if uid == "" {
+		return
+	}
+	now := time.Now()
+	if len(b.gone) >= b.goneNext { // amortised: the next scan waits until the map doubles
+		for u, at := range b.gone {
+			if now.Sub(at) > tombstoneTTL {
+				delete(b.gone, u)
+			}
+		}
+		b.goneNext = max(64, 2*len(b.gone))
+	}
+	b.gone[uid] = now
+}
+
+// selects reports whether a slice of class with labels is served by an
+// attached class.
+func (b *books) selects(class string, lbls map[string]string) bool {
+	c, ok := b.classes[class]
+	return ok && (c.Selector == nil || c.Selector.Matches(labels.Set(lbls)))
+}
+
+// recount brings e's membership and what it counts up to date, and forgets
+// it when it counts nothing and can count nothing.
+func (b *books) recount(key types.NamespacedName, e *entry) {
+	b.recountFrom(key, e, e.held())
+}
+
+// recountFrom is recount for an entry that held prev before the change
+// being recorded: a slice leaving the budget's classes is capped at what it
+// held as a member, and the cap only ever falls (once another class has
+// lowered its grant, raising it again is that class's business).
+func (b *books) recountFrom(key types.NamespacedName, e *entry, prev corev1.ResourceList) {
+	member := e.seen && b.selects(e.class, e.labels)
+	switch {
+	case member:
+		e.frozen = nil
+	case e.member:
+		e.frozen = minList(prev, e.held())
+	case e.frozen != nil:
+		e.frozen = minList(e.frozen, e.held())
+	}
+	e.member = member
+	b.account(e, e.count())
+	if len(e.inUse) > 0 || len(e.overSeen) > 0 {
+		b.noteOver(key, e)
+	}
+	if e.idle() && len(e.counted) == 0 {
+		delete(b.slices, key)
+	}
+}
+
+// account replaces what e adds to the sum (and to its consumer's) with
+// counted.
+func (b *books) account(e *entry, counted corev1.ResourceList) {
+	if len(e.counted) > 0 || len(counted) > 0 {
+		b.changed()
+	}
+	mine := b.byConsumer[e.consumer]
+	for n, q := range e.counted {
+		sub(b.sum, n, q)
+		sub(mine, n, q)
+	}
+	e.counted = counted
+	if len(counted) > 0 && mine == nil {
+		mine = corev1.ResourceList{}
+		b.byConsumer[e.consumer] = mine
+	}
+	empty := true
+	for n, q := range counted {
+		add(b.sum, n, q)
+		add(mine, n, q)
+	}
+	for _, q := range mine {
+		if !q.IsZero() {
+			empty = false
+			break
+		}
+	}
+	if empty {
+		delete(b.byConsumer, e.consumer)
+	}
+}
+
+// drop forgets e: what it counted and its unsettled attempts.
+func (b *books) drop(key types.NamespacedName, e *entry) {
+	for _, a := range e.attempts {
+		a.dropped = true
+	}
+	e.attempts = nil
+	for _, q := range e.quotas {
+		b.unlinkUser(q.user, key)
+	}
+	b.account(e, nil)
+	delete(b.slices, key)
+}
+
+// newEntry makes the entry of key holding quotas (a newer slice's
+// of that name, seen before the slice itself).
+func (b *books) newEntry(key types.NamespacedName, consumer string, quotas map[string]quota) *entry {
+	e := &entry{consumer: consumer, quotas: quotas}
+	for _, q := range quotas {
+		b.linkUser(q.user, key)
+	}
+	e.inUse = b.inUseOf(e)
+	b.slices[key] = e
+	return e
+}
+
+// newer reports whether resourceVersion a is newer than b. Kubernetes
+// resourceVersions are comparable integers (KEP-5504); for any other form,
+// a different version counts as newer.
+func newer(a, b string) bool {
+	if b == "" {
+		return a != ""
+	}
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return a != b
+	}
+	return c > 0
+}
+
+// settle applies an observation at rv to e's attempts: an observation
+// newer than an attempt's base shows the write's effect (a write from base
+// with optimistic locking is the first change after base) or that it was
+// not applied, so a finished attempt is dropped and one in flight is dropped
+// when it ends.
+func (e *entry) settle(rv string) {
+	kept := e.attempts[:0]
+	for _, a := range e.attempts {
+		if newer(rv, a.base) {
+			a.superseded = true
+			if a.done {
+				a.dropped = true
+				continue
+			}
+		}
+		kept = append(kept, a)
+	}
+	clear(e.attempts[len(kept):])
+	e.attempts = kept
+}
+
+// forget drops the attempt a from its slice (Kueue's forget: its write
+// was not applied); it reports whether the books counted it.
+func (b *books) forget(a *Attempt) bool {
+	a.dropped = true
+	e := b.slices[a.key]
+	if e == nil {
+		return false
+	}
+	for i, x := range e.attempts {
+		if x == a {
+			e.attempts = append(e.attempts[:i], e.attempts[i+1:]...)
+			break
+		}
+	}
+	b.recount(a.key, e)
+	return true
+}
+
+// used is what the slices count, per limited resource.
+func (b *books) used() corev1.ResourceList {
+	used := corev1.ResourceList{}
+	for _, n := range b.names {
+		used[n] = b.sum[n].DeepCopy()
+	}
+	return used
+}
+
+// free is total − used per limited resource; negative when the total
+// shrank below what is held.
+func (b *books) free() corev1.ResourceList {
+	free := corev1.ResourceList{}
+	for _, n := range b.names {
+		f := b.total[n].DeepCopy()
+		f.Sub(b.sum[n])
+		free[n] = f
+	}
+	return free
+}
