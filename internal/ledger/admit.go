@@ -193,22 +193,10 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 			as[i] = &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}
 			continue
 		}
-		e := l.books.slices[r.Key]
-		if e == nil {
-			e = &entry{consumer: r.Consumer}
-			l.books.slices[r.Key] = e
-		}
-		a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy(), back: back}
-		// Decided from a version older than one already observed: a write
-		// from it cannot apply (optimistic locking), so the observation
-		// covers it.
-		a.superseded = e.seen && newer(e.rv, r.Base)
-		e.attempts = append(e.attempts, a)
-		l.books.recount(r.Key, e)
+		as[i] = l.books.assume(r, back)
 		if released {
 			wakes = append(wakes, l.wakeLocked()) // admitted for less than it was promised
 		}
-		as[i] = a
 	}
 	for _, l := range lifted {
 		wakes = append(wakes, l.wakeLocked())

@@ -357,6 +357,25 @@ func (e *entry) settle(rv string) {
 	e.attempts = kept
 }
 
+// assume counts r's offer for its slice before the write (Kueue's
+// assume): back is what the admission took down, put back if the write
+// is not applied.
+func (b *books) assume(r Request, back *waitBack) *Attempt {
+	e := b.slices[r.Key]
+	if e == nil {
+		e = &entry{consumer: r.Consumer}
+		b.slices[r.Key] = e
+	}
+	a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy(), back: back}
+	// Decided from a version older than one already observed: a write
+	// from it cannot apply (optimistic locking), so the observation
+	// covers it.
+	a.superseded = e.seen && newer(e.rv, r.Base)
+	e.attempts = append(e.attempts, a)
+	b.recount(r.Key, e)
+	return a
+}
+
 // forget drops the attempt a from its slice (Kueue's forget: its write
 // was not applied); it reports whether the books counted it.
 func (b *books) forget(a *Attempt) bool {
@@ -394,4 +413,128 @@ func (b *books) free() corev1.ResourceList {
 		free[n] = f
 	}
 	return free
+}
+
+// fresh is the entry to record the observation s in; nil when s is stale
+// (a read from before the slice's deletion, a version already seen or
+// older) or there is nothing to count, now or when its class attaches.
+func (b *books) fresh(s Slice) *entry {
+	if _, gone := b.gone[s.UID]; gone && s.UID != "" {
+		return nil // a read from before the deletion
+	}
+	e := b.slices[s.Key]
+	if e == nil {
+		if !b.selects(s.Class, s.Labels) && (!s.Accepted || len(s.Grant) == 0) {
+			return nil
+		}
+		e = &entry{}
+		b.slices[s.Key] = e
+	}
+	if e.seen && !newer(s.RV, e.rv) {
+		// Already seen, or older than what was seen: a reconciler observed
+		// the slice from its cache before the watch delivered this (or the
+		// reverse). Most observations end here, before any copy.
+		return nil
+	}
+	return e
+}
+
+// observe records s in its entry e (fresh's) and confirms or drops the
+// attempts it settles (Kueue's confirm). It reports whether the slice
+// moved from a consumer that counted it to another.
+func (b *books) observe(e *entry, s Slice) (movedConsumer bool) {
+	if e.uid != "" && e.uid != s.UID {
+		// Deleted and created again under the same name, with no deletion
+		// seen in between (a watch cut): a new slice, which may already
+		// have a Quota of its own.
+		quotas := e.quotas
+		b.bury(e.uid)
+		b.drop(s.Key, e)
+		e = b.newEntry(s.Key, s.Consumer, othersQuotas(quotas, e.uid))
+	}
+	prev := e.held() // what it held as a member, if it is leaving now
+	movedConsumer = e.consumer != s.Consumer && e.counted != nil
+	if e.consumer != s.Consumer {
+		b.account(e, nil) // recounted below, as the new consumer's
+		e.consumer = s.Consumer
+	}
+	e.seen, e.uid, e.class, e.labels, e.rv, e.created = true, s.UID, s.Class, s.Labels, s.RV, s.Created
+	if s.Accepted {
+		e.grant = s.Grant.DeepCopy()
+		e.reclaimed = s.Reclaimed
+	}
+	e.accepted = s.Accepted
+	if !b.counted {
+		e.initial = true
+	}
+	e.settle(s.RV)
+	b.recountFrom(s.Key, e, prev)
+	return movedConsumer
+}
+
+// forgetSlice forgets the slice key, deleted: uid ("" for whatever slice
+// has that name) is buried, and a Quota of a newer slice of that name,
+// seen first, is kept.
+func (b *books) forgetSlice(key types.NamespacedName, uid types.UID) {
+	e := b.slices[key]
+	if e == nil {
+		b.bury(uid)
+		return
+	}
+	if uid == "" {
+		uid = e.uid
+	}
+	b.bury(uid)
+	quotas := othersQuotas(e.quotas, uid)
+	b.drop(key, e)
+	if len(quotas) > 0 {
+		b.newEntry(key, "", quotas)
+	}
+}
+
+// observeQuota records the Quota name of the slice key.
+func (b *books) observeQuota(key types.NamespacedName, q quota, name string) {
+	e := b.slices[key]
+	if e == nil {
+		e = &entry{}
+		b.slices[key] = e
+	}
+	if e.quotas == nil {
+		e.quotas = map[string]quota{}
+	}
+	if old, ok := e.quotas[name]; ok && old.user != q.user {
+		b.unlinkUser(old.user, key)
+	}
+	e.quotas[name] = q
+	b.linkUser(q.user, key)
+	e.inUse = b.inUseOf(e)
+	b.recount(key, e)
+}
+
+// forgetQuota forgets the Quota name of the slice key; false when the
+// books know no such slice.
+func (b *books) forgetQuota(key types.NamespacedName, name string) bool {
+	e := b.slices[key]
+	if e == nil {
+		return false
+	}
+	if q, ok := e.quotas[name]; ok {
+		b.unlinkUser(q.user, key)
+	}
+	delete(e.quotas, name)
+	e.inUse = b.inUseOf(e)
+	b.recount(key, e)
+	return true
+}
+
+// reset forgets every observation and assumption (ForgetAll).
+func (b *books) reset() {
+	b.counted = false
+	for key, e := range b.slices {
+		b.drop(key, e)
+	}
+	clear(b.pods)
+	clear(b.users)
+	b.undecided = newUndecided()
+	b.pendingWakes = nil
 }

@@ -46,13 +46,7 @@ type userUse struct {
 func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList, meta PodMeta) {
 	l.mu.Lock()
 	before := l.books.used()
-	if old, ok := l.books.pods[key]; ok {
-		l.books.chargeUser(old.user, old.charge, -1)
-		l.books.podOfUser(old.user, key, false)
-	}
-	l.books.pods[key] = pod{user: user, charge: charge, meta: meta}
-	l.books.podOfUser(user, key, true)
-	l.books.chargeUser(user, charge, 1)
+	l.books.observePod(key, pod{user: user, charge: charge, meta: meta})
 	wake := l.wakeIfFreedLocked(before)
 	over := l.books.takeWakes()
 	l.mu.Unlock()
@@ -60,24 +54,43 @@ func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1
 	over()
 }
 
+// observePod records the running pod key.
+func (b *books) observePod(key types.NamespacedName, p pod) {
+	if old, ok := b.pods[key]; ok {
+		b.chargeUser(old.user, old.charge, -1)
+		b.podOfUser(old.user, key, false)
+	}
+	b.pods[key] = p
+	b.podOfUser(p.user, key, true)
+	b.chargeUser(p.user, p.charge, 1)
+}
+
 // ForgetPod records that the ShadowPod key ended or is gone.
 func (l *Ledger) ForgetPod(key types.NamespacedName) {
 	l.mu.Lock()
-	old, ok := l.books.pods[key]
-	if !ok {
+	before := l.books.used()
+	if !l.books.forgetPod(key) {
 		l.mu.Unlock()
 		return
 	}
-	before := l.books.used()
-	delete(l.books.pods, key)
 	delete(l.evicting, key)
-	l.books.podOfUser(old.user, key, false)
-	l.books.chargeUser(old.user, old.charge, -1)
 	wake := l.wakeIfFreedLocked(before)
 	over := l.books.takeWakes()
 	l.mu.Unlock()
 	wake()
 	over()
+}
+
+// forgetPod forgets the pod key, ended; false when it was not running.
+func (b *books) forgetPod(key types.NamespacedName) bool {
+	old, ok := b.pods[key]
+	if !ok {
+		return false
+	}
+	delete(b.pods, key)
+	b.podOfUser(old.user, key, false)
+	b.chargeUser(old.user, old.charge, -1)
+	return true
 }
 
 // InUse returns what the running pods of the slice key's Quota users are

@@ -35,53 +35,13 @@ type Slice struct {
 // ObserveSlice records what the cluster shows of a slice.
 func (l *Ledger) ObserveSlice(s Slice) {
 	l.mu.Lock()
-	if _, gone := l.books.gone[s.UID]; gone && s.UID != "" {
-		l.mu.Unlock() // a read from before the deletion
-		return
-	}
-	e := l.books.slices[s.Key]
+	e := l.books.fresh(s)
 	if e == nil {
-		if !l.books.selects(s.Class, s.Labels) && (!s.Accepted || len(s.Grant) == 0) {
-			l.mu.Unlock() // nothing to count, now or when its class attaches
-			return
-		}
-		e = &entry{}
-		l.books.slices[s.Key] = e
-	}
-	if e.seen && !newer(s.RV, e.rv) {
-		// Already seen, or older than what was seen: a reconciler observed
-		// the slice from its cache before the watch delivered this (or the
-		// reverse). Most observations end here, before any copy.
 		l.mu.Unlock()
 		return
 	}
 	before := l.books.used()
-	if e.uid != "" && e.uid != s.UID {
-		// Deleted and created again under the same name, with no deletion
-		// seen in between (a watch cut): a new slice, which may already
-		// have a Quota of its own.
-		quotas := e.quotas
-		l.books.bury(e.uid)
-		l.books.drop(s.Key, e)
-		e = l.books.newEntry(s.Key, s.Consumer, othersQuotas(quotas, e.uid))
-	}
-	prev := e.held() // what it held as a member, if it is leaving now
-	movedConsumer := e.consumer != s.Consumer && e.counted != nil
-	if e.consumer != s.Consumer {
-		l.books.account(e, nil) // recounted below, as the new consumer's
-		e.consumer = s.Consumer
-	}
-	e.seen, e.uid, e.class, e.labels, e.rv, e.created = true, s.UID, s.Class, s.Labels, s.RV, s.Created
-	if s.Accepted {
-		e.grant = s.Grant.DeepCopy()
-		e.reclaimed = s.Reclaimed
-	}
-	e.accepted = s.Accepted
-	if !l.books.counted {
-		e.initial = true
-	}
-	e.settle(s.RV)
-	l.books.recountFrom(s.Key, e, prev)
+	movedConsumer := l.books.observe(e, s)
 	wake := l.wakeIfFreedLocked(before)
 	if l.books.track(s.Key, l.books.slices[s.Key], &l.line) {
 		wake = l.wakeLocked()
@@ -110,22 +70,11 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	promised := l.line.removeKey(key)
 	uncapped := l.wakeKeys(l.uncapKeyLocked(key))
 	defer uncapped()
+	before := l.books.used()
+	l.books.forgetSlice(key, uid)
 	if e == nil && !promised {
-		l.books.bury(uid)
 		l.mu.Unlock()
 		return
-	}
-	before := l.books.used()
-	if e != nil {
-		if uid == "" {
-			uid = e.uid
-		}
-		l.books.bury(uid)
-		quotas := othersQuotas(e.quotas, uid)
-		l.books.drop(key, e)
-		if len(quotas) > 0 { // a Quota of a newer slice of that name, seen first
-			l.books.newEntry(key, "", quotas)
-		}
 	}
 	wake := l.wakeIfFreedLocked(before)
 	if promised || l.books.track(key, l.books.slices[key], &l.line) {
@@ -146,16 +95,9 @@ func (l *Ledger) ForgetAll() {
 	l.mu.Lock()
 	l.epoch++
 	l.uncounted = true
-	l.books.counted = false
-	for key, e := range l.books.slices {
-		l.books.drop(key, e)
-	}
-	clear(l.books.pods)
-	clear(l.books.users)
+	l.books.reset()
 	clear(l.victims)
 	clear(l.evicting)
-	l.books.undecided = newUndecided()
-	l.books.pendingWakes = nil
 	l.mu.Unlock()
 }
 
@@ -207,22 +149,8 @@ func (l *Ledger) Ahead(key types.NamespacedName, uid types.UID, rv string) bool 
 // running ShadowPods the slice then holds as well).
 func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name, user string, resources corev1.ResourceList) {
 	l.mu.Lock()
-	e := l.books.slices[key]
-	if e == nil {
-		e = &entry{}
-		l.books.slices[key] = e
-	}
 	before := l.books.used()
-	if e.quotas == nil {
-		e.quotas = map[string]quota{}
-	}
-	if old, ok := e.quotas[name]; ok && old.user != user {
-		l.books.unlinkUser(old.user, key)
-	}
-	e.quotas[name] = quota{owner: owner, resources: resources.DeepCopy(), user: user}
-	l.books.linkUser(user, key)
-	e.inUse = l.books.inUseOf(e)
-	l.books.recount(key, e)
+	l.books.observeQuota(key, quota{owner: owner, resources: resources.DeepCopy(), user: user}, name)
 	wake := l.wakeIfFreedLocked(before)
 	over := l.books.takeWakes()
 	l.mu.Unlock()
@@ -233,18 +161,11 @@ func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name, u
 // ForgetQuota records that a Quota owned by key is gone.
 func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
 	l.mu.Lock()
-	e := l.books.slices[key]
-	if e == nil {
+	before := l.books.used()
+	if !l.books.forgetQuota(key, name) {
 		l.mu.Unlock()
 		return
 	}
-	before := l.books.used()
-	if q, ok := e.quotas[name]; ok {
-		l.books.unlinkUser(q.user, key)
-	}
-	delete(e.quotas, name)
-	e.inUse = l.books.inUseOf(e)
-	l.books.recount(key, e)
 	wake := l.wakeIfFreedLocked(before)
 	over := l.books.takeWakes()
 	l.mu.Unlock()
