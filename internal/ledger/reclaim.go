@@ -1,11 +1,9 @@
 package ledger
 
 import (
-	"container/heap"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -90,7 +88,6 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	if !l.opts.Preemption {
 		return nil
 	}
-	want := map[*entry]corev1.ResourceList{}
 	excess := corev1.ResourceList{}
 	for _, n := range l.books.names {
 		over := l.books.sum[n].DeepCopy()
@@ -99,29 +96,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 			excess[n] = over
 		}
 	}
-	if len(excess) > 0 {
-		shares := map[string]float64{}
-		cands := make(victimHeap, 0, 64)
-		for key, e := range l.books.slices {
-			if !e.member || len(e.counted) == 0 || (e.capped != nil && !e.capped.pool) {
-				continue
-			}
-			share, ok := shares[e.consumer]
-			if !ok {
-				share = l.shareLocked(e.consumer)
-				shares[e.consumer] = share
-			}
-			cands = append(cands, victim{key: key, e: e, prio: l.priorityOf(e), share: share})
-		}
-		heap.Init(&cands)
-		for len(excess) > 0 && cands.Len() > 0 {
-			c := heap.Pop(&cands).(victim)
-			keep := c.e.counted.DeepCopy()
-			if takeFrom(keep, excess) {
-				want[c.e] = keep
-			}
-		}
-	}
+	want := l.planner().overTotal(excess)
 	var changed []types.NamespacedName
 	shrunk, taken := 0, corev1.ResourceList{}
 	for key, e := range l.books.slices {
@@ -237,26 +212,12 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 			excess[n] = over
 		}
 	}
-	sort.Slice(mine, func(i, j int) bool {
-		a, b := l.books.slices[mine[i]], l.books.slices[mine[j]]
-		if !a.created.Equal(b.created) {
-			return a.created.After(b.created)
-		}
-		return mine[i].String() < mine[j].String()
-	})
 	taken := excess.DeepCopy()
-	for _, key := range mine {
-		if len(excess) == 0 {
-			break
-		}
-		e := l.books.slices[key]
-		keep := l.keepOf(e)
-		if takeFrom(keep, excess) {
-			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
-			l.noteCappedLocked(key)
-			victims = append(victims, key)
-			shrunk++
-		}
+	for _, c := range l.planner().overLimit(mine, excess) {
+		c.e.capped = &capped{keep: c.keep, was: c.e.counted.DeepCopy(), limit: true, since: time.Now()}
+		l.noteCappedLocked(c.key)
+		victims = append(victims, c.key)
+		shrunk++
 	}
 	if shrunk > 0 {
 		for n, q := range excess {
@@ -298,11 +259,6 @@ func (l *Ledger) SetLogger(log logr.Logger) {
 	for _, c := range slices.Sorted(maps.Keys(limits)) {
 		log.Info("consumer limit set before the budget was fed", "consumer", c, "limit", limits[c])
 	}
-}
-
-// priorityOf is the priority of the class serving e (0 when none does).
-func (l *Ledger) priorityOf(e *entry) int32 {
-	return l.books.classes[e.class].Priority
 }
 
 // pendingLocked is what is being reclaimed for h and is still held by its
@@ -362,137 +318,29 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 		return nil, false
 	}
-	// One pass over the budget's slices: the candidates and what they
-	// could yield of each lacking resource, with no allocation per slice;
-	// then only the victims needed are taken from a heap in victim order.
-	shares := map[string]float64{}
-	cands := make(victimHeap, 0, 64)
-	avail := corev1.ResourceList{}
-	for key, e := range l.books.slices {
-		if !e.member || key == w.Key || len(e.counted) == 0 {
-			continue
-		}
-		p := l.priorityOf(e)
-		if p >= w.priority {
-			continue
-		}
-		if e.capped != nil && (e.capped.limit || e.capped.pool || (e.capped.waiter != w.Holder && e.capped.priority >= w.priority)) {
-			continue // already yielding to its consumer's limit, or to a waiter at least as high
-		}
-		useful := false
-		for n := range lacking {
-			if q := keepAmount(e, n); q.Sign() > 0 {
-				add(avail, n, q)
-				useful = true
-			}
-		}
-		if !useful {
-			continue
-		}
-		share, ok := shares[e.consumer]
-		if !ok {
-			share = l.shareLocked(e.consumer)
-			shares[e.consumer] = share
-		}
-		cands = append(cands, victim{key: key, e: e, prio: p, share: share})
+	cuts := l.planner().forWaiter(w, lacking)
+	if len(cuts) == 0 {
+		return nil, false
 	}
-	for n, need := range lacking {
-		if a := avail[n]; a.Cmp(need) < 0 {
-			return nil, false // even all of it would not do: touch no one
-		}
-	}
-	heap.Init(&cands)
-	wanted := lacking.DeepCopy()
-	for len(lacking) > 0 && cands.Len() > 0 {
-		c := heap.Pop(&cands).(victim)
-		keep := l.keepOf(c.e)
-		takeFrom(keep, lacking)
+	for _, c := range cuts {
 		if c.e.capped == nil {
 			c.e.capped = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}
 			l.noteCappedLocked(c.key)
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
 			delete(l.victims[prev], c.key)
 		}
-		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = keep, w.priority, w.Holder
+		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = c.keep, w.priority, w.Holder
 		if l.victims[w.Holder] == nil {
 			l.victims[w.Holder] = map[types.NamespacedName]bool{}
 		}
 		l.victims[w.Holder][c.key] = true
 		victims = append(victims, c.key)
 	}
-	if len(victims) > 0 {
-		l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
-			Slices: len(victims), Amount: wanted})
-	}
+	l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
+		Slices: len(victims), Amount: lacking})
 	l.line.promise(w)
 	w.reclaiming = true
 	return victims, true
-}
-
-// keepAmount is what e keeps now of resource n: the smaller of what it
-// counts and its cap.
-func keepAmount(e *entry, n corev1.ResourceName) resource.Quantity {
-	q := e.counted[n]
-	if e.capped != nil {
-		if c, ok := e.capped.keep[n]; ok && c.Cmp(q) < 0 {
-			return c
-		}
-	}
-	return q
-}
-
-// victim is a candidate of a reclaim.
-type victim struct {
-	key   types.NamespacedName
-	e     *entry
-	prio  int32
-	share float64
-}
-
-// victimHeap orders candidates as victims are taken: the lowest priority
-// first, then the consumer holding the largest dominant share, then the
-// newest slice (then by name).
-type victimHeap []victim
-
-func (h victimHeap) Len() int { return len(h) }
-func (h victimHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	switch {
-	case a.prio != b.prio:
-		return a.prio < b.prio
-	case a.share != b.share:
-		return a.share > b.share
-	case !a.e.created.Equal(b.e.created):
-		return a.e.created.After(b.e.created)
-	}
-	if a.key.Namespace != b.key.Namespace {
-		return a.key.Namespace < b.key.Namespace
-	}
-	return a.key.Name < b.key.Name
-}
-func (h victimHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *victimHeap) Push(x any)   { *h = append(*h, x.(victim)) }
-func (h *victimHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// keepOf is what e keeps now: its cap, or all it counts.
-func (l *Ledger) keepOf(e *entry) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for n, q := range e.counted {
-		out[n] = q.DeepCopy()
-	}
-	if e.capped != nil {
-		for n, q := range e.capped.keep {
-			if c, ok := out[n]; !ok || q.Cmp(c) < 0 {
-				out[n] = q.DeepCopy()
-			}
-		}
-	}
-	return out
 }
 
 // uncapLocked lifts the caps made for h (admitted, or no longer waiting)
