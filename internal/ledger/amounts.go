@@ -27,41 +27,6 @@ func sub(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
 	rl[n] = v
 }
 
-// maxList is the per-resource maximum of a and b.
-func maxList(a, b corev1.ResourceList) corev1.ResourceList {
-	if len(b) == 0 {
-		return a
-	}
-	if len(a) == 0 {
-		return b
-	}
-	out := make(corev1.ResourceList, len(a)+len(b))
-	for n, q := range a {
-		out[n] = q
-	}
-	for n, q := range b {
-		if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
-			out[n] = q
-		}
-	}
-	return out
-}
-
-// minList is the per-resource minimum of a and b, over the resources both
-// name.
-func minList(a, b corev1.ResourceList) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for n, q := range a {
-		if c, ok := b[n]; ok {
-			if c.Cmp(q) < 0 {
-				q = c
-			}
-			out[n] = q
-		}
-	}
-	return out
-}
-
 func allZero(rl corev1.ResourceList) bool {
 	for _, q := range rl {
 		if !q.IsZero() {
@@ -99,53 +64,6 @@ func equalLists(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-// takeFrom lowers keep by what is still wanted, per resource, at most
-// what keep has, and lowers want by what it took (a resource fully taken
-// leaves want); it reports whether it took anything.
-func takeFrom(keep, want corev1.ResourceList) bool {
-	took := false
-	for n, need := range want {
-		have, ok := keep[n]
-		if !ok || have.Sign() <= 0 {
-			continue
-		}
-		take := need.DeepCopy()
-		if have.Cmp(take) < 0 {
-			take = have.DeepCopy()
-		}
-		have.Sub(take)
-		keep[n] = have
-		need.Sub(take)
-		if need.Sign() <= 0 {
-			delete(want, n)
-		} else {
-			want[n] = need
-		}
-		took = true
-	}
-	return took
-}
-
-// takesFrom lowers over by charge on each resource still over (a resource
-// no longer over leaves it) and reports whether charge took from any.
-func takesFrom(over, charge corev1.ResourceList) bool {
-	took := false
-	for n, o := range over {
-		c, ok := charge[n]
-		if !ok || c.Sign() <= 0 {
-			continue
-		}
-		o.Sub(c)
-		if o.Sign() <= 0 {
-			delete(over, n)
-		} else {
-			over[n] = o
-		}
-		took = true
-	}
-	return took
 }
 
 // Amounts renders rl as "cpu 4, memory 1Gi", by resource name.

@@ -85,7 +85,7 @@ type entry struct {
 	// reclaimed is set while its last acceptance was a reclaim's shrink
 	// (reason Reclaimed): its growth is then measured from its offer, not
 	// from what its pods or a Quota not yet lowered still hold (see
-	// growsFromLocked).
+	// growsFrom).
 	reclaimed bool
 	// quotas are Liqo's Quotas owned by the slice, by name, with the UID
 	// of the slice that owns them.
@@ -537,4 +537,59 @@ func (b *books) reset() {
 	clear(b.users)
 	b.undecided = newUndecided()
 	b.pendingWakes = nil
+}
+
+// growsFrom is what an offer for the slice key is measured from:
+// what it counts now; for a slice shrunk by a reclaim (its condition says
+// Reclaimed), the offer it was left with and its writes in flight. What
+// its pods still use beyond that, and its Quota while Liqo has not yet
+// lowered it to the smaller offer, are being taken back, not room for it
+// to grow into: without this rule a victim whose cap is not known (a new
+// leader, before the waiter it yielded to is decided again) would be
+// granted its old offer back at once, undoing the reclaim.
+func (b *books) growsFrom(key types.NamespacedName) corev1.ResourceList {
+	e := b.slices[key]
+	switch {
+	case e == nil:
+		return nil
+	case e.reclaimed:
+		return e.offered()
+	default:
+		return e.counted
+	}
+}
+
+// maxList is the per-resource maximum of a and b.
+func maxList(a, b corev1.ResourceList) corev1.ResourceList {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make(corev1.ResourceList, len(a)+len(b))
+	for n, q := range a {
+		out[n] = q
+	}
+	for n, q := range b {
+		if c, ok := out[n]; !ok || q.Cmp(c) > 0 {
+			out[n] = q
+		}
+	}
+	return out
+}
+
+// minList is the per-resource minimum of a and b, over the resources both
+// name.
+func minList(a, b corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range a {
+		if c, ok := b[n]; ok {
+			if c.Cmp(q) < 0 {
+				q = c
+			}
+			out[n] = q
+		}
+	}
+	return out
 }

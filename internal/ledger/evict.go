@@ -155,3 +155,23 @@ func (l *Ledger) noteCappedLocked(key types.NamespacedName) {
 		l.cappedKeys[key] = struct{}{}
 	}
 }
+
+// takesFrom lowers over by charge on each resource still over (a resource
+// no longer over leaves it) and reports whether charge took from any.
+func takesFrom(over, charge corev1.ResourceList) bool {
+	took := false
+	for n, o := range over {
+		c, ok := charge[n]
+		if !ok || c.Sign() <= 0 {
+			continue
+		}
+		o.Sub(c)
+		if o.Sign() <= 0 {
+			delete(over, n)
+		} else {
+			over[n] = o
+		}
+		took = true
+	}
+	return took
+}

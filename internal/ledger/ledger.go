@@ -124,62 +124,6 @@ type Ledger struct {
 	binding binding
 }
 
-// Waiting slices are told what blocks them now at most once a
-// refreshEvery, and refreshAfter after the first change since the last
-// time: a quiet budget tells at once what changed, a busy one twice a
-// second, so a waiter's figures are less than a second old.
-const (
-	refreshEvery = 500 * time.Millisecond
-	refreshAfter = 50 * time.Millisecond
-)
-
-// changedLocked schedules a refresh after a change that may alter what
-// blocks a waiting slice.
-func (l *Ledger) changedLocked() {
-	if l.refreshArmed || l.line.len() == 0 {
-		return
-	}
-	l.refreshArmed = true
-	delay := refreshAfter
-	if next := time.Until(l.refreshed.Add(refreshEvery)); next > delay {
-		delay = next
-	}
-	time.AfterFunc(delay, l.refresh)
-}
-
-// refresh wakes the waiting slices whose block changed since they were
-// last told (another reason, other figures), so that each one's condition
-// names what blocks it now. Those that fit are woken by the promise that
-// wakeLocked makes, not here; those capacity is reclaimed for hold a
-// promise too, but wait on, and are told what is still in use.
-func (l *Ledger) refresh() {
-	l.mu.Lock()
-	l.refreshArmed = false
-	l.refreshed = time.Now()
-	var picked []Holder
-	l.line.each(func(w *waiter) bool {
-		if w.promised && !w.reclaiming {
-			return true // woken by its promise
-		}
-		reason, msg := l.blockLocked(w)
-		if told := reason + ": " + msg; reason != "" && told != w.told {
-			w.told = told
-			picked = append(picked, w.Holder)
-		}
-		return true
-	})
-	wakes := make([]func(types.NamespacedName), len(picked))
-	for i, h := range picked {
-		wakes[i] = l.books.classes[h.Class].Wake
-	}
-	l.mu.Unlock()
-	for i, h := range picked {
-		if wakes[i] != nil {
-			wakes[i](h.Key)
-		}
-	}
-}
-
 // New returns an empty ledger limiting exactly the resources of total. It
 // refuses an empty name, an empty total and negative quantities.
 func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, error) {

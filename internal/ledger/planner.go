@@ -221,3 +221,30 @@ func (p planner) forWaiter(w *waiter, lacking corev1.ResourceList) []cut {
 	}
 	return cuts
 }
+
+// takeFrom lowers keep by what is still wanted, per resource, at most
+// what keep has, and lowers want by what it took (a resource fully taken
+// leaves want); it reports whether it took anything.
+func takeFrom(keep, want corev1.ResourceList) bool {
+	took := false
+	for n, need := range want {
+		have, ok := keep[n]
+		if !ok || have.Sign() <= 0 {
+			continue
+		}
+		take := need.DeepCopy()
+		if have.Cmp(take) < 0 {
+			take = have.DeepCopy()
+		}
+		have.Sub(take)
+		keep[n] = have
+		need.Sub(take)
+		if need.Sign() <= 0 {
+			delete(want, n)
+		} else {
+			want[n] = need
+		}
+		took = true
+	}
+	return took
+}

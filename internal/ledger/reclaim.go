@@ -130,14 +130,6 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	return changed
 }
 
-// limitLocked is what consumer may hold: its own limit, else the budget's.
-func (l *Ledger) limitLocked(consumer string) corev1.ResourceList {
-	if lim, ok := l.limits[consumer]; ok {
-		return lim
-	}
-	return l.opts.ConsumerLimit
-}
-
 // SetConsumerLimit sets what consumer may hold from the ledger, overriding
 // the budget's consumer limit for it; an empty limit removes the override.
 // Lowered below what the consumer holds, its slices are shrunk, newest
@@ -386,31 +378,6 @@ func (l *Ledger) reclaimNote(h Holder) string {
 		}
 	}
 	return "; waiting for reclaimed capacity still in use: " + Amounts(pending)
-}
-
-// wakeKeys returns a function that wakes keys through the class that
-// serves each, to call without the lock.
-func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
-	if len(keys) == 0 {
-		return func() {}
-	}
-	type target struct {
-		wake func(types.NamespacedName)
-		key  types.NamespacedName
-	}
-	var ts []target
-	for _, k := range keys {
-		if e := l.books.slices[k]; e != nil {
-			if c, ok := l.books.classes[e.class]; ok && c.Wake != nil {
-				ts = append(ts, target{c.Wake, k})
-			}
-		}
-	}
-	return func() {
-		for _, t := range ts {
-			t.wake(t.key)
-		}
-	}
 }
 
 // Reclaiming returns, for the resources the ledger limits, what slices

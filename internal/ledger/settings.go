@@ -168,19 +168,6 @@ func (l *Ledger) Closed() string {
 	return l.closed
 }
 
-// closedFitLocked is the refusal of r by a closed ledger: any increase
-// over what its slice holds waits.
-func (l *Ledger) closedFitLocked(r Request) (reason, msg string, resources []string) {
-	if l.closed == "" {
-		return "", "", nil
-	}
-	grow := l.growingNames(r.Key, r.Offer)
-	if len(grow) == 0 {
-		return "", "", nil
-	}
-	return ReasonExhausted, "budget " + l.name + ": " + l.closed, grow
-}
-
 // SetLimits makes total the ledger's capacity and its resources the ones
 // the ledger limits, which New fixes and SetTotal keeps: a resource total
 // does not name is no longer limited, one it names newly is. Growing wakes

@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -110,11 +108,4 @@ func (b *books) heldBack(p int32) int {
 		}
 	}
 	return n
-}
-
-// heldBackMessage says why a growth of priority p waits for n undecided
-// slices of higher priority.
-func (l *Ledger) heldBackMessage(p int32, n int) string {
-	return fmt.Sprintf("budget %s: waits for %d slice(s) of priority above %d to be decided first (a new leader learns what they were promised only as they are decided)",
-		l.name, n, p)
 }
