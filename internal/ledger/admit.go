@@ -134,65 +134,35 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	// what they may be promised is what r leaves.
 	var lifted []*Ledger
 	for _, l := range ls {
-		if l.books.decided(r.Key, &l.line) {
+		if l.books.decided(r.Key, l.line.has) {
 			lifted = append(lifted, l)
 		}
 	}
-	var wakes []func()
+	verdicts := make([]verdict, len(ls))
 	var refusal *Refusal
-	for _, l := range ls {
-		if reason, msg, short := l.fitLocked(r); reason != "" && refusal == nil {
-			refusal = &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
-		}
-	}
-	if refusal != nil {
-		for _, l := range ls {
-			released := false
-			if reason, msg, _ := l.fitLocked(r); reason != "" {
-				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
-				w := l.line.by[r.Holder]
-				if reason == ReasonExhausted && l.opts.Preemption {
-					victims, reclaiming := l.reclaimLocked(w)
-					wakes = append(wakes, l.wakeKeys(victims), l.takeReclaimsLocked())
-					if reclaiming {
-						reason, msg = l.blockLocked(w)
-					}
-				}
-				w.told = reason + ": " + msg
-				if l == refusalLedger(ls, refusal) {
-					refusal.Message = msg
-				}
-			} else {
-				released = l.line.remove(r.Holder)
-				wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
-			}
-			if released {
-				wakes = append(wakes, l.wakeLocked())
-			}
-		}
-		for _, l := range lifted {
-			wakes = append(wakes, l.wakeLocked())
-		}
-		unlockAll(locked)
-		for _, w := range wakes {
-			w()
-		}
-		return nil, refusal
-	}
-	as := make([]*Attempt, len(ls))
 	for i, l := range ls {
-		back := l.takeDownLocked(r)
-		released := l.line.remove(r.Holder)
-		wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
-		if _, gone := l.books.gone[r.UID]; gone && r.UID != "" {
-			// Deleted while it was decided: its write will find it gone,
-			// and nothing must stay counted for it.
-			as[i] = &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}
-			continue
+		v := &verdicts[i]
+		v.reason, v.msg, v.short = l.fitLocked(r)
+		if v.reason != "" && refusal == nil {
+			refusal = &Refusal{Budget: l.name, Reason: v.reason, Message: v.msg, Resources: v.short}
 		}
-		as[i] = l.books.assume(r, back)
-		if released {
-			wakes = append(wakes, l.wakeLocked()) // admitted for less than it was promised
+	}
+	var as []*Attempt
+	wakes := make([]func(), 0, len(ls)+len(lifted))
+	if refusal != nil {
+		for i, l := range ls {
+			msg, wake := l.waitLocked(r, verdicts[i])
+			if l == refusalLedger(ls, refusal) {
+				refusal.Message = msg
+			}
+			wakes = append(wakes, wake)
+		}
+	} else {
+		as = make([]*Attempt, len(ls))
+		for i, l := range ls {
+			var wake func()
+			as[i], wake = l.admitLocked(r)
+			wakes = append(wakes, wake)
 		}
 	}
 	for _, l := range lifted {
@@ -202,7 +172,52 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	for _, w := range wakes {
 		w()
 	}
-	return as, nil
+	return as, refusal
+}
+
+// verdict is what fitLocked answered for one ledger.
+type verdict struct {
+	reason, msg string
+	short       []string
+}
+
+// waitLocked makes r wait in l's line, where it was refused (v), and
+// reclaims for it with Preemption; where it fits, it leaves l's line. It
+// returns the message r's condition carries for l, and the wakes owed,
+// to call without the lock.
+func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
+	if v.reason == "" {
+		released := l.line.remove(r.Holder)
+		return v.msg, l.owedLocked(l.uncapLocked(r.Holder), released)
+	}
+	released := l.line.join(r, l.increaseLocked(r.Key, r.Offer))
+	w := l.line.by[r.Holder]
+	var victims []types.NamespacedName
+	if v.reason == ReasonExhausted && l.opts.Preemption {
+		var reclaiming bool
+		victims, reclaiming = l.reclaimLocked(w)
+		if reclaiming {
+			v.reason, v.msg = l.blockLocked(w)
+		}
+	}
+	w.told = v.reason + ": " + v.msg
+	return v.msg, l.owedLocked(victims, released)
+}
+
+// admitLocked assumes r in l: it leaves l's line, the caps made for it
+// are lifted, and its offer counts until the cluster shows its outcome.
+// It returns the attempt and the wakes owed, to call without the lock.
+func (l *Ledger) admitLocked(r Request) (*Attempt, func()) {
+	back := l.takeDownLocked(r)
+	released := l.line.remove(r.Holder)
+	uncapped := l.uncapLocked(r.Holder)
+	if _, gone := l.books.gone[r.UID]; gone && r.UID != "" {
+		// Deleted while it was decided: its write will find it gone,
+		// and nothing must stay counted for it.
+		return &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}, l.owedLocked(uncapped, false)
+	}
+	a := l.books.assume(r, back)
+	return a, l.owedLocked(uncapped, released) // released: admitted for less than it was promised
 }
 
 // refusalLedger is the ledger of ls that refusal names.
@@ -248,7 +263,7 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 		return refusal
 	}
 	for _, l := range ls {
-		l.books.decided(r.Key, &l.line) // a dry run decides too; it promises nothing, so lifts nothing to wake
+		l.books.decided(r.Key, l.line.has) // a dry run decides too; it promises nothing, so lifts nothing to wake
 	}
 	for _, l := range ls {
 		if reason, msg, short := l.fitLocked(r); reason != "" {
@@ -341,7 +356,7 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 // class). What it holds is not affected.
 func (l *Ledger) Leave(h Holder) {
 	l.mu.Lock()
-	lifted := l.books.decided(h.Key, &l.line)
+	lifted := l.books.decided(h.Key, l.line.has)
 	if !l.line.has(h) {
 		var wake func()
 		if lifted {

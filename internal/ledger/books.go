@@ -593,3 +593,14 @@ func minList(a, b corev1.ResourceList) corev1.ResourceList {
 	}
 	return out
 }
+
+// heldBack is how many slices of priority above p are undecided.
+func (b *books) heldBack(p int32) int {
+	n := 0
+	for q, c := range b.undecided.count {
+		if q > p {
+			n += c
+		}
+	}
+	return n
+}

@@ -31,22 +31,22 @@ type room struct {
 	// heldBack is how many undecided slices of higher priority hold the
 	// slice's growth back (see undecided.go).
 	heldBack int
-	// others is what is promised to the consumer's other waiters;
-	// promised, what is promised to every other waiter, nPromised to how
-	// many.
-	others, promised corev1.ResourceList
-	nPromised        int
+	// others is what is promised to the consumer's other waiters; spare
+	// is free less what is promised to every other waiter, nPromised to
+	// how many.
+	others, spare corev1.ResourceList
+	nPromised     int
 }
 
 // roomLocked reads what r is measured against in l.
 func (l *Ledger) roomLocked(r Request) room {
-	rm := room{budget: l.name, closed: l.closed, names: l.books.names, total: l.books.total,
+	rm := room{budget: l.name, closed: l.closed, names: l.books.names, total: l.books.total, limit: l.limitLocked(r.Consumer),
 		mine: l.books.growsFrom(r.Key), free: l.books.free(), held: l.books.byConsumer[r.Consumer],
-		heldBack: l.books.heldBack(r.Priority), limit: l.limitLocked(r.Consumer)}
+		heldBack: l.books.heldBack(r.Priority)}
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
 	rm.others = l.line.promisedToOthers(r.Consumer, r.Holder)
-	rm.promised, rm.nPromised = l.line.promisedExcept(r.Holder)
+	rm.spare, rm.nPromised = l.line.spare(rm.free.DeepCopy(), r.Holder)
 	return rm
 }
 
@@ -73,10 +73,7 @@ func (rm room) fit(r Request) (reason, msg string, resources []string) {
 			rm.fitsOnlyIf(r, nil), shortNames(consumerShort)
 	}
 	if rm.nPromised > 0 {
-		for n, q := range rm.promised {
-			sub(rm.free, n, q)
-		}
-		if short := shortfall(rm.names, r.Offer, rm.free, rm.mine); len(short) > 0 {
+		if short := shortfall(rm.names, r.Offer, rm.spare, rm.mine); len(short) > 0 {
 			return ReasonExhausted, rm.message(short, true), shortNames(short)
 		}
 	}

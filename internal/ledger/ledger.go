@@ -291,7 +291,7 @@ func (l *Ledger) Attach(class string, c Class) error {
 	}
 	l.books.classes[class] = c
 	l.remember()
-	l.books.retrackAll(&l.line) // only adds: nothing held back is lifted
+	l.books.retrackAll(l.line.has) // only adds: nothing held back is lifted
 	return nil
 }
 
@@ -321,7 +321,7 @@ func (l *Ledger) Detach(class string) {
 	released := l.line.removeClass(class)
 	l.remember()
 	var wake func()
-	if l.books.retrackAll(&l.line) || released {
+	if l.books.retrackAll(l.line.has) || released {
 		wake = l.wakeLocked()
 	}
 	l.mu.Unlock()

@@ -210,10 +210,8 @@ func (q *waitLine) promise(w *waiter) {
 		q.promisedBy[w.consumer] = mine
 	}
 	mine.n++
-	for n, v := range w.increase {
-		add(q.promised, n, v)
-		add(mine.sum, n, v)
-	}
+	tally(q.promised, w.increase, 1)
+	tally(mine.sum, w.increase, 1)
 }
 
 func (q *waitLine) unpromise(w *waiter) bool {
@@ -222,16 +220,12 @@ func (q *waitLine) unpromise(w *waiter) bool {
 	}
 	w.promised = false
 	q.nPromise--
-	for n, v := range w.increase {
-		sub(q.promised, n, v)
-	}
+	tally(q.promised, w.increase, -1)
 	if mine := q.promisedBy[w.consumer]; mine != nil {
 		if mine.n--; mine.n <= 0 {
 			delete(q.promisedBy, w.consumer)
 		} else {
-			for n, v := range w.increase {
-				sub(mine.sum, n, v)
-			}
+			tally(mine.sum, w.increase, -1)
 		}
 	}
 	return true
@@ -253,24 +247,35 @@ func (q *waitLine) promisedToOthers(consumer string, h Holder) corev1.ResourceLi
 		return mine
 	}
 	out := mine.DeepCopy()
-	for n, v := range w.increase {
-		sub(out, n, v)
-	}
+	tally(out, w.increase, -1)
 	return out
 }
 
-// promisedExcept is what is promised to waiters other than h, and to how
-// many.
-func (q *waitLine) promisedExcept(h Holder) (corev1.ResourceList, int) {
-	w, mine := q.by[h]
-	if !mine || !w.promised {
-		return q.promised, q.nPromise
+// spare lowers free, in place, by what is promised to waiters other than
+// h (to every waiter, for the zero Holder), and returns it with how many
+// waiters those promises are to.
+func (q *waitLine) spare(free corev1.ResourceList, h Holder) (corev1.ResourceList, int) {
+	n := q.nPromise
+	tally(free, q.promised, -1)
+	if w, ok := q.by[h]; ok && w.promised {
+		tally(free, w.increase, 1) // its own promise is its own
+		n--
 	}
-	out := q.promised.DeepCopy()
-	for n, v := range w.increase {
-		sub(out, n, v)
+	return free, n
+}
+
+// tally adds rl to sum (sign 1) or takes it away (sign -1), per resource:
+// the upkeep of the promise sums.
+func tally(sum, rl corev1.ResourceList, sign int) {
+	for n, v := range rl {
+		q := sum[n]
+		if sign > 0 {
+			q.Add(v)
+		} else {
+			q.Sub(v)
+		}
+		sum[n] = q
 	}
-	return out, q.nPromise - 1
 }
 
 // each visits the whole line in order until visit returns false.

@@ -43,7 +43,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 	before := l.books.used()
 	movedConsumer := l.books.observe(e, s)
 	wake := l.wakeIfFreedLocked(before)
-	if l.books.track(s.Key, l.books.slices[s.Key], &l.line) {
+	if l.books.track(s.Key, l.books.slices[s.Key], l.line.has) {
 		wake = l.wakeLocked()
 	}
 	if movedConsumer && (len(l.opts.ConsumerLimit) > 0 || len(l.limits) > 0) {
@@ -77,7 +77,7 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 		return
 	}
 	wake := l.wakeIfFreedLocked(before)
-	if promised || l.books.track(key, l.books.slices[key], &l.line) {
+	if promised || l.books.track(key, l.books.slices[key], l.line.has) {
 		wake = l.wakeLocked()
 	}
 	l.mu.Unlock()

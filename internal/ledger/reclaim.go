@@ -287,11 +287,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	if !l.opts.Preemption || l.closed != "" {
 		return nil, false
 	}
-	free := l.books.free()
-	promised, _ := l.line.promisedExcept(w.Holder)
-	for n, q := range promised {
-		sub(free, n, q)
-	}
+	free, _ := l.line.spare(l.books.free(), w.Holder)
 	pending := l.pendingLocked(w.Holder)
 	lacking := corev1.ResourceList{}
 	for n, want := range w.increase {
@@ -303,7 +299,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 	}
 	if len(lacking) == 0 {
-		if !allZero(pending) {
+		if len(pending) > 0 { // pendingLocked names positive amounts only
 			l.line.promise(w)
 			w.reclaiming = true
 			return nil, true
@@ -368,14 +364,9 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 // reclaimNote says, for a waiter being reclaimed for, what is still in use
 // by its victims.
 func (l *Ledger) reclaimNote(h Holder) string {
-	pending := l.pendingLocked(h)
-	if allZero(pending) {
+	pending := l.pendingLocked(h) // positive amounts only
+	if len(pending) == 0 {
 		return ""
-	}
-	for n, q := range pending {
-		if q.Sign() <= 0 {
-			delete(pending, n)
-		}
 	}
 	return "; waiting for reclaimed capacity still in use: " + Amounts(pending)
 }
@@ -470,4 +461,11 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 		l.victims[h] = set
 	}
 	l.changedLocked()
+}
+
+// noteReclaimLocked keeps r for the hook, which takeReclaimsLocked calls.
+func (l *Ledger) noteReclaimLocked(r Reclaim) {
+	if l.onReclaim != nil {
+		l.reclaims = append(l.reclaims, r)
+	}
 }

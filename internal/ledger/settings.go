@@ -73,28 +73,6 @@ func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
 	l.onReclaim = hook
 }
 
-// noteReclaimLocked keeps r for the hook, which takeReclaimsLocked calls.
-func (l *Ledger) noteReclaimLocked(r Reclaim) {
-	if l.onReclaim != nil {
-		l.reclaims = append(l.reclaims, r)
-	}
-}
-
-// takeReclaimsLocked returns a function that tells the hook of the
-// reclaims noted, to call without the lock.
-func (l *Ledger) takeReclaimsLocked() func() {
-	rs, hook := l.reclaims, l.onReclaim
-	l.reclaims = nil
-	if len(rs) == 0 || hook == nil {
-		return func() {}
-	}
-	return func() {
-		for _, r := range rs {
-			hook(r)
-		}
-	}
-}
-
 // SetClosed closes the ledger with reason, or opens it again with "". A
 // closed ledger admits nothing new: an offer asking more than its slice
 // holds waits (ReasonExhausted) with a message naming the budget and

@@ -40,14 +40,17 @@ func newUndecided() undecided {
 	return undecided{of: map[types.NamespacedName]int32{}, count: map[int32]int{}}
 }
 
-// trackLocked brings key's place among the undecided up to date with e
-// (nil: gone). It returns true when the last undecided slice of a priority
+// track brings key's place among the undecided up to date with e
+// (nil: gone); waits says whether a holder is in the waiting line. It
+// returns true when the last undecided slice of a priority
 // was decided: the waiters it held back may fit now.
-func (b *books) track(key types.NamespacedName, e *entry, line *waitLine) (lifted bool) {
+func (b *books) track(key types.NamespacedName, e *entry, waits func(Holder) bool) (lifted bool) {
 	p, was := b.undecided.of[key]
 	c, attached := b.classes[e.classOrEmpty()]
-	is := e != nil && e.seen && e.initial && !e.decided && !e.accepted && attached &&
-		b.selects(e.class, e.labels) && !line.has(Holder{Class: e.class, Key: key})
+	// A member is seen and selected by an attached class (recount keeps
+	// it so as observations and classes change).
+	is := e != nil && e.member && e.initial && !e.decided && !e.accepted && attached &&
+		!waits(Holder{Class: e.class, Key: key})
 	switch {
 	case is && was && p == c.Priority:
 		return false
@@ -74,38 +77,27 @@ func (e *entry) classOrEmpty() string {
 	return e.class
 }
 
-// decidedLocked records that key's class decided it: it no longer holds
+// decided records that key's class decided it: it no longer holds
 // lower priorities back.
-func (b *books) decided(key types.NamespacedName, line *waitLine) (lifted bool) {
+func (b *books) decided(key types.NamespacedName, waits func(Holder) bool) (lifted bool) {
 	e := b.slices[key]
 	if e == nil {
 		return false
 	}
 	e.decided = true
-	return b.track(key, e, line)
+	return b.track(key, e, waits)
 }
 
-// retrackAllLocked recomputes every slice's place among the undecided,
+// retrackAll recomputes every slice's place among the undecided,
 // after the attached classes changed.
-func (b *books) retrackAll(line *waitLine) (lifted bool) {
+func (b *books) retrackAll(waits func(Holder) bool) (lifted bool) {
 	for key := range b.undecided.of {
 		if _, ok := b.slices[key]; !ok {
-			lifted = b.track(key, nil, line) || lifted
+			lifted = b.track(key, nil, waits) || lifted
 		}
 	}
 	for key, e := range b.slices {
-		lifted = b.track(key, e, line) || lifted
+		lifted = b.track(key, e, waits) || lifted
 	}
 	return lifted
-}
-
-// heldBackLocked is how many slices of priority above p are undecided.
-func (b *books) heldBack(p int32) int {
-	n := 0
-	for q, c := range b.undecided.count {
-		if q > p {
-			n += c
-		}
-	}
-	return n
 }

@@ -33,11 +33,7 @@ func (l *Ledger) wakeLocked() func() {
 		return func() {}
 	}
 	l.changedLocked() // what is promised changes
-	free := l.books.free()
-	promised, _ := l.line.promisedExcept(Holder{})
-	for n, q := range promised {
-		sub(free, n, q)
-	}
+	free, _ := l.line.spare(l.books.free(), Holder{})
 	fits := func(w *waiter) bool {
 		if l.closed != "" || l.books.heldBack(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
 			return false
@@ -73,11 +69,7 @@ func (l *Ledger) wakeLocked() func() {
 			if !w.reclaiming {
 				continue
 			}
-			mine := l.books.free()
-			others, _ := l.line.promisedExcept(w.Holder)
-			for n, q := range others {
-				sub(mine, n, q)
-			}
+			mine, _ := l.line.spare(l.books.free(), w.Holder)
 			if len(shortfall(l.books.names, w.increase, mine, nil)) == 0 {
 				picked = append(picked, w.Holder)
 			}
@@ -174,5 +166,38 @@ func (l *Ledger) refresh() {
 		if wakes[i] != nil {
 			wakes[i](h.Key)
 		}
+	}
+}
+
+// takeReclaimsLocked returns a function that tells the hook of the
+// reclaims noted, to call without the lock.
+func (l *Ledger) takeReclaimsLocked() func() {
+	rs, hook := l.reclaims, l.onReclaim
+	l.reclaims = nil
+	if len(rs) == 0 || hook == nil {
+		return func() {}
+	}
+	return func() {
+		for _, r := range rs {
+			hook(r)
+		}
+	}
+}
+
+// owedLocked is what is owed, once the lock is released, after a change
+// that moved caps and promises: the classes of victims (slices whose cap
+// was set or lifted) woken, the reclaim hook told, and, when a promise was
+// released, what is free promised again (wakeLocked).
+func (l *Ledger) owedLocked(victims []types.NamespacedName, released bool) func() {
+	woken := l.wakeKeys(victims)
+	hook := l.takeReclaimsLocked()
+	promised := func() {}
+	if released {
+		promised = l.wakeLocked()
+	}
+	return func() {
+		woken()
+		hook()
+		promised()
 	}
 }
