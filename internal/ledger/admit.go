@@ -141,8 +141,8 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	verdicts := make([]verdict, len(ls))
 	var refusal *Refusal
 	for i, l := range ls {
-		v := &verdicts[i]
-		v.reason, v.msg, v.short = l.fitLocked(r)
+		v := l.fitLocked(r)
+		verdicts[i] = v
 		if v.reason != "" && refusal == nil {
 			refusal = &Refusal{Budget: l.name, Reason: v.reason, Message: v.msg, Resources: v.short}
 		}
@@ -161,7 +161,7 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 		as = make([]*Attempt, len(ls))
 		for i, l := range ls {
 			var wake func()
-			as[i], wake = l.admitLocked(r)
+			as[i], wake = l.admitLocked(r, verdicts[i])
 			wakes = append(wakes, wake)
 		}
 	}
@@ -175,28 +175,25 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	return as, refusal
 }
 
-// verdict is what fitLocked answered for one ledger.
-type verdict struct {
-	reason, msg string
-	short       []string
-}
-
 // waitLocked makes r wait in l's line, where it was refused (v), and
 // reclaims for it with Preemption; where it fits, it leaves l's line. It
 // returns the message r's condition carries for l, and the wakes owed,
 // to call without the lock.
 func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
 	if v.reason == "" {
+		uncapped := l.uncapLocked(r.Holder)
 		released := l.line.remove(r.Holder)
-		return v.msg, l.owedLocked(l.uncapLocked(r.Holder), released)
+		return v.msg, l.owedLocked(uncapped, released)
 	}
-	released := l.line.join(r, l.increaseLocked(r.Key, r.Offer))
+	released := l.line.join(r, v.increase)
 	w := l.line.by[r.Holder]
 	var victims []types.NamespacedName
 	if v.reason == ReasonExhausted && l.opts.Preemption {
+		free, _ := l.line.spare(l.books.free(), w.Holder)
 		var reclaiming bool
-		victims, reclaiming = l.reclaimLocked(w)
-		if reclaiming {
+		if victims, reclaiming = l.reclaimLocked(w, free); reclaiming {
+			l.line.promise(w) // what is reclaimed is its own
+			w.reclaiming = true
 			v.reason, v.msg = l.blockLocked(w)
 		}
 	}
@@ -207,17 +204,14 @@ func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
 // admitLocked assumes r in l: it leaves l's line, the caps made for it
 // are lifted, and its offer counts until the cluster shows its outcome.
 // It returns the attempt and the wakes owed, to call without the lock.
-func (l *Ledger) admitLocked(r Request) (*Attempt, func()) {
-	back := l.takeDownLocked(r)
-	released := l.line.remove(r.Holder)
+func (l *Ledger) admitLocked(r Request, v verdict) (*Attempt, func()) {
+	back := l.takeDownLocked(r, v.increase)
 	uncapped := l.uncapLocked(r.Holder)
-	if _, gone := l.books.gone[r.UID]; gone && r.UID != "" {
-		// Deleted while it was decided: its write will find it gone,
-		// and nothing must stay counted for it.
-		return &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}, l.owedLocked(uncapped, false)
-	}
+	released := l.line.remove(r.Holder)
 	a := l.books.assume(r, back)
-	return a, l.owedLocked(uncapped, released) // released: admitted for less than it was promised
+	// released: admitted for less than it was promised (a slice deleted
+	// meanwhile wakes no one).
+	return a, l.owedLocked(uncapped, released && !a.dropped)
 }
 
 // refusalLedger is the ledger of ls that refusal names.
@@ -266,8 +260,8 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 		l.books.decided(r.Key, l.line.has) // a dry run decides too; it promises nothing, so lifts nothing to wake
 	}
 	for _, l := range ls {
-		if reason, msg, short := l.fitLocked(r); reason != "" {
-			return &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
+		if v := l.fitLocked(r); v.reason != "" {
+			return &Refusal{Budget: l.name, Reason: v.reason, Message: v.msg, Resources: v.short}
 		}
 	}
 	return nil

@@ -6,35 +6,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Arithmetic of resource lists, shared by the books, the fit check and the
 // planner: pure functions of their arguments.
-
-func add(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
-	v := rl[n]
-	v.Add(q)
-	rl[n] = v
-}
-
-func sub(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
-	if rl == nil {
-		return
-	}
-	v := rl[n]
-	v.Sub(q)
-	rl[n] = v
-}
-
-func allZero(rl corev1.ResourceList) bool {
-	for _, q := range rl {
-		if !q.IsZero() {
-			return false
-		}
-	}
-	return true
-}
 
 func anyPositive(rl corev1.ResourceList) bool {
 	for _, q := range rl {
@@ -52,18 +27,6 @@ func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return names
-}
-
-func equalLists(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n, q := range a {
-		if c, ok := b[n]; !ok || c.Cmp(q) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Amounts renders rl as "cpu 4, memory 1Gi", by resource name.

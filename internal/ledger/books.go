@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -359,8 +360,12 @@ func (e *entry) settle(rv string) {
 
 // assume counts r's offer for its slice before the write (Kueue's
 // assume): back is what the admission took down, put back if the write
-// is not applied.
+// is not applied. A slice deleted while it was decided is assumed
+// nothing: its write will find it gone, and the attempt is dropped.
 func (b *books) assume(r Request, back *waitBack) *Attempt {
+	if _, gone := b.gone[r.UID]; gone && r.UID != "" {
+		return &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}
+	}
 	e := b.slices[r.Key]
 	if e == nil {
 		e = &entry{consumer: r.Consumer}
@@ -603,4 +608,77 @@ func (b *books) heldBack(p int32) int {
 		}
 	}
 	return n
+}
+
+func add(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
+	v := rl[n]
+	v.Add(q)
+	rl[n] = v
+}
+
+func sub(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
+	if rl == nil {
+		return
+	}
+	v := rl[n]
+	v.Sub(q)
+	rl[n] = v
+}
+
+func allZero(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, q := range a {
+		if c, ok := b[n]; !ok || c.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// noteOverLocked wakes the class of a slice whose pods now use a
+// different amount beyond its grant, so that it says so (an OverGrant
+// event); the wake is made by the caller after releasing the lock.
+func (b *books) noteOver(key types.NamespacedName, e *entry) {
+	over := overOf(e)
+	if equalLists(over, e.overSeen) {
+		return
+	}
+	e.overSeen = over
+	if c, ok := b.classes[e.class]; ok && c.Wake != nil && len(over) > 0 {
+		b.pendingWakes = append(b.pendingWakes, wakeOf{c.Wake, key})
+	}
+}
+
+// overOf is what e's pods use beyond its grant, per resource (nil when
+// nothing). A slice shrunk by a reclaim, or capped for one, is never over
+// its grant: its running pods outlive the smaller grant by design (Liqo
+// enforces a Quota on new pods only), and an over-grant means only that
+// Liqo's enforcement let pods past a grant they were created under.
+func overOf(e *entry) corev1.ResourceList {
+	if e.reclaimed || e.capped != nil {
+		return nil
+	}
+	var out corev1.ResourceList
+	for n, use := range e.inUse {
+		over := use.DeepCopy()
+		over.Sub(e.grant[n])
+		if over.Sign() > 0 {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[n] = over
+		}
+	}
+	return out
 }

@@ -54,34 +54,46 @@ func (l *Ledger) roomLocked(r Request) room {
 // naming what is short (and how many other waiting slices the free capacity
 // is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
 // when it fits.
-func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
+func (l *Ledger) fitLocked(r Request) verdict {
 	return l.roomLocked(r).fit(r)
 }
 
+// verdict is what the fit check answers for one request in one ledger:
+// why it does not fit ("" when it does), in a message naming the short
+// resources; and what it asks beyond what its slice grows from.
+type verdict struct {
+	reason, msg string
+	short       []string
+	increase    corev1.ResourceList
+}
+
 // fit is fitLocked's judgment over the room it read.
-func (rm room) fit(r Request) (reason, msg string, resources []string) {
+func (rm room) fit(r Request) verdict {
 	grow := rm.increase(r.Offer)
+	no := func(reason, msg string, short []string) verdict {
+		return verdict{reason: reason, msg: msg, short: short, increase: grow}
+	}
 	if rm.closed != "" && len(grow) > 0 {
-		return ReasonExhausted, "budget " + rm.budget + ": " + rm.closed, sortedKeys(grow)
+		return no(ReasonExhausted, "budget "+rm.budget+": "+rm.closed, sortedKeys(grow))
 	}
 	consumerShort := consumerShort(rm.limit, rm.held, r.Offer, rm.mine, rm.others)
 	if short := shortfall(rm.names, r.Offer, rm.free, rm.mine); len(short) > 0 {
-		return ReasonExhausted, rm.message(short, false) + rm.fitsOnlyIf(r, consumerShort), shortNames(short)
+		return no(ReasonExhausted, rm.message(short, false)+rm.fitsOnlyIf(r, consumerShort), shortNames(short))
 	}
 	if len(consumerShort) > 0 {
-		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", rm.budget, r.Consumer, strings.Join(consumerShort, "; ")) +
-			rm.fitsOnlyIf(r, nil), shortNames(consumerShort)
+		return no(ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", rm.budget, r.Consumer, strings.Join(consumerShort, "; "))+
+			rm.fitsOnlyIf(r, nil), shortNames(consumerShort))
 	}
 	if rm.nPromised > 0 {
 		if short := shortfall(rm.names, r.Offer, rm.spare, rm.mine); len(short) > 0 {
-			return ReasonExhausted, rm.message(short, true), shortNames(short)
+			return no(ReasonExhausted, rm.message(short, true), shortNames(short))
 		}
 	}
 	if rm.heldBack > 0 && len(grow) > 0 {
-		return ReasonExhausted, fmt.Sprintf("budget %s: waits for %d slice(s) of priority above %d to be decided first (a new leader learns what they were promised only as they are decided)",
-			rm.budget, rm.heldBack, r.Priority), sortedKeys(grow)
+		return no(ReasonExhausted, fmt.Sprintf("budget %s: waits for %d slice(s) of priority above %d to be decided first (a new leader learns what they were promised only as they are decided)",
+			rm.budget, rm.heldBack, r.Priority), sortedKeys(grow))
 	}
-	return "", "", nil
+	return verdict{increase: grow}
 }
 
 // increase is what offer asks beyond what the slice grows from: the
@@ -273,7 +285,8 @@ func (l *Ledger) limitLocked(consumer string) corev1.ResourceList {
 // fitLocked gives, and what is still in use of the capacity reclaimed for
 // it.
 func (l *Ledger) blockLocked(w *waiter) (reason, msg string) {
-	reason, msg, _ = l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer, Priority: w.priority})
+	v := l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer, Priority: w.priority})
+	reason, msg = v.reason, v.msg
 	if reason != "" && w.reclaiming {
 		msg += l.reclaimNote(w.Holder)
 	}

@@ -203,43 +203,6 @@ func (b *books) inUseOf(e *entry) corev1.ResourceList {
 	return out
 }
 
-// noteOverLocked wakes the class of a slice whose pods now use a
-// different amount beyond its grant, so that it says so (an OverGrant
-// event); the wake is made by the caller after releasing the lock.
-func (b *books) noteOver(key types.NamespacedName, e *entry) {
-	over := overOf(e)
-	if equalLists(over, e.overSeen) {
-		return
-	}
-	e.overSeen = over
-	if c, ok := b.classes[e.class]; ok && c.Wake != nil && len(over) > 0 {
-		b.pendingWakes = append(b.pendingWakes, wakeOf{c.Wake, key})
-	}
-}
-
-// overOf is what e's pods use beyond its grant, per resource (nil when
-// nothing). A slice shrunk by a reclaim, or capped for one, is never over
-// its grant: its running pods outlive the smaller grant by design (Liqo
-// enforces a Quota on new pods only), and an over-grant means only that
-// Liqo's enforcement let pods past a grant they were created under.
-func overOf(e *entry) corev1.ResourceList {
-	if e.reclaimed || e.capped != nil {
-		return nil
-	}
-	var out corev1.ResourceList
-	for n, use := range e.inUse {
-		over := use.DeepCopy()
-		over.Sub(e.grant[n])
-		if over.Sign() > 0 {
-			if out == nil {
-				out = corev1.ResourceList{}
-			}
-			out[n] = over
-		}
-	}
-	return out
-}
-
 // OverGrantOf returns what the running pods of the slice key use beyond
 // its grant, per resource; nil when they use no more than it was granted.
 func (l *Ledger) OverGrantOf(key types.NamespacedName) corev1.ResourceList {

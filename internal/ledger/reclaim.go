@@ -280,14 +280,14 @@ func (c *capped) forWaiter(h Holder) bool {
 
 // reclaimLocked, for a waiter w of priority p refused by this ledger for
 // lack of capacity, caps victims of lower priority by what w still lacks
-// beyond what is free (net of promises to others) and what is already
-// being reclaimed for it. It reports the victims capped now, to wake, and
-// whether w is being reclaimed for (then it is promised its increase).
-func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, reclaiming bool) {
+// beyond free (what is free net of promises to other waiters) and what is
+// already being reclaimed for it, as the planner chooses them. It reports
+// the victims capped now, to wake, and whether w is being reclaimed for:
+// the caller then promises it its increase.
+func (l *Ledger) reclaimLocked(w *waiter, free corev1.ResourceList) (victims []types.NamespacedName, reclaiming bool) {
 	if !l.opts.Preemption || l.closed != "" {
 		return nil, false
 	}
-	free, _ := l.line.spare(l.books.free(), w.Holder)
 	pending := l.pendingLocked(w.Holder)
 	lacking := corev1.ResourceList{}
 	for n, want := range w.increase {
@@ -299,12 +299,7 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 	}
 	if len(lacking) == 0 {
-		if len(pending) > 0 { // pendingLocked names positive amounts only
-			l.line.promise(w)
-			w.reclaiming = true
-			return nil, true
-		}
-		return nil, false
+		return nil, len(pending) > 0 // pendingLocked names positive amounts only
 	}
 	cuts := l.planner().forWaiter(w, lacking)
 	if len(cuts) == 0 {
@@ -326,8 +321,6 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 	}
 	l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
 		Slices: len(victims), Amount: lacking})
-	l.line.promise(w)
-	w.reclaiming = true
 	return victims, true
 }
 
@@ -413,14 +406,15 @@ type waitBack struct {
 	caps       map[types.NamespacedName]*capped
 }
 
-// takeDownLocked is what admitting r takes down in l, before it does: nil
+// takeDownLocked is what admitting r, for increase over what its slice
+// grows from, takes down in l, before it does: nil
 // unless r's holder has victims capped for it.
-func (l *Ledger) takeDownLocked(r Request) *waitBack {
+func (l *Ledger) takeDownLocked(r Request, increase corev1.ResourceList) *waitBack {
 	set := l.victims[r.Holder]
 	if len(set) == 0 {
 		return nil
 	}
-	b := &waitBack{req: r, increase: l.increaseLocked(r.Key, r.Offer), caps: map[types.NamespacedName]*capped{}}
+	b := &waitBack{req: r, increase: increase, caps: map[types.NamespacedName]*capped{}}
 	if w := l.line.by[r.Holder]; w != nil {
 		b.reclaiming = w.reclaiming
 	}
