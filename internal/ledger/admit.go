@@ -180,24 +180,25 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 // returns the message r's condition carries for l, and the wakes owed,
 // to call without the lock.
 func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
-	if v.reason == "" {
-		uncapped := l.uncapLocked(r.Holder)
-		released := l.line.remove(r.Holder)
-		return v.msg, l.owedLocked(uncapped, released)
-	}
-	released := l.line.join(r, v.increase)
-	w := l.line.by[r.Holder]
 	var victims []types.NamespacedName
-	if v.reason == ReasonExhausted && l.opts.Preemption {
-		free, _ := l.line.spare(l.books.free(), w.Holder)
-		var reclaiming bool
-		if victims, reclaiming = l.reclaimLocked(w, free); reclaiming {
-			l.line.promise(w) // what is reclaimed is its own
-			w.reclaiming = true
-			v.reason, v.msg = l.blockLocked(w)
+	var released bool
+	if v.reason == "" {
+		victims = l.uncapLocked(r.Holder)
+		released = l.line.remove(r.Holder)
+	} else {
+		released = l.line.join(r, v.increase)
+		w := l.line.by[r.Holder]
+		if v.reason == ReasonExhausted && l.opts.Preemption {
+			free, _ := l.line.spare(l.books.free(), w.Holder)
+			var reclaiming bool
+			if victims, reclaiming = l.reclaimLocked(w, free); reclaiming {
+				l.line.promise(w) // what is reclaimed is its own
+				w.reclaiming = true
+				v.reason, v.msg = l.blockLocked(w)
+			}
 		}
+		w.told = v.reason + ": " + v.msg
 	}
-	w.told = v.reason + ": " + v.msg
 	return v.msg, l.owedLocked(victims, released)
 }
 

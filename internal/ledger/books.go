@@ -625,15 +625,6 @@ func sub(rl corev1.ResourceList, n corev1.ResourceName, q resource.Quantity) {
 	rl[n] = v
 }
 
-func allZero(rl corev1.ResourceList) bool {
-	for _, q := range rl {
-		if !q.IsZero() {
-			return false
-		}
-	}
-	return true
-}
-
 func equalLists(a, b corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false

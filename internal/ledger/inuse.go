@@ -300,3 +300,12 @@ func (l *Ledger) sumOverSlices(of func(*entry) corev1.ResourceList) corev1.Resou
 	}
 	return out
 }
+
+func allZero(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}

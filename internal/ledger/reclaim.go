@@ -32,6 +32,59 @@ import (
 // with a smaller offer.
 const ReasonReclaimed = "Reclaimed"
 
+// The causes of a Reclaim.
+const (
+	// CausePriority: a waiting slice of higher priority reclaimed from
+	// lower ones (Options.Preemption).
+	CausePriority = "Priority"
+	// CauseConsumerLimit: a consumer's limit fell below what it holds.
+	CauseConsumerLimit = "ConsumerLimit"
+	// CauseTotal: the total fell below what the slices hold
+	// (Options.Preemption).
+	CauseTotal = "Total"
+)
+
+// Reclaim is one reclaim: the slices shrunk at once for one cause.
+type Reclaim struct {
+	// Cause is CausePriority, CauseConsumerLimit or CauseTotal.
+	Cause string
+	// Consumer is the consumer whose limit fell (CauseConsumerLimit), or
+	// the waiter's (CausePriority).
+	Consumer string
+	// Waiter and Priority are the slice reclaimed for (CausePriority).
+	Waiter   Holder
+	Priority int32
+	// Slices is how many slices were shrunk; Amount is what was taken
+	// from them, per resource.
+	Slices int
+	Amount corev1.ResourceList
+}
+
+// String says what was reclaimed, why, and from how many slices.
+func (r Reclaim) String() string {
+	n := "1 slice"
+	if r.Slices != 1 {
+		n = fmt.Sprintf("%d slices", r.Slices)
+	}
+	switch r.Cause {
+	case CauseConsumerLimit:
+		return fmt.Sprintf("reclaimed %s from %s of consumer %q: its limit is below what it held", Amounts(r.Amount), n, r.Consumer)
+	case CauseTotal:
+		return fmt.Sprintf("reclaimed %s from %s: the total fell below what the slices held", Amounts(r.Amount), n)
+	default:
+		return fmt.Sprintf("reclaimed %s from %s of lower priority for %s (priority %d, consumer %q)",
+			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
+	}
+}
+
+// SetReclaimHook makes the ledger call hook once for each reclaim, after
+// the reclaim is made, without the ledger's lock held; nil stops it.
+func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onReclaim = hook
+}
+
 // capped is a victim's reclaim: what it keeps, and for whom.
 type capped struct {
 	keep corev1.ResourceList
@@ -64,7 +117,7 @@ func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 		return Cap{}, false
 	}
 	var parts []string
-	for _, n := range sortedNames(e.capped.keep) {
+	for _, n := range slices.Sorted(maps.Keys(e.capped.keep)) {
 		was, keep := e.capped.was[n], e.capped.keep[n]
 		parts = append(parts, fmt.Sprintf("%s %s to %s", n, was.String(), keep.String()))
 	}
@@ -462,4 +515,17 @@ func (l *Ledger) noteReclaimLocked(r Reclaim) {
 	if l.onReclaim != nil {
 		l.reclaims = append(l.reclaims, r)
 	}
+}
+
+// Amounts renders rl as "cpu 4, memory 1Gi", by resource name.
+func Amounts(rl corev1.ResourceList) string {
+	parts := make([]string, 0, len(rl))
+	for _, n := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[n]
+		parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -20,59 +20,6 @@ import (
 // gone. Reclaims are reported to a hook, so that the budget's owner can
 // say so once per reclaim.
 
-// The causes of a Reclaim.
-const (
-	// CausePriority: a waiting slice of higher priority reclaimed from
-	// lower ones (Options.Preemption).
-	CausePriority = "Priority"
-	// CauseConsumerLimit: a consumer's limit fell below what it holds.
-	CauseConsumerLimit = "ConsumerLimit"
-	// CauseTotal: the total fell below what the slices hold
-	// (Options.Preemption).
-	CauseTotal = "Total"
-)
-
-// Reclaim is one reclaim: the slices shrunk at once for one cause.
-type Reclaim struct {
-	// Cause is CausePriority, CauseConsumerLimit or CauseTotal.
-	Cause string
-	// Consumer is the consumer whose limit fell (CauseConsumerLimit), or
-	// the waiter's (CausePriority).
-	Consumer string
-	// Waiter and Priority are the slice reclaimed for (CausePriority).
-	Waiter   Holder
-	Priority int32
-	// Slices is how many slices were shrunk; Amount is what was taken
-	// from them, per resource.
-	Slices int
-	Amount corev1.ResourceList
-}
-
-// String says what was reclaimed, why, and from how many slices.
-func (r Reclaim) String() string {
-	n := "1 slice"
-	if r.Slices != 1 {
-		n = fmt.Sprintf("%d slices", r.Slices)
-	}
-	switch r.Cause {
-	case CauseConsumerLimit:
-		return fmt.Sprintf("reclaimed %s from %s of consumer %q: its limit is below what it held", Amounts(r.Amount), n, r.Consumer)
-	case CauseTotal:
-		return fmt.Sprintf("reclaimed %s from %s: the total fell below what the slices held", Amounts(r.Amount), n)
-	default:
-		return fmt.Sprintf("reclaimed %s from %s of lower priority for %s (priority %d, consumer %q)",
-			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
-	}
-}
-
-// SetReclaimHook makes the ledger call hook once for each reclaim, after
-// the reclaim is made, without the ledger's lock held; nil stops it.
-func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.onReclaim = hook
-}
-
 // SetClosed closes the ledger with reason, or opens it again with "". A
 // closed ledger admits nothing new: an offer asking more than its slice
 // holds waits (ReasonExhausted) with a message naming the budget and

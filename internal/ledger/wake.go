@@ -201,3 +201,12 @@ func (l *Ledger) owedLocked(victims []types.NamespacedName, released bool) func(
 		promised()
 	}
 }
+
+func anyPositive(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if q.Sign() > 0 {
+			return true
+		}
+	}
+	return false
+}
