@@ -192,9 +192,12 @@ func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
 			free, _ := l.line.spare(l.books.free(), w.Holder)
 			var reclaiming bool
 			if victims, reclaiming = l.reclaimLocked(w, free); reclaiming {
+				// What blocks it is what blocked it (a reclaim changes
+				// what victims keep, not what they count), and what of
+				// the reclaimed capacity is still in use.
+				v.msg += l.reclaimNote(w.Holder)
 				l.line.promise(w) // what is reclaimed is its own
 				w.reclaiming = true
-				v.reason, v.msg = l.blockLocked(w)
 			}
 		}
 		w.told = v.reason + ": " + v.msg
