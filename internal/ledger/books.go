@@ -236,6 +236,14 @@ func (b *books) selects(class string, lbls map[string]string) bool {
 	return ok && (c.Selector == nil || c.Selector.Matches(labels.Set(lbls)))
 }
 
+// recountAll recomputes, after the attached classes changed, which slices
+// are members and what each counts.
+func (b *books) recountAll() {
+	for key, e := range b.slices {
+		b.recount(key, e)
+	}
+}
+
 // recount brings e's membership and what it counts up to date, and forgets
 // it when it counts nothing and can count nothing.
 func (b *books) recount(key types.NamespacedName, e *entry) {

@@ -102,7 +102,7 @@ func (l *Ledger) overKeepLocked(e *entry, now time.Time) corev1.ResourceList {
 	if len(over) == 0 {
 		return nil
 	}
-	for _, pk := range l.podsOfLocked(e) {
+	for _, pk := range l.books.podsOf(e) {
 		if at, ok := l.evicting[pk]; ok && now.Sub(at) < evictRetry {
 			takesFrom(over, l.books.pods[pk].charge)
 		}
@@ -110,24 +110,10 @@ func (l *Ledger) overKeepLocked(e *entry, now time.Time) corev1.ResourceList {
 	return over
 }
 
-// podsOfLocked are the running pods of e's Quotas' users (those inUseOf
-// counts).
-func (l *Ledger) podsOfLocked(e *entry) []types.NamespacedName {
-	var out []types.NamespacedName
-	for user := range e.users {
-		if u := l.books.users[user]; u != nil {
-			for pk := range u.pods {
-				out = append(out, pk)
-			}
-		}
-	}
-	return out
-}
-
 // newestPodsLocked are e's pods not being evicted, the newest first (then
 // by namespace and name).
 func (l *Ledger) newestPodsLocked(e *entry, now time.Time) []types.NamespacedName {
-	all := l.podsOfLocked(e)
+	all := l.books.podsOf(e)
 	out := all[:0]
 	for _, pk := range all {
 		if at, ok := l.evicting[pk]; !ok || now.Sub(at) >= evictRetry {

@@ -268,7 +268,9 @@ func RequestsCharge(containers, initContainers []corev1.ResourceList) corev1.Res
 // InUseTotal returns what the running pods of the slices the ledger counts
 // use, summed, for the resources it limits.
 func (l *Ledger) InUseTotal() corev1.ResourceList {
-	return l.sumOverSlices(func(e *entry) corev1.ResourceList { return e.inUse })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.books.sumOver(func(e *entry) corev1.ResourceList { return e.inUse })
 }
 
 // OverGrant returns, for the resources the ledger limits, how much the
@@ -276,19 +278,19 @@ func (l *Ledger) InUseTotal() corev1.ResourceList {
 // slices (a provider that turned Liqo's enforcement off lets pods exceed a
 // grant; the capacity is taken all the same).
 func (l *Ledger) OverGrant() corev1.ResourceList {
-	return l.sumOverSlices(overOf)
-}
-
-// sumOverSlices sums of over the slices the ledger counts, for the
-// resources it limits (zero for each when nothing).
-func (l *Ledger) sumOverSlices(of func(*entry) corev1.ResourceList) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.books.sumOver(overOf)
+}
+
+// sumOver sums of over the slices the books count, for the resources
+// the budget limits (zero for each when nothing).
+func (b *books) sumOver(of func(*entry) corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for _, n := range l.books.names {
+	for _, n := range b.names {
 		out[n] = resource.Quantity{}
 	}
-	for _, e := range l.books.slices {
+	for _, e := range b.slices {
 		if len(e.counted) == 0 {
 			continue
 		}
@@ -308,4 +310,17 @@ func allZero(rl corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// podsOf are the running pods of e's Quotas' users (those inUseOf counts).
+func (b *books) podsOf(e *entry) []types.NamespacedName {
+	var out []types.NamespacedName
+	for user := range e.users {
+		if u := b.users[user]; u != nil {
+			for pk := range u.pods {
+				out = append(out, pk)
+			}
+		}
+	}
+	return out
 }

@@ -290,7 +290,7 @@ func (l *Ledger) Attach(class string, c Class) error {
 		return fmt.Errorf("class %q already draws from budget %q", class, l.name)
 	}
 	l.books.classes[class] = c
-	l.remember()
+	l.books.recountAll()
 	l.books.retrackAll(l.line.has) // only adds: nothing held back is lifted
 	return nil
 }
@@ -319,7 +319,7 @@ func (l *Ledger) Detach(class string) {
 		}
 	}
 	released := l.line.removeClass(class)
-	l.remember()
+	l.books.recountAll()
 	var wake func()
 	if l.books.retrackAll(l.line.has) || released {
 		wake = l.wakeLocked()
@@ -327,14 +327,6 @@ func (l *Ledger) Detach(class string) {
 	l.mu.Unlock()
 	if wake != nil {
 		wake()
-	}
-}
-
-// remember recomputes, after the attached classes changed, which slices
-// are members.
-func (l *Ledger) remember() {
-	for key, e := range l.books.slices {
-		l.books.recount(key, e)
 	}
 }
 

@@ -59,7 +59,7 @@ func (l *Ledger) wakeLocked() func() {
 				return anyPositive(free)
 			})
 		} else {
-			l.fairLocked(at, take, free)
+			l.line.fair(l.shareLocked, at, take, free)
 		}
 	}
 	if l.opts.Preemption {
