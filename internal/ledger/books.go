@@ -42,7 +42,8 @@ type books struct {
 	// inuse.go).
 	pods  map[types.NamespacedName]pod
 	users map[string]*userUse
-	// pendingWakes are wakes recorded under the lock (see inuse.go).
+	// pendingWakes are the over-grant wakes noted under the lock (see
+	// noteOver), taken by takeWakes.
 	pendingWakes []wakeOf
 	// counted: a feed of this epoch has delivered its initial lists
 	// (Counted); slices observed before are initial (see undecided.go).
@@ -645,7 +646,7 @@ func equalLists(a, b corev1.ResourceList) bool {
 	return true
 }
 
-// noteOverLocked wakes the class of a slice whose pods now use a
+// noteOver wakes the class of a slice whose pods now use a
 // different amount beyond its grant, so that it says so (an OverGrant
 // event); the wake is made by the caller after releasing the lock.
 func (b *books) noteOver(key types.NamespacedName, e *entry) {
@@ -680,4 +681,22 @@ func overOf(e *entry) corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// wakeOf is a wake owed after the lock is released.
+type wakeOf struct {
+	wake func(types.NamespacedName)
+	key  types.NamespacedName
+}
+
+// takeWakes returns the wakes recorded under the lock, to call after
+// releasing it.
+func (b *books) takeWakes() func() {
+	ws := b.pendingWakes
+	b.pendingWakes = nil
+	return func() {
+		for _, w := range ws {
+			w.wake(w.key)
+		}
+	}
 }

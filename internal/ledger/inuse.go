@@ -214,24 +214,6 @@ func (l *Ledger) OverGrantOf(key types.NamespacedName) corev1.ResourceList {
 	return nil
 }
 
-// wakeOf is a wake owed after the lock is released.
-type wakeOf struct {
-	wake func(types.NamespacedName)
-	key  types.NamespacedName
-}
-
-// takeWakesLocked returns the wakes recorded under the lock, to call after
-// releasing it.
-func (b *books) takeWakes() func() {
-	ws := b.pendingWakes
-	b.pendingWakes = nil
-	return func() {
-		for _, w := range ws {
-			w.wake(w.key)
-		}
-	}
-}
-
 // PodCharge is what Liqo's ShadowPod webhook charges a pod: its
 // containers' requests summed, or the largest init container's request
 // where that is larger, per resource.

@@ -1,17 +1,3 @@
-// Package ledger is the admission ledger behind budget.Budget. It counts
-// what the provider really grants, the way Kueue's scheduler cache counts
-// admitted workloads: usage is what the cluster shows (each slice's Accepted
-// status and Liqo's Quota for it, fed by watches), plus assumptions for the
-// admissions whose writes are in flight, which the watch later confirms or
-// drops. It also keeps the slices waiting for capacity. It is internal:
-// users reach it through budget.Budget and resourceslice.WithBudget.
-//
-// What one slice holds, per resource:
-//
-//	held    = max(last Accepted status.resources, live Quota)   sticky: a Deny is not a release
-//	counted = held (+ assumptions)            while the slice is served by an attached class
-//	        = min(held at leave, held)        once it left them (it still holds what Liqo enforces)
-//	        = nothing                         once it is deleted
 package ledger
 
 import (
@@ -112,7 +98,7 @@ type Ledger struct {
 	cappedKeys map[types.NamespacedName]struct{}
 	// closed, when set, says why the ledger admits nothing new;
 	// unread, why it decides nothing; onReclaim is told of each
-	// reclaim (see settings.go).
+	// reclaim (see settings.go, and reclaim.go for the hook).
 	closed    string
 	unread    string
 	onReclaim func(Reclaim)
