@@ -210,8 +210,8 @@ func (q *waitLine) promise(w *waiter) {
 		q.promisedBy[w.consumer] = mine
 	}
 	mine.n++
-	tally(q.promised, w.increase, 1)
-	tally(mine.sum, w.increase, 1)
+	plus(q.promised, w.increase)
+	plus(mine.sum, w.increase)
 }
 
 func (q *waitLine) unpromise(w *waiter) bool {
@@ -220,12 +220,12 @@ func (q *waitLine) unpromise(w *waiter) bool {
 	}
 	w.promised = false
 	q.nPromise--
-	tally(q.promised, w.increase, -1)
+	minus(q.promised, w.increase)
 	if mine := q.promisedBy[w.consumer]; mine != nil {
 		if mine.n--; mine.n <= 0 {
 			delete(q.promisedBy, w.consumer)
 		} else {
-			tally(mine.sum, w.increase, -1)
+			minus(mine.sum, w.increase)
 		}
 	}
 	return true
@@ -247,7 +247,7 @@ func (q *waitLine) promisedToOthers(consumer string, h Holder) corev1.ResourceLi
 		return mine
 	}
 	out := mine.DeepCopy()
-	tally(out, w.increase, -1)
+	minus(out, w.increase)
 	return out
 }
 
@@ -256,24 +256,28 @@ func (q *waitLine) promisedToOthers(consumer string, h Holder) corev1.ResourceLi
 // waiters those promises are to.
 func (q *waitLine) spare(free corev1.ResourceList, h Holder) (corev1.ResourceList, int) {
 	n := q.nPromise
-	tally(free, q.promised, -1)
+	minus(free, q.promised)
 	if w, ok := q.by[h]; ok && w.promised {
-		tally(free, w.increase, 1) // its own promise is its own
+		plus(free, w.increase) // its own promise is its own
 		n--
 	}
 	return free, n
 }
 
-// tally adds rl to sum (sign 1) or takes it away (sign -1), per resource:
-// the upkeep of the promise sums.
-func tally(sum, rl corev1.ResourceList, sign int) {
+// plus adds rl to sum, per resource: the upkeep of the promise sums.
+func plus(sum, rl corev1.ResourceList) {
 	for n, v := range rl {
 		q := sum[n]
-		if sign > 0 {
-			q.Add(v)
-		} else {
-			q.Sub(v)
-		}
+		q.Add(v)
+		sum[n] = q
+	}
+}
+
+// minus takes rl away from sum, per resource.
+func minus(sum, rl corev1.ResourceList) {
+	for n, v := range rl {
+		q := sum[n]
+		q.Sub(v)
 		sum[n] = q
 	}
 }
