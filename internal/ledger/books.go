@@ -525,12 +525,11 @@ func (b *books) observeQuota(key types.NamespacedName, q quota, name string) {
 	b.recount(key, e)
 }
 
-// forgetQuota forgets the Quota name of the slice key; false when the
-// books know no such slice.
-func (b *books) forgetQuota(key types.NamespacedName, name string) bool {
+// forgetQuota forgets the Quota name of the slice key.
+func (b *books) forgetQuota(key types.NamespacedName, name string) {
 	e := b.slices[key]
 	if e == nil {
-		return false
+		return
 	}
 	if q, ok := e.quotas[name]; ok {
 		b.unlinkUser(q.user, key)
@@ -538,7 +537,6 @@ func (b *books) forgetQuota(key types.NamespacedName, name string) bool {
 	delete(e.quotas, name)
 	e.inUse = b.inUseOf(e)
 	b.recount(key, e)
-	return true
 }
 
 // reset forgets every observation and assumption (ForgetAll).

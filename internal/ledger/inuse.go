@@ -44,14 +44,7 @@ type userUse struct {
 // Failed), charged charge. A pod that ended is forgotten with ForgetPod.
 // The ledger keeps charge as given: the caller must not change it.
 func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList, meta PodMeta) {
-	l.mu.Lock()
-	before := l.books.used()
-	l.books.observePod(key, pod{user: user, charge: charge, meta: meta})
-	wake := l.wakeIfFreedLocked(before)
-	over := l.books.takeWakes()
-	l.mu.Unlock()
-	wake()
-	over()
+	l.record(func() { l.books.observePod(key, pod{user: user, charge: charge, meta: meta}) })
 }
 
 // observePod records the running pod key.
@@ -67,18 +60,11 @@ func (b *books) observePod(key types.NamespacedName, p pod) {
 
 // ForgetPod records that the ShadowPod key ended or is gone.
 func (l *Ledger) ForgetPod(key types.NamespacedName) {
-	l.mu.Lock()
-	before := l.books.used()
-	if !l.books.forgetPod(key) {
-		l.mu.Unlock()
-		return
-	}
-	delete(l.evicting, key)
-	wake := l.wakeIfFreedLocked(before)
-	over := l.books.takeWakes()
-	l.mu.Unlock()
-	wake()
-	over()
+	l.record(func() {
+		if l.books.forgetPod(key) {
+			delete(l.evicting, key)
+		}
+	})
 }
 
 // forgetPod forgets the pod key, ended; false when it was not running.

@@ -148,24 +148,23 @@ func (l *Ledger) Ahead(key types.NamespacedName, uid types.UID, rv string) bool 
 // UID is owner), enforcing resources for user (its spec.user, whose
 // running ShadowPods the slice then holds as well).
 func (l *Ledger) ObserveQuota(key types.NamespacedName, owner types.UID, name, user string, resources corev1.ResourceList) {
-	l.mu.Lock()
-	before := l.books.used()
-	l.books.observeQuota(key, quota{owner: owner, resources: resources.DeepCopy(), user: user}, name)
-	wake := l.wakeIfFreedLocked(before)
-	over := l.books.takeWakes()
-	l.mu.Unlock()
-	wake()
-	over()
+	l.record(func() {
+		l.books.observeQuota(key, quota{owner: owner, resources: resources.DeepCopy(), user: user}, name)
+	})
 }
 
 // ForgetQuota records that a Quota owned by key is gone.
 func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
+	l.record(func() { l.books.forgetQuota(key, name) })
+}
+
+// record makes change to the books under the lock, then wakes the
+// waiters if it freed capacity, and the classes of slices whose pods' use
+// beyond their grant it changed.
+func (l *Ledger) record(change func()) {
 	l.mu.Lock()
 	before := l.books.used()
-	if !l.books.forgetQuota(key, name) {
-		l.mu.Unlock()
-		return
-	}
+	change()
 	wake := l.wakeIfFreedLocked(before)
 	over := l.books.takeWakes()
 	l.mu.Unlock()
