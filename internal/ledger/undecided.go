@@ -40,10 +40,10 @@ func newUndecided() undecided {
 	return undecided{of: map[types.NamespacedName]int32{}, count: map[int32]int{}}
 }
 
-// track brings key's place among the undecided up to date with e
-// (nil: gone); waits says whether a holder is in the waiting line. It
-// returns true when the last undecided slice of a priority
-// was decided: the waiters it held back may fit now.
+// track brings key's place among the undecided up to date with e (nil:
+// gone); waits says whether a holder is in the waiting line. It returns
+// true when the last undecided slice of a priority was decided: the
+// waiters it held back may fit now.
 func (b *books) track(key types.NamespacedName, e *entry, waits func(Holder) bool) (lifted bool) {
 	p, was := b.undecided.of[key]
 	c, attached := b.classes[e.classOrEmpty()]
