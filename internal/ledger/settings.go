@@ -17,8 +17,8 @@ import (
 // consumer limits and the eviction delay, each taking effect at once by
 // the rules of SetTotal and SetConsumerLimit; and a closed ledger, which
 // admits nothing new and revokes nothing, for a budget whose object is
-// gone. Reclaims are reported to a hook (reclaim.go), so that the budget's owner can
-// say so once per reclaim.
+// gone. Reclaims are reported to a hook (reclaim.go), so that the
+// budget's owner can say so once per reclaim.
 
 // SetClosed closes the ledger with reason, or opens it again with "". A
 // closed ledger admits nothing new: an offer asking more than its slice
