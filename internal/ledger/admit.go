@@ -1,13 +1,10 @@
 package ledger
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -62,27 +59,6 @@ type Attempt struct {
 	// back is what the admission took down, put back if the write is not
 	// applied (see putBackLocked); nil when it took nothing down.
 	back *waitBack
-}
-
-// settle applies an observation at rv to e's attempts: an observation
-// newer than an attempt's base shows the write's effect (a write from base
-// with optimistic locking is the first change after base) or that it was
-// not applied, so a finished attempt is dropped and one in flight is dropped
-// when it ends.
-func (e *entry) settle(rv string) {
-	kept := e.attempts[:0]
-	for _, a := range e.attempts {
-		if newer(rv, a.base) {
-			a.superseded = true
-			if a.done {
-				a.dropped = true
-				continue
-			}
-		}
-		kept = append(kept, a)
-	}
-	clear(e.attempts[len(kept):])
-	e.attempts = kept
 }
 
 // Request is an acceptance to admit: the offer the handler decided for a
@@ -158,78 +134,36 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	// what they may be promised is what r leaves.
 	var lifted []*Ledger
 	for _, l := range ls {
-		if l.decidedLocked(r.Key) {
+		if l.books.decided(r.Key, l.line.has) {
 			lifted = append(lifted, l)
 		}
 	}
-	var wakes []func()
+	verdicts := make([]verdict, len(ls))
 	var refusal *Refusal
-	for _, l := range ls {
-		if reason, msg, short := l.fitLocked(r); reason != "" && refusal == nil {
-			refusal = &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
-		}
-	}
-	if refusal != nil {
-		for _, l := range ls {
-			released := false
-			if reason, msg, _ := l.fitLocked(r); reason != "" {
-				released = l.line.join(r, l.increaseLocked(r.Key, r.Offer))
-				w := l.line.by[r.Holder]
-				if reason == ReasonExhausted && l.opts.Preemption {
-					victims, reclaiming := l.reclaimLocked(w)
-					wakes = append(wakes, l.wakeKeys(victims), l.takeReclaimsLocked())
-					if reclaiming {
-						reason, msg = l.blockLocked(w)
-					}
-				}
-				w.told = reason + ": " + msg
-				if l == refusalLedger(ls, refusal) {
-					refusal.Message = msg
-				}
-			} else {
-				released = l.line.remove(r.Holder)
-				wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
-			}
-			if released {
-				wakes = append(wakes, l.wakeLocked())
-			}
-		}
-		for _, l := range lifted {
-			wakes = append(wakes, l.wakeLocked())
-		}
-		unlockAll(locked)
-		for _, w := range wakes {
-			w()
-		}
-		return nil, refusal
-	}
-	as := make([]*Attempt, len(ls))
 	for i, l := range ls {
-		back := l.takeDownLocked(r)
-		released := l.line.remove(r.Holder)
-		wakes = append(wakes, l.wakeKeys(l.uncapLocked(r.Holder)))
-		if _, gone := l.gone[r.UID]; gone && r.UID != "" {
-			// Deleted while it was decided: its write will find it gone,
-			// and nothing must stay counted for it.
-			as[i] = &Attempt{key: r.Key, base: r.Base, done: true, dropped: true}
-			continue
+		v := l.fitLocked(r)
+		verdicts[i] = v
+		if v.reason != "" && refusal == nil {
+			refusal = &Refusal{Budget: l.name, Reason: v.reason, Message: v.msg, Resources: v.short}
 		}
-		e := l.slices[r.Key]
-		if e == nil {
-			e = &entry{consumer: r.Consumer}
-			l.slices[r.Key] = e
+	}
+	var as []*Attempt
+	wakes := make([]func(), 0, len(ls)+len(lifted))
+	if refusal != nil {
+		for i, l := range ls {
+			msg, wake := l.waitLocked(r, verdicts[i])
+			if l == refusalLedger(ls, refusal) {
+				refusal.Message = msg
+			}
+			wakes = append(wakes, wake)
 		}
-		a := &Attempt{key: r.Key, base: r.Base, offer: r.Offer.DeepCopy(), back: back}
-		// Decided from a version older than one already observed: a write
-		// from it cannot apply (optimistic locking), so the observation
-		// covers it.
-		a.superseded = e.seen && newer(e.rv, r.Base)
-		e.attempts = append(e.attempts, a)
-		l.recount(r.Key, e)
-		if released {
-			wakes = append(wakes, l.wakeLocked()) // admitted for less than it was promised
+	} else {
+		as = make([]*Attempt, len(ls))
+		for i, l := range ls {
+			var wake func()
+			as[i], wake = l.admitLocked(r, verdicts[i])
+			wakes = append(wakes, wake)
 		}
-		as[i] = a
 	}
 	for _, l := range lifted {
 		wakes = append(wakes, l.wakeLocked())
@@ -238,7 +172,50 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	for _, w := range wakes {
 		w()
 	}
-	return as, nil
+	return as, refusal
+}
+
+// waitLocked makes r wait in l's line, where it was refused (v), and
+// reclaims for it with Preemption; where it fits, it leaves l's line. It
+// returns the message r's condition carries for l, and the wakes owed,
+// to call without the lock.
+func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
+	var victims []types.NamespacedName
+	var released bool
+	if v.reason == "" {
+		victims = l.uncapLocked(r.Holder)
+		released = l.line.remove(r.Holder)
+	} else {
+		released = l.line.join(r, v.increase)
+		w := l.line.by[r.Holder]
+		if v.reason == ReasonExhausted && l.opts.Preemption {
+			free, _ := l.line.spare(l.books.free(), w.Holder)
+			var reclaiming bool
+			if victims, reclaiming = l.reclaimLocked(w, free); reclaiming {
+				// What blocks it is what blocked it (a reclaim changes
+				// what victims keep, not what they count), and what of
+				// the reclaimed capacity is still in use.
+				v.msg += l.reclaimNote(w.Holder)
+				l.line.promise(w) // what is reclaimed is its own
+				w.reclaiming = true
+			}
+		}
+		w.told = v.reason + ": " + v.msg
+	}
+	return v.msg, l.owedLocked(victims, released)
+}
+
+// admitLocked assumes r in l: it leaves l's line, the caps made for it
+// are lifted, and its offer counts until the cluster shows its outcome.
+// It returns the attempt and the wakes owed, to call without the lock.
+func (l *Ledger) admitLocked(r Request, v verdict) (*Attempt, func()) {
+	back := l.takeDownLocked(r, v.increase)
+	uncapped := l.uncapLocked(r.Holder)
+	released := l.line.remove(r.Holder)
+	a := l.books.assume(r, back)
+	// released: admitted for less than it was promised (a slice deleted
+	// meanwhile wakes no one).
+	return a, l.owedLocked(uncapped, released && !a.dropped)
 }
 
 // refusalLedger is the ledger of ls that refusal names.
@@ -249,17 +226,6 @@ func refusalLedger(ls []*Ledger, refusal *Refusal) *Ledger {
 		}
 	}
 	return nil
-}
-
-// blockLocked is what blocks waiter w now: the reason and message
-// fitLocked gives, and what is still in use of the capacity reclaimed for
-// it.
-func (l *Ledger) blockLocked(w *waiter) (reason, msg string) {
-	reason, msg, _ = l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer, Priority: w.priority})
-	if reason != "" && w.reclaiming {
-		msg += l.reclaimNote(w.Holder)
-	}
-	return reason, msg
 }
 
 // lockAll locks each distinct ledger of ls in a global order (no
@@ -295,11 +261,11 @@ func CheckAll(ls []*Ledger, r Request) *Refusal {
 		return refusal
 	}
 	for _, l := range ls {
-		l.decidedLocked(r.Key) // a dry run decides too; it promises nothing, so lifts nothing to wake
+		l.books.decided(r.Key, l.line.has) // a dry run decides too; it promises nothing, so lifts nothing to wake
 	}
 	for _, l := range ls {
-		if reason, msg, short := l.fitLocked(r); reason != "" {
-			return &Refusal{Budget: l.name, Reason: reason, Message: msg, Resources: short}
+		if v := l.fitLocked(r); v.reason != "" {
+			return &Refusal{Budget: l.name, Reason: v.reason, Message: v.msg, Resources: v.short}
 		}
 	}
 	return nil
@@ -334,19 +300,10 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 // forgetAttempt drops a from its slice; the caller holds the lock and
 // calls the returned wake after releasing it.
 func (l *Ledger) forgetAttempt(a *Attempt) func() {
-	a.dropped = true
-	e := l.slices[a.key]
-	if e == nil {
+	before := l.books.used()
+	if !l.books.forget(a) {
 		return func() {}
 	}
-	before := l.usedLocked()
-	for i, x := range e.attempts {
-		if x == a {
-			e.attempts = append(e.attempts[:i], e.attempts[i+1:]...)
-			break
-		}
-	}
-	l.recount(a.key, e)
 	return l.wakeIfFreedLocked(before)
 }
 
@@ -363,7 +320,7 @@ func (l *Ledger) forgetAttempt(a *Attempt) func() {
 func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Time) (again time.Duration) {
 	l.mu.Lock()
 	var wakes []func()
-	if e := l.slices[key]; e != nil {
+	if e := l.books.slices[key]; e != nil {
 		for _, a := range append([]*Attempt(nil), e.attempts...) {
 			if !a.done || a.base != rv || (a.outcome != Unknown && a.outcome != Lost) {
 				continue
@@ -397,7 +354,7 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 // class). What it holds is not affected.
 func (l *Ledger) Leave(h Holder) {
 	l.mu.Lock()
-	lifted := l.decidedLocked(h.Key)
+	lifted := l.books.decided(h.Key, l.line.has)
 	if !l.line.has(h) {
 		var wake func()
 		if lifted {
@@ -438,332 +395,4 @@ func (l *Ledger) Waiting() []Holder {
 		return true
 	})
 	return out
-}
-
-// fitLocked says why r does not fit: ReasonExhausted with a message
-// naming what is short (and how many other waiting slices the free capacity
-// is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
-// when it fits.
-func (l *Ledger) fitLocked(r Request) (reason, msg string, resources []string) {
-	if reason, msg, resources = l.closedFitLocked(r); reason != "" {
-		return reason, msg, resources
-	}
-	mine := l.growsFromLocked(r.Key)
-	free := l.freeLocked()
-	// What is promised to the consumer's other waiters is theirs: a newer
-	// slice must not take an older one's place under the limit.
-	consumerShort := l.consumerShortLocked(r.Consumer, r.Offer, mine, l.line.promisedToOthers(r.Consumer, r.Holder))
-	if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-		return ReasonExhausted, l.message(short, false) + l.fitsOnlyIfLocked(r, mine, consumerShort), shortNames(short)
-	}
-	if len(consumerShort) > 0 {
-		return ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", l.name, r.Consumer, strings.Join(consumerShort, "; ")) +
-			l.fitsOnlyIfLocked(r, mine, nil), shortNames(consumerShort)
-	}
-	if promised, n := l.line.promisedExcept(r.Holder); n > 0 {
-		for name, q := range promised {
-			sub(free, name, q)
-		}
-		if short := shortfall(l.names, r.Offer, free, mine); len(short) > 0 {
-			return ReasonExhausted, l.message(short, true), shortNames(short)
-		}
-	}
-	if n := l.heldBackLocked(r.Priority); n > 0 && anyPositive(l.increaseLocked(r.Key, r.Offer)) {
-		return ReasonExhausted, l.heldBackMessage(r.Priority, n), l.growingNames(r.Key, r.Offer)
-	}
-	return "", "", nil
-}
-
-// growingNames are the names of the resources offer asks more of than the
-// slice key grows from, sorted.
-func (l *Ledger) growingNames(key types.NamespacedName, offer corev1.ResourceList) []string {
-	var out []string
-	for _, n := range sortedNames(l.increaseLocked(key, offer)) { // positive increases only
-		out = append(out, string(n))
-	}
-	return out
-}
-
-// fitsOnlyIfLocked says what would have to change for r to fit, where
-// capacity freeing in the budget is not enough (as Kueue's pending reasons
-// say "request > maximum capacity"): an offer beyond the budget's total,
-// beyond its consumer's limit, or one its consumer's other holdings keep
-// over that limit (consumerShort, when the budget's shortfall is what the
-// message names first). "" when freed capacity alone would do.
-func (l *Ledger) fitsOnlyIfLocked(r Request, mine corev1.ResourceList, consumerShort []string) string {
-	var notes []string
-	for _, n := range l.names {
-		want, asked := r.Offer[n]
-		if total := l.total[n]; asked && want.Cmp(total) > 0 {
-			notes = append(notes, fmt.Sprintf("%s: asked %s, more than the budget's total %s: it fits only if the total grows", n, want.String(), total.String()))
-		}
-	}
-	limit := l.limitLocked(r.Consumer)
-	for _, n := range sortedNames(limit) {
-		want, asked := r.Offer[n]
-		lim := limit[n]
-		if !asked {
-			continue
-		}
-		if want.Cmp(lim) > 0 {
-			notes = append(notes, fmt.Sprintf("%s: asked %s, more than consumer %q's limit %s: it fits only if that limit is raised", n, want.String(), r.Consumer, lim.String()))
-			continue
-		}
-		if len(consumerShort) == 0 {
-			continue
-		}
-		// Within the limit alone, but not beside what the consumer holds.
-		after := l.byConsumer[r.Consumer][n].DeepCopy()
-		after.Add(want)
-		if m, ok := mine[n]; ok {
-			after.Sub(m)
-		}
-		if after.Cmp(lim) > 0 {
-			over := after.DeepCopy()
-			over.Sub(lim)
-			notes = append(notes, fmt.Sprintf("%s: consumer %q would hold %s of its limit %s: it fits only if its other slices release %s or its limit is raised",
-				n, r.Consumer, after.String(), lim.String(), over.String()))
-		}
-	}
-	if len(notes) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(notes, "; ") + ")"
-}
-
-// shortNames are the resource names of shortfall lines ("cpu: asked ...").
-func shortNames(short []string) []string {
-	out := make([]string, len(short))
-	for i, s := range short {
-		out[i], _, _ = strings.Cut(s, ":")
-	}
-	return out
-}
-
-// consumerShortLocked lists what keeps consumer within its limit if one of
-// its slices, growing from mine, is granted offer (and extra is set aside
-// for it besides); nil when consumers are not limited or it fits. As for
-// the budget's total, only an increase over mine must fit: an offer that
-// asks no more than the slice grows from takes nothing, and is never
-// refused, even from a consumer above its limit (a reclaimed slice whose
-// Quota and pods still hold more than its smaller offer).
-func (l *Ledger) consumerShortLocked(consumer string, offer, mine, extra corev1.ResourceList) []string {
-	limit := l.limitLocked(consumer)
-	if len(limit) == 0 {
-		return nil
-	}
-	held := l.byConsumer[consumer]
-	var short []string
-	for _, n := range sortedNames(limit) {
-		want, asked := offer[n]
-		if !asked {
-			continue
-		}
-		m, holds := mine[n]
-		if holds && want.Cmp(m) <= 0 {
-			continue
-		}
-		after := held[n].DeepCopy()
-		after.Add(want)
-		after.Sub(m)
-		after.Add(extra[n])
-		if after.Cmp(limit[n]) > 0 {
-			h, lim := held[n], limit[n]
-			short = append(short, fmt.Sprintf("%s: asked %s, holds %s, limit %s", n, want.String(), h.String(), lim.String()))
-		}
-	}
-	return short
-}
-
-func sortedNames(rl corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(rl))
-	for n := range rl {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
-}
-
-// growsFromLocked is what an offer for the slice key is measured from:
-// what it counts now; for a slice shrunk by a reclaim (its condition says
-// Reclaimed), the offer it was left with and its writes in flight. What
-// its pods still use beyond that, and its Quota while Liqo has not yet
-// lowered it to the smaller offer, are being taken back, not room for it
-// to grow into: without this rule a victim whose cap is not known (a new
-// leader, before the waiter it yielded to is decided again) would be
-// granted its old offer back at once, undoing the reclaim.
-func (l *Ledger) growsFromLocked(key types.NamespacedName) corev1.ResourceList {
-	e := l.slices[key]
-	switch {
-	case e == nil:
-		return nil
-	case e.reclaimed:
-		return e.offered()
-	default:
-		return e.counted
-	}
-}
-
-// increaseLocked is what offer asks beyond what the slice grows from.
-func (l *Ledger) increaseLocked(key types.NamespacedName, offer corev1.ResourceList) corev1.ResourceList {
-	mine := l.growsFromLocked(key)
-	out := corev1.ResourceList{}
-	for _, n := range l.names {
-		want, ok := offer[n]
-		if !ok {
-			continue
-		}
-		if m, ok := mine[n]; ok {
-			want = want.DeepCopy()
-			want.Sub(m)
-		}
-		if want.Sign() > 0 {
-			out[n] = want
-		}
-	}
-	return out
-}
-
-// message names the budget and what is short. Its figures are what is
-// free now, net of what is promised to other waiting slices when promised
-// is set (and it says so), so that a waiter's message changes only when
-// what blocks it changes, not with every promise made and kept.
-func (l *Ledger) message(short []string, promised bool) string {
-	msg := "budget " + l.name + ": " + strings.Join(short, "; ")
-	if promised {
-		msg += " (after what is promised to other waiting slices)"
-	}
-	return msg
-}
-
-// wakeIfFreedLocked wakes waiters when usage fell for some limited
-// resource; nil when it did not.
-func (l *Ledger) wakeIfFreedLocked(before corev1.ResourceList) func() {
-	for _, n := range l.names {
-		a, b := l.sum[n], before[n]
-		if a.Cmp(b) < 0 {
-			return l.wakeLocked()
-		}
-	}
-	return func() {}
-}
-
-// wakeLocked promises what is free to the waiting slices that fit, and
-// returns a function that enqueues the newly promised ones, to be called
-// without the lock. Fair order (the default) goes consumer by consumer,
-// least-holding first (by the dominant share of the total), oldest first
-// within one consumer; OldestFirst goes in creation order. Either way a
-// waiter that does not fit does not block the rest.
-func (l *Ledger) wakeLocked() func() {
-	if l.line.len() == 0 {
-		return func() {}
-	}
-	l.changedLocked() // what is promised changes
-	free := l.freeLocked()
-	promised, _ := l.line.promisedExcept(Holder{})
-	for n, q := range promised {
-		sub(free, n, q)
-	}
-	fits := func(w *waiter) bool {
-		if l.closed != "" || l.heldBackLocked(w.priority) > 0 || len(shortfall(l.names, w.increase, free, nil)) > 0 {
-			return false
-		}
-		return len(l.consumerShortLocked(w.consumer, w.increase, nil, l.line.promisedTo(w.consumer))) == 0
-	}
-	var picked []Holder
-	take := func(w *waiter) {
-		for n, q := range w.increase {
-			sub(free, n, q)
-		}
-		l.line.promise(w)
-		picked = append(picked, w.Holder)
-	}
-	// Higher priorities first; within one, fair (or oldest-first) order.
-	for _, p := range l.line.priorities() {
-		at := func(w *waiter) bool { return w.priority == p && fits(w) }
-		if l.opts.OldestFirst {
-			l.line.each(func(w *waiter) bool {
-				if !w.promised && at(w) {
-					take(w)
-				}
-				return anyPositive(free)
-			})
-		} else {
-			l.fairLocked(at, take, free)
-		}
-	}
-	if l.opts.Preemption {
-		// A waiter reclaimed for holds a promise already: it is woken once
-		// what its victims held has freed enough for it.
-		for _, w := range l.line.by {
-			if !w.reclaiming {
-				continue
-			}
-			mine := l.freeLocked()
-			others, _ := l.line.promisedExcept(w.Holder)
-			for n, q := range others {
-				sub(mine, n, q)
-			}
-			if len(shortfall(l.names, w.increase, mine, nil)) == 0 {
-				picked = append(picked, w.Holder)
-			}
-		}
-	}
-	wakes := make([]func(types.NamespacedName), len(picked))
-	for i, h := range picked {
-		wakes[i] = l.classes[h.Class].Wake
-	}
-	return func() {
-		for i, h := range picked {
-			if wakes[i] != nil {
-				wakes[i](h.Key)
-			}
-		}
-	}
-}
-
-func anyPositive(rl corev1.ResourceList) bool {
-	for _, q := range rl {
-		if q.Sign() > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// shortfall lists, for each limited resource, why offer does not fit free
-// for a slice that counts mine now: only the increase over mine must fit,
-// so an acceptance the budget already counts is never revoked by a smaller
-// total.
-func shortfall(names []corev1.ResourceName, offer, free, mine corev1.ResourceList) []string {
-	var short []string
-	for _, n := range names {
-		want, asked := offer[n]
-		if !asked {
-			continue
-		}
-		m, holds := mine[n]
-		need := want.DeepCopy()
-		if holds {
-			if want.Cmp(m) <= 0 {
-				continue
-			}
-			need.Sub(m)
-		}
-		f := free[n]
-		if need.Cmp(f) <= 0 {
-			continue
-		}
-		shown := f.DeepCopy()
-		if shown.Sign() < 0 {
-			shown = resource.Quantity{}
-		}
-		if holds && m.Sign() > 0 {
-			short = append(short, fmt.Sprintf("%s: asked %s, holds %s, %s free", n, want.String(), m.String(), shown.String()))
-		} else {
-			short = append(short, fmt.Sprintf("%s: asked %s, %s free", n, want.String(), shown.String()))
-		}
-	}
-	sort.Strings(short)
-	return short
 }

@@ -3,7 +3,6 @@ package ledger
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +57,7 @@ func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
 	}
 	var out []Eviction
 	for key := range l.cappedKeys {
-		e := l.slices[key]
+		e := l.books.slices[key]
 		if e == nil || e.capped == nil {
 			delete(l.cappedKeys, key) // uncapped or gone since
 			continue
@@ -71,7 +70,7 @@ func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
 			continue
 		}
 		for _, pk := range l.newestPodsLocked(e, now) {
-			p := l.pods[pk]
+			p := l.books.pods[pk]
 			if !takesFrom(over, p.charge) {
 				continue
 			}
@@ -103,12 +102,44 @@ func (l *Ledger) overKeepLocked(e *entry, now time.Time) corev1.ResourceList {
 	if len(over) == 0 {
 		return nil
 	}
-	for _, pk := range l.podsOfLocked(e) {
+	for _, pk := range l.books.podsOf(e) {
 		if at, ok := l.evicting[pk]; ok && now.Sub(at) < evictRetry {
-			takesFrom(over, l.pods[pk].charge)
+			takesFrom(over, l.books.pods[pk].charge)
 		}
 	}
 	return over
+}
+
+// newestPodsLocked are e's pods not being evicted, the newest first (then
+// by namespace and name).
+func (l *Ledger) newestPodsLocked(e *entry, now time.Time) []types.NamespacedName {
+	all := l.books.podsOf(e)
+	out := all[:0]
+	for _, pk := range all {
+		if at, ok := l.evicting[pk]; !ok || now.Sub(at) >= evictRetry {
+			out = append(out, pk)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := l.books.pods[out[i]].meta.Created, l.books.pods[out[j]].meta.Created
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// noteCappedLocked records that key was capped, for EvictionsDue to walk;
+// only a ledger that evicts, or may once its EvictionAfter is set at run
+// time, keeps the record.
+func (l *Ledger) noteCappedLocked(key types.NamespacedName) {
+	if l.opts.EvictionAfter > 0 || l.evictLive {
+		l.cappedKeys[key] = struct{}{}
+	}
 }
 
 // takesFrom lowers over by charge on each resource still over (a resource
@@ -129,63 +160,4 @@ func takesFrom(over, charge corev1.ResourceList) bool {
 		took = true
 	}
 	return took
-}
-
-// podsOfLocked are the running pods of e's Quotas' users (those inUseOf
-// counts).
-func (l *Ledger) podsOfLocked(e *entry) []types.NamespacedName {
-	var out []types.NamespacedName
-	for user := range e.users {
-		if u := l.users[user]; u != nil {
-			for pk := range u.pods {
-				out = append(out, pk)
-			}
-		}
-	}
-	return out
-}
-
-// newestPodsLocked are e's pods not being evicted, the newest first (then
-// by namespace and name).
-func (l *Ledger) newestPodsLocked(e *entry, now time.Time) []types.NamespacedName {
-	all := l.podsOfLocked(e)
-	out := all[:0]
-	for _, pk := range all {
-		if at, ok := l.evicting[pk]; !ok || now.Sub(at) >= evictRetry {
-			out = append(out, pk)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := l.pods[out[i]].meta.Created, l.pods[out[j]].meta.Created
-		if !a.Equal(b) {
-			return a.After(b)
-		}
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
-
-// Amounts renders rl as "cpu 4, memory 1Gi", by resource name.
-func Amounts(rl corev1.ResourceList) string {
-	parts := make([]string, 0, len(rl))
-	for _, n := range sortedNames(rl) {
-		q := rl[n]
-		parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// noteCappedLocked records that key was capped, for EvictionsDue to walk;
-// only a ledger that evicts, or may once its EvictionAfter is set at run
-// time, keeps the record.
-func (l *Ledger) noteCappedLocked(key types.NamespacedName) {
-	if l.opts.EvictionAfter > 0 || l.evictLive {
-		l.cappedKeys[key] = struct{}{}
-	}
 }

@@ -26,7 +26,7 @@ func (l *Ledger) Unsettled(key types.NamespacedName, rv string) bool {
 func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.slices[key]
+	e := l.books.slices[key]
 	if e == nil {
 		return false
 	}
@@ -48,7 +48,7 @@ func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool
 func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.ResourceList) (*Attempt, string) {
 	var consumer string
 	l.mu.Lock()
-	if e := l.slices[h.Key]; e != nil {
+	if e := l.books.slices[h.Key]; e != nil {
 		consumer = e.consumer
 	}
 	l.mu.Unlock()
@@ -64,7 +64,7 @@ func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.Re
 func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
 	var consumer string
 	l.mu.Lock()
-	if e := l.slices[h.Key]; e != nil {
+	if e := l.books.slices[h.Key]; e != nil {
 		consumer = e.consumer
 	}
 	l.mu.Unlock()

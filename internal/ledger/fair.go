@@ -6,23 +6,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Fair order: how wakeLocked chooses, within one priority, which waiting
-// slices are promised what is free. Consumer by consumer, the consumer
-// holding the least (held and promised, by dominant share of the total)
-// first, and within one consumer its oldest waiter that fits; a heap of
-// consumers ordered by share, then by name.
+// Fair order: how the line chooses, within one priority, which waiting
+// slices are promised what is free (wakeLocked). Consumer by consumer, the
+// consumer holding the least (held and promised, by dominant share of the
+// total) first, and within one consumer its oldest waiter that fits; a
+// heap of consumers ordered by share, then by name.
 
-// fairLocked promises, one waiter at a time, to the consumer holding the
-// least (held and promised, by dominant share), its oldest waiter that fits.
-func (l *Ledger) fairLocked(fits func(*waiter) bool, take func(*waiter), free corev1.ResourceList) {
-	q := &consumerQueue{}
-	for c := range l.line.consumers {
-		heap.Push(q, consumerTurn{consumer: c, share: l.shareLocked(c)})
+// fair gives, one waiter at a time, to the consumer holding the least
+// (share: held and promised, by dominant share) its oldest waiter that
+// fits; take takes what it is given from free, and it stops when nothing
+// of free is left.
+func (q *waitLine) fair(share func(consumer string) float64, fits func(*waiter) bool, take func(*waiter), free corev1.ResourceList) {
+	turns := &consumerQueue{}
+	for c := range q.consumers {
+		heap.Push(turns, consumerTurn{consumer: c, share: share(c)})
 	}
-	for q.Len() > 0 && anyPositive(free) {
-		turn := heap.Pop(q).(consumerTurn)
+	for turns.Len() > 0 && anyPositive(free) {
+		turn := heap.Pop(turns).(consumerTurn)
 		var found *waiter
-		l.line.eachOf(turn.consumer, func(w *waiter) bool {
+		q.eachOf(turn.consumer, func(w *waiter) bool {
 			if !w.promised && fits(w) {
 				found = w
 				return false
@@ -33,17 +35,17 @@ func (l *Ledger) fairLocked(fits func(*waiter) bool, take func(*waiter), free co
 			continue // nothing of this consumer fits what is left
 		}
 		take(found)
-		heap.Push(q, consumerTurn{consumer: turn.consumer, share: l.shareLocked(turn.consumer)})
+		heap.Push(turns, consumerTurn{consumer: turn.consumer, share: share(turn.consumer)})
 	}
 }
 
 // shareLocked is consumer's dominant share: the largest, over the limited
 // resources, of what it holds and is promised over the total.
 func (l *Ledger) shareLocked(consumer string) float64 {
-	held, promised := l.byConsumer[consumer], l.line.promisedTo(consumer)
+	held, promised := l.books.byConsumer[consumer], l.line.promisedTo(consumer)
 	share := 0.0
-	for _, n := range l.names {
-		t := l.total[n]
+	for _, n := range l.books.names {
+		t := l.books.total[n]
 		if t.Sign() <= 0 {
 			continue
 		}

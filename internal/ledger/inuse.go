@@ -44,40 +44,39 @@ type userUse struct {
 // Failed), charged charge. A pod that ended is forgotten with ForgetPod.
 // The ledger keeps charge as given: the caller must not change it.
 func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1.ResourceList, meta PodMeta) {
-	l.mu.Lock()
-	before := l.usedLocked()
-	if old, ok := l.pods[key]; ok {
-		l.chargeUser(old.user, old.charge, -1)
-		l.podOfUser(old.user, key, false)
+	l.record(func() { l.books.observePod(key, pod{user: user, charge: charge, meta: meta}) })
+}
+
+// observePod records the running pod key.
+func (b *books) observePod(key types.NamespacedName, p pod) {
+	if old, ok := b.pods[key]; ok {
+		b.chargeUser(old.user, old.charge, -1)
+		b.podOfUser(old.user, key, false)
 	}
-	l.pods[key] = pod{user: user, charge: charge, meta: meta}
-	l.podOfUser(user, key, true)
-	l.chargeUser(user, charge, 1)
-	wake := l.wakeIfFreedLocked(before)
-	over := l.takeWakesLocked()
-	l.mu.Unlock()
-	wake()
-	over()
+	b.pods[key] = p
+	b.podOfUser(p.user, key, true)
+	b.chargeUser(p.user, p.charge, 1)
 }
 
 // ForgetPod records that the ShadowPod key ended or is gone.
 func (l *Ledger) ForgetPod(key types.NamespacedName) {
-	l.mu.Lock()
-	old, ok := l.pods[key]
+	l.record(func() {
+		if l.books.forgetPod(key) {
+			delete(l.evicting, key)
+		}
+	})
+}
+
+// forgetPod forgets the pod key, ended; false when it was not running.
+func (b *books) forgetPod(key types.NamespacedName) bool {
+	old, ok := b.pods[key]
 	if !ok {
-		l.mu.Unlock()
-		return
+		return false
 	}
-	before := l.usedLocked()
-	delete(l.pods, key)
-	delete(l.evicting, key)
-	l.podOfUser(old.user, key, false)
-	l.chargeUser(old.user, old.charge, -1)
-	wake := l.wakeIfFreedLocked(before)
-	over := l.takeWakesLocked()
-	l.mu.Unlock()
-	wake()
-	over()
+	delete(b.pods, key)
+	b.podOfUser(old.user, key, false)
+	b.chargeUser(old.user, old.charge, -1)
+	return true
 }
 
 // InUse returns what the running pods of the slice key's Quota users are
@@ -85,7 +84,7 @@ func (l *Ledger) ForgetPod(key types.NamespacedName) {
 func (l *Ledger) InUse(key types.NamespacedName) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.slices[key]; e != nil {
+	if e := l.books.slices[key]; e != nil {
 		return e.inUse.DeepCopy()
 	}
 	return nil
@@ -93,11 +92,11 @@ func (l *Ledger) InUse(key types.NamespacedName) corev1.ResourceList {
 
 // chargeUser adds (sign 1) or removes (sign -1) charge to user's sum and
 // recounts the slices whose Quotas name the user.
-func (l *Ledger) chargeUser(user string, charge corev1.ResourceList, sign int) {
-	u := l.users[user]
+func (b *books) chargeUser(user string, charge corev1.ResourceList, sign int) {
+	u := b.users[user]
 	if u == nil {
 		u = &userUse{sum: corev1.ResourceList{}}
-		l.users[user] = u
+		b.users[user] = u
 	}
 	for n, q := range charge {
 		if sign > 0 {
@@ -106,32 +105,32 @@ func (l *Ledger) chargeUser(user string, charge corev1.ResourceList, sign int) {
 			sub(u.sum, n, q)
 		}
 	}
-	l.recountUser(user, u)
+	b.recountUser(user, u)
 }
 
 // recountUser brings the slices of user up to date, and forgets the user
 // when nothing refers to it.
-func (l *Ledger) recountUser(user string, u *userUse) {
+func (b *books) recountUser(user string, u *userUse) {
 	for key := range u.slices {
-		if e := l.slices[key]; e != nil {
-			e.inUse = l.inUseOf(e)
-			l.recount(key, e)
+		if e := b.slices[key]; e != nil {
+			e.inUse = b.inUseOf(e)
+			b.recount(key, e)
 		}
 	}
 	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
-		delete(l.users, user)
+		delete(b.users, user)
 	}
 }
 
 // podOfUser records (in true) or forgets the pod key of user.
-func (l *Ledger) podOfUser(user string, key types.NamespacedName, in bool) {
-	u := l.users[user]
+func (b *books) podOfUser(user string, key types.NamespacedName, in bool) {
+	u := b.users[user]
 	if u == nil {
 		if !in {
 			return
 		}
 		u = &userUse{sum: corev1.ResourceList{}}
-		l.users[user] = u
+		b.users[user] = u
 	}
 	if !in {
 		delete(u.pods, key)
@@ -144,14 +143,14 @@ func (l *Ledger) podOfUser(user string, key types.NamespacedName, in bool) {
 }
 
 // linkUser records that the slice key has a Quota for user.
-func (l *Ledger) linkUser(user string, key types.NamespacedName) {
+func (b *books) linkUser(user string, key types.NamespacedName) {
 	if user == "" {
 		return
 	}
-	u := l.users[user]
+	u := b.users[user]
 	if u == nil {
 		u = &userUse{sum: corev1.ResourceList{}}
-		l.users[user] = u
+		b.users[user] = u
 	}
 	if u.slices == nil {
 		u.slices = map[types.NamespacedName]bool{}
@@ -160,77 +159,31 @@ func (l *Ledger) linkUser(user string, key types.NamespacedName) {
 }
 
 // unlinkUser records that the slice key no longer has a Quota for user.
-func (l *Ledger) unlinkUser(user string, key types.NamespacedName) {
-	u := l.users[user]
+func (b *books) unlinkUser(user string, key types.NamespacedName) {
+	u := b.users[user]
 	if u == nil {
 		return
 	}
 	delete(u.slices, key)
 	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
-		delete(l.users, user)
+		delete(b.users, user)
 	}
 }
 
 // inUseOf is what the running pods of e's Quotas' users are charged, of
 // the resources the ledger limits.
-func (l *Ledger) inUseOf(e *entry) corev1.ResourceList {
+func (b *books) inUseOf(e *entry) corev1.ResourceList {
 	var out corev1.ResourceList
 	for user := range e.users {
-		if u := l.users[user]; u != nil && !allZero(u.sum) {
+		if u := b.users[user]; u != nil && !allZero(u.sum) {
 			if out == nil {
 				out = corev1.ResourceList{}
 			}
 			for n, v := range u.sum {
-				if _, limited := l.total[n]; limited {
+				if _, limited := b.total[n]; limited {
 					add(out, n, v)
 				}
 			}
-		}
-	}
-	return out
-}
-
-func allZero(rl corev1.ResourceList) bool {
-	for _, q := range rl {
-		if !q.IsZero() {
-			return false
-		}
-	}
-	return true
-}
-
-// noteOverLocked wakes the class of a slice whose pods now use a
-// different amount beyond its grant, so that it says so (an OverGrant
-// event); the wake is made by the caller after releasing the lock.
-func (l *Ledger) noteOverLocked(key types.NamespacedName, e *entry) {
-	over := overOf(e)
-	if equalLists(over, e.overSeen) {
-		return
-	}
-	e.overSeen = over
-	if c, ok := l.classes[e.class]; ok && c.Wake != nil && len(over) > 0 {
-		l.pendingWakes = append(l.pendingWakes, wakeOf{c.Wake, key})
-	}
-}
-
-// overOf is what e's pods use beyond its grant, per resource (nil when
-// nothing). A slice shrunk by a reclaim, or capped for one, is never over
-// its grant: its running pods outlive the smaller grant by design (Liqo
-// enforces a Quota on new pods only), and an over-grant means only that
-// Liqo's enforcement let pods past a grant they were created under.
-func overOf(e *entry) corev1.ResourceList {
-	if e.reclaimed || e.capped != nil {
-		return nil
-	}
-	var out corev1.ResourceList
-	for n, use := range e.inUse {
-		over := use.DeepCopy()
-		over.Sub(e.grant[n])
-		if over.Sign() > 0 {
-			if out == nil {
-				out = corev1.ResourceList{}
-			}
-			out[n] = over
 		}
 	}
 	return out
@@ -241,28 +194,10 @@ func overOf(e *entry) corev1.ResourceList {
 func (l *Ledger) OverGrantOf(key types.NamespacedName) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.slices[key]; e != nil {
+	if e := l.books.slices[key]; e != nil {
 		return overOf(e)
 	}
 	return nil
-}
-
-// wakeOf is a wake owed after the lock is released.
-type wakeOf struct {
-	wake func(types.NamespacedName)
-	key  types.NamespacedName
-}
-
-// takeWakesLocked returns the wakes recorded under the lock, to call after
-// releasing it.
-func (l *Ledger) takeWakesLocked() func() {
-	ws := l.pendingWakes
-	l.pendingWakes = nil
-	return func() {
-		for _, w := range ws {
-			w.wake(w.key)
-		}
-	}
 }
 
 // PodCharge is what Liqo's ShadowPod webhook charges a pod: its
@@ -301,7 +236,9 @@ func RequestsCharge(containers, initContainers []corev1.ResourceList) corev1.Res
 // InUseTotal returns what the running pods of the slices the ledger counts
 // use, summed, for the resources it limits.
 func (l *Ledger) InUseTotal() corev1.ResourceList {
-	return l.sumOverSlices(func(e *entry) corev1.ResourceList { return e.inUse })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.books.sumOver(func(e *entry) corev1.ResourceList { return e.inUse })
 }
 
 // OverGrant returns, for the resources the ledger limits, how much the
@@ -309,25 +246,47 @@ func (l *Ledger) InUseTotal() corev1.ResourceList {
 // slices (a provider that turned Liqo's enforcement off lets pods exceed a
 // grant; the capacity is taken all the same).
 func (l *Ledger) OverGrant() corev1.ResourceList {
-	return l.sumOverSlices(overOf)
-}
-
-// sumOverSlices sums of over the slices the ledger counts, for the
-// resources it limits (zero for each when nothing).
-func (l *Ledger) sumOverSlices(of func(*entry) corev1.ResourceList) corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.books.sumOver(overOf)
+}
+
+// sumOver sums of over the slices the books count, for the resources
+// the budget limits (zero for each when nothing).
+func (b *books) sumOver(of func(*entry) corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for _, n := range l.names {
+	for _, n := range b.names {
 		out[n] = resource.Quantity{}
 	}
-	for _, e := range l.slices {
+	for _, e := range b.slices {
 		if len(e.counted) == 0 {
 			continue
 		}
 		for n, q := range of(e) {
 			if _, limited := out[n]; limited {
 				add(out, n, q)
+			}
+		}
+	}
+	return out
+}
+
+func allZero(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// podsOf are the running pods of e's Quotas' users (those inUseOf counts).
+func (b *books) podsOf(e *entry) []types.NamespacedName {
+	var out []types.NamespacedName
+	for user := range e.users {
+		if u := b.users[user]; u != nil {
+			for pk := range u.pods {
+				out = append(out, pk)
 			}
 		}
 	}

@@ -1,17 +1,3 @@
-// Package ledger is the admission ledger behind budget.Budget. It counts
-// what the provider really grants, the way Kueue's scheduler cache counts
-// admitted workloads: usage is what the cluster shows (each slice's Accepted
-// status and Liqo's Quota for it, fed by watches), plus assumptions for the
-// admissions whose writes are in flight, which the watch later confirms or
-// drops. It also keeps the slices waiting for capacity. It is internal:
-// users reach it through budget.Budget and resourceslice.WithBudget.
-//
-// What one slice holds, per resource:
-//
-//	held    = max(last Accepted status.resources, live Quota)   sticky: a Deny is not a release
-//	counted = held (+ assumptions)            while the slice is served by an attached class
-//	        = min(held at leave, held)        once it left them (it still holds what Liqo enforces)
-//	        = nothing                         once it is deleted
 package ledger
 
 import (
@@ -76,26 +62,15 @@ var ids atomic.Uint64
 type Ledger struct {
 	name string
 	id   uint64
-	// names are the resources the budget limits, fixed at New.
-	names []corev1.ResourceName
-	opts  Options
+	opts Options
 
-	mu    sync.Mutex
-	total corev1.ResourceList
-	// slices is what the cluster shows of each slice that holds something
-	// here, or may (served by an attached class).
-	slices map[types.NamespacedName]*entry
-	// sum is what every entry counts, kept up to date on each change so an
-	// admission costs O(resources), not O(slices).
-	sum corev1.ResourceList
-	// byConsumer is what each consumer's slices count, for consumer
-	// limits and fair order.
-	byConsumer map[string]corev1.ResourceList
-	classes    map[string]Class
-	line       waitLine
-	// gone remembers recently deleted slices (see bury).
-	gone     map[types.UID]time.Time
-	goneNext int
+	mu sync.Mutex
+	// books are what the cluster shows the budget holds, and its total
+	// (see books.go); line, the slices waiting for capacity (line.go).
+	// Reclaims are chosen by a planner over the books (planner.go) and
+	// applied here (reclaim.go).
+	books books
+	line  waitLine
 	// refreshArmed: a refresh of the waiters' messages is scheduled;
 	// refreshed is when the last one ran.
 	refreshArmed bool
@@ -107,12 +82,6 @@ type Ledger struct {
 	// log is the logger of the first manager that fed the ledger (see
 	// SetLogger); until then it discards.
 	log logr.Logger
-	// pods and users are what the consumers' running ShadowPods use (see
-	// inuse.go).
-	pods  map[types.NamespacedName]pod
-	users map[string]*userUse
-	// pendingWakes are wakes recorded under the lock (see inuse.go).
-	pendingWakes []wakeOf
 	// victims are the slices capped for each waiter (see reclaim.go).
 	victims map[Holder]map[types.NamespacedName]bool
 	// epoch counts ForgetAll calls; uncounted is set by ForgetAll and
@@ -120,9 +89,6 @@ type Ledger struct {
 	// new feed has counted the cluster again (see ForgetAll).
 	epoch     uint64
 	uncounted bool
-	// counted: a feed of this epoch has delivered its initial lists
-	// (Counted); slices observed before are initial (see undecided.go).
-	counted bool
 	// evicting are the pods EvictionsDue named, and when, until they are
 	// gone (see evict.go).
 	evicting map[types.NamespacedName]time.Time
@@ -130,12 +96,9 @@ type Ledger struct {
 	// superset of those capped now: it walks these, not every slice,
 	// dropping the keys no longer capped.
 	cappedKeys map[types.NamespacedName]struct{}
-	// undecided are the slices not yet decided by their class since the
-	// books were counted, by priority (see undecided.go).
-	undecided undecided
 	// closed, when set, says why the ledger admits nothing new;
 	// unread, why it decides nothing; onReclaim is told of each
-	// reclaim (see settings.go).
+	// reclaim (see settings.go, and reclaim.go for the hook).
 	closed    string
 	unread    string
 	onReclaim func(Reclaim)
@@ -145,62 +108,6 @@ type Ledger struct {
 	// binding is the one manager the budget's classes run in, and what
 	// the budget holds there (see bind.go); under its own lock.
 	binding binding
-}
-
-// Waiting slices are told what blocks them now at most once a
-// refreshEvery, and refreshAfter after the first change since the last
-// time: a quiet budget tells at once what changed, a busy one twice a
-// second, so a waiter's figures are less than a second old.
-const (
-	refreshEvery = 500 * time.Millisecond
-	refreshAfter = 50 * time.Millisecond
-)
-
-// changedLocked schedules a refresh after a change that may alter what
-// blocks a waiting slice.
-func (l *Ledger) changedLocked() {
-	if l.refreshArmed || l.line.len() == 0 {
-		return
-	}
-	l.refreshArmed = true
-	delay := refreshAfter
-	if next := time.Until(l.refreshed.Add(refreshEvery)); next > delay {
-		delay = next
-	}
-	time.AfterFunc(delay, l.refresh)
-}
-
-// refresh wakes the waiting slices whose block changed since they were
-// last told (another reason, other figures), so that each one's condition
-// names what blocks it now. Those that fit are woken by the promise that
-// wakeLocked makes, not here; those capacity is reclaimed for hold a
-// promise too, but wait on, and are told what is still in use.
-func (l *Ledger) refresh() {
-	l.mu.Lock()
-	l.refreshArmed = false
-	l.refreshed = time.Now()
-	var picked []Holder
-	l.line.each(func(w *waiter) bool {
-		if w.promised && !w.reclaiming {
-			return true // woken by its promise
-		}
-		reason, msg := l.blockLocked(w)
-		if told := reason + ": " + msg; reason != "" && told != w.told {
-			w.told = told
-			picked = append(picked, w.Holder)
-		}
-		return true
-	})
-	wakes := make([]func(types.NamespacedName), len(picked))
-	for i, h := range picked {
-		wakes[i] = l.classes[h.Class].Wake
-	}
-	l.mu.Unlock()
-	for i, h := range picked {
-		if wakes[i] != nil {
-			wakes[i](h.Key)
-		}
-	}
 }
 
 // New returns an empty ledger limiting exactly the resources of total. It
@@ -227,28 +134,20 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return &Ledger{
+	l := &Ledger{
 		name: name,
 		id:   ids.Add(1),
 		opts: Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption,
 			EvictionAfter: o.EvictionAfter},
-		byConsumer: map[string]corev1.ResourceList{},
-		names:      names,
-		total:      total.DeepCopy(),
-		slices:     map[types.NamespacedName]*entry{},
-		sum:        corev1.ResourceList{},
-		classes:    map[string]Class{},
 		line:       newWaitLine(),
-		gone:       map[types.UID]time.Time{},
-		pods:       map[types.NamespacedName]pod{},
 		limits:     map[string]corev1.ResourceList{},
 		log:        logr.Discard(),
 		victims:    map[Holder]map[types.NamespacedName]bool{},
-		users:      map[string]*userUse{},
 		evicting:   map[types.NamespacedName]time.Time{},
 		cappedKeys: map[types.NamespacedName]struct{}{},
-		undecided:  newUndecided(),
-	}, nil
+	}
+	l.books = newBooks(names, total.DeepCopy(), l.changedLocked)
+	return l, nil
 }
 
 // checkQuantities refuses negative quantities in rl, which is what (the
@@ -274,7 +173,7 @@ func (l *Ledger) Name() string { return l.name }
 func (l *Ledger) Resources() []corev1.ResourceName {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]corev1.ResourceName(nil), l.names...)
+	return append([]corev1.ResourceName(nil), l.books.names...)
 }
 
 // ConsumerLimit returns a copy of what one consumer may hold; nil when
@@ -289,7 +188,7 @@ func (l *Ledger) ConsumerLimit() corev1.ResourceList {
 func (l *Ledger) Total() corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.total.DeepCopy()
+	return l.books.total.DeepCopy()
 }
 
 // Used returns what slices hold, admissions in flight included, for the
@@ -297,14 +196,14 @@ func (l *Ledger) Total() corev1.ResourceList {
 func (l *Ledger) Used() corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.usedLocked()
+	return l.books.used()
 }
 
 // Free returns total − used per limited resource, never below zero.
 func (l *Ledger) Free() corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	free := l.freeLocked()
+	free := l.books.free()
 	for n, q := range free {
 		if q.Sign() < 0 {
 			free[n] = resource.Quantity{}
@@ -322,7 +221,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	}
 	l.mu.Lock()
 	next := corev1.ResourceList{}
-	for _, n := range l.names {
+	for _, n := range l.books.names {
 		next[n] = resource.Quantity{}
 		if q, ok := total[n]; ok {
 			next[n] = q.DeepCopy()
@@ -337,7 +236,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	if len(extra) > 0 {
 		sort.Strings(extra)
 		err := fmt.Errorf("budget %q limits %s, not %s: a budget limits exactly the resources it was created with",
-			l.name, joinNames(l.names), strings.Join(extra, ", "))
+			l.name, joinNames(l.books.names), strings.Join(extra, ", "))
 		l.mu.Unlock()
 		return err
 	}
@@ -349,7 +248,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 // wakes the waiters that now fit and, with Preemption, shrinks what a
 // smaller total no longer covers; it unlocks l.
 func (l *Ledger) setTotalLocked(total corev1.ResourceList) {
-	l.total = total
+	l.books.total = total
 	l.changedLocked()
 	wake := l.wakeLocked()
 	victims := l.wakeKeys(l.fitTotalLocked())
@@ -373,12 +272,12 @@ func joinNames(names []corev1.ResourceName) string {
 func (l *Ledger) Attach(class string, c Class) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.classes[class]; ok {
+	if _, ok := l.books.classes[class]; ok {
 		return fmt.Errorf("class %q already draws from budget %q", class, l.name)
 	}
-	l.classes[class] = c
-	l.remember()
-	l.retrackAllLocked() // only adds: nothing held back is lifted
+	l.books.classes[class] = c
+	l.books.recountAll()
+	l.books.retrackAll(l.line.has) // only adds: nothing held back is lifted
 	return nil
 }
 
@@ -386,7 +285,7 @@ func (l *Ledger) Attach(class string, c Class) error {
 func (l *Ledger) Attached() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.classes)
+	return len(l.books.classes)
 }
 
 // Detach stops a class drawing from the ledger: its waiting slices leave
@@ -395,54 +294,26 @@ func (l *Ledger) Attached() int {
 // the package comment), so stopping a class frees nothing that is in use.
 func (l *Ledger) Detach(class string) {
 	l.mu.Lock()
-	if _, ok := l.classes[class]; !ok {
+	if _, ok := l.books.classes[class]; !ok {
 		l.mu.Unlock()
 		return
 	}
-	delete(l.classes, class)
+	delete(l.books.classes, class)
 	for h := range l.line.by {
 		if h.Class == class {
 			l.uncapLocked(h) // its victims are woken by their own classes' next event
 		}
 	}
 	released := l.line.removeClass(class)
-	l.remember()
+	l.books.recountAll()
 	var wake func()
-	if l.retrackAllLocked() || released {
+	if l.books.retrackAll(l.line.has) || released {
 		wake = l.wakeLocked()
 	}
 	l.mu.Unlock()
 	if wake != nil {
 		wake()
 	}
-}
-
-// remember recomputes, after the attached classes changed, which slices
-// are members.
-func (l *Ledger) remember() {
-	for key, e := range l.slices {
-		l.recount(key, e)
-	}
-}
-
-func (l *Ledger) usedLocked() corev1.ResourceList {
-	used := corev1.ResourceList{}
-	for _, n := range l.names {
-		used[n] = l.sum[n].DeepCopy()
-	}
-	return used
-}
-
-// freeLocked is total − used per limited resource; negative when the total
-// shrank below what is held.
-func (l *Ledger) freeLocked() corev1.ResourceList {
-	free := corev1.ResourceList{}
-	for _, n := range l.names {
-		f := l.total[n].DeepCopy()
-		f.Sub(l.sum[n])
-		free[n] = f
-	}
-	return free
 }
 
 // Handle lets the SDK's own packages reach the ledger behind a public type

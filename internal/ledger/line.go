@@ -210,10 +210,8 @@ func (q *waitLine) promise(w *waiter) {
 		q.promisedBy[w.consumer] = mine
 	}
 	mine.n++
-	for n, v := range w.increase {
-		add(q.promised, n, v)
-		add(mine.sum, n, v)
-	}
+	plus(q.promised, w.increase)
+	plus(mine.sum, w.increase)
 }
 
 func (q *waitLine) unpromise(w *waiter) bool {
@@ -222,16 +220,12 @@ func (q *waitLine) unpromise(w *waiter) bool {
 	}
 	w.promised = false
 	q.nPromise--
-	for n, v := range w.increase {
-		sub(q.promised, n, v)
-	}
+	minus(q.promised, w.increase)
 	if mine := q.promisedBy[w.consumer]; mine != nil {
 		if mine.n--; mine.n <= 0 {
 			delete(q.promisedBy, w.consumer)
 		} else {
-			for n, v := range w.increase {
-				sub(mine.sum, n, v)
-			}
+			minus(mine.sum, w.increase)
 		}
 	}
 	return true
@@ -253,24 +247,39 @@ func (q *waitLine) promisedToOthers(consumer string, h Holder) corev1.ResourceLi
 		return mine
 	}
 	out := mine.DeepCopy()
-	for n, v := range w.increase {
-		sub(out, n, v)
-	}
+	minus(out, w.increase)
 	return out
 }
 
-// promisedExcept is what is promised to waiters other than h, and to how
-// many.
-func (q *waitLine) promisedExcept(h Holder) (corev1.ResourceList, int) {
-	w, mine := q.by[h]
-	if !mine || !w.promised {
-		return q.promised, q.nPromise
+// spare lowers free, in place, by what is promised to waiters other than
+// h (to every waiter, for the zero Holder), and returns it with how many
+// waiters those promises are to.
+func (q *waitLine) spare(free corev1.ResourceList, h Holder) (corev1.ResourceList, int) {
+	n := q.nPromise
+	minus(free, q.promised)
+	if w, ok := q.by[h]; ok && w.promised {
+		plus(free, w.increase) // its own promise is its own
+		n--
 	}
-	out := q.promised.DeepCopy()
-	for n, v := range w.increase {
-		sub(out, n, v)
+	return free, n
+}
+
+// plus adds rl to sum, per resource: the upkeep of the promise sums.
+func plus(sum, rl corev1.ResourceList) {
+	for n, v := range rl {
+		q := sum[n]
+		q.Add(v)
+		sum[n] = q
 	}
-	return out, q.nPromise - 1
+}
+
+// minus takes rl away from sum, per resource.
+func minus(sum, rl corev1.ResourceList) {
+	for n, v := range rl {
+		q := sum[n]
+		q.Sub(v)
+		sum[n] = q
+	}
 }
 
 // each visits the whole line in order until visit returns false.

@@ -1,11 +1,9 @@
 package ledger
 
 import (
-	"container/heap"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -34,6 +32,59 @@ import (
 // with a smaller offer.
 const ReasonReclaimed = "Reclaimed"
 
+// The causes of a Reclaim.
+const (
+	// CausePriority: a waiting slice of higher priority reclaimed from
+	// lower ones (Options.Preemption).
+	CausePriority = "Priority"
+	// CauseConsumerLimit: a consumer's limit fell below what it holds.
+	CauseConsumerLimit = "ConsumerLimit"
+	// CauseTotal: the total fell below what the slices hold
+	// (Options.Preemption).
+	CauseTotal = "Total"
+)
+
+// Reclaim is one reclaim: the slices shrunk at once for one cause.
+type Reclaim struct {
+	// Cause is CausePriority, CauseConsumerLimit or CauseTotal.
+	Cause string
+	// Consumer is the consumer whose limit fell (CauseConsumerLimit), or
+	// the waiter's (CausePriority).
+	Consumer string
+	// Waiter and Priority are the slice reclaimed for (CausePriority).
+	Waiter   Holder
+	Priority int32
+	// Slices is how many slices were shrunk; Amount is what was taken
+	// from them, per resource.
+	Slices int
+	Amount corev1.ResourceList
+}
+
+// String says what was reclaimed, why, and from how many slices.
+func (r Reclaim) String() string {
+	n := "1 slice"
+	if r.Slices != 1 {
+		n = fmt.Sprintf("%d slices", r.Slices)
+	}
+	switch r.Cause {
+	case CauseConsumerLimit:
+		return fmt.Sprintf("reclaimed %s from %s of consumer %q: its limit is below what it held", Amounts(r.Amount), n, r.Consumer)
+	case CauseTotal:
+		return fmt.Sprintf("reclaimed %s from %s: the total fell below what the slices held", Amounts(r.Amount), n)
+	default:
+		return fmt.Sprintf("reclaimed %s from %s of lower priority for %s (priority %d, consumer %q)",
+			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
+	}
+}
+
+// SetReclaimHook makes the ledger call hook once for each reclaim, after
+// the reclaim is made, without the ledger's lock held; nil stops it.
+func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onReclaim = hook
+}
+
 // capped is a victim's reclaim: what it keeps, and for whom.
 type capped struct {
 	keep corev1.ResourceList
@@ -61,12 +112,12 @@ type Cap struct {
 func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.slices[key]
+	e := l.books.slices[key]
 	if e == nil || e.capped == nil {
 		return Cap{}, false
 	}
 	var parts []string
-	for _, n := range sortedNames(e.capped.keep) {
+	for _, n := range slices.Sorted(maps.Keys(e.capped.keep)) {
 		was, keep := e.capped.was[n], e.capped.keep[n]
 		parts = append(parts, fmt.Sprintf("%s %s to %s", n, was.String(), keep.String()))
 	}
@@ -90,41 +141,18 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	if !l.opts.Preemption {
 		return nil
 	}
-	want := map[*entry]corev1.ResourceList{}
 	excess := corev1.ResourceList{}
-	for _, n := range l.names {
-		over := l.sum[n].DeepCopy()
-		over.Sub(l.total[n])
+	for _, n := range l.books.names {
+		over := l.books.sum[n].DeepCopy()
+		over.Sub(l.books.total[n])
 		if over.Sign() > 0 {
 			excess[n] = over
 		}
 	}
-	if len(excess) > 0 {
-		shares := map[string]float64{}
-		cands := make(victimHeap, 0, 64)
-		for key, e := range l.slices {
-			if !e.member || len(e.counted) == 0 || (e.capped != nil && !e.capped.pool) {
-				continue
-			}
-			share, ok := shares[e.consumer]
-			if !ok {
-				share = l.shareLocked(e.consumer)
-				shares[e.consumer] = share
-			}
-			cands = append(cands, victim{key: key, e: e, prio: l.priorityOf(e), share: share})
-		}
-		heap.Init(&cands)
-		for len(excess) > 0 && cands.Len() > 0 {
-			c := heap.Pop(&cands).(victim)
-			keep := c.e.counted.DeepCopy()
-			if takeFrom(keep, excess) {
-				want[c.e] = keep
-			}
-		}
-	}
+	want := l.planner().overTotal(excess)
 	var changed []types.NamespacedName
 	shrunk, taken := 0, corev1.ResourceList{}
-	for key, e := range l.slices {
+	for key, e := range l.books.slices {
 		keep, capNow := want[e]
 		hadPool := e.capped != nil && e.capped.pool
 		switch {
@@ -153,26 +181,6 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 		l.noteReclaimLocked(Reclaim{Cause: CauseTotal, Slices: shrunk, Amount: taken})
 	}
 	return changed
-}
-
-func equalLists(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n, q := range a {
-		if c, ok := b[n]; !ok || c.Cmp(q) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// limitLocked is what consumer may hold: its own limit, else the budget's.
-func (l *Ledger) limitLocked(consumer string) corev1.ResourceList {
-	if lim, ok := l.limits[consumer]; ok {
-		return lim
-	}
-	return l.opts.ConsumerLimit
 }
 
 // SetConsumerLimit sets what consumer may hold from the ledger, overriding
@@ -227,7 +235,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedName, known bool, shrunk int) {
 	known = l.line.consumers[consumer] != nil
 	var mine []types.NamespacedName
-	for key, e := range l.slices {
+	for key, e := range l.books.slices {
 		if e.consumer != consumer {
 			continue
 		}
@@ -241,7 +249,7 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 		}
 	}
 	excess := corev1.ResourceList{}
-	held := l.byConsumer[consumer]
+	held := l.books.byConsumer[consumer]
 	for n, lim := range l.limitLocked(consumer) {
 		over := held[n].DeepCopy()
 		over.Sub(lim)
@@ -249,26 +257,12 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 			excess[n] = over
 		}
 	}
-	sort.Slice(mine, func(i, j int) bool {
-		a, b := l.slices[mine[i]], l.slices[mine[j]]
-		if !a.created.Equal(b.created) {
-			return a.created.After(b.created)
-		}
-		return mine[i].String() < mine[j].String()
-	})
 	taken := excess.DeepCopy()
-	for _, key := range mine {
-		if len(excess) == 0 {
-			break
-		}
-		e := l.slices[key]
-		keep := l.keepOf(e)
-		if takeFrom(keep, excess) {
-			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), limit: true, since: time.Now()}
-			l.noteCappedLocked(key)
-			victims = append(victims, key)
-			shrunk++
-		}
+	for _, c := range l.planner().overLimit(mine, excess) {
+		c.e.capped = &capped{keep: c.keep, was: c.e.counted.DeepCopy(), limit: true, since: time.Now()}
+		l.noteCappedLocked(c.key)
+		victims = append(victims, c.key)
+		shrunk++
 	}
 	if shrunk > 0 {
 		for n, q := range excess {
@@ -312,17 +306,12 @@ func (l *Ledger) SetLogger(log logr.Logger) {
 	}
 }
 
-// priorityOf is the priority of the class serving e (0 when none does).
-func (l *Ledger) priorityOf(e *entry) int32 {
-	return l.classes[e.class].Priority
-}
-
 // pendingLocked is what is being reclaimed for h and is still held by its
 // victims: what they count beyond what they keep.
 func (l *Ledger) pendingLocked(h Holder) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for key := range l.victims[h] {
-		e := l.slices[key]
+		e := l.books.slices[key]
 		if e == nil || !e.capped.forWaiter(h) {
 			continue
 		}
@@ -344,17 +333,13 @@ func (c *capped) forWaiter(h Holder) bool {
 
 // reclaimLocked, for a waiter w of priority p refused by this ledger for
 // lack of capacity, caps victims of lower priority by what w still lacks
-// beyond what is free (net of promises to others) and what is already
-// being reclaimed for it. It reports the victims capped now, to wake, and
-// whether w is being reclaimed for (then it is promised its increase).
-func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, reclaiming bool) {
+// beyond free (what is free net of promises to other waiters) and what is
+// already being reclaimed for it, as the planner chooses them. It reports
+// the victims capped now, to wake, and whether w is being reclaimed for:
+// the caller then promises it its increase.
+func (l *Ledger) reclaimLocked(w *waiter, free corev1.ResourceList) (victims []types.NamespacedName, reclaiming bool) {
 	if !l.opts.Preemption || l.closed != "" {
 		return nil, false
-	}
-	free := l.freeLocked()
-	promised, _ := l.line.promisedExcept(w.Holder)
-	for n, q := range promised {
-		sub(free, n, q)
 	}
 	pending := l.pendingLocked(w.Holder)
 	lacking := corev1.ResourceList{}
@@ -367,171 +352,29 @@ func (l *Ledger) reclaimLocked(w *waiter) (victims []types.NamespacedName, recla
 		}
 	}
 	if len(lacking) == 0 {
-		if !allZero(pending) {
-			l.line.promise(w)
-			w.reclaiming = true
-			return nil, true
-		}
+		return nil, len(pending) > 0 // pendingLocked names positive amounts only
+	}
+	cuts := l.planner().forWaiter(w, lacking)
+	if len(cuts) == 0 {
 		return nil, false
 	}
-	// One pass over the budget's slices: the candidates and what they
-	// could yield of each lacking resource, with no allocation per slice;
-	// then only the victims needed are taken from a heap in victim order.
-	shares := map[string]float64{}
-	cands := make(victimHeap, 0, 64)
-	avail := corev1.ResourceList{}
-	for key, e := range l.slices {
-		if !e.member || key == w.Key || len(e.counted) == 0 {
-			continue
-		}
-		p := l.priorityOf(e)
-		if p >= w.priority {
-			continue
-		}
-		if e.capped != nil && (e.capped.limit || e.capped.pool || (e.capped.waiter != w.Holder && e.capped.priority >= w.priority)) {
-			continue // already yielding to its consumer's limit, or to a waiter at least as high
-		}
-		useful := false
-		for n := range lacking {
-			if q := keepAmount(e, n); q.Sign() > 0 {
-				add(avail, n, q)
-				useful = true
-			}
-		}
-		if !useful {
-			continue
-		}
-		share, ok := shares[e.consumer]
-		if !ok {
-			share = l.shareLocked(e.consumer)
-			shares[e.consumer] = share
-		}
-		cands = append(cands, victim{key: key, e: e, prio: p, share: share})
-	}
-	for n, need := range lacking {
-		if a := avail[n]; a.Cmp(need) < 0 {
-			return nil, false // even all of it would not do: touch no one
-		}
-	}
-	heap.Init(&cands)
-	wanted := lacking.DeepCopy()
-	for len(lacking) > 0 && cands.Len() > 0 {
-		c := heap.Pop(&cands).(victim)
-		keep := l.keepOf(c.e)
-		takeFrom(keep, lacking)
+	for _, c := range cuts {
 		if c.e.capped == nil {
 			c.e.capped = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}
 			l.noteCappedLocked(c.key)
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
 			delete(l.victims[prev], c.key)
 		}
-		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = keep, w.priority, w.Holder
+		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = c.keep, w.priority, w.Holder
 		if l.victims[w.Holder] == nil {
 			l.victims[w.Holder] = map[types.NamespacedName]bool{}
 		}
 		l.victims[w.Holder][c.key] = true
 		victims = append(victims, c.key)
 	}
-	if len(victims) > 0 {
-		l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
-			Slices: len(victims), Amount: wanted})
-	}
-	l.line.promise(w)
-	w.reclaiming = true
+	l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
+		Slices: len(victims), Amount: lacking})
 	return victims, true
-}
-
-// takeFrom lowers keep by what is still wanted, per resource, at most
-// what keep has, and lowers want by what it took (a resource fully taken
-// leaves want); it reports whether it took anything.
-func takeFrom(keep, want corev1.ResourceList) bool {
-	took := false
-	for n, need := range want {
-		have, ok := keep[n]
-		if !ok || have.Sign() <= 0 {
-			continue
-		}
-		take := need.DeepCopy()
-		if have.Cmp(take) < 0 {
-			take = have.DeepCopy()
-		}
-		have.Sub(take)
-		keep[n] = have
-		need.Sub(take)
-		if need.Sign() <= 0 {
-			delete(want, n)
-		} else {
-			want[n] = need
-		}
-		took = true
-	}
-	return took
-}
-
-// keepAmount is what e keeps now of resource n: the smaller of what it
-// counts and its cap.
-func keepAmount(e *entry, n corev1.ResourceName) resource.Quantity {
-	q := e.counted[n]
-	if e.capped != nil {
-		if c, ok := e.capped.keep[n]; ok && c.Cmp(q) < 0 {
-			return c
-		}
-	}
-	return q
-}
-
-// victim is a candidate of a reclaim.
-type victim struct {
-	key   types.NamespacedName
-	e     *entry
-	prio  int32
-	share float64
-}
-
-// victimHeap orders candidates as victims are taken: the lowest priority
-// first, then the consumer holding the largest dominant share, then the
-// newest slice (then by name).
-type victimHeap []victim
-
-func (h victimHeap) Len() int { return len(h) }
-func (h victimHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	switch {
-	case a.prio != b.prio:
-		return a.prio < b.prio
-	case a.share != b.share:
-		return a.share > b.share
-	case !a.e.created.Equal(b.e.created):
-		return a.e.created.After(b.e.created)
-	}
-	if a.key.Namespace != b.key.Namespace {
-		return a.key.Namespace < b.key.Namespace
-	}
-	return a.key.Name < b.key.Name
-}
-func (h victimHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *victimHeap) Push(x any)   { *h = append(*h, x.(victim)) }
-func (h *victimHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// keepOf is what e keeps now: its cap, or all it counts.
-func (l *Ledger) keepOf(e *entry) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for n, q := range e.counted {
-		out[n] = q.DeepCopy()
-	}
-	if e.capped != nil {
-		for n, q := range e.capped.keep {
-			if c, ok := out[n]; !ok || q.Cmp(c) < 0 {
-				out[n] = q.DeepCopy()
-			}
-		}
-	}
-	return out
 }
 
 // uncapLocked lifts the caps made for h (admitted, or no longer waiting)
@@ -545,7 +388,7 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 	delete(l.victims, h)
 	var out []types.NamespacedName
 	for key := range set {
-		if e := l.slices[key]; e != nil && e.capped.forWaiter(h) {
+		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(h) {
 			e.capped = nil
 			out = append(out, key)
 		}
@@ -567,41 +410,11 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 // reclaimNote says, for a waiter being reclaimed for, what is still in use
 // by its victims.
 func (l *Ledger) reclaimNote(h Holder) string {
-	pending := l.pendingLocked(h)
-	if allZero(pending) {
+	pending := l.pendingLocked(h) // positive amounts only
+	if len(pending) == 0 {
 		return ""
 	}
-	for n, q := range pending {
-		if q.Sign() <= 0 {
-			delete(pending, n)
-		}
-	}
 	return "; waiting for reclaimed capacity still in use: " + Amounts(pending)
-}
-
-// wakeKeys returns a function that wakes keys through the class that
-// serves each, to call without the lock.
-func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
-	if len(keys) == 0 {
-		return func() {}
-	}
-	type target struct {
-		wake func(types.NamespacedName)
-		key  types.NamespacedName
-	}
-	var ts []target
-	for _, k := range keys {
-		if e := l.slices[k]; e != nil {
-			if c, ok := l.classes[e.class]; ok && c.Wake != nil {
-				ts = append(ts, target{c.Wake, k})
-			}
-		}
-	}
-	return func() {
-		for _, t := range ts {
-			t.wake(t.key)
-		}
-	}
 }
 
 // Reclaiming returns, for the resources the ledger limits, what slices
@@ -612,10 +425,10 @@ func (l *Ledger) Reclaiming() corev1.ResourceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := corev1.ResourceList{}
-	for _, n := range l.names {
+	for _, n := range l.books.names {
 		out[n] = resource.Quantity{}
 	}
-	for _, e := range l.slices {
+	for _, e := range l.books.slices {
 		if e.capped == nil {
 			continue
 		}
@@ -646,19 +459,20 @@ type waitBack struct {
 	caps       map[types.NamespacedName]*capped
 }
 
-// takeDownLocked is what admitting r takes down in l, before it does: nil
+// takeDownLocked is what admitting r, for increase over what its slice
+// grows from, takes down in l, before it does: nil
 // unless r's holder has victims capped for it.
-func (l *Ledger) takeDownLocked(r Request) *waitBack {
+func (l *Ledger) takeDownLocked(r Request, increase corev1.ResourceList) *waitBack {
 	set := l.victims[r.Holder]
 	if len(set) == 0 {
 		return nil
 	}
-	b := &waitBack{req: r, increase: l.increaseLocked(r.Key, r.Offer), caps: map[types.NamespacedName]*capped{}}
+	b := &waitBack{req: r, increase: increase, caps: map[types.NamespacedName]*capped{}}
 	if w := l.line.by[r.Holder]; w != nil {
 		b.reclaiming = w.reclaiming
 	}
 	for key := range set {
-		if e := l.slices[key]; e != nil && e.capped.forWaiter(r.Holder) {
+		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(r.Holder) {
 			b.caps[key] = e.capped
 		}
 	}
@@ -675,7 +489,7 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 		return
 	}
 	h := b.req.Holder
-	if _, gone := l.gone[b.req.UID]; (gone && b.req.UID != "") || l.slices[h.Key] == nil || l.line.has(h) || l.victims[h] != nil {
+	if _, gone := l.books.gone[b.req.UID]; (gone && b.req.UID != "") || l.books.slices[h.Key] == nil || l.line.has(h) || l.victims[h] != nil {
 		return
 	}
 	l.line.join(b.req, b.increase)
@@ -684,7 +498,7 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 	}
 	set := map[types.NamespacedName]bool{}
 	for key, c := range b.caps {
-		if e := l.slices[key]; e != nil && e.capped == nil {
+		if e := l.books.slices[key]; e != nil && e.capped == nil {
 			e.capped = c
 			set[key] = true
 			l.noteCappedLocked(key)
@@ -694,4 +508,24 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 		l.victims[h] = set
 	}
 	l.changedLocked()
+}
+
+// noteReclaimLocked keeps r for the hook, which takeReclaimsLocked calls.
+func (l *Ledger) noteReclaimLocked(r Reclaim) {
+	if l.onReclaim != nil {
+		l.reclaims = append(l.reclaims, r)
+	}
+}
+
+// Amounts renders rl as "cpu 4, memory 1Gi", by resource name.
+func Amounts(rl corev1.ResourceList) string {
+	parts := make([]string, 0, len(rl))
+	for _, n := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[n]
+		parts = append(parts, fmt.Sprintf("%s %s", n, q.String()))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
 }

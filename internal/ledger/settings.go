@@ -17,83 +17,8 @@ import (
 // consumer limits and the eviction delay, each taking effect at once by
 // the rules of SetTotal and SetConsumerLimit; and a closed ledger, which
 // admits nothing new and revokes nothing, for a budget whose object is
-// gone. Reclaims are reported to a hook, so that the budget's owner can
-// say so once per reclaim.
-
-// The causes of a Reclaim.
-const (
-	// CausePriority: a waiting slice of higher priority reclaimed from
-	// lower ones (Options.Preemption).
-	CausePriority = "Priority"
-	// CauseConsumerLimit: a consumer's limit fell below what it holds.
-	CauseConsumerLimit = "ConsumerLimit"
-	// CauseTotal: the total fell below what the slices hold
-	// (Options.Preemption).
-	CauseTotal = "Total"
-)
-
-// Reclaim is one reclaim: the slices shrunk at once for one cause.
-type Reclaim struct {
-	// Cause is CausePriority, CauseConsumerLimit or CauseTotal.
-	Cause string
-	// Consumer is the consumer whose limit fell (CauseConsumerLimit), or
-	// the waiter's (CausePriority).
-	Consumer string
-	// Waiter and Priority are the slice reclaimed for (CausePriority).
-	Waiter   Holder
-	Priority int32
-	// Slices is how many slices were shrunk; Amount is what was taken
-	// from them, per resource.
-	Slices int
-	Amount corev1.ResourceList
-}
-
-// String says what was reclaimed, why, and from how many slices.
-func (r Reclaim) String() string {
-	n := "1 slice"
-	if r.Slices != 1 {
-		n = fmt.Sprintf("%d slices", r.Slices)
-	}
-	switch r.Cause {
-	case CauseConsumerLimit:
-		return fmt.Sprintf("reclaimed %s from %s of consumer %q: its limit is below what it held", Amounts(r.Amount), n, r.Consumer)
-	case CauseTotal:
-		return fmt.Sprintf("reclaimed %s from %s: the total fell below what the slices held", Amounts(r.Amount), n)
-	default:
-		return fmt.Sprintf("reclaimed %s from %s of lower priority for %s (priority %d, consumer %q)",
-			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
-	}
-}
-
-// SetReclaimHook makes the ledger call hook once for each reclaim, after
-// the reclaim is made, without the ledger's lock held; nil stops it.
-func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.onReclaim = hook
-}
-
-// noteReclaimLocked keeps r for the hook, which takeReclaimsLocked calls.
-func (l *Ledger) noteReclaimLocked(r Reclaim) {
-	if l.onReclaim != nil {
-		l.reclaims = append(l.reclaims, r)
-	}
-}
-
-// takeReclaimsLocked returns a function that tells the hook of the
-// reclaims noted, to call without the lock.
-func (l *Ledger) takeReclaimsLocked() func() {
-	rs, hook := l.reclaims, l.onReclaim
-	l.reclaims = nil
-	if len(rs) == 0 || hook == nil {
-		return func() {}
-	}
-	return func() {
-		for _, r := range rs {
-			hook(r)
-		}
-	}
-}
+// gone. Reclaims are reported to a hook (reclaim.go), so that the
+// budget's owner can say so once per reclaim.
 
 // SetClosed closes the ledger with reason, or opens it again with "". A
 // closed ledger admits nothing new: an offer asking more than its slice
@@ -168,19 +93,6 @@ func (l *Ledger) Closed() string {
 	return l.closed
 }
 
-// closedFitLocked is the refusal of r by a closed ledger: any increase
-// over what its slice holds waits.
-func (l *Ledger) closedFitLocked(r Request) (reason, msg string, resources []string) {
-	if l.closed == "" {
-		return "", "", nil
-	}
-	grow := l.growingNames(r.Key, r.Offer)
-	if len(grow) == 0 {
-		return "", "", nil
-	}
-	return ReasonExhausted, "budget " + l.name + ": " + l.closed, grow
-}
-
 // SetLimits makes total the ledger's capacity and its resources the ones
 // the ledger limits, which New fixes and SetTotal keeps: a resource total
 // does not name is no longer limited, one it names newly is. Growing wakes
@@ -196,8 +108,8 @@ func (l *Ledger) SetLimits(total corev1.ResourceList) error {
 	}
 	names := slices.Sorted(maps.Keys(total))
 	l.mu.Lock()
-	if !slices.Equal(names, l.names) {
-		l.names = names
+	if !slices.Equal(names, l.books.names) {
+		l.books.names = names
 		// Waiters' increases were measured on the old resources.
 		l.line.each(func(w *waiter) bool {
 			promised := l.line.unpromise(w)
@@ -237,7 +149,7 @@ func (l *Ledger) SetPreemption(on bool) {
 		for h := range l.victims {
 			keys = append(keys, l.uncapLocked(h)...)
 		}
-		for key, e := range l.slices {
+		for key, e := range l.books.slices {
 			if e.capped != nil && e.capped.pool {
 				e.capped = nil
 				keys = append(keys, key)
@@ -256,7 +168,7 @@ func (l *Ledger) SetPreemption(on bool) {
 	l.changedLocked()
 	wakeWaiters := make([]func(types.NamespacedName), len(woken))
 	for i, h := range woken {
-		wakeWaiters[i] = l.classes[h.Class].Wake
+		wakeWaiters[i] = l.books.classes[h.Class].Wake
 	}
 	wake := l.wakeLocked()
 	victims := l.wakeKeys(keys)
@@ -308,13 +220,13 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 	// The consumers whose limit in force may change: those the ledger
 	// knows, and those named by an override before or after.
 	consumers := map[string]bool{}
-	for c := range l.byConsumer {
+	for c := range l.books.byConsumer {
 		consumers[c] = true
 	}
 	for c := range l.line.consumers {
 		consumers[c] = true
 	}
-	for _, e := range l.slices {
+	for _, e := range l.books.slices {
 		consumers[e.consumer] = true
 	}
 	for c := range l.limits {

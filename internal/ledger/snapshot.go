@@ -37,18 +37,18 @@ func (l *Ledger) Snapshot() Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := Snapshot{
-		Total: corev1.ResourceList{}, Used: l.usedLocked(), InUse: corev1.ResourceList{}, Reclaiming: corev1.ResourceList{},
-		Free: l.freeLocked(), Waiting: l.line.len(), Closed: l.closed,
+		Total: corev1.ResourceList{}, Used: l.books.used(), InUse: corev1.ResourceList{}, Reclaiming: corev1.ResourceList{},
+		Free: l.books.free(), Waiting: l.line.len(), Closed: l.closed,
 	}
-	for _, n := range l.names {
-		s.Total[n] = l.total[n].DeepCopy()
+	for _, n := range l.books.names {
+		s.Total[n] = l.books.total[n].DeepCopy()
 		s.InUse[n] = resource.Quantity{}
 		s.Reclaiming[n] = resource.Quantity{}
 		if f := s.Free[n]; f.Sign() < 0 {
 			s.Free[n] = resource.Quantity{}
 		}
 	}
-	for _, e := range l.slices {
+	for _, e := range l.books.slices {
 		if (e.member || !e.seen) && (e.accepted || len(e.attempts) > 0) {
 			s.Accepted++
 		}
@@ -78,16 +78,16 @@ func (l *Ledger) Snapshot() Snapshot {
 		cs := byName[c]
 		if cs == nil {
 			cs = &ConsumerSnapshot{Name: c, Used: corev1.ResourceList{}}
-			for _, n := range l.names {
+			for _, n := range l.books.names {
 				cs.Used[n] = resource.Quantity{}
 			}
 			byName[c] = cs
 		}
 		return cs
 	}
-	for c, held := range l.byConsumer {
+	for c, held := range l.books.byConsumer {
 		cs := of(c)
-		for _, n := range l.names {
+		for _, n := range l.books.names {
 			if q, ok := held[n]; ok {
 				cs.Used[n] = q.DeepCopy()
 			}
@@ -98,8 +98,8 @@ func (l *Ledger) Snapshot() Snapshot {
 		return true
 	})
 	for _, cs := range byName {
-		for _, n := range l.names {
-			t, u := l.total[n], cs.Used[n]
+		for _, n := range l.books.names {
+			t, u := l.books.total[n], cs.Used[n]
 			if t.Sign() > 0 {
 				cs.share = max(cs.share, u.AsApproximateFloat64()/t.AsApproximateFloat64())
 			}

@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -42,28 +40,31 @@ func newUndecided() undecided {
 	return undecided{of: map[types.NamespacedName]int32{}, count: map[int32]int{}}
 }
 
-// trackLocked brings key's place among the undecided up to date with e
-// (nil: gone). It returns true when the last undecided slice of a priority
-// was decided: the waiters it held back may fit now.
-func (l *Ledger) trackLocked(key types.NamespacedName, e *entry) (lifted bool) {
-	p, was := l.undecided.of[key]
-	c, attached := l.classes[e.classOrEmpty()]
-	is := e != nil && e.seen && e.initial && !e.decided && !e.accepted && attached &&
-		l.selects(e.class, e.labels) && !l.line.has(Holder{Class: e.class, Key: key})
+// track brings key's place among the undecided up to date with e (nil:
+// gone); waits says whether a holder is in the waiting line. It returns
+// true when the last undecided slice of a priority was decided: the
+// waiters it held back may fit now.
+func (b *books) track(key types.NamespacedName, e *entry, waits func(Holder) bool) (lifted bool) {
+	p, was := b.undecided.of[key]
+	c, attached := b.classes[e.classOrEmpty()]
+	// A member is seen and selected by an attached class (recount keeps
+	// it so as observations and classes change).
+	is := e != nil && e.member && e.initial && !e.decided && !e.accepted && attached &&
+		!waits(Holder{Class: e.class, Key: key})
 	switch {
 	case is && was && p == c.Priority:
 		return false
 	case was:
-		delete(l.undecided.of, key)
-		l.undecided.count[p]--
-		if l.undecided.count[p] == 0 {
-			delete(l.undecided.count, p)
+		delete(b.undecided.of, key)
+		b.undecided.count[p]--
+		if b.undecided.count[p] == 0 {
+			delete(b.undecided.count, p)
 			lifted = true
 		}
 	}
 	if is {
-		l.undecided.of[key] = c.Priority
-		l.undecided.count[c.Priority]++
+		b.undecided.of[key] = c.Priority
+		b.undecided.count[c.Priority]++
 	}
 	return lifted
 }
@@ -76,45 +77,27 @@ func (e *entry) classOrEmpty() string {
 	return e.class
 }
 
-// decidedLocked records that key's class decided it: it no longer holds
+// decided records that key's class decided it: it no longer holds
 // lower priorities back.
-func (l *Ledger) decidedLocked(key types.NamespacedName) (lifted bool) {
-	e := l.slices[key]
+func (b *books) decided(key types.NamespacedName, waits func(Holder) bool) (lifted bool) {
+	e := b.slices[key]
 	if e == nil {
 		return false
 	}
 	e.decided = true
-	return l.trackLocked(key, e)
+	return b.track(key, e, waits)
 }
 
-// retrackAllLocked recomputes every slice's place among the undecided,
+// retrackAll recomputes every slice's place among the undecided,
 // after the attached classes changed.
-func (l *Ledger) retrackAllLocked() (lifted bool) {
-	for key := range l.undecided.of {
-		if _, ok := l.slices[key]; !ok {
-			lifted = l.trackLocked(key, nil) || lifted
+func (b *books) retrackAll(waits func(Holder) bool) (lifted bool) {
+	for key := range b.undecided.of {
+		if _, ok := b.slices[key]; !ok {
+			lifted = b.track(key, nil, waits) || lifted
 		}
 	}
-	for key, e := range l.slices {
-		lifted = l.trackLocked(key, e) || lifted
+	for key, e := range b.slices {
+		lifted = b.track(key, e, waits) || lifted
 	}
 	return lifted
-}
-
-// heldBackLocked is how many slices of priority above p are undecided.
-func (l *Ledger) heldBackLocked(p int32) int {
-	n := 0
-	for q, c := range l.undecided.count {
-		if q > p {
-			n += c
-		}
-	}
-	return n
-}
-
-// heldBackMessage says why a growth of priority p waits for n undecided
-// slices of higher priority.
-func (l *Ledger) heldBackMessage(p int32, n int) string {
-	return fmt.Sprintf("budget %s: waits for %d slice(s) of priority above %d to be decided first (a new leader learns what they were promised only as they are decided)",
-		l.name, n, p)
 }
