@@ -46,7 +46,9 @@ func (l *Ledger) roomLocked(r Request) room {
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
 	rm.others = l.line.promisedToOthers(r.Consumer, r.Holder)
-	rm.spare, rm.nPromised = l.line.spare(rm.free.DeepCopy(), r.Holder)
+	if l.line.nPromise > 0 { // spare is read only when others hold promises
+		rm.spare, rm.nPromised = l.line.spare(rm.free.DeepCopy(), r.Holder)
+	}
 	return rm
 }
 
