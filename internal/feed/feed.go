@@ -290,9 +290,9 @@ func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 	}
 	remove(slices, reg)
 	synced := []toolscache.InformerSynced{reg.HasSynced}
-	if served, err := f.quotasServed(); err != nil {
+	if ok, err := served(f.mapper, QuotaKind); err != nil {
 		return undo, err
-	} else if served {
+	} else if ok {
 		quotas, err := f.cache.GetInformer(ctx, &offloadingv1beta1.Quota{})
 		if err != nil {
 			return undo, fmt.Errorf("watching Liqo's Quotas: %w", err)
@@ -310,9 +310,9 @@ func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 	} else {
 		log.FromContext(ctx).V(1).Info("Liqo's Quota CRD is not served: budget counts Accepted slices only", "budget", f.l.Name())
 	}
-	if served, err := shadowPodsServed(f.mapper); err != nil {
+	if ok, err := served(f.mapper, shadowPodKind); err != nil {
 		return undo, err
-	} else if served && f.pods != nil {
+	} else if ok && f.pods != nil {
 		f.podsServed = true
 		pods, err := f.pods.GetInformer(ctx, &shadowPodCharge{})
 		if err != nil {
@@ -331,17 +331,17 @@ func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 	return undo, nil
 }
 
-// quotasServed asks discovery (through the manager's REST mapper) whether
-// the API server serves Liqo's Quota.
-func (f *Feed) quotasServed() (bool, error) {
-	_, err := f.mapper.RESTMapping(QuotaKind, offloadingv1beta1.SchemeGroupVersion.Version)
+// served asks discovery (through the manager's REST mapper) whether the
+// API server serves Liqo's kind, in offloading/v1beta1.
+func served(mapper meta.RESTMapper, kind schema.GroupKind) (bool, error) {
+	_, err := mapper.RESTMapping(kind, offloadingv1beta1.SchemeGroupVersion.Version)
 	switch {
 	case err == nil:
 		return true, nil
 	case meta.IsNoMatchError(err):
 		return false, nil
 	default:
-		return false, fmt.Errorf("discovering Liqo's Quota CRD: %w", err)
+		return false, fmt.Errorf("discovering Liqo's %s CRD: %w", kind.Kind, err)
 	}
 }
 

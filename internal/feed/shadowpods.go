@@ -3,11 +3,9 @@ package feed
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -172,20 +170,6 @@ func (l *shadowPodChargeList) DeepCopyObject() runtime.Object {
 		out.Items[i] = *l.Items[i].DeepCopyObject().(*shadowPodCharge)
 	}
 	return &out
-}
-
-// shadowPodsServed asks discovery whether the API server serves Liqo's
-// ShadowPod.
-func shadowPodsServed(mapper meta.RESTMapper) (bool, error) {
-	_, err := mapper.RESTMapping(shadowPodKind, offloadingv1beta1.SchemeGroupVersion.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("discovering Liqo's ShadowPod CRD: %w", err)
-	}
 }
 
 // shadowPodHandler tells l what each ShadowPod event shows.
