@@ -84,10 +84,7 @@ func (r *Reconciler) settle(t ticket, w writeOutcome, o ledger.Outcome, answer *
 			l.ForgetSlice(t.key, t.uid)
 		}
 	case o == ledger.Applied && len(r.feeds) == 0 && answer != nil:
-		seen := feed.Observation(answer, r.scope.classOf(answer), t.consumer)
-		for _, l := range r.ledgers {
-			l.ObserveSlice(seen)
-		}
+		r.observeSlice(answer, t.consumer)
 	case o == ledger.Lost || o == ledger.Unknown:
 		for i, f := range r.feeds {
 			if i < len(t.attempts) && t.attempts[i] != nil {
@@ -226,7 +223,7 @@ func (r *Reconciler) ready(ctx context.Context, req reconcile.Request, current *
 		if err := r.seedLedger(ctx); err != nil {
 			return false, err
 		}
-		r.observeSlice(feed.Observation(current, r.scope.classOf(current), consumer.ID))
+		r.observeSlice(current, consumer.ID)
 	}
 	for _, l := range r.ledgers {
 		if l.Ahead(key, current.UID, current.ResourceVersion) {
@@ -237,7 +234,10 @@ func (r *Reconciler) ready(ctx context.Context, req reconcile.Request, current *
 	return false, nil
 }
 
-func (r *Reconciler) observeSlice(o ledger.Slice) {
+// observeSlice tells the budgets what rs, whose trusted consumer is
+// consumer, shows: the Reconciler's own reads, when no feed does.
+func (r *Reconciler) observeSlice(rs *authv1beta1.ResourceSlice, consumer string) {
+	o := feed.Observation(rs, r.scope.classOf(rs), consumer)
 	for _, l := range r.ledgers {
 		l.ObserveSlice(o)
 	}
@@ -261,7 +261,7 @@ func (r *Reconciler) leave(ctx context.Context, req reconcile.Request, current *
 	if err != nil {
 		return err
 	}
-	r.observeSlice(feed.Observation(current, r.scope.classOf(current), consumer.ID))
+	r.observeSlice(current, consumer.ID)
 	return nil
 }
 
@@ -283,7 +283,7 @@ func (r *Reconciler) seedLedger(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.observeSlice(feed.Observation(&list.Items[i], r.scope.classOf(&list.Items[i]), consumer.ID))
+		r.observeSlice(&list.Items[i], consumer.ID)
 	}
 	r.seeded = true
 	return nil
