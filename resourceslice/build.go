@@ -3,15 +3,18 @@ package resourceslice
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -23,6 +26,7 @@ import (
 	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
+	"github.com/sliceclass/sliceclass/internal/stopqueue"
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
@@ -102,6 +106,9 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 		copts.SkipNameValidation = ptr.To(true)
 	}
 	copts.DefaultFromConfig(mgr.GetControllerOptions())
+	if ptr.Deref(copts.UsePriorityQueue, true) {
+		copts.NewQueue = priorityQueue(cc.logger())
+	}
 	c, err := controller.NewUnmanaged(name, copts)
 	if err != nil {
 		cc.release()
@@ -394,4 +401,21 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) e
 		return fmt.Errorf("class %q: adding the inventory sweep to the manager: %w", class, err)
 	}
 	return nil
+}
+
+// priorityQueue builds a class controller's queue as controller-runtime
+// does when its priority queue is on, wrapped so that shutting it down
+// strands no worker (internal/stopqueue: controller-runtime#3538, before
+// v0.25.2). Its wake-up items name no object: an object's name is never
+// empty.
+func priorityQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+			o.Log = log.WithValues("controller", name)
+			o.RateLimiter = rl
+		})
+		return stopqueue.Wrap(q, func(i int) reconcile.Request {
+			return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "\x00stopqueue-" + strconv.Itoa(i)}}
+		})
+	}
 }

@@ -2,6 +2,8 @@ package envkit
 
 import (
 	"context"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,9 +154,25 @@ func (m *Manager) Stop() {
 		case <-m.done:
 			if m.err != nil {
 				m.t.Errorf("envkit: the manager's Start returned: %v", m.err)
+				if strings.Contains(m.err.Error(), "grace period") {
+					m.t.Logf("envkit: the goroutines still running:\n%s", goroutines())
+				}
 			}
 		case <-time.After(StopTimeout):
 			m.t.Errorf("envkit: the manager did not stop within %s", StopTimeout)
+			m.t.Logf("envkit: the goroutines still running:\n%s", goroutines())
 		}
 	})
+}
+
+// goroutines returns the stacks of the process's goroutines, at most
+// 256 KiB of them: what a manager that did not stop is still running.
+func goroutines() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	const limit = 256 << 10
+	if s := b.String(); len(s) > limit {
+		return s[:limit] + "\n[truncated]"
+	}
+	return b.String()
 }
