@@ -3,18 +3,26 @@ package resourceslice
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/stopqueue"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
@@ -49,4 +57,28 @@ func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 	assert.True(t, mc.claims[class], "the class is claimed in the manager")
 	err = r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr))
 	assert.ErrorIs(t, err, ErrClassRegistered, "a class set up twice in one manager")
+}
+
+// The class controllers' queue is controller-runtime's priority queue,
+// wrapped against its shutdown deadlock: it still takes priorities (the
+// initial list is replayed low).
+func TestClassQueueIsThePriorityQueueWrapped(t *testing.T) {
+	q := priorityQueue(logr.Discard())("resourceslice-gold",
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Millisecond, time.Second))
+	defer q.ShutDown()
+	if _, ok := q.(*stopqueue.Queue[reconcile.Request]); !ok {
+		t.Fatalf("the class queue is a %T, not the wrapped priority queue", q)
+	}
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		t.Fatalf("the class queue (%T) does not take priorities", q)
+	}
+	low, high := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "low"}},
+		reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "high"}}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, low)
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, high)
+	first, _, _ := pq.GetWithPriority()
+	if first != high {
+		t.Fatalf("took %v first, want the higher priority %v", first, high)
+	}
 }
