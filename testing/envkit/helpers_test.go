@@ -15,6 +15,7 @@ type recorder struct {
 
 	mu       sync.Mutex
 	errors   []string
+	logs     []string
 	fatal    string
 	cleanups []func()
 }
@@ -25,6 +26,19 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+// logged returns what was logged.
+func (r *recorder) logged() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.logs...)
 }
 
 func (r *recorder) Fatalf(format string, args ...any) {

@@ -2,6 +2,7 @@ package envkit
 
 import (
 	"context"
+	"errors"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -145,8 +146,10 @@ func (m *Manager) Err() error {
 // Stop stops the manager and waits at most StopTimeout for its Start to
 // return, so that when Stop returns no controller of the manager writes any
 // more. An error from Start, or a manager that does not stop in time, fails
-// the test (t.Errorf, naming which). Only the first call stops; it is also
-// called when the test ends.
+// the test (t.Errorf, naming which); when something the manager ran did
+// not return (Start gave up after its grace period, or StopTimeout passed),
+// the test log also gets every goroutine's stack, to say what. Only the
+// first call stops; it is also called when the test ends.
 func (m *Manager) Stop() {
 	m.once.Do(func() {
 		m.cancel()
@@ -154,7 +157,7 @@ func (m *Manager) Stop() {
 		case <-m.done:
 			if m.err != nil {
 				m.t.Errorf("envkit: the manager's Start returned: %v", m.err)
-				if strings.Contains(m.err.Error(), "grace period") {
+				if errors.Is(m.err, context.DeadlineExceeded) { // a runnable outlived the grace period
 					m.t.Logf("envkit: the goroutines still running:\n%s", goroutines())
 				}
 			}

@@ -111,3 +111,38 @@ func TestStartManagerReportsAFailedStart(t *testing.T) {
 	require.Len(t, errs, 1, "the cleanup's Stop reports Start's error once")
 	assert.Contains(t, errs[0], "envkit: the manager's Start returned: ")
 }
+
+// A runnable that outlives the manager's grace period fails the test's
+// Stop, and the log then says what still runs: every goroutine's stack,
+// the stuck runnable's among them.
+func TestStopShowsWhatDidNotStop(t *testing.T) {
+	cp.Require(t)
+	release := make(chan struct{})
+	defer close(release)
+	opts := envkit.ManagerOptions(t, cp.Scheme)
+	opts.GracefulShutdownTimeout = ptr.To(500 * time.Millisecond)
+	r := &recorder{TB: t}
+	var m *envkit.Manager
+	r.run(func(tb testing.TB) {
+		m = envkit.StartManagerWith(tb, cp.Config, opts, func(mgr manager.Manager) error {
+			return mgr.Add(manager.RunnableFunc(func(context.Context) error { return stuckRunnable(release) }))
+		})
+	})
+	require.NotNil(t, m)
+	r.run(func(testing.TB) { m.Stop() })
+	errs, _ := r.failures()
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0], "grace period")
+	logs := r.logged()
+	require.Len(t, logs, 1, "the stacks are logged once")
+	assert.Contains(t, logs[0], "envkit: the goroutines still running")
+	assert.Contains(t, logs[0], "stuckRunnable", "the stuck runnable's stack is among them")
+}
+
+// stuckRunnable ignores its context: it returns only when released.
+//
+//go:noinline
+func stuckRunnable(release <-chan struct{}) error {
+	<-release
+	return nil
+}
