@@ -406,12 +406,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) e
 // priorityQueue builds a class controller's queue as controller-runtime
 // does when its priority queue is on, wrapped so that shutting it down
 // strands no worker (internal/stopqueue: controller-runtime#3538, before
-// v0.25.2). Its wake-up items name no object: an object's name is never
-// empty.
+// v0.25.2). log is the class's logger, which already names the controller.
+// Its wake-up items name no object: an object's name is never empty.
 func priorityQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
-			o.Log = log.WithValues("controller", name)
+			o.Log = log
 			o.RateLimiter = rl
 		})
 		return stopqueue.Wrap(q, func(i int) reconcile.Request {
