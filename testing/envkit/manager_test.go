@@ -122,13 +122,24 @@ func TestStopShowsWhatDidNotStop(t *testing.T) {
 	opts := envkit.ManagerOptions(t, cp.Scheme)
 	opts.GracefulShutdownTimeout = ptr.To(500 * time.Millisecond)
 	r := &recorder{TB: t}
+	started := make(chan struct{})
 	var m *envkit.Manager
 	r.run(func(tb testing.TB) {
 		m = envkit.StartManagerWith(tb, cp.Config, opts, func(mgr manager.Manager) error {
-			return mgr.Add(manager.RunnableFunc(func(context.Context) error { return stuckRunnable(release) }))
+			return mgr.Add(manager.RunnableFunc(func(context.Context) error {
+				close(started)
+				return stuckRunnable(release)
+			}))
 		})
 	})
 	require.NotNil(t, m)
+	// The cache syncs before the manager starts its other runnables: stop
+	// only once the stuck one runs, or it never starts and the stop is clean.
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runnable did not start")
+	}
 	r.run(func(testing.TB) { m.Stop() })
 	errs, _ := r.failures()
 	require.Len(t, errs, 1)
