@@ -36,6 +36,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/budgethook"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -188,6 +189,9 @@ type Harness struct {
 	// classes are New's class, then AlsoServe's, in order.
 	classes []*harnessClass
 	cache   *watchCache
+	// feeds are the feeds of the budgets the classes draw from, whose
+	// timers the harness runs itself (harness_timers.go).
+	feeds []budgethook.Feed
 
 	mu     sync.Mutex
 	events []Event
@@ -292,6 +296,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 		hs.classes = append(hs.classes, hc)
 	}
 	hs.Reconciler = hs.classes[0].r
+	hs.holdBudgetTimers(mgr)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := mgr.start(ctx)
@@ -307,6 +312,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 		}
 	}
 	hs.waitSliceBudgets()
+	hs.waitFeeds()
 	return hs
 }
 
@@ -381,15 +387,25 @@ func (h *Harness) Reconcile(slice *authv1beta1.ResourceSlice) Result {
 // predicates (a create, a change made through Client, a Tenant drained),
 // and those the SDK queued itself (a budget's waiter woken when capacity
 // frees, a slice a reclaim shrinks). It repeats until no slice is pending
-// and returns each reconcile's Result in order. A RequeueAfter or an
-// error does not queue the slice again: reconcile it again to play a
-// retry. It fails the test after 1000 reconciles.
+// and no budget has a re-check pending, and returns each reconcile's
+// Result in order. A budget re-checks its waiting slices shortly after a
+// change that may alter what blocks them (in a manager, about 50 ms
+// later, on a timer): the harness holds those timers, and runs each
+// pending re-check once the queues are empty, so that when
+// ReconcilePending returns every waiting slice's condition names what
+// blocks it now, with no sleep. A RequeueAfter or an error does not queue
+// the slice again: reconcile it again to play a retry. It fails the test
+// after 1000 reconciles.
 func (h *Harness) ReconcilePending() []Result {
 	h.t.Helper()
 	var out []Result
 	for n := 0; ; n++ {
 		h.sync()
 		c, req, ok := h.nextPending()
+		if !ok && h.runBudgetRechecks() {
+			n--
+			continue // the re-checks may have woken waiters
+		}
 		if !ok {
 			return out
 		}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/budgethook"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
@@ -237,3 +238,20 @@ func (r lifetime) Start(ctx context.Context) error {
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (lifetime) NeedLeaderElection() bool { return false }
+
+var _ budgethook.Feed = feedRunner{}
+
+// Ledger implements budgethook.Feed.
+func (r feedRunner) Ledger() *ledger.Ledger { return r.p.l }
+
+// WaitForSync implements budgethook.Feed: it waits for the feed of the
+// classes drawing from the budget now.
+func (r feedRunner) WaitForSync(ctx context.Context) error {
+	r.p.mu.Lock()
+	f := r.p.feed
+	r.p.mu.Unlock()
+	if f == nil {
+		return fmt.Errorf("budget %q: no class draws from it", r.p.l.Name())
+	}
+	return f.WaitForSync(ctx)
+}

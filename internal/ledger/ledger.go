@@ -72,9 +72,11 @@ type Ledger struct {
 	books books
 	line  waitLine
 	// refreshArmed: a refresh of the waiters' messages is scheduled;
-	// refreshed is when the last one ran.
+	// refreshed is when the last one ran; refreshHeld, that no timer
+	// runs it (see pending.go).
 	refreshArmed bool
 	refreshed    time.Time
+	refreshHeld  bool
 	// limits are the consumers' own limits, set at run time, overriding
 	// opts.ConsumerLimit (see SetConsumerLimit). Their keys come from the
 	// operator, not from consumers.

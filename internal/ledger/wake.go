@@ -129,6 +129,9 @@ func (l *Ledger) changedLocked() {
 		return
 	}
 	l.refreshArmed = true
+	if l.refreshHeld {
+		return // run by RunPendingRefresh (see pending.go)
+	}
 	delay := refreshAfter
 	if next := time.Until(l.refreshed.Add(refreshEvery)); next > delay {
 		delay = next
