@@ -107,8 +107,13 @@ func (w *statusWriter) sync(ctx context.Context) error {
 		return err
 	}
 	snap := ob.l.Snapshot()
-	w.capacityEvent(a, snap)
 	desired := desiredStatus(&sb, a, snap, time.Now())
+	switch {
+	case snap.Counted:
+		w.capacityEvent(a, snap)
+	case a.ok:
+		keepFigures(&desired, sb.Status) // never figures from books not yet counted
+	}
 	if equality.Semantic.DeepEqual(sb.Status, desired) {
 		return nil
 	}
@@ -129,6 +134,17 @@ func (w *statusWriter) sync(ctx context.Context) error {
 	}
 	w.last, w.lastRV = desired.DeepCopy(), obj.ResourceVersion
 	return nil
+}
+
+// keepFigures puts back into desired the figures the object shows: the
+// books they would come from are not counted yet (a new leader whose feed
+// has not delivered its initial lists, or one that restarted), and would
+// show a budget holding nothing. Only the Ready condition and
+// observedGeneration are written until the books are counted.
+func keepFigures(desired *v1alpha1.SliceBudgetStatus, shown v1alpha1.SliceBudgetStatus) {
+	desired.Capacity, desired.Used, desired.InUse = shown.Capacity, shown.Used, shown.InUse
+	desired.Reclaiming, desired.Available = shown.Reclaiming, shown.Available
+	desired.Accepted, desired.Waiting, desired.Consumers = shown.Accepted, shown.Waiting, shown.Consumers
 }
 
 // cacheCaughtUp reports whether the cached version rv is at least the

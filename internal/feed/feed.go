@@ -240,6 +240,14 @@ func (f *Feed) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("budget %q: %w", f.l.Name(), err)
 	}
+	// The books are counted once the initial lists are in, whether or not
+	// a decision asks first: the budget's status shows no figures until
+	// then.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = f.WaitForSync(ctx) // an error: the feed stopped, and counts nothing
+	}()
 	if f.evict != nil && f.podsServed {
 		wg.Add(1)
 		go func() {

@@ -21,6 +21,11 @@ type Snapshot struct {
 	Consumers []ConsumerSnapshot
 	// Closed is why the ledger admits nothing new ("" when open).
 	Closed string
+	// Counted reports whether the books count the cluster: a feed has
+	// delivered its initial lists since the ledger was made or last
+	// forgot them (ForgetAll). Until then every figure above is of books
+	// not yet counted (a new leader's, say), not what the cluster holds.
+	Counted bool
 }
 
 // ConsumerSnapshot is what one consumer holds (for the resources the
@@ -38,7 +43,7 @@ func (l *Ledger) Snapshot() Snapshot {
 	defer l.mu.Unlock()
 	s := Snapshot{
 		Total: corev1.ResourceList{}, Used: l.books.used(), InUse: corev1.ResourceList{}, Reclaiming: corev1.ResourceList{},
-		Free: l.books.free(), Waiting: l.line.len(), Closed: l.closed,
+		Free: l.books.free(), Waiting: l.line.len(), Closed: l.closed, Counted: l.books.counted,
 	}
 	for _, n := range l.books.names {
 		s.Total[n] = l.books.total[n].DeepCopy()
