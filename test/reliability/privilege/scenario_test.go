@@ -99,8 +99,12 @@ func (w world) setup(ctx context.Context) error {
 			return fmt.Errorf("creating Tenant %s/%s: %w", ns, id, err)
 		}
 	}
+	if err := refuseStatus(ctx, w.tag); err != nil {
+		return err
+	}
 	in := slicetest.WithNamespace
 	slices := []*authv1beta1.ResourceSlice{
+		w.refusedSlice(),
 		slicetest.NewSlice(sliceWithin, in(w.ns), slicetest.WithClass(w.class), slicetest.WithRequest(corev1.ResourceCPU, "1")),
 		slicetest.NewSlice(sliceCapped, in(w.ns), slicetest.WithClass(w.class), slicetest.WithRequest(corev1.ResourceCPU, "4")),
 		slicetest.NewSlice(sliceEmpty, in(w.ns), slicetest.WithClass(w.class)),
@@ -144,6 +148,7 @@ func (r *run) steps() []step {
 		{"consumer check read the namespace's label", r.consumerChecked},
 		{"BudgetExhausted denial with its Warning event", r.budgetExhausted},
 		{"Tenant drained then re-activated", r.tenantFollowed},
+		{"a repeated event patched into a series", r.eventRepeated},
 		{"leader-election event recorded", r.leaderEvent},
 		{"leader-election Lease renewed", r.leaderRenewed},
 		{"class Lease created and renewed", r.classLeaseRenewed},
