@@ -73,7 +73,7 @@ import (
 // started (and leads), it refuses to change the scheme its caches read,
 // and a missing type is an error saying to add v1alpha1.AddToScheme. The manager's client needs get,
 // list and watch on slicebudgets, patch on slicebudgets/status, and create
-// on events.
+// and patch on events (events.k8s.io; a repeated event is a patch).
 func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, error) {
 	if mgr == nil {
 		return nil, fmt.Errorf("budget %q: nil manager", name)

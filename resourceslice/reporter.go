@@ -24,8 +24,8 @@ import (
 // at the next check (every after/4, between 1 and 15 seconds), with no
 // further event: the class label is what consumers write in spec.class, so
 // made-up classes leave no series behind. It writes nothing to slices.
-// It runs on the leader only. It needs list on leases in namespace and
-// create on events.
+// It runs on the leader only. It needs list on leases in namespace, and
+// create and patch on events (events.k8s.io; a repeated event is a patch).
 func AddUnservedReporter(mgr manager.Manager, namespace string, after time.Duration) error {
 	if mgr == nil {
 		return errors.New("unserved reporter: nil manager")
