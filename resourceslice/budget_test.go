@@ -287,7 +287,7 @@ func TestBudgetExhausted(t *testing.T) {
 			require.NoError(t, res.Err, "a budget denial is a decision, not an error")
 			assert.Equal(t, conditions.Denied, res.Decision)
 			assert.Equal(t, budget.ReasonExhausted, res.Reason)
-			assert.Contains(t, res.Message, "cpu: asked 2, 1 free", "the message names the short resource, what was asked and what is free")
+			assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free", "the message names the short resource, what was asked and what is free")
 			assert.Contains(t, res.Message, "pool", "the message names the budget")
 			assert.Empty(t, res.Resources, "a denied slice is offered nothing")
 			assert.Len(t, res.Writes, 1)
@@ -328,7 +328,7 @@ func TestBudgetSharedByTwoClasses(t *testing.T) {
 	res := h.Reconcile(s)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "silver sees what gold holds")
-	assert.Contains(t, res.Message, "cpu: asked 2, 1 free")
+	assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free")
 
 	require.NoError(t, h.Client.Delete(ctx, g))
 	require.NoError(t, h.Reconcile(g).Err)
@@ -360,7 +360,7 @@ func TestBudgetRebuiltAfterRestart(t *testing.T) {
 	res := h.Reconcile(newcomer)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "2 fits an empty budget of 4, not the 1 left by what a holds")
-	assert.Contains(t, res.Message, "cpu: asked 2, 1 free")
+	assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free")
 
 	res = h.Reconcile(a)
 	require.NoError(t, res.Err)

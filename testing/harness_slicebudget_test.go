@@ -59,7 +59,7 @@ func TestSliceBudgetStatusFollowsDecisionsAndSpec(t *testing.T) {
 	res := h.Reconcile(s2)
 	require.Equal(t, conditions.Denied, res.Decision)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason)
-	assert.Equal(t, "budget premium: cpu: asked 6, 4 free", res.Message)
+	assert.Equal(t, "budget premium: cpu: asked 6, waits until 6 is free", res.Message)
 
 	sb := h.SliceBudget("premium")
 	assertStatus(t, sb, 1, 1, "10", "6", "4")

@@ -214,7 +214,7 @@ func TestWaitingSliceNamesWhatBlocksItNow(t *testing.T) {
 	create(t, sliceIn(acme, "acme-2", class, slicetest.WithConsumer("acme"), slicetest.WithRequest(corev1.ResourceCPU, "4")))
 	c := conditions.Get(waitForDecision(t, 30*time.Second, acme, "acme-2"), conditions.Resources)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
-	assert.Equal(t, `budget books-shared: cpu: asked 4, 1400m free (cpu: consumer "acme" would hold 9 of its limit 8: `+
+	assert.Equal(t, `budget books-shared: cpu: asked 4, waits until 4 is free (cpu: consumer "acme" would hold 9 of its limit 8: `+
 		`it fits only if its other slices release 1 or its limit is raised)`, c.Message, "freed capacity alone would not do: what else must change")
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, globex, "globex-1")))

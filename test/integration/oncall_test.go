@@ -55,7 +55,7 @@ func TestOneReclaimOneWarningAndFiguresOfNow(t *testing.T) {
 		rs := get(t, nsS, "s")
 		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
 		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil &&
-			strings.HasSuffix(g.Message, "waiting for reclaimed capacity still in use: cpu 4")
+			strings.HasSuffix(g.Message, "waiting for reclaimed capacity still in use: cpu")
 	})
 
 	// A pod that ends shows in gold's message within a second, with the
@@ -120,7 +120,7 @@ func TestWaiterNamesWhatWouldHaveToChange(t *testing.T) {
 	c := conditions.Get(waitForDecision(t, 30*time.Second, nsA, "a2"), conditions.Resources)
 	assert.Equal(t, conditions.Denied, c.Status)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
-	assert.Equal(t, `budget neverfits: cpu: asked 12, 4 free (cpu: consumer "cluster-nf-acme" would hold 20 of its limit 16: `+
+	assert.Equal(t, `budget neverfits: cpu: asked 12, waits until 12 is free (cpu: consumer "cluster-nf-acme" would hold 20 of its limit 16: `+
 		`it fits only if its other slices release 4 or its limit is raised)`, c.Message)
 }
 
