@@ -388,7 +388,7 @@ func TestBudgetReadmitsOldestFirst(t *testing.T) {
 	res := h.Reconcile(younger)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "the younger slice does not take what is held for the older one")
-	assert.Contains(t, res.Message, "other waiting")
+	assert.Equal(t, "budget pool: cpu: asked 2, waits until 2 is free", res.Message, "promised to the older slice: not free for the younger one")
 
 	requireAccepted(t, h, older)
 	assertUsed(t, b, "3", "the older slice took its place")
