@@ -19,6 +19,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -454,4 +455,43 @@ func TestBudgetMetricsFollowTheLiveBudget(t *testing.T) {
 	require.NoError(t, cs.Stop(context.Background(), "gold"))
 	require.NoError(t, cs.Serve("gold", &budgetPolicy{}, opts(cpuBudget(t, "8"))...))
 	assert.Equal(t, []float64{8}, totals(), "one series for budget pool: the live one's total")
+}
+
+// A budget that admits nothing new for a cause other than its capacity (a
+// missing SliceBudget) refuses with its own reason, not BudgetExhausted: a
+// new slice is Denied BudgetUnavailable with a message naming the budget and
+// the cause, a Warning event of that reason, and the metric of that reason
+// counts it; an Accepted slice asking more keeps its offer, with the same
+// reason in its Warning event; nothing is counted as exhausted (issue 42).
+func TestUnavailableBudgetHasItsOwnReason(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := cpuBudget(t, "4")
+	grown := budgetedSlice("grown", "gold", "2", 0)
+	fresh := budgetedSlice("fresh", "gold", "1", 1)
+	p := &budgetPolicy{}
+	h := newBudgetHarness(t, "gold", p, b, slicetest.WithObjects(grown, fresh),
+		slicetest.WithReconcilerOptions(resourceslice.WithMetricsRegisterer(reg)))
+	requireAccepted(t, h, grown)
+	const cause = `SliceBudget "pool" not found: admits nothing new`
+	ledger.Of(b).SetClosed(cause)
+
+	res := h.Reconcile(fresh)
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, budget.ReasonUnavailable, res.Reason)
+	assert.Equal(t, "budget pool is unavailable: "+cause, res.Message)
+	require.Len(t, res.Events, 1)
+	assert.Equal(t, corev1.EventTypeWarning, res.Events[0].Type)
+	assert.Equal(t, budget.ReasonUnavailable, res.Events[0].Reason)
+
+	p.offer = "3"
+	res = h.Reconcile(grown)
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Accepted, res.Decision, "an unavailable budget revokes nothing")
+	assert.Equal(t, "keeps its current offer; the larger one waits: budget pool is unavailable: "+cause, res.Message)
+	require.Len(t, res.Events, 1)
+	assert.Equal(t, budget.ReasonUnavailable, res.Events[0].Reason)
+
+	assert.Equal(t, 2.0, counterValue(t, reg, "sliceclass_budget_unavailable_total", map[string]string{"class": "gold"}))
+	assert.Zero(t, counterValue(t, reg, "sliceclass_budget_exhausted_total", map[string]string{"class": "gold"}), "unavailable is not exhausted")
 }
