@@ -144,7 +144,8 @@ func TestSliceBudgetDeleted(t *testing.T) {
 	assert.Nil(t, h.SliceBudget("premium"), "gone")
 	res := h.Reconcile(s2)
 	assert.Equal(t, conditions.Denied, res.Decision)
-	assert.Contains(t, res.Message, `SliceBudget "premium" not found: admits nothing new`)
+	assert.Equal(t, budget.ReasonUnavailable, res.Reason, "a deleted SliceBudget is not exhausted")
+	assert.Equal(t, `budget premium is unavailable: SliceBudget "premium" not found: admits nothing new`, res.Message)
 	assert.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision, "what a slice holds is not revoked")
 
 	// Created again, it admits the waiter.
