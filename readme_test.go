@@ -111,7 +111,7 @@ func TestGoldWithABudget(t *testing.T) {
 	require.NoError(t, res.Err)
 	assert.Equal(t, conditions.Denied, res.Decision)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason)
-	assert.Equal(t, "budget gold: cpu: asked 4, 2 free", res.Message)
+	assert.Equal(t, "budget gold: cpu: asked 4, waits until 4 is free", res.Message)
 	free := b.Free()
 	assert.True(t, free.Cpu().Equal(resource.MustParse("2")))
 }

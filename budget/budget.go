@@ -12,15 +12,26 @@ import (
 )
 
 // ReasonExhausted is the Resources condition reason of a slice denied for
-// lack of budget. Its message names each short resource with what was asked
-// and what is free.
+// lack of budget. Its message names the budget and each short resource
+// with what was asked, what the slice holds, and how much must be free for
+// it ("cpu: asked 4, waits until 4 is free"); what is
+// free now is in the budget's status and metrics, not in the message.
 const ReasonExhausted = ledger.ReasonExhausted
 
 // ReasonConsumerLimit is the Resources condition reason of a slice denied
-// because its consumer would hold more than WithConsumerLimit allows. Its
-// message names the consumer, and each short resource with what was asked,
-// what the consumer holds and the limit.
+// because its consumer would hold more than its limit (WithConsumerLimit,
+// SetConsumerLimit). Its message names the consumer and, for each resource,
+// what was asked and the limit, and what would have to change (the
+// consumer's other slices release capacity, or the limit is raised).
 const ReasonConsumerLimit = ledger.ReasonConsumerLimit
+
+// ReasonUnavailable is the Resources condition reason of a slice denied
+// because its budget admits nothing new for a cause other than its
+// capacity: the SliceBudget a FromObject budget follows is missing, its
+// spec was refused, or its node pool cannot be read. Its message names the
+// budget and the cause. A slice that asks no more than it holds is not
+// refused: an unavailable budget revokes nothing.
+const ReasonUnavailable = ledger.ReasonUnavailable
 
 // ReasonReclaimed is the Resources condition reason of a slice that stays
 // Accepted with a smaller offer because a slice of higher priority

@@ -31,12 +31,17 @@
 // # When an offer does not fit
 //
 // A slice not yet Accepted is written Denied with reason ReasonExhausted
-// (or ReasonConsumerLimit); the message names each short resource with the
-// amounts. An Accepted slice whose handler now offers more than is free
-// keeps its current offer: it stays Accepted, its condition message and a
-// Warning event name what is short, with the amounts, and the larger offer
-// waits. A waiting slice's condition follows what blocks it: when the
-// reason or the figures change, it is decided again and says so. When
+// (or ReasonConsumerLimit, or ReasonUnavailable for a budget that admits
+// nothing new); the message names each short resource with what was asked
+// and what would have to change. An Accepted slice whose handler now offers
+// more than is free keeps its current offer: it stays Accepted, its
+// condition message and a Warning event name what is short, and the larger
+// offer waits. A waiting slice's condition follows what blocks it in kind
+// (the reason, the limit, the short resources, what would have to change):
+// when that changes, it is decided again and says so. Figures that move
+// with other slices (what is free, used or promised) are not in its
+// message, so that they cost no write on waiting slices: they are in the
+// SliceBudget's status and the metrics. When
 // capacity frees it is promised to the waiting slices that fit, fair by
 // consumer (the consumer holding the least, by its dominant share, first;
 // oldest first within one consumer), or in plain creation order with

@@ -160,7 +160,7 @@ func TestConsumerLimitRefusal(t *testing.T) {
 			continue
 		}
 		want := &ledger.Refusal{Budget: "gpu", Reason: budget.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-			Message: `budget gpu: consumer "peer-1" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`}
+			Message: `budget gpu: consumer "peer-1" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`}
 		assert.Empty(t, cmp.Diff(want, refusal), "(-want +got)")
 	}
 	assert.Equal(t, "ConsumerLimitReached", budget.ReasonConsumerLimit)

@@ -174,8 +174,9 @@ func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal 
 		conditions.Deny(desired, refusal.Reason, refusal.Message)
 		return
 	}
-	// The condition says what blocks the growth now, with the figures: the
-	// budget wakes a waiting slice when they change.
+	// The condition says what blocks the growth now, in kind (no figure
+	// that moves with other slices): the budget wakes a waiting slice when
+	// that changes, and only then is it written again.
 	was := conditions.Get(current, conditions.Resources)
 	note := "keeps its current offer; the larger one waits: " + refusal.Message
 	if was.Reason == budget.ReasonReclaimed {
@@ -192,13 +193,22 @@ func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal 
 	}
 }
 
-// countShort counts a slice kept from what it asked by a budget.
+// countShort counts a slice kept from what it asked by a budget, by the
+// refusal's reason.
 func (r *Reconciler) countShort(reason string) {
-	if reason == budget.ReasonConsumerLimit {
+	switch reason {
+	case budget.ReasonConsumerLimit:
 		r.metrics.consumerLimited.WithLabelValues(r.scope.class).Inc()
-		return
+	case budget.ReasonUnavailable:
+		r.metrics.unavailable.WithLabelValues(r.scope.class).Inc()
+	default:
+		r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
 	}
-	r.metrics.exhausted.WithLabelValues(r.scope.class).Inc()
+}
+
+// isBudgetReason reports whether reason is one a budget's refusal writes.
+func isBudgetReason(reason string) bool {
+	return reason == budget.ReasonExhausted || reason == budget.ReasonConsumerLimit || reason == budget.ReasonUnavailable
 }
 
 // ready makes sure the budgets' ledgers are not ahead of the slice the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -287,7 +288,7 @@ func TestBudgetExhausted(t *testing.T) {
 			require.NoError(t, res.Err, "a budget denial is a decision, not an error")
 			assert.Equal(t, conditions.Denied, res.Decision)
 			assert.Equal(t, budget.ReasonExhausted, res.Reason)
-			assert.Contains(t, res.Message, "cpu: asked 2, 1 free", "the message names the short resource, what was asked and what is free")
+			assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free", "the message names the short resource, what was asked and what is free")
 			assert.Contains(t, res.Message, "pool", "the message names the budget")
 			assert.Empty(t, res.Resources, "a denied slice is offered nothing")
 			assert.Len(t, res.Writes, 1)
@@ -328,7 +329,7 @@ func TestBudgetSharedByTwoClasses(t *testing.T) {
 	res := h.Reconcile(s)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "silver sees what gold holds")
-	assert.Contains(t, res.Message, "cpu: asked 2, 1 free")
+	assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free")
 
 	require.NoError(t, h.Client.Delete(ctx, g))
 	require.NoError(t, h.Reconcile(g).Err)
@@ -360,7 +361,7 @@ func TestBudgetRebuiltAfterRestart(t *testing.T) {
 	res := h.Reconcile(newcomer)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "2 fits an empty budget of 4, not the 1 left by what a holds")
-	assert.Contains(t, res.Message, "cpu: asked 2, 1 free")
+	assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free")
 
 	res = h.Reconcile(a)
 	require.NoError(t, res.Err)
@@ -388,7 +389,7 @@ func TestBudgetReadmitsOldestFirst(t *testing.T) {
 	res := h.Reconcile(younger)
 	require.NoError(t, res.Err)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, "the younger slice does not take what is held for the older one")
-	assert.Contains(t, res.Message, "other waiting")
+	assert.Equal(t, "budget pool: cpu: asked 2, waits until 2 is free", res.Message, "promised to the older slice: not free for the younger one")
 
 	requireAccepted(t, h, older)
 	assertUsed(t, b, "3", "the older slice took its place")
@@ -454,4 +455,43 @@ func TestBudgetMetricsFollowTheLiveBudget(t *testing.T) {
 	require.NoError(t, cs.Stop(context.Background(), "gold"))
 	require.NoError(t, cs.Serve("gold", &budgetPolicy{}, opts(cpuBudget(t, "8"))...))
 	assert.Equal(t, []float64{8}, totals(), "one series for budget pool: the live one's total")
+}
+
+// A budget that admits nothing new for a cause other than its capacity (a
+// missing SliceBudget) refuses with its own reason, not BudgetExhausted: a
+// new slice is Denied BudgetUnavailable with a message naming the budget and
+// the cause, a Warning event of that reason, and the metric of that reason
+// counts it; an Accepted slice asking more keeps its offer, with the same
+// reason in its Warning event; nothing is counted as exhausted (issue 42).
+func TestUnavailableBudgetHasItsOwnReason(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := cpuBudget(t, "4")
+	grown := budgetedSlice("grown", "gold", "2", 0)
+	fresh := budgetedSlice("fresh", "gold", "1", 1)
+	p := &budgetPolicy{}
+	h := newBudgetHarness(t, "gold", p, b, slicetest.WithObjects(grown, fresh),
+		slicetest.WithReconcilerOptions(resourceslice.WithMetricsRegisterer(reg)))
+	requireAccepted(t, h, grown)
+	const cause = `SliceBudget "pool" not found: admits nothing new`
+	ledger.Of(b).SetClosed(cause)
+
+	res := h.Reconcile(fresh)
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, budget.ReasonUnavailable, res.Reason)
+	assert.Equal(t, "budget pool is unavailable: "+cause, res.Message)
+	require.Len(t, res.Events, 1)
+	assert.Equal(t, corev1.EventTypeWarning, res.Events[0].Type)
+	assert.Equal(t, budget.ReasonUnavailable, res.Events[0].Reason)
+
+	p.offer = "3"
+	res = h.Reconcile(grown)
+	require.NoError(t, res.Err)
+	assert.Equal(t, conditions.Accepted, res.Decision, "an unavailable budget revokes nothing")
+	assert.Equal(t, "keeps its current offer; the larger one waits: budget pool is unavailable: "+cause, res.Message)
+	require.Len(t, res.Events, 1)
+	assert.Equal(t, budget.ReasonUnavailable, res.Events[0].Reason)
+
+	assert.Equal(t, 2.0, counterValue(t, reg, "sliceclass_budget_unavailable_total", map[string]string{"class": "gold"}))
+	assert.Zero(t, counterValue(t, reg, "sliceclass_budget_exhausted_total", map[string]string{"class": "gold"}), "unavailable is not exhausted")
 }

@@ -64,8 +64,8 @@
 // # Event and condition reasons
 //
 // Besides the reasons a handler sets on the Resources condition, the SDK
-// uses these (strings, stable; budget.ReasonExhausted and
-// budget.ReasonConsumerLimit are the budget's):
+// uses these (strings, stable; budget.ReasonExhausted,
+// budget.ReasonConsumerLimit and budget.ReasonUnavailable are the budget's):
 //
 //	reason            kind                    when
 //	HandlerFailed     Warning event           the handler returned an error, or overran WithHandlerTimeout (once per call); retried with backoff unless terminal
@@ -97,6 +97,7 @@
 //	sliceclass_budget_waiting                 gauge      budget              slices waiting for its capacity
 //	sliceclass_budget_exhausted_total         counter    class               slices denied or kept from growing for lack of budget
 //	sliceclass_budget_consumer_limited_total  counter    class               the same, by a consumer's limit
+//	sliceclass_budget_unavailable_total       counter    class               the same, by a budget that admits nothing new
 //	sliceclass_budget_consumer_limit          gauge      budget, consumer,   a consumer's own limit (budget.Budget.SetConsumerLimit),
 //	                                                     resource            while it lasts
 //	sliceclass_unserved_slices                gauge      class               AddUnservedReporter: slices nobody serves

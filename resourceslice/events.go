@@ -180,7 +180,7 @@ func (r *Reconciler) recordTransition(ctx context.Context, current, desired *aut
 		outcome = outcomeDenied
 	}
 	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()
-	if after.Reason == budget.ReasonExhausted || after.Reason == budget.ReasonConsumerLimit {
+	if isBudgetReason(after.Reason) {
 		r.countShort(after.Reason)
 	}
 	if after.Reason != budget.ReasonReclaimed { // its Warning event is the shrink's (applyCaps)

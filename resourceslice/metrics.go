@@ -36,6 +36,11 @@ const (
 	// ConsumerLimitReached, and Accepted slices kept from a larger offer by
 	// their consumer's limit, by class.
 	metricConsumerLimited = "sliceclass_budget_consumer_limited_total"
+	// metricBudgetUnavailable counts decisions written Denied with reason
+	// BudgetUnavailable, and Accepted slices kept from a larger offer by a
+	// budget that admits nothing new (its SliceBudget missing or refused,
+	// its node pool unreadable), by class.
+	metricBudgetUnavailable = "sliceclass_budget_unavailable_total"
 	// metricBudgetWaiting is how many slices wait for a budget's capacity,
 	// by budget.
 	metricBudgetWaiting = "sliceclass_budget_waiting"
@@ -77,6 +82,7 @@ type metrics struct {
 	reg             prometheus.Registerer
 	exhausted       *prometheus.CounterVec
 	consumerLimited *prometheus.CounterVec
+	unavailable     *prometheus.CounterVec
 	reclaimed       *prometheus.CounterVec
 	gaveUp          *prometheus.CounterVec
 	passes          *prometheus.CounterVec
@@ -116,6 +122,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.consumerLimited, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricConsumerLimited,
 		Help: "Decisions written Denied because the consumer reached its limit in a budget (reason ConsumerLimitReached), by class.",
+	}, []string{"class"}))
+	if err != nil {
+		return nil, err
+	}
+	m.unavailable, err = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricBudgetUnavailable,
+		Help: "Decisions written Denied, or Accepted slices kept from a larger offer, because a budget admits nothing new (reason BudgetUnavailable: its SliceBudget missing or refused, its node pool unreadable), by class.",
 	}, []string{"class"}))
 	if err != nil {
 		return nil, err

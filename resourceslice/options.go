@@ -282,7 +282,8 @@ func WithDecisionEvents(mode DecisionEvents) DecisionOption {
 // admitted only if it fits what b has free (and keeps its consumer within
 // b's consumer limit), atomically across workers and across every class
 // sharing b in this manager, and is written Denied with reason
-// budget.ReasonExhausted (or budget.ReasonConsumerLimit) otherwise. Given
+// budget.ReasonExhausted (or budget.ReasonConsumerLimit, or
+// budget.ReasonUnavailable when b admits nothing new) otherwise. Given
 // more than once, an offer is admitted only if it fits every budget of the
 // class, all at once (never a partial hold), and a denial names the budget
 // that refused: classes may share any subset of budgets (gold ⊂ premium ⊂

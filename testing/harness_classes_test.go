@@ -88,7 +88,7 @@ func TestSharedBudgetCountsTheOtherClassesSlices(t *testing.T) {
 			require.Equal(t, tc.want, res.Decision, tc.reason)
 			if tc.want == conditions.Denied {
 				assert.Equal(t, budget.ReasonExhausted, res.Reason)
-				assert.Equal(t, "budget shared: cpu: asked 4, 2 free", res.Message)
+				assert.Equal(t, "budget shared: cpu: asked 4, waits until 4 is free", res.Message)
 			}
 		})
 	}

@@ -59,7 +59,7 @@ func TestSliceBudgetStatusFollowsDecisionsAndSpec(t *testing.T) {
 	res := h.Reconcile(s2)
 	require.Equal(t, conditions.Denied, res.Decision)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason)
-	assert.Equal(t, "budget premium: cpu: asked 6, 4 free", res.Message)
+	assert.Equal(t, "budget premium: cpu: asked 6, waits until 6 is free", res.Message)
 
 	sb := h.SliceBudget("premium")
 	assertStatus(t, sb, 1, 1, "10", "6", "4")
@@ -144,7 +144,8 @@ func TestSliceBudgetDeleted(t *testing.T) {
 	assert.Nil(t, h.SliceBudget("premium"), "gone")
 	res := h.Reconcile(s2)
 	assert.Equal(t, conditions.Denied, res.Decision)
-	assert.Contains(t, res.Message, `SliceBudget "premium" not found: admits nothing new`)
+	assert.Equal(t, budget.ReasonUnavailable, res.Reason, "a deleted SliceBudget is not exhausted")
+	assert.Equal(t, `budget premium is unavailable: SliceBudget "premium" not found: admits nothing new`, res.Message)
 	assert.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision, "what a slice holds is not revoked")
 
 	// Created again, it admits the waiter.

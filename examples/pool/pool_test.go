@@ -74,7 +74,7 @@ func TestDeletedSliceReleasesItsShare(t *testing.T) {
 	hs, b := newHarness(t, a, s)
 	full := hs.Reconcile(s)
 	require.Equal(t, conditions.Denied, full.Decision, "pool full (%s)", full.Message)
-	assert.Contains(t, full.Message, "cpu: asked 4, 0 free")
+	assert.Contains(t, full.Message, "cpu: asked 4, waits until 4 is free")
 
 	require.NoError(t, hs.Client.Delete(context.Background(), a))
 	hs.Reconcile(a) // the deletion's reconcile gives a's share back

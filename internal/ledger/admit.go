@@ -76,8 +76,10 @@ type Request struct {
 }
 
 // Refusal says why a request did not fit: which budget, which reason
-// (ReasonExhausted or ReasonConsumerLimit), and a message naming each short
-// resource.
+// (ReasonExhausted, ReasonConsumerLimit or ReasonUnavailable), and a
+// message naming each short resource, or the cause of an unavailable
+// budget. The message changes only when what blocks the slice changes in
+// kind: it carries no figure that moves with other slices (see verdict).
 type Refusal struct {
 	Budget  string
 	Reason  string
@@ -90,6 +92,11 @@ type Refusal struct {
 const (
 	// ReasonExhausted: the budget has not enough free.
 	ReasonExhausted = "BudgetExhausted"
+	// ReasonUnavailable: the budget admits nothing new for a cause other
+	// than its capacity (SetClosed: its SliceBudget missing, its spec
+	// refused, its node pool unreadable); the message names the budget and
+	// the cause.
+	ReasonUnavailable = "BudgetUnavailable"
 	// ReasonConsumerLimit: the consumer would hold more than its limit.
 	ReasonConsumerLimit = "ConsumerLimitReached"
 	// ReasonNotCounted: the ledger's books were forgotten (its feed
@@ -195,7 +202,7 @@ func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
 				// What blocks it is what blocked it (a reclaim changes
 				// what victims keep, not what they count), and what of
 				// the reclaimed capacity is still in use.
-				v.msg += l.reclaimNote(w.Holder)
+				v.msg += l.reclaimWait(w.Holder)
 				l.line.promise(w) // what is reclaimed is its own
 				w.reclaiming = true
 			}

@@ -198,7 +198,7 @@ func TestCheck(t *testing.T) {
 
 	ok, msg = l.Check(gold("a"), cpu("2"))
 	assert.False(t, ok)
-	assert.Equal(t, "budget pool: cpu: asked 2, 1 free", msg)
+	assert.Equal(t, "budget pool: cpu: asked 2, waits until 2 is free", msg)
 	assert.Empty(t, l.Waiting(), "a dry run does not join the line")
 
 	_, admitMsg := l.Admit(gold("a"), "1", at(0), cpu("2"))

@@ -17,7 +17,8 @@ import (
 // limit and asks 4 more while globex's 8 fill the budget (free capacity
 // blocks it first); once globex's slice is gone the free capacity no
 // longer blocks it, its consumer limit does, and the ledger wakes it so
-// that its condition says so, with the figures of now.
+// that its condition says so. Neither message carries a figure that moves
+// with other slices (what is free, what acme's other slices hold).
 func TestWaiterToldWhatBlocksItNow(t *testing.T) {
 	l, w := newLedgerOpts(t, "shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("14400m")},
 		ledger.Options{ConsumerLimit: cpu("8")})
@@ -25,8 +26,8 @@ func TestWaiterToldWhatBlocksItNow(t *testing.T) {
 	holdAs(l, "globex-1", "globex", cpu("8"))
 	r := refused(t, []*ledger.Ledger{l}, request("acme-2", "acme", at(3), cpu("4")))
 	assert.Equal(t, ledger.ReasonExhausted, r.Reason)
-	assert.Equal(t, `budget shared: cpu: asked 4, 1400m free (cpu: consumer "acme" would hold 9 of its limit 8: `+
-		`it fits only if its other slices release 1 or its limit is raised)`, r.Message, "what would have to change, beyond free capacity")
+	assert.Equal(t, `budget shared: cpu: asked 4, waits until 4 is free (cpu: consumer "acme" would go over its limit 8 with what its other slices hold or are promised: `+
+		`it fits only if they release capacity or its limit is raised)`, r.Message, "what would have to change, beyond free capacity")
 	w.take()
 
 	l.ForgetSlice(key("globex-1"), uid("globex-1"))
@@ -34,25 +35,39 @@ func TestWaiterToldWhatBlocksItNow(t *testing.T) {
 		"the waiter is woken when what blocks it changes")
 	r = refused(t, []*ledger.Ledger{l}, request("acme-2", "acme", at(3), cpu("4")))
 	assert.Equal(t, ledger.ReasonConsumerLimit, r.Reason)
-	assert.Equal(t, `budget shared: consumer "acme" is at its limit: cpu: asked 4, holds 5, limit 8`, r.Message)
+	assert.Equal(t, `budget shared: consumer "acme" would go over its limit beside what its other slices hold or are promised: cpu: asked 4, limit 8 `+
+		`(it fits only if they release capacity or its limit is raised)`, r.Message, "acme holds 5 of 8: not at its limit, but 4 more would take it over")
 
 	// Told once: with nothing changed, no more wakes.
 	time.Sleep(300 * time.Millisecond)
 	assert.NotContains(t, w.take(), "acme-2", "nothing changed: not woken again")
 }
 
-// The figures in a waiter's message change with what is held, and the
-// waiter is told: a 6-CPU ask waiting on 4 free learns when 2 more are taken.
-func TestWaiterToldNewFigures(t *testing.T) {
+// A waiter is not woken when only figures move (issue 42): b, asking 6
+// while 4 are free, keeps its message when another slice takes 2 more, and
+// is not woken to rewrite it; a waiter whose block changes in kind in the
+// same change (sentinel: its consumer's limit now blocks it too) is woken.
+// The sentinel joined after b, so it is woken after b would have been.
+func TestWaiterNotWokenByMovingFigures(t *testing.T) {
 	l, w := newLedger(t, cpu("10"))
-	hold(l, "a", cpu("6"))
+	require.NoError(t, l.SetConsumerLimit("acme", cpu("4")))
+	hold(l, "a", cpu("7"))
 	r := refused(t, []*ledger.Ledger{l}, request("b", "", at(1), cpu("6")))
-	assert.Equal(t, "budget pool: cpu: asked 6, 4 free", r.Message)
+	want := "budget pool: cpu: asked 6, waits until 6 is free"
+	assert.Equal(t, want, r.Message)
+	s := refused(t, []*ledger.Ledger{l}, request("sentinel", "acme", at(2), cpu("4")))
+	assert.Equal(t, "budget pool: cpu: asked 4, waits until 4 is free", s.Message)
 	w.take()
-	admit(t, l, gold("c"), "1", at(2), cpu("2"))
-	require.Eventually(t, func() bool { return contains(w.take(), "b") }, 2*time.Second, 10*time.Millisecond)
+
+	admitted(t, []*ledger.Ledger{l}, request("c", "acme", at(3), cpu("1")))
+	var woken []string
+	require.Eventually(t, func() bool {
+		woken = append(woken, w.take()...)
+		return contains(woken, "sentinel")
+	}, 2*time.Second, 10*time.Millisecond, "the sentinel is woken: acme's limit now blocks it too")
+	assert.NotContains(t, append(woken, w.take()...), "b", "b's block did not change in kind: not woken")
 	r = refused(t, []*ledger.Ledger{l}, request("b", "", at(1), cpu("6")))
-	assert.Equal(t, "budget pool: cpu: asked 6, 2 free", r.Message)
+	assert.Equal(t, want, r.Message, "2 free now, not 3: the message is the same")
 }
 
 // A lost answer is held until one read says it was not applied, and a

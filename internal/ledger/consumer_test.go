@@ -49,24 +49,31 @@ func TestConsumerLimit(t *testing.T) {
 			setup:  func(_ *testing.T, l *ledger.Ledger) { holdAs(l, "a", "A", gpus("2")) },
 			r:      request("b", "A", at(1), gpus("1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
+		},
+		"NotAtItsLimit": {
+			reason: "A consumer holding 1 GPU of its 2 and asking 2 more is not at its limit: the message says the ask would take it over (issue 42).",
+			setup:  func(_ *testing.T, l *ledger.Ledger) { holdAs(l, "a", "A", gpus("1")) },
+			r:      request("b", "A", at(1), gpus("2")),
+			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 2, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"SeveralResources": {
-			reason: "Every short resource is named, sorted, each with what the consumer holds and its limit.",
+			reason: "Every short resource is named, sorted, each with what was asked and its limit (what the consumer holds moves: it is not in the message).",
 			setup: func(_ *testing.T, l *ledger.Ledger) {
 				holdAs(l, "a", "A", gpuCPU("1", "3"))
 				holdAs(l, "c", "A", gpuCPU("1", "0"))
 			},
 			r: request("b", "A", at(1), gpuCPU("1", "2")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"cpu", "nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: cpu: asked 2, holds 3, limit 4; nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: cpu: asked 2, limit 4; nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"OnlyShortResourcesNamed": {
 			reason: "A resource within the limit is not named.",
 			setup:  func(_ *testing.T, l *ledger.Ledger) { holdAs(l, "a", "A", gpuCPU("2", "1")) },
 			r:      request("b", "A", at(1), gpuCPU("1", "1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"OtherConsumer": {
 			reason: "One consumer's holding does not count against another's limit.",
@@ -82,8 +89,7 @@ func TestConsumerLimit(t *testing.T) {
 			reason: "A first slice asking more than the limit is refused: it would hold more than the limit alone.",
 			r:      request("b", "A", at(1), gpus("3")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 3, holds 0, limit 2` +
-					` (nvidia.com/gpu: asked 3, more than consumer "A"'s limit 2: it fits only if that limit is raised)`},
+				Message: `budget pool: consumer "A" would go over its limit: nvidia.com/gpu: asked 3, more than its limit 2 (it fits only if that limit is raised)`},
 		},
 		"CountsQuota": {
 			reason: "Liqo's Quota for a slice that is not Accepted (any more) counts: it is enforced.",
@@ -93,7 +99,7 @@ func TestConsumerLimit(t *testing.T) {
 			},
 			r: request("b", "A", at(1), gpus("1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"CountsAssumptions": {
 			reason: "An admission whose write the watch has not shown yet counts: a cold cache cannot grant past the limit.",
@@ -103,7 +109,7 @@ func TestConsumerLimit(t *testing.T) {
 			},
 			r: request("b", "A", at(1), gpus("1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"DenyIsNotARelease": {
 			reason: "A slice Denied after an acceptance still holds its grant (Liqo's Quota stays).",
@@ -113,7 +119,7 @@ func TestConsumerLimit(t *testing.T) {
 			},
 			r: request("b", "A", at(1), gpus("1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"AcrossClasses": {
 			reason: "The limit applies across every class drawing from the ledger.",
@@ -122,7 +128,7 @@ func TestConsumerLimit(t *testing.T) {
 			},
 			r: request("b", "A", at(1), gpus("1")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 1, holds 2, limit 2`},
+				Message: `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 (it fits only if they release capacity or its limit is raised)`},
 		},
 		"SameOfferAgain": {
 			reason: "A slice that holds its offer is admitted for it again: only the increase counts.",
@@ -134,8 +140,7 @@ func TestConsumerLimit(t *testing.T) {
 			setup:  func(_ *testing.T, l *ledger.Ledger) { holdAs(l, "b", "A", gpus("2")) },
 			r:      request("b", "A", at(1), gpus("3")),
 			want: &ledger.Refusal{Budget: "pool", Reason: ledger.ReasonConsumerLimit, Resources: []string{"nvidia.com/gpu"},
-				Message: `budget pool: consumer "A" is at its limit: nvidia.com/gpu: asked 3, holds 2, limit 2` +
-					` (nvidia.com/gpu: asked 3, more than consumer "A"'s limit 2: it fits only if that limit is raised)`},
+				Message: `budget pool: consumer "A" would go over its limit: nvidia.com/gpu: asked 3, more than its limit 2 (it fits only if that limit is raised)`},
 		},
 		"ConsumerMoved": {
 			reason: "A slice observed under another consumer counts for that one only.",
@@ -172,6 +177,24 @@ func TestConsumerLimit(t *testing.T) {
 			assert.Zero(t, l.WaitingCount())
 		})
 	}
+}
+
+// A consumer holding nothing whose older waiter is promised 2 GPUs, its
+// whole limit, is refused a third: the message says what is true, that its
+// other slices' promises take the limit, not that it is at its limit.
+func TestConsumerLimitPromisedToItsOtherWaiter(t *testing.T) {
+	l, w := limited(t)
+	ls := []*ledger.Ledger{l}
+	holdAs(l, "x", "X", gpus("10"))
+	refused(t, ls, request("old", "A", at(0), gpus("2")))
+	l.ForgetSlice(key("x"), uid("x"))
+	require.Equal(t, []string{"old"}, w.take(), "old is promised the 2 GPUs freed")
+	r := refused(t, ls, request("new", "A", at(1), gpus("1")))
+	assert.Equal(t, ledger.ReasonConsumerLimit, r.Reason)
+	assert.Equal(t, `budget pool: consumer "A" would go over its limit beside what its other slices hold or are promised: nvidia.com/gpu: asked 1, limit 2 `+
+		`(it fits only if they release capacity or its limit is raised)`, r.Message)
+	used := l.Used()[resourceGPU]
+	assert.True(t, used.IsZero(), "nobody holds a GPU: %s", used.String())
 }
 
 // A waiter stopped by its consumer's limit is woken when that consumer's

@@ -52,10 +52,9 @@ func (l *Ledger) roomLocked(r Request) room {
 	return rm
 }
 
-// fitLocked says why r does not fit l: ReasonExhausted with a message
-// naming what is short (and how many other waiting slices the free capacity
-// is promised to, when that is what keeps it), ReasonConsumerLimit, or ""
-// when it fits.
+// fitLocked says why r does not fit l: ReasonUnavailable when the ledger
+// is closed, ReasonExhausted with a message naming what is short,
+// ReasonConsumerLimit, or "" when it fits.
 func (l *Ledger) fitLocked(r Request) verdict {
 	return l.roomLocked(r).fit(r)
 }
@@ -63,6 +62,16 @@ func (l *Ledger) fitLocked(r Request) verdict {
 // verdict is what the fit check answers for one request in one ledger:
 // why it does not fit ("" when it does), in a message naming the short
 // resources; and what it asks beyond what its slice grows from.
+//
+// A waiting slice's condition carries the message, and the ledger wakes a
+// waiter to rewrite it whenever it changes (refresh): so a message names
+// what blocks the slice in kind (the reason, the budget or limit, the
+// short resources, what would have to change) with stable figures only
+// (the slice's own ask and holding, a limit's or total's configured
+// value), never figures that move with other slices (what is free, used,
+// promised, or what other slices hold). Those live in the budget's status
+// and metrics; in a message they would rewrite every waiter at each change
+// of any slice (issue 42).
 type verdict struct {
 	reason, msg string
 	short       []string
@@ -76,24 +85,26 @@ func (rm room) fit(r Request) verdict {
 		return verdict{reason: reason, msg: msg, short: short, increase: grow}
 	}
 	if rm.closed != "" && len(grow) > 0 {
-		return no(ReasonExhausted, "budget "+rm.budget+": "+rm.closed, sortedKeys(grow))
+		return no(ReasonUnavailable, "budget "+rm.budget+" is unavailable: "+rm.closed, sortedKeys(grow))
 	}
 	consumerShort := consumerShort(rm.limit, rm.held, r.Offer, rm.mine, rm.others)
 	if short := shortfall(rm.names, r.Offer, rm.free, rm.mine); len(short) > 0 {
-		return no(ReasonExhausted, rm.message(short, false)+rm.fitsOnlyIf(r, consumerShort), shortNames(short))
+		return no(ReasonExhausted, rm.message(short)+rm.fitsOnlyIf(r, consumerShort), shortNames(short))
 	}
 	if len(consumerShort) > 0 {
-		return no(ReasonConsumerLimit, fmt.Sprintf("budget %s: consumer %q is at its limit: %s", rm.budget, r.Consumer, strings.Join(consumerShort, "; "))+
-			rm.fitsOnlyIf(r, nil), shortNames(consumerShort))
+		return no(ReasonConsumerLimit, consumerShort.message(rm.budget, r.Consumer)+rm.totalNote(r), consumerShort.names())
 	}
 	if rm.nPromised > 0 {
+		// Free, but promised to other waiting slices: not free for this
+		// one. The message is the same as for capacity in use, so that
+		// promises made and kept do not rewrite every waiter.
 		if short := shortfall(rm.names, r.Offer, rm.spare, rm.mine); len(short) > 0 {
-			return no(ReasonExhausted, rm.message(short, true), shortNames(short))
+			return no(ReasonExhausted, rm.message(short), shortNames(short))
 		}
 	}
 	if rm.heldBack > 0 && len(grow) > 0 {
-		return no(ReasonExhausted, fmt.Sprintf("budget %s: waits for %d slice(s) of priority above %d to be decided first (a new leader learns what they were promised only as they are decided)",
-			rm.budget, rm.heldBack, r.Priority), sortedKeys(grow))
+		return no(ReasonExhausted, fmt.Sprintf("budget %s: waits for the slices of priority above %d to be decided first (a new leader learns what they were promised only as they are decided)",
+			rm.budget, r.Priority), sortedKeys(grow))
 	}
 	return verdict{increase: grow}
 }
@@ -141,10 +152,39 @@ func sortedKeys(rl corev1.ResourceList) []string {
 // fitsOnlyIf says what would have to change for r to fit, where capacity
 // freeing in the budget is not enough (as Kueue's pending reasons say
 // "request > maximum capacity"): an offer beyond the budget's total,
-// beyond its consumer's limit, or one its consumer's other holdings keep
+// beyond its consumer's limit, or one its consumer's other slices keep
 // over that limit (consumerShort, when the budget's shortfall is what the
 // message names first). "" when freed capacity alone would do.
-func (rm room) fitsOnlyIf(r Request, consumerShort []string) string {
+func (rm room) fitsOnlyIf(r Request, consumerShort limitShort) string {
+	notes := rm.totalNotes(r)
+	over := map[string]bool{}
+	for _, n := range consumerShort.names() {
+		over[n] = true
+	}
+	for _, n := range slices.Sorted(maps.Keys(rm.limit)) {
+		want, asked := r.Offer[n]
+		lim := rm.limit[n]
+		switch {
+		case !asked:
+		case want.Cmp(lim) > 0:
+			notes = append(notes, fmt.Sprintf("%s: asked %s, more than consumer %q's limit %s: it fits only if that limit is raised", n, want.String(), r.Consumer, lim.String()))
+		case over[string(n)]:
+			// Within the limit alone, but not beside what the consumer's
+			// other slices hold or are promised.
+			notes = append(notes, fmt.Sprintf("%s: consumer %q would go over its limit %s with what its other slices hold or are promised: it fits only if they release capacity or its limit is raised",
+				n, r.Consumer, lim.String()))
+		}
+	}
+	return parenthesised(notes)
+}
+
+// totalNote is fitsOnlyIf's note on an offer beyond the budget's total,
+// in parentheses ("" when none is).
+func (rm room) totalNote(r Request) string { return parenthesised(rm.totalNotes(r)) }
+
+// totalNotes says, for each resource r asks more of than the budget's
+// total, that it fits only if the total grows.
+func (rm room) totalNotes(r Request) []string {
 	var notes []string
 	for _, n := range rm.names {
 		want, asked := r.Offer[n]
@@ -152,50 +192,75 @@ func (rm room) fitsOnlyIf(r Request, consumerShort []string) string {
 			notes = append(notes, fmt.Sprintf("%s: asked %s, more than the budget's total %s: it fits only if the total grows", n, want.String(), total.String()))
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(rm.limit)) {
-		want, asked := r.Offer[n]
-		lim := rm.limit[n]
-		if !asked {
-			continue
-		}
-		if want.Cmp(lim) > 0 {
-			notes = append(notes, fmt.Sprintf("%s: asked %s, more than consumer %q's limit %s: it fits only if that limit is raised", n, want.String(), r.Consumer, lim.String()))
-			continue
-		}
-		if len(consumerShort) == 0 {
-			continue
-		}
-		// Within the limit alone, but not beside what the consumer holds.
-		after := rm.held[n].DeepCopy()
-		after.Add(want)
-		if m, ok := rm.mine[n]; ok {
-			after.Sub(m)
-		}
-		if after.Cmp(lim) > 0 {
-			over := after.DeepCopy()
-			over.Sub(lim)
-			notes = append(notes, fmt.Sprintf("%s: consumer %q would hold %s of its limit %s: it fits only if its other slices release %s or its limit is raised",
-				n, r.Consumer, after.String(), lim.String(), over.String()))
-		}
-	}
+	return notes
+}
+
+// parenthesised joins notes into " (a; b)", or "" for none.
+func parenthesised(notes []string) string {
 	if len(notes) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(notes, "; ") + ")"
 }
 
-// consumerShort lists what keeps a consumer holding held within limit if
+// limitShort is what takes a consumer over its limit, one entry per
+// resource, sorted by name.
+type limitShort []limitLine
+
+// limitLine is one resource of a limitShort: what was asked, the limit,
+// and whether the ask alone is beyond it (else it is what the consumer's
+// other slices hold or are promised that leaves too little).
+type limitLine struct {
+	name       corev1.ResourceName
+	want, lim  resource.Quantity
+	aloneAbove bool
+}
+
+// names are the resources' names.
+func (ls limitShort) names() []string {
+	out := make([]string, len(ls))
+	for i, x := range ls {
+		out[i] = string(x.name)
+	}
+	return out
+}
+
+// message says why consumer is refused in budget, with stable figures
+// only (the ask and the limit; what its other slices hold or are promised
+// moves), and what would have to change:
+//
+//	budget pool: consumer "acme" would go over its limit beside what its other slices hold or are promised: cpu: asked 4, limit 4 (it fits only if they release capacity or its limit is raised)
+//	budget pool: consumer "acme" would go over its limit: cpu: asked 6, more than its limit 4 (it fits only if that limit is raised)
+func (ls limitShort) message(budget, consumer string) string {
+	beside := false
+	lines := make([]string, len(ls))
+	for i, x := range ls {
+		if x.aloneAbove {
+			lines[i] = fmt.Sprintf("%s: asked %s, more than its limit %s", x.name, x.want.String(), x.lim.String())
+			continue
+		}
+		beside = true
+		lines[i] = fmt.Sprintf("%s: asked %s, limit %s", x.name, x.want.String(), x.lim.String())
+	}
+	if !beside {
+		return fmt.Sprintf("budget %s: consumer %q would go over its limit: %s (it fits only if that limit is raised)", budget, consumer, strings.Join(lines, "; "))
+	}
+	return fmt.Sprintf("budget %s: consumer %q would go over its limit beside what its other slices hold or are promised: %s (it fits only if they release capacity or its limit is raised)",
+		budget, consumer, strings.Join(lines, "; "))
+}
+
+// consumerShort lists what takes a consumer holding held over its limit if
 // one of its slices, growing from mine, is granted offer (and extra is set
 // aside for it besides); nil when the consumer is not limited or it fits.
 // As for the budget's total, only an increase over mine must fit: an offer
 // that asks no more than the slice grows from takes nothing, and is never
 // refused, even from a consumer above its limit (a reclaimed slice whose
 // Quota and pods still hold more than its smaller offer).
-func consumerShort(limit, held, offer, mine, extra corev1.ResourceList) []string {
+func consumerShort(limit, held, offer, mine, extra corev1.ResourceList) limitShort {
 	if len(limit) == 0 {
 		return nil
 	}
-	var short []string
+	var short limitShort
 	for _, n := range slices.Sorted(maps.Keys(limit)) {
 		want, asked := offer[n]
 		if !asked {
@@ -209,30 +274,23 @@ func consumerShort(limit, held, offer, mine, extra corev1.ResourceList) []string
 		after.Add(want)
 		after.Sub(m)
 		after.Add(extra[n])
-		if after.Cmp(limit[n]) > 0 {
-			h, lim := held[n], limit[n]
-			short = append(short, fmt.Sprintf("%s: asked %s, holds %s, limit %s", n, want.String(), h.String(), lim.String()))
+		if lim := limit[n]; after.Cmp(lim) > 0 {
+			short = append(short, limitLine{name: n, want: want, lim: lim, aloneAbove: want.Cmp(lim) > 0})
 		}
 	}
 	return short
 }
 
-// message names the budget and what is short. Its figures are what is
-// free now, net of what is promised to other waiting slices when promised
-// is set (and it says so), so that a waiter's message changes only when
-// what blocks it changes, not with every promise made and kept.
-func (rm room) message(short []string, promised bool) string {
-	msg := "budget " + rm.budget + ": " + strings.Join(short, "; ")
-	if promised {
-		msg += " (after what is promised to other waiting slices)"
-	}
-	return msg
+// message names the budget and what is short.
+func (rm room) message(short []string) string {
+	return "budget " + rm.budget + ": " + strings.Join(short, "; ")
 }
 
 // shortfall lists, for each limited resource, why offer does not fit free
 // for a slice that counts mine now: only the increase over mine must fit,
 // so an acceptance the budget already counts is never revoked by a smaller
-// total.
+// total. A line names the ask, what the slice holds, and how much must be
+// free for it: not what is free now, which moves with every other slice.
 func shortfall(names []corev1.ResourceName, offer, free, mine corev1.ResourceList) []string {
 	var short []string
 	for _, n := range names {
@@ -248,18 +306,13 @@ func shortfall(names []corev1.ResourceName, offer, free, mine corev1.ResourceLis
 			}
 			need.Sub(m)
 		}
-		f := free[n]
-		if need.Cmp(f) <= 0 {
+		if f := free[n]; need.Cmp(f) <= 0 {
 			continue
 		}
-		shown := f.DeepCopy()
-		if shown.Sign() < 0 {
-			shown = resource.Quantity{}
-		}
 		if holds && m.Sign() > 0 {
-			short = append(short, fmt.Sprintf("%s: asked %s, holds %s, %s free", n, want.String(), m.String(), shown.String()))
+			short = append(short, fmt.Sprintf("%s: asked %s, holds %s, waits until %s more is free", n, want.String(), m.String(), need.String()))
 		} else {
-			short = append(short, fmt.Sprintf("%s: asked %s, %s free", n, want.String(), shown.String()))
+			short = append(short, fmt.Sprintf("%s: asked %s, waits until %s is free", n, want.String(), need.String()))
 		}
 	}
 	sort.Strings(short)
@@ -284,13 +337,24 @@ func (l *Ledger) limitLocked(consumer string) corev1.ResourceList {
 }
 
 // blockLocked is what blocks waiter w now: the reason and message
-// fitLocked gives, and what is still in use of the capacity reclaimed for
-// it.
+// fitLocked gives, and which resources reclaimed for it are still in use.
 func (l *Ledger) blockLocked(w *waiter) (reason, msg string) {
 	v := l.fitLocked(Request{Holder: w.Holder, Consumer: w.consumer, Created: w.created, Offer: w.offer, Priority: w.priority})
 	reason, msg = v.reason, v.msg
 	if reason != "" && w.reclaiming {
-		msg += l.reclaimNote(w.Holder)
+		msg += l.reclaimWait(w.Holder)
 	}
 	return reason, msg
+}
+
+// reclaimWait says, for a waiter being reclaimed for, which resources
+// reclaimed for it its victims' pods still use: their names, not the
+// amounts, which fall as each pod ends (they are the budget's
+// status.reclaiming and the sliceclass_budget_reclaiming metric).
+func (l *Ledger) reclaimWait(h Holder) string {
+	pending := l.pendingLocked(h) // positive amounts only
+	if len(pending) == 0 {
+		return ""
+	}
+	return "; waiting for reclaimed capacity still in use: " + strings.Join(sortedKeys(pending), ", ")
 }

@@ -33,7 +33,7 @@ func TestShrunkGrantFreesAsPodsEnd(t *testing.T) {
 	assertList(t, cpu("8"), l.Used(), "the pods still run: the smaller grant frees nothing yet")
 	assertList(t, cpu("8"), l.InUse(key("x")), "in use")
 	r := refused(t, []*ledger.Ledger{l}, request("y", "", at(1), cpu("6")))
-	assert.Equal(t, "budget pool: cpu: asked 6, 2 free", r.Message)
+	assert.Equal(t, "budget pool: cpu: asked 6, waits until 6 is free", r.Message)
 	w.take()
 
 	l.ForgetPod(podKey("p1"))

@@ -132,7 +132,7 @@ func TestSetTotalMissingResourceAdmitsNone(t *testing.T) {
 	require.NoError(t, l.SetTotal(cpu("4")))
 	ok, msg := l.Check(gold("a"), res("1", "1Mi"))
 	assert.False(t, ok, "memory dropped from the total is 0, not unlimited")
-	assert.Equal(t, "budget pool: memory: asked 1Mi, 0 free (memory: asked 1Mi, more than the budget's total 0: it fits only if the total grows)", msg)
+	assert.Equal(t, "budget pool: memory: asked 1Mi, waits until 1Mi is free (memory: asked 1Mi, more than the budget's total 0: it fits only if the total grows)", msg)
 }
 
 func TestUnnamedResourcesAreUnlimited(t *testing.T) {

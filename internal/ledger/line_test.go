@@ -22,10 +22,10 @@ func TestAdmitMessage(t *testing.T) {
 		want   string
 	}{
 		"Short": {
-			reason: "The message names the resource, what was asked and what is free.",
+			reason: "The message names the resource, what was asked and how much must be free for it (not what is free now: it moves).",
 			setup:  func(_ *testing.T, l *ledger.Ledger) { hold(l, "x", res("3", "0")) },
 			offer:  cpu("2"),
-			want:   "budget pool: cpu: asked 2, 1 free",
+			want:   "budget pool: cpu: asked 2, waits until 2 is free",
 		},
 		"Holds": {
 			reason: "A slice that holds some is told so: only the increase must fit.",
@@ -34,32 +34,32 @@ func TestAdmitMessage(t *testing.T) {
 				hold(l, "x", cpu("3"))
 			},
 			offer: cpu("3"),
-			want:  "budget pool: cpu: asked 3, holds 1, 0 free",
+			want:  "budget pool: cpu: asked 3, holds 1, waits until 2 more is free",
 		},
 		"SeveralResources": {
 			reason: "Every short resource is named, sorted.",
 			setup:  func(_ *testing.T, l *ledger.Ledger) { hold(l, "x", res("4", "1Gi")) },
 			offer:  res("1", "2Gi"),
-			want:   "budget pool: cpu: asked 1, 0 free; memory: asked 2Gi, 1Gi free",
+			want:   "budget pool: cpu: asked 1, waits until 1 is free; memory: asked 2Gi, waits until 2Gi is free",
 		},
 		"TotalShrunk": {
-			reason: "Free is never shown below zero.",
+			reason: "A total below what is held says nothing more: the ask is within the total.",
 			setup: func(t *testing.T, l *ledger.Ledger) {
 				hold(l, "x", cpu("3"))
 				require.NoError(t, l.SetTotal(res("2", "2Gi")))
 			},
 			offer: cpu("1"),
-			want:  "budget pool: cpu: asked 1, 0 free",
+			want:  "budget pool: cpu: asked 1, waits until 1 is free",
 		},
 		"Promised": {
-			reason: "Free capacity promised to an older waiter is not available to a younger slice.",
+			reason: "Free capacity promised to an older waiter is not available to a younger slice; its message is the one for capacity in use, so that promises made and kept rewrite no waiter.",
 			setup: func(t *testing.T, l *ledger.Ledger) {
 				hold(l, "x", cpu("4"))
 				wait(t, l, gold("old"), at(0), cpu("3"))
 				l.ForgetSlice(key("x"), "")
 			},
 			offer: cpu("2"),
-			want:  "budget pool: cpu: asked 2, 1 free (after what is promised to other waiting slices)",
+			want:  "budget pool: cpu: asked 2, waits until 2 is free",
 		},
 		"Fits": {
 			reason: "An offer that fits is admitted with no message.",
@@ -124,7 +124,7 @@ func TestWake(t *testing.T) {
 	admit(t, l, gold("d"), "1", at(3), cpu("1"))
 	ok, msg := l.Check(gold("e"), cpu("1"))
 	assert.False(t, ok, "the rest is b's")
-	assert.Contains(t, msg, "after what is promised to other waiting slices")
+	assert.Equal(t, "budget pool: cpu: asked 1, waits until 1 is free", msg, "promised to b: not free for e")
 	admit(t, l, gold("b"), "1", at(1), cpu("5"))
 	assert.Equal(t, []string{"gold/ns/c", "gold/ns/e"}, names(l.Waiting()), "admitted waiters left the line")
 	assertList(t, cpu("6"), l.Used(), "Used")
@@ -203,7 +203,7 @@ func TestLeaveReleasesPromise(t *testing.T) {
 	l.ForgetSlice(key("x"), "")
 	require.Equal(t, []string{"old"}, w.take())
 	_, msg := l.Admit(gold("young"), "1", at(1), cpu("4"))
-	require.Contains(t, msg, "after what is promised to other waiting slices")
+	require.Equal(t, "budget pool: cpu: asked 4, waits until 4 is free", msg, "promised to old: not free for young")
 
 	l.Leave(gold("old"))
 	assert.Equal(t, []string{"young"}, w.take(), "the released promise goes to the next in line")

@@ -407,16 +407,6 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 	return out
 }
 
-// reclaimNote says, for a waiter being reclaimed for, what is still in use
-// by its victims.
-func (l *Ledger) reclaimNote(h Holder) string {
-	pending := l.pendingLocked(h) // positive amounts only
-	if len(pending) == 0 {
-		return ""
-	}
-	return "; waiting for reclaimed capacity still in use: " + Amounts(pending)
-}
-
 // Reclaiming returns, for the resources the ledger limits, what slices
 // yielding capacity still hold beyond what they keep: capacity granted away
 // (to a higher priority, a lower consumer limit or a smaller total) that

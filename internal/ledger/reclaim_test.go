@@ -36,7 +36,7 @@ func TestReclaimPartialForHigherPriority(t *testing.T) {
 	l.ObserveSlice(slice("s", "1", cpu("8"), inClass("spot"), consumer("c")))
 	r := refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
 	assert.Equal(t, ledger.ReasonExhausted, r.Reason)
-	assert.Equal(t, "budget pool: cpu: asked 6, 2 free; waiting for reclaimed capacity still in use: cpu 4", r.Message)
+	assert.Equal(t, "budget pool: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu", r.Message)
 	c, ok := l.Cap(key("s"))
 	require.True(t, ok, "spot's slice yields")
 	assertList(t, cpu("4"), c.Keep, "shrunk by what gold lacks, no more")

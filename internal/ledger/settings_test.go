@@ -45,8 +45,8 @@ func TestClosedAdmitsNothingNewRevokesNothing(t *testing.T) {
 	assert.Equal(t, `SliceBudget "pool" not found: admits nothing new`, l.Closed())
 
 	r := refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("1")))
-	assert.Equal(t, ledger.ReasonExhausted, r.Reason)
-	assert.Equal(t, `budget pool: SliceBudget "pool" not found: admits nothing new`, r.Message)
+	assert.Equal(t, ledger.ReasonUnavailable, r.Reason, "closed is not exhausted (issue 42)")
+	assert.Equal(t, `budget pool is unavailable: SliceBudget "pool" not found: admits nothing new`, r.Message)
 	assert.Equal(t, []string{"cpu"}, r.Resources)
 	_, capped := l.Cap(key("s"))
 	assert.False(t, capped, "closed: nothing is reclaimed for a waiter")

@@ -165,7 +165,7 @@ func TestBudgetNeverOverCommitsFromABacklog(t *testing.T) {
 			accepted++
 		case c.Reason == budget.ReasonExhausted:
 			exhausted++
-			assert.Contains(t, c.Message, "cpu: asked 1, 0 free")
+			assert.Contains(t, c.Message, "cpu: asked 1, waits until 1 is free")
 		}
 	}
 	assert.Equal(t, 10, accepted)

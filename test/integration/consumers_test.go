@@ -122,8 +122,8 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 				assert.Len(t, limited, perNs-limitCPU, "the others wait at the limit: %v", keysOf(states))
 				for _, rs := range limited {
 					msg := conditions.Get(&rs, conditions.Resources).Message
-					assert.Contains(t, msg, fmt.Sprintf("budget %s: consumer %q is at its limit", id, consumers[i]), rs.Name)
-					assert.Contains(t, msg, fmt.Sprintf("cpu: asked 1, holds %d, limit %d", limitCPU, limitCPU), rs.Name)
+					assert.Contains(t, msg, fmt.Sprintf("budget %s: consumer %q would go over its limit beside what its other slices hold or are promised", id, consumers[i]), rs.Name)
+					assert.Contains(t, msg, fmt.Sprintf("cpu: asked 1, limit %d", limitCPU), rs.Name)
 				}
 			}
 			t.Logf("run %d (cold cache, 4 workers, %d slices in %s): %v", run, perNs*len(nss), took.Round(time.Millisecond), got)
@@ -249,7 +249,7 @@ func TestConsumerIsTheTenantNamespace(t *testing.T) {
 	limited := states["Denied/"+budget.ReasonConsumerLimit]
 	assert.Len(t, limited, 2, "switching claimed IDs does not reset the limit: %v", keysOf(states))
 	for _, rs := range limited {
-		assert.Contains(t, conditions.Get(&rs, conditions.Resources).Message, fmt.Sprintf("consumer %q is at its limit: cpu: asked 1, holds 1, limit 1", plain))
+		assert.Contains(t, conditions.Get(&rs, conditions.Resources).Message, fmt.Sprintf("consumer %q would go over its limit beside what its other slices hold or are promised: cpu: asked 1, limit 1", plain))
 	}
 	accepted := make([]string, 0, 1)
 	for _, rs := range states["Accepted/Granted"] {

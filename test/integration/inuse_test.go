@@ -94,7 +94,7 @@ func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
 	c := conditions.Get(waitForDecision(t, 30*time.Second, nsY, "y"), conditions.Resources)
 	assert.Equal(t, conditions.Denied, c.Status, "y must wait while x's pods use 8: %s", c.Message)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
-	assert.Equal(t, "budget inuse: cpu: asked 6, 2 free", c.Message)
+	assert.Equal(t, "budget inuse: cpu: asked 6, waits until 6 is free", c.Message)
 	testkit.Consistently(t, time.Second, "y keeps waiting", func() bool { return !conditions.IsAccepted(get(t, nsY, "y")) })
 
 	// One of x's pods ends: 4 in use, and y's 6 fits.
@@ -193,7 +193,7 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	assert.Equal(t, conditions.Denied, g.Status, "gold waits while spot's pods use 8")
 	testkit.Eventually(t, 10*time.Second, "gold's condition says what it waits for", func() bool {
 		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		return g.Message == "budget reclaim: cpu: asked 6, 2 free; waiting for reclaimed capacity still in use: cpu 4"
+		return g.Message == "budget reclaim: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu"
 	})
 
 	// Another spot slice asking 2 does not take the reclaimed capacity.

@@ -100,7 +100,8 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	rs := get(t, ns, "a")
 	c := conditions.Get(rs, conditions.Resources)
 	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
-	assert.Equal(t, "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, 2 free", c.Message, "the message names the budget and what is short, with the amounts")
+	assert.Equal(t, "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, waits until 4 more is free", c.Message,
+		"the message names the budget and what is short, with what was asked and what the slice holds")
 	var notes []string
 	for _, e := range eventsFor(t, ns, "a") {
 		if e.Reason == budget.ReasonExhausted {
@@ -108,7 +109,7 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, notes)
-	assert.Contains(t, notes[0], "cpu: asked 8, holds 4, 2 free", "the event gives the amounts")
+	assert.Contains(t, notes[0], "cpu: asked 8, holds 4, waits until 4 more is free", "the event gives the amounts")
 	assert.Zero(t, rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")), "a keeps its 4 CPU")
 
 	waitNextSecond()

@@ -168,7 +168,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "after the restart gold waits for the reclaimed capacity in use", func() bool {
 		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
 		return g.Status == conditions.Denied &&
-			g.Message == "budget midreclaim: cpu: asked 6, 2 free; waiting for reclaimed capacity still in use: cpu 4"
+			g.Message == "budget midreclaim: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu"
 	})
 	// That status is the old leader's, unchanged: the new one writes
 	// nothing new. The test waits until the new leader has decided gold,

@@ -262,7 +262,8 @@ func TestSliceBudgetDeletedRevokesNothing(t *testing.T) {
 	create(t, sliceIn(ns, "early", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "1")))
 	early := conditions.Get(waitForDecision(t, 30*time.Second, ns, "early"), conditions.Resources)
 	assert.Equal(t, conditions.Denied, early.Status)
-	assert.Equal(t, `budget sb-gone: SliceBudget "sb-gone" not found: admits nothing new`, early.Message)
+	assert.Equal(t, budget.ReasonUnavailable, early.Reason, "a missing SliceBudget is not exhausted")
+	assert.Equal(t, `budget sb-gone is unavailable: SliceBudget "sb-gone" not found: admits nothing new`, early.Message)
 
 	createSliceBudget(t, c, "sb-gone", v1alpha1.SliceBudgetSpec{Total: cpuList("10")})
 	testkit.Eventually(t, 10*time.Second, "the early slice admitted once the object exists", func() bool {
@@ -278,8 +279,8 @@ func TestSliceBudgetDeletedRevokesNothing(t *testing.T) {
 	create(t, sliceIn(ns, "b", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "1")))
 	cnd := conditions.Get(waitForDecision(t, 30*time.Second, ns, "b"), conditions.Resources)
 	assert.Equal(t, conditions.Denied, cnd.Status)
-	assert.Equal(t, budget.ReasonExhausted, cnd.Reason)
-	assert.Equal(t, `budget sb-gone: SliceBudget "sb-gone" not found: admits nothing new`, cnd.Message)
+	assert.Equal(t, budget.ReasonUnavailable, cnd.Reason, "a deleted SliceBudget is not exhausted")
+	assert.Equal(t, `budget sb-gone is unavailable: SliceBudget "sb-gone" not found: admits nothing new`, cnd.Message)
 	testkit.Consistently(t, 2*time.Second, "a stays Accepted with 4", func() bool {
 		rs := get(t, ns, "a")
 		return conditions.IsAccepted(rs) && cpuIs(rs.Status.Resources, "4") && conditions.IsAccepted(get(t, ns, "early"))
