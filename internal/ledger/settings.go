@@ -253,9 +253,11 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 			shrunk[c] = n
 		}
 	}
+	rechecked, waiters := l.recheckReclaimsLocked()
 	l.changedLocked()
 	wake := l.wakeLocked()
-	wakeVictims := l.wakeKeys(victims)
+	wakeVictims := l.wakeKeys(append(victims, rechecked...))
+	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	log := l.log
 	l.mu.Unlock()
@@ -268,6 +270,7 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 	}
 	wake()
 	wakeVictims()
+	wakeWaiters()
 	hook()
 	return nil
 }
