@@ -214,7 +214,7 @@ func (l *Ledger) waitLocked(r Request, v verdict, plan *reclaimPlan) (string, fu
 // It returns the attempt and the wakes owed, to call without the lock.
 func (l *Ledger) admitLocked(r Request, v verdict) (*Attempt, func()) {
 	back := l.takeDownLocked(r, v.increase)
-	uncapped := l.uncapLocked(r.Holder)
+	uncapped := l.admittedLocked(r.Holder)
 	released := l.line.remove(r.Holder)
 	a := l.books.assume(r, back)
 	// released: admitted for less than it was promised (a slice deleted

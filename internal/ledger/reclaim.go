@@ -170,7 +170,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 				}
 			}
 			shrunk++
-			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}
+			e.capped, e.givenBack = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}, false
 			l.noteCappedLocked(key)
 			changed = append(changed, key)
 		case hadPool:
@@ -263,7 +263,7 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 	}
 	taken := excess.DeepCopy()
 	for _, c := range l.planner().overLimit(mine, excess) {
-		c.e.capped = &capped{keep: c.keep, was: c.e.counted.DeepCopy(), limit: true, since: time.Now()}
+		c.e.capped, c.e.givenBack = &capped{keep: c.keep, was: c.e.counted.DeepCopy(), limit: true, since: time.Now()}, false
 		l.noteCappedLocked(c.key)
 		victims = append(victims, c.key)
 		shrunk++
@@ -493,7 +493,7 @@ func (l *Ledger) reclaimLocked(w *waiter, p *reclaimPlan) (victims []types.Names
 	}
 	for _, c := range p.cuts {
 		if c.e.capped == nil {
-			c.e.capped = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}
+			c.e.capped, c.e.givenBack = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}, false
 			l.noteCappedLocked(c.key)
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
 			delete(l.victims[prev], c.key)
@@ -529,7 +529,7 @@ func (l *Ledger) giveBackLocked(h Holder, back map[types.NamespacedName]corev1.R
 		e.capped.keep = keep
 		out = append(out, key)
 		if !yields(e) {
-			e.capped = nil
+			e.capped, e.givenBack = nil, true
 			delete(l.victims[h], key)
 		}
 	}
@@ -614,10 +614,22 @@ func (l *Ledger) wakeHolders(hs []Holder) func() {
 	}
 }
 
-// uncapLocked lifts the caps made for h (admitted, or no longer waiting)
-// and returns the victims to wake: their growth waits at their own
-// priority from now on.
+// uncapLocked lifts the caps made for h, no longer waiting (it left, or
+// can no longer fit), and returns the victims to wake: what each still
+// counts is its own again (givenBack), and its growth beyond that waits at
+// its own priority.
 func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
+	return l.liftLocked(h, true)
+}
+
+// admittedLocked lifts the caps made for h, admitted, and returns the
+// victims to wake: what they still count beyond what they keep is still
+// being taken back (h's write may yet be refused, and its caps put back).
+func (l *Ledger) admittedLocked(h Holder) []types.NamespacedName {
+	return l.liftLocked(h, false)
+}
+
+func (l *Ledger) liftLocked(h Holder, givenBack bool) []types.NamespacedName {
 	set, ok := l.victims[h]
 	if !ok {
 		return nil
@@ -626,7 +638,7 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 	var out []types.NamespacedName
 	for key := range set {
 		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(h) {
-			e.capped = nil
+			e.capped, e.givenBack = nil, givenBack
 			out = append(out, key)
 		}
 	}
@@ -736,7 +748,7 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 	set := map[types.NamespacedName]bool{}
 	for key, c := range b.caps {
 		if e := l.books.slices[key]; e != nil && e.capped == nil {
-			e.capped = c
+			e.capped, e.givenBack = c, false
 			set[key] = true
 			l.noteCappedLocked(key)
 		}

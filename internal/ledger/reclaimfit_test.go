@@ -264,3 +264,45 @@ func TestReclaimGivesBackWhatFreedElsewhere(t *testing.T) {
 	assert.Equal(t, "2", yielded.String(), "4 freed elsewhere: the victims yield only the 2 still lacking")
 	assertList(t, cpu("2"), l.Reclaiming(), "2 being reclaimed")
 }
+
+// A victim whose pods still use what was taken from it gets it back when
+// the waiter leaves or can no longer fit: its growth is measured from what
+// it counts again, not from the smaller offer it was left with (nobody
+// else can use what its pods hold).
+func TestGivenBackVictimRegrowsIntoWhatItsPodsHold(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		leave  func(t *testing.T, l *ledger.Ledger)
+	}{
+		"WaiterDeleted": {reason: "gold's slice is deleted.",
+			leave: func(_ *testing.T, l *ledger.Ledger) { l.ForgetSlice(key("g1"), uid("g1")) }},
+		"LimitCut": {reason: "gold's consumer is limited to 2.",
+			leave: func(t *testing.T, l *ledger.Ledger) { require.NoError(t, l.SetConsumerLimit("g", cpu("2"))) }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, _, _ := priced(t, cpu("10"), true)
+			l.ObserveSlice(slice("s", "1", cpu("8"), inClass("spot"), consumer("spot")))
+			l.ObserveQuota(key("s"), uid("s"), "qs", "user-s", cpu("8"))
+			l.ObservePod(podKey("p1"), "user-s", cpu("4"), ledger.PodMeta{})
+			l.ObservePod(podKey("p2"), "user-s", cpu("4"), ledger.PodMeta{})
+			refused(t, []*ledger.Ledger{l}, goldAsk("g1", cpu("6")))
+			c, ok := l.Cap(key("s"))
+			require.True(t, ok)
+			assertList(t, cpu("4"), c.Keep, "spot yields the 4 gold lacks")
+			// spot writes what it keeps; Liqo lowers its Quota; its pods
+			// still use 8.
+			l.ObserveSlice(slice("s", "2", cpu("4"), inClass("spot"), consumer("spot"), reclaimed))
+			l.ObserveQuota(key("s"), uid("s"), "qs", "user-s", cpu("4"))
+			spotAgain := ledger.Request{Holder: ledger.Holder{Class: "spot", Key: key("s")}, UID: uid("s"), Base: "2", Created: at(1),
+				Consumer: "spot", Offer: cpu("8")}
+			refused(t, []*ledger.Ledger{l}, spotAgain)
+
+			tc.leave(t, l)
+			_, ok = l.Cap(key("s"))
+			require.False(t, ok, tc.reason)
+			admitted(t, []*ledger.Ledger{l}, spotAgain)
+			assertList(t, cpu("8"), l.Used(), "spot's 8, as its pods use")
+		})
+	}
+}
