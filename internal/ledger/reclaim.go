@@ -22,10 +22,14 @@ import (
 // slices of strictly lower priority: victims are the lowest priority first,
 // then the consumer holding the largest dominant share, then the newest
 // slice, and each is shrunk by at most what the waiter still lacks, per
-// resource. No victim is touched when the waiter would not fit even after
-// reclaiming all that lower priorities hold and all that is free. What is
-// reclaimed is promised to the waiter: no waiter of lower or equal priority
-// can take it. A victim keeps counting what it holds (its pods may still
+// resource. No victim is touched unless the waiter would fit once its
+// victims shrink, under every limit it answers to: the total of each
+// ledger it asks (a slice may draw from several budgets, a node pool among
+// them) and its consumer's limit there (Kueue's preemptor asks the same
+// first). What is reclaimed is promised to the waiter: no waiter of lower
+// or equal priority can take it. A waiter that leaves or can no longer fit
+// gives its victims back all that was taken for it; one that lacks less
+// gives back the rest. A victim keeps counting what it holds (its pods may still
 // use it) until the cluster shows less: the waiter is admitted once the
 // victims' holdings, in use included, have fallen enough.
 
