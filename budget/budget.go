@@ -102,11 +102,14 @@ func WithOldestFirst() Option {
 // what the waiter still lacks, per resource. A victim stays Accepted with
 // the smaller offer and reason ReasonReclaimed (one status patch and a
 // Warning event), and its handler's offers are capped at what it keeps
-// until the waiter is admitted. No victim is touched when the waiter would
-// not fit even after reclaiming all that lower priorities hold and all
-// that is free, and equal priorities never preempt. What is reclaimed is
-// promised to the waiter; it is admitted once the victims hold less, their
-// running pods included: no running pod is evicted.
+// until the waiter is admitted. No victim is touched unless the waiter
+// would fit once its victims shrink, in every budget its class draws from
+// and under its consumer's limit in each, and equal priorities never
+// preempt. What is reclaimed is promised to the waiter; it is admitted once
+// the victims hold less, their running pods included: no running pod is
+// evicted. A waiter that leaves or can no longer fit (a limit or total cut
+// below it) gives its victims back what was taken for it, and one that
+// lacks less gives back the rest.
 func WithPreemption() Option {
 	return func(o *options) { o.preemption = true }
 }

@@ -233,6 +233,9 @@ type objectFollower struct {
 	// generation whose application waits for it to be read.
 	run     *poolRun
 	pending int64
+	// preemption is the last spec's, turned on by finish once its
+	// capacity is in force.
+	preemption bool
 	// pools are the goroutines of the pools started, joined when the
 	// follower stops.
 	pools sync.WaitGroup
@@ -367,7 +370,15 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	if spec.EvictionAfter != nil {
 		evictAfter = spec.EvictionAfter.Duration
 	}
-	ob.l.SetPreemption(spec.Preemption)
+	// One edit is one change: preemption turned off goes before the
+	// capacity, so that a smaller total revokes nothing on the way; turned
+	// on, it goes after (finish), so that only the new total can reclaim
+	// (before it, the old total once reclaimed what the new one covers,
+	// and a false Warning said so).
+	if !spec.Preemption {
+		ob.l.SetPreemption(false)
+	}
+	f.preemption = spec.Preemption
 	// CheckSettings accepted them: these cannot fail.
 	_ = ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides)
 	ob.l.SetEvictionAfter(evictAfter)
@@ -394,10 +405,12 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	f.finish(sb.Generation)
 }
 
-// finish opens the budget by the spec of generation, applied. The caller
-// holds applyMu.
+// finish opens the budget by the spec of generation, applied, its
+// capacity in force: preemption is turned on (if the spec says so) only
+// now. The caller holds applyMu.
 func (f *objectFollower) finish(generation int64) {
 	ob := f.ob
+	ob.l.SetPreemption(f.preemption)
 	ob.l.SetClosed("")
 	ob.l.SetUndecided("")
 	ob.setApplied(applied{read: true, generation: generation, ok: true, reason: reasonApplied,

@@ -157,8 +157,13 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	var as []*Attempt
 	wakes := make([]func(), 0, len(ls)+len(lifted))
 	if refusal != nil {
+		plans := reclaimPlansLocked(ls, r, verdicts)
 		for i, l := range ls {
-			msg, wake := l.waitLocked(r, verdicts[i])
+			var plan *reclaimPlan
+			if plans != nil {
+				plan = plans[i]
+			}
+			msg, wake := l.waitLocked(r, verdicts[i], plan)
 			if l == refusalLedger(ls, refusal) {
 				refusal.Message = msg
 			}
@@ -183,10 +188,11 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 }
 
 // waitLocked makes r wait in l's line, where it was refused (v), and
-// reclaims for it with Preemption; where it fits, it leaves l's line. It
-// returns the message r's condition carries for l, and the wakes owed,
-// to call without the lock.
-func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
+// reclaims for it by plan (reclaimPlansLocked's; nil when it would not
+// fit once victims shrink, and then what was taken for it goes back);
+// where it fits, it leaves l's line. It returns the message r's condition
+// carries for l, and the wakes owed, to call without the lock.
+func (l *Ledger) waitLocked(r Request, v verdict, plan *reclaimPlan) (string, func()) {
 	var victims []types.NamespacedName
 	var released bool
 	if v.reason == "" {
@@ -195,17 +201,15 @@ func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
 	} else {
 		released = l.line.join(r, v.increase)
 		w := l.line.by[r.Holder]
-		if v.reason == ReasonExhausted && l.opts.Preemption {
-			free, _ := l.line.spare(l.books.free(), w.Holder)
-			var reclaiming bool
-			if victims, reclaiming = l.reclaimLocked(w, free); reclaiming {
-				// What blocks it is what blocked it (a reclaim changes
-				// what victims keep, not what they count), and what of
-				// the reclaimed capacity is still in use.
-				v.msg += l.reclaimWait(w.Holder)
-				l.line.promise(w) // what is reclaimed is its own
-				w.reclaiming = true
-			}
+		var reclaiming bool
+		victims, reclaiming = l.reclaimLocked(w, plan)
+		if reclaiming {
+			// What blocks it is what blocked it (a reclaim changes what
+			// victims keep, not what they count), and what of the
+			// reclaimed capacity is still in use.
+			v.msg += l.reclaimWait(w.Holder)
+			l.line.promise(w) // what is reclaimed is its own
+			w.reclaiming = true
 		}
 		w.told = v.reason + ": " + v.msg
 	}
@@ -217,7 +221,7 @@ func (l *Ledger) waitLocked(r Request, v verdict) (string, func()) {
 // It returns the attempt and the wakes owed, to call without the lock.
 func (l *Ledger) admitLocked(r Request, v verdict) (*Attempt, func()) {
 	back := l.takeDownLocked(r, v.increase)
-	uncapped := l.uncapLocked(r.Holder)
+	uncapped := l.admittedLocked(r.Holder)
 	released := l.line.remove(r.Holder)
 	a := l.books.assume(r, back)
 	// released: admitted for less than it was promised (a slice deleted

@@ -89,6 +89,10 @@ type entry struct {
 	// from what its pods or a Quota not yet lowered still hold (see
 	// growsFrom).
 	reclaimed bool
+	// givenBack: the waiter it was shrunk for left, or can no longer fit,
+	// and its cap was lifted: what it still counts is its own again (see
+	// growsFrom), until it is capped again.
+	givenBack bool
 	// quotas are Liqo's Quotas owned by the slice, by name, with the UID
 	// of the slice that owns them.
 	quotas map[string]quota
@@ -558,13 +562,15 @@ func (b *books) reset() {
 // lowered it to the smaller offer, are being taken back, not room for it
 // to grow into: without this rule a victim whose cap is not known (a new
 // leader, before the waiter it yielded to is decided again) would be
-// granted its old offer back at once, undoing the reclaim.
+// granted its old offer back at once, undoing the reclaim. Once the
+// ledger gave back what was taken for a waiter (givenBack), what the
+// victim still counts is its own again: nothing is being taken back.
 func (b *books) growsFrom(key types.NamespacedName) corev1.ResourceList {
 	e := b.slices[key]
 	switch {
 	case e == nil:
 		return nil
-	case e.reclaimed:
+	case e.reclaimed && !e.givenBack:
 		return e.offered()
 	default:
 		return e.counted

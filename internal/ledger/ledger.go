@@ -252,12 +252,18 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 func (l *Ledger) setTotalLocked(total corev1.ResourceList) {
 	l.books.total = total
 	l.changedLocked()
+	// A waiter a smaller total keeps out gives back what was taken for
+	// it first: its victims are then shrunk for the total like the rest.
+	rechecked, waiters := l.recheckReclaimsLocked()
+	capped := l.fitTotalLocked()
 	wake := l.wakeLocked()
-	victims := l.wakeKeys(l.fitTotalLocked())
+	victims := l.wakeKeys(append(capped, rechecked...))
+	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	l.mu.Unlock()
 	wake()
 	victims()
+	wakeWaiters()
 	hook()
 }
 

@@ -164,13 +164,13 @@ func (p planner) overLimit(mine []types.NamespacedName, excess corev1.ResourceLi
 	return cuts
 }
 
-// forWaiter plans the cuts that free lacking for the waiter w, from
-// member slices of strictly lower priority not already yielding to their
-// consumer's limit, the total, or a waiter at least as high: the lowest
-// priority first, then the consumer holding the largest dominant share,
-// then the newest slice, each cut by at most what is still lacking. It
-// plans nothing when even all they keep would not do.
-func (p planner) forWaiter(w *waiter, lacking corev1.ResourceList) []cut {
+// forWaiter plans the cuts that free lacking for the waiter h of
+// priority prio, from member slices of strictly lower priority not
+// already yielding to their consumer's limit, the total, or a waiter at
+// least as high: the lowest priority first, then the consumer holding the
+// largest dominant share, then the newest slice, each cut by at most what
+// is still lacking. It plans nothing when even all they keep would not do.
+func (p planner) forWaiter(h Holder, prio int32, lacking corev1.ResourceList) []cut {
 	// One pass over the budget's slices: the candidates and what they
 	// could yield of each lacking resource, with no allocation per slice;
 	// then only the victims needed are taken from a heap in victim order.
@@ -178,14 +178,14 @@ func (p planner) forWaiter(w *waiter, lacking corev1.ResourceList) []cut {
 	cands := make(victimHeap, 0, 64)
 	avail := corev1.ResourceList{}
 	for key, e := range p.books.slices {
-		if !e.member || key == w.Key || len(e.counted) == 0 {
+		if !e.member || key == h.Key || len(e.counted) == 0 {
 			continue
 		}
-		prio := p.priorityOf(e)
-		if prio >= w.priority {
+		mine := p.priorityOf(e)
+		if mine >= prio {
 			continue
 		}
-		if e.capped != nil && (e.capped.limit || e.capped.pool || (e.capped.waiter != w.Holder && e.capped.priority >= w.priority)) {
+		if e.capped != nil && (e.capped.limit || e.capped.pool || (e.capped.waiter != h && e.capped.priority >= prio)) {
 			continue // already yielding to its consumer's limit, or to a waiter at least as high
 		}
 		useful := false
@@ -203,7 +203,7 @@ func (p planner) forWaiter(w *waiter, lacking corev1.ResourceList) []cut {
 			share = p.share(e.consumer)
 			shares[e.consumer] = share
 		}
-		cands = append(cands, victim{key: key, e: e, prio: prio, share: share})
+		cands = append(cands, victim{key: key, e: e, prio: mine, share: share})
 	}
 	for n, need := range lacking {
 		if a := avail[n]; a.Cmp(need) < 0 {
@@ -220,6 +220,61 @@ func (p planner) forWaiter(w *waiter, lacking corev1.ResourceList) []cut {
 		cuts = append(cuts, cut{key: c.key, e: c.e, keep: keep})
 	}
 	return cuts
+}
+
+// giveBack plans what the victims of a waiter get back when less is being
+// reclaimed for it than they still yield (surplus, per resource): the
+// victims taken last by forWaiter's order give back first, each raising
+// what it keeps by at most what it still yields. It returns the new keeps
+// of the victims that get something back, by slice.
+func (p planner) giveBack(victims []types.NamespacedName, surplus corev1.ResourceList) map[types.NamespacedName]corev1.ResourceList {
+	out := map[types.NamespacedName]corev1.ResourceList{}
+	if len(surplus) == 0 {
+		return out
+	}
+	left := surplus.DeepCopy()
+	order := make(victimHeap, 0, len(victims))
+	shares := map[string]float64{}
+	for _, key := range victims {
+		e := p.books.slices[key]
+		share, ok := shares[e.consumer]
+		if !ok {
+			share = p.share(e.consumer)
+			shares[e.consumer] = share
+		}
+		order = append(order, victim{key: key, e: e, prio: p.priorityOf(e), share: share})
+	}
+	sort.Slice(order, func(i, j int) bool { return order.Less(j, i) }) // the last taken first
+	for _, v := range order {
+		if len(left) == 0 {
+			break
+		}
+		keep := v.e.capped.keep.DeepCopy()
+		raised := false
+		for n, want := range left {
+			yields := v.e.counted[n].DeepCopy()
+			yields.Sub(keep[n])
+			if yields.Sign() <= 0 {
+				continue
+			}
+			give := want.DeepCopy()
+			if yields.Cmp(give) < 0 {
+				give = yields
+			}
+			add(keep, n, give)
+			want.Sub(give)
+			if want.Sign() <= 0 {
+				delete(left, n)
+			} else {
+				left[n] = want
+			}
+			raised = true
+		}
+		if raised {
+			out[v.key] = keep
+		}
+	}
+	return out
 }
 
 // takeFrom lowers keep by what is still wanted, per resource, at most

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -21,10 +22,14 @@ import (
 // slices of strictly lower priority: victims are the lowest priority first,
 // then the consumer holding the largest dominant share, then the newest
 // slice, and each is shrunk by at most what the waiter still lacks, per
-// resource. No victim is touched when the waiter would not fit even after
-// reclaiming all that lower priorities hold and all that is free. What is
-// reclaimed is promised to the waiter: no waiter of lower or equal priority
-// can take it. A victim keeps counting what it holds (its pods may still
+// resource. No victim is touched unless the waiter would fit once its
+// victims shrink, under every limit it answers to: the total of each
+// ledger it asks (a slice may draw from several budgets, a node pool among
+// them) and its consumer's limit there (Kueue's preemptor asks the same
+// first). What is reclaimed is promised to the waiter: no waiter of lower
+// or equal priority can take it. A waiter that leaves or can no longer fit
+// gives its victims back all that was taken for it; one that lacks less
+// gives back the rest. A victim keeps counting what it holds (its pods may still
 // use it) until the cluster shows less: the waiter is admitted once the
 // victims' holdings, in use included, have fallen enough.
 
@@ -169,7 +174,7 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 				}
 			}
 			shrunk++
-			e.capped = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}
+			e.capped, e.givenBack = &capped{keep: keep, was: e.counted.DeepCopy(), pool: true, since: time.Now()}, false
 			l.noteCappedLocked(key)
 			changed = append(changed, key)
 		case hadPool:
@@ -206,9 +211,11 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 		l.limits[consumer] = limit.DeepCopy()
 	}
 	victims, known, shrunk := l.fitConsumerLocked(consumer)
+	rechecked, waiters := l.recheckReclaimsLocked()
 	l.changedLocked()
 	wake := l.wakeLocked()
-	wakeVictims := l.wakeKeys(victims)
+	wakeVictims := l.wakeKeys(append(victims, rechecked...))
+	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	log := l.log
 	l.mu.Unlock()
@@ -223,6 +230,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	}
 	wake()
 	wakeVictims()
+	wakeWaiters()
 	hook()
 	return nil
 }
@@ -259,7 +267,7 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 	}
 	taken := excess.DeepCopy()
 	for _, c := range l.planner().overLimit(mine, excess) {
-		c.e.capped = &capped{keep: c.keep, was: c.e.counted.DeepCopy(), limit: true, since: time.Now()}
+		c.e.capped, c.e.givenBack = &capped{keep: c.keep, was: c.e.counted.DeepCopy(), limit: true, since: time.Now()}, false
 		l.noteCappedLocked(c.key)
 		victims = append(victims, c.key)
 		shrunk++
@@ -331,41 +339,179 @@ func (c *capped) forWaiter(h Holder) bool {
 	return c != nil && !c.limit && !c.pool && c.waiter == h
 }
 
-// reclaimLocked, for a waiter w of priority p refused by this ledger for
-// lack of capacity, caps victims of lower priority by what w still lacks
-// beyond free (what is free net of promises to other waiters) and what is
-// already being reclaimed for it, as the planner chooses them. It reports
-// the victims capped now, to wake, and whether w is being reclaimed for:
-// the caller then promises it its increase.
-func (l *Ledger) reclaimLocked(w *waiter, free corev1.ResourceList) (victims []types.NamespacedName, reclaiming bool) {
+// reclaimPlan is what reclaiming for one waiting request in one ledger
+// would do, planned over the books and the line, changing nothing.
+type reclaimPlan struct {
+	// fits: the request lacks capacity that victims of lower priority
+	// can free, and would then fit under every limit of the ledger: its
+	// total, and its consumer's limit once the victims of that consumer
+	// shrink too.
+	fits bool
+	// lacking is what the cuts free: what it lacks beyond what is free
+	// (net of other waiters' promises) and what is already being
+	// reclaimed for it.
+	lacking corev1.ResourceList
+	cuts    []cut
+	// back are the new keeps of victims already capped for it that yield
+	// more than it lacks now (its request shrank, or capacity freed
+	// elsewhere): they get the surplus back.
+	back map[types.NamespacedName]corev1.ResourceList
+}
+
+// planReclaimLocked plans the reclaim for r, asking increase over what
+// its slice grows from, the way Kueue's preemptor first asks whether the
+// workload would fit once its victims go: victims are planned for what r
+// lacks and no more, and the plan fits only if r would then be within
+// the total and within its consumer's limit. A plan that does not fit is
+// never applied: nothing is taken for a waiter that would still wait.
+func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) reclaimPlan {
 	if !l.opts.Preemption || l.closed != "" {
-		return nil, false
+		return reclaimPlan{}
 	}
-	pending := l.pendingLocked(w.Holder)
-	lacking := corev1.ResourceList{}
-	for n, want := range w.increase {
+	free, _ := l.line.spare(l.books.free(), r.Holder)
+	pending := l.pendingLocked(r.Holder)
+	// target is what victims must free in all, per resource; what they
+	// still yield (pending) beyond it goes back to them.
+	target, surplus := corev1.ResourceList{}, corev1.ResourceList{}
+	p := reclaimPlan{lacking: corev1.ResourceList{}}
+	for n, want := range increase {
 		need := want.DeepCopy()
 		need.Sub(free[n])
-		need.Sub(pending[n])
 		if need.Sign() > 0 {
-			lacking[n] = need
+			target[n] = need
 		}
 	}
-	if len(lacking) == 0 {
-		return nil, len(pending) > 0 // pendingLocked names positive amounts only
+	for n, q := range pending {
+		over := q.DeepCopy()
+		over.Sub(target[n])
+		if over.Sign() > 0 {
+			surplus[n] = over
+		}
 	}
-	cuts := l.planner().forWaiter(w, lacking)
-	if len(cuts) == 0 {
-		return nil, false
+	for n, need := range target {
+		left := need.DeepCopy()
+		left.Sub(pending[n])
+		if left.Sign() > 0 {
+			p.lacking[n] = left
+		}
 	}
-	for _, c := range cuts {
+	pl := l.planner()
+	p.back = pl.giveBack(l.victimsOf(r.Holder), surplus)
+	if len(target) == 0 {
+		return p // nothing lacking that victims could free: it waits for something else
+	}
+	if len(p.lacking) > 0 {
+		if p.cuts = pl.forWaiter(r.Holder, r.Priority, p.lacking); p.cuts == nil {
+			return p // even all that lower priorities keep would not do
+		}
+	}
+	p.fits = len(l.consumerShortAfter(r, p)) == 0
+	return p
+}
+
+// victimsOf are the slices capped for the waiter h now.
+func (l *Ledger) victimsOf(h Holder) []types.NamespacedName {
+	var out []types.NamespacedName
+	for key := range l.victims[h] {
+		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(h) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// consumerShortAfter is what keeps r's consumer beyond its limit once the
+// plan p is applied and its victims have shrunk: what the consumer's own
+// slices among them yield, it no longer holds. nil when it fits.
+func (l *Ledger) consumerShortAfter(r Request, p reclaimPlan) limitShort {
+	limit := l.limitLocked(r.Consumer)
+	if len(limit) == 0 {
+		return nil
+	}
+	keeps := map[types.NamespacedName]corev1.ResourceList{}
+	for _, key := range l.victimsOf(r.Holder) {
+		keeps[key] = l.books.slices[key].capped.keep
+	}
+	for key, keep := range p.back {
+		keeps[key] = keep
+	}
+	for _, c := range p.cuts {
+		keeps[c.key] = c.keep
+	}
+	held := l.books.byConsumer[r.Consumer].DeepCopy()
+	for key, keep := range keeps {
+		e := l.books.slices[key]
+		if e.consumer != r.Consumer {
+			continue
+		}
+		for n, k := range keep {
+			yields := e.counted[n].DeepCopy()
+			yields.Sub(k)
+			if yields.Sign() > 0 {
+				sub(held, n, yields)
+			}
+		}
+	}
+	return consumerShort(limit, held, r.Offer, l.books.growsFrom(r.Key), l.line.promisedToOthers(r.Consumer, r.Holder))
+}
+
+// reclaimPlansLocked plans, for r refused by some of ls (verdicts, in
+// ls's order), a reclaim in each ledger that refused it: nil unless r
+// would fit every ledger it answers to once the victims shrink (each one
+// that refused it lacks only capacity its victims can free, within the
+// consumer's limit there), so that no ledger takes capacity for a waiter
+// another one keeps out. The caller holds the ledgers' locks.
+func reclaimPlansLocked(ls []*Ledger, r Request, verdicts []verdict) []*reclaimPlan {
+	plans := make([]*reclaimPlan, len(ls))
+	for i, l := range ls {
+		v := verdicts[i]
+		if v.reason == "" {
+			continue
+		}
+		if v.reason != ReasonExhausted {
+			return nil
+		}
+		p := l.planReclaimLocked(r, v.increase)
+		if !p.fits {
+			return nil
+		}
+		plans[i] = &p
+	}
+	return plans
+}
+
+// reclaimLocked applies the plan p for the waiter w, refused by this
+// ledger for lack of capacity: its victims are capped by what it lacks,
+// and those yielding more than it lacks get the rest back. With no plan
+// (nil: it would not fit once victims shrink, here or in another ledger
+// it answers to), whatever was taken for it goes back to its victims. It
+// reports the victims whose cap changed, to wake, and whether w is being
+// reclaimed for: the caller then promises it its increase.
+func (l *Ledger) reclaimLocked(w *waiter, p *reclaimPlan) (victims []types.NamespacedName, reclaiming bool) {
+	if p == nil || !p.fits {
+		return l.uncapLocked(w.Holder), false
+	}
+	victims = l.giveBackLocked(w.Holder, p.back)
+	if len(p.cuts) == 0 {
+		return victims, true
+	}
+	for _, c := range p.cuts {
 		if c.e.capped == nil {
-			c.e.capped = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}
+			c.e.capped, c.e.givenBack = &capped{was: c.e.counted.DeepCopy(), since: time.Now()}, false
 			l.noteCappedLocked(c.key)
 		} else if prev := c.e.capped.waiter; prev != w.Holder {
 			delete(l.victims[prev], c.key)
 		}
-		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = c.keep, w.priority, w.Holder
+		keep := c.keep
+		if back, ok := p.back[c.key]; ok {
+			// Given back some resources, cut in others (the two are
+			// disjoint: a resource is either lacking or in surplus).
+			keep = back.DeepCopy()
+			for n := range p.lacking {
+				keep[n] = c.keep[n]
+			}
+		}
+		c.e.capped.keep, c.e.capped.priority, c.e.capped.waiter = keep, w.priority, w.Holder
 		if l.victims[w.Holder] == nil {
 			l.victims[w.Holder] = map[types.NamespacedName]bool{}
 		}
@@ -373,14 +519,121 @@ func (l *Ledger) reclaimLocked(w *waiter, free corev1.ResourceList) (victims []t
 		victims = append(victims, c.key)
 	}
 	l.noteReclaimLocked(Reclaim{Cause: CausePriority, Consumer: w.consumer, Waiter: w.Holder, Priority: w.priority,
-		Slices: len(victims), Amount: lacking})
+		Slices: len(p.cuts), Amount: p.lacking})
 	return victims, true
 }
 
-// uncapLocked lifts the caps made for h (admitted, or no longer waiting)
-// and returns the victims to wake: their growth waits at their own
-// priority from now on.
+// giveBackLocked raises the keeps of h's victims to back's: a victim that
+// keeps all it counts again yields nothing to h any more, and its cap is
+// lifted. It returns the victims whose cap changed.
+func (l *Ledger) giveBackLocked(h Holder, back map[types.NamespacedName]corev1.ResourceList) []types.NamespacedName {
+	var out []types.NamespacedName
+	for key, keep := range back {
+		e := l.books.slices[key]
+		e.capped.keep = keep
+		out = append(out, key)
+		if !yields(e) {
+			e.capped, e.givenBack = nil, true
+			delete(l.victims[h], key)
+		}
+	}
+	if len(l.victims[h]) == 0 {
+		delete(l.victims, h)
+	}
+	return out
+}
+
+// yields reports whether the capped e counts more than it keeps of some
+// resource.
+func yields(e *entry) bool {
+	for n, keep := range e.capped.keep {
+		if q := e.counted[n]; q.Cmp(keep) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// recheckReclaimsLocked plans again, after a setting changed (a limit, the
+// total), for each waiter capacity is being reclaimed for. One that would
+// no longer fit once its victims shrink gives them back all that was taken
+// for it (their caps are lifted) and loses its promise; one that lacks
+// less than is being reclaimed for it gives back the rest. Nothing new is
+// taken here: the waiters whose reclaim changed are returned, to be woken
+// and decided again in every ledger they answer to, with the victims
+// whose cap changed; the caller then promises what is free again.
+func (l *Ledger) recheckReclaimsLocked() (victims []types.NamespacedName, waiters []Holder) {
+	holders := make([]Holder, 0, len(l.victims))
+	for h := range l.victims {
+		holders = append(holders, h)
+	}
+	// Highest priority first, as they were promised; then by name.
+	sort.Slice(holders, func(i, j int) bool {
+		a, b := l.line.by[holders[i]], l.line.by[holders[j]]
+		switch {
+		case a == nil || b == nil:
+			return a != nil && b == nil
+		case a.priority != b.priority:
+			return a.priority > b.priority
+		}
+		return a.before(b)
+	})
+	for _, h := range holders {
+		w := l.line.by[h]
+		if w == nil {
+			victims = append(victims, l.uncapLocked(h)...)
+			continue
+		}
+		p := l.planReclaimLocked(Request{Holder: h, Consumer: w.consumer, Created: w.created, Offer: w.offer, Priority: w.priority}, w.increase)
+		if !p.fits {
+			victims = append(victims, l.uncapLocked(h)...)
+			if w.reclaiming {
+				w.reclaiming = false
+				l.line.unpromise(w)
+			}
+			waiters = append(waiters, h)
+			continue
+		}
+		if back := l.giveBackLocked(h, p.back); len(back) > 0 {
+			victims = append(victims, back...)
+			waiters = append(waiters, h)
+		}
+	}
+	return victims, waiters
+}
+
+// wakeHolders returns a function that wakes the waiters hs through their
+// classes, to call without the lock.
+func (l *Ledger) wakeHolders(hs []Holder) func() {
+	wakes := make([]func(types.NamespacedName), len(hs))
+	for i, h := range hs {
+		wakes[i] = l.books.classes[h.Class].Wake
+	}
+	return func() {
+		for i, h := range hs {
+			if wakes[i] != nil {
+				wakes[i](h.Key)
+			}
+		}
+	}
+}
+
+// uncapLocked lifts the caps made for h, no longer waiting (it left, or
+// can no longer fit), and returns the victims to wake: what each still
+// counts is its own again (givenBack), and its growth beyond that waits at
+// its own priority.
 func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
+	return l.liftLocked(h, true)
+}
+
+// admittedLocked lifts the caps made for h, admitted, and returns the
+// victims to wake: what they still count beyond what they keep is still
+// being taken back (h's write may yet be refused, and its caps put back).
+func (l *Ledger) admittedLocked(h Holder) []types.NamespacedName {
+	return l.liftLocked(h, false)
+}
+
+func (l *Ledger) liftLocked(h Holder, givenBack bool) []types.NamespacedName {
 	set, ok := l.victims[h]
 	if !ok {
 		return nil
@@ -389,7 +642,7 @@ func (l *Ledger) uncapLocked(h Holder) []types.NamespacedName {
 	var out []types.NamespacedName
 	for key := range set {
 		if e := l.books.slices[key]; e != nil && e.capped.forWaiter(h) {
-			e.capped = nil
+			e.capped, e.givenBack = nil, givenBack
 			out = append(out, key)
 		}
 	}
@@ -489,7 +742,7 @@ func (l *Ledger) putBackLocked(a *Attempt) {
 	set := map[types.NamespacedName]bool{}
 	for key, c := range b.caps {
 		if e := l.books.slices[key]; e != nil && e.capped == nil {
-			e.capped = c
+			e.capped, e.givenBack = c, false
 			set[key] = true
 			l.noteCappedLocked(key)
 		}

@@ -22,7 +22,7 @@ import (
 
 // SetClosed closes the ledger with reason, or opens it again with "". A
 // closed ledger admits nothing new: an offer asking more than its slice
-// holds waits (ReasonExhausted) with a message naming the budget and
+// holds waits (ReasonUnavailable) with a message naming the budget and
 // reason, and no slice is reclaimed for it; it revokes nothing (an offer
 // within what its slice holds is admitted as before). Opening it wakes
 // the waiting slices that fit.
@@ -253,9 +253,11 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 			shrunk[c] = n
 		}
 	}
+	rechecked, waiters := l.recheckReclaimsLocked()
 	l.changedLocked()
 	wake := l.wakeLocked()
-	wakeVictims := l.wakeKeys(victims)
+	wakeVictims := l.wakeKeys(append(victims, rechecked...))
+	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	log := l.log
 	l.mu.Unlock()
@@ -268,6 +270,7 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 	}
 	wake()
 	wakeVictims()
+	wakeWaiters()
 	hook()
 	return nil
 }
