@@ -59,8 +59,9 @@ type Feed struct {
 	views *sliceview.Classes
 	// namespaces gives each slice its consumer without a cache read.
 	namespaces *sliceview.Namespaces
-	// pods is the manager's trimmed ShadowPod cache (see shadowpods.go).
-	pods cache.Cache
+	// pods is the ShadowPod watch of the set of classes that made the
+	// feed (see pods.go).
+	pods *Pods
 
 	// reader reads a slice from the API server, uncached, to settle a
 	// write whose answer did not say whether it was applied; settles are
@@ -98,7 +99,7 @@ type settleItem struct {
 	base string
 }
 
-func newFeed(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, ns *sliceview.Namespaces, pods cache.Cache) *Feed {
+func newFeed(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, ns *sliceview.Namespaces, pods *Pods) *Feed {
 	var evict *evictor
 	if l.MayEvict() {
 		// Its recorder is asked for when it starts, where ShadowPods are served.
@@ -314,15 +315,17 @@ func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 		return undo, err
 	} else if ok && f.pods != nil {
 		f.podsServed = true
-		pods, err := f.pods.GetInformer(ctx, &shadowPodCharge{})
+		pods, letGo, err := f.pods.informer(ctx)
 		if err != nil {
 			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
 		preg, err := pods.AddEventHandler(shadowPodHandler(f.l))
 		if err != nil {
+			letGo()
 			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
 		remove(pods, preg)
+		undo = append(undo, letGo) // after the handler left the informer
 		synced = append(synced, preg.HasSynced)
 	}
 	f.mu.Lock()
