@@ -117,17 +117,6 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, object: ob}, nil
 }
 
-// elected reports whether mgr has started and leads (or runs without
-// leader election): its caches then read its scheme.
-func elected(mgr manager.Manager) bool {
-	select {
-	case <-mgr.Elected():
-		return true
-	default:
-		return false
-	}
-}
-
 // specOptions names the options given that the object's spec sets.
 func (o options) specOptions() []string {
 	var bad []string

@@ -2,7 +2,8 @@ package resourceslice_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +35,10 @@ var grant = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) 
 // unreachableManager is a manager whose API server does not exist.
 func unreachableManager(t *testing.T) manager.Manager {
 	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, resourceslice.AddToScheme(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
-		Scheme:                 runtime.NewScheme(),
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
@@ -44,20 +47,48 @@ func unreachableManager(t *testing.T) manager.Manager {
 	return mgr
 }
 
+// nameCheckedManager is unreachableManager with controller-runtime's
+// controller-name check on, its default. The check is process-wide and
+// remembers every name: a test that relies on it serves classes named by
+// uniqueClass.
+func nameCheckedManager(t *testing.T) manager.Manager {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, resourceslice.AddToScheme(scheme))
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	return mgr
+}
+
+// classSeq numbers uniqueClass's classes.
+var classSeq atomic.Int64
+
+// uniqueClass is a class no other registration of the process named.
+func uniqueClass(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, classSeq.Add(1))
+}
+
 // Registration makes no API call (issue 11): wiring is unit-testable and the
-// duplicate-class rule holds with no API server at all.
+// duplicate-class rule holds with no API server at all. Two AddToManager
+// calls are two sets of one class (issue 43): controller-runtime's
+// controller-name check refuses the second.
 func TestAddToManagerNeedsNoAPIServer(t *testing.T) {
-	mgr := unreachableManager(t)
+	mgr := nameCheckedManager(t)
+	gold := uniqueClass("gold")
 	b, err := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")})
 	require.NoError(t, err)
 
-	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(b)))
-	require.NoError(t, resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithBudget(b)), "two classes may share a budget")
+	require.NoError(t, resourceslice.AddToManager(mgr, gold, grant, resourceslice.WithBudget(b)))
+	require.NoError(t, resourceslice.AddToManager(mgr, uniqueClass("silver"), grant, resourceslice.WithBudget(b)), "two classes may share a budget")
 
-	err = resourceslice.AddToManager(mgr, "gold", grant)
+	err = resourceslice.AddToManager(mgr, gold, grant)
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, resourceslice.ErrClassRegistered), "got %v", err)
-	assert.Contains(t, err.Error(), `"gold"`)
+	assert.ErrorContains(t, err, "already exists", "controller-runtime's controller-name check")
+	assert.Contains(t, err.Error(), fmt.Sprintf("%q", gold))
 
 	// Another manager may serve the same class (a restart, a second replica).
 	assert.NoError(t, resourceslice.AddToManager(unreachableManager(t), "gold", grant))

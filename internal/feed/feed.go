@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -32,16 +31,6 @@ import (
 // QuotaKind is Liqo's Quota, which the provider's webhook enforces for
 // each Accepted slice (offloading.liqo.io/v1beta1).
 var QuotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "Quota"}
-
-// AddQuotaTypes registers Liqo's Quota (and only it) in scheme.
-func AddQuotaTypes(scheme *runtime.Scheme) {
-	gv := offloadingv1beta1.SchemeGroupVersion
-	if scheme.Recognizes(gv.WithKind(QuotaKind.Kind)) {
-		return
-	}
-	scheme.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
-	metav1.AddToGroupVersion(scheme, gv)
-}
 
 // Feed tells a budget's ledger what one manager's cluster shows: every
 // ResourceSlice from the manager's shared informer and, when the API server

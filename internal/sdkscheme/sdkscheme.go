@@ -6,11 +6,12 @@ package sdkscheme
 
 import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
-	"github.com/sliceclass/sliceclass/internal/feed"
 )
 
 // Add adds to s Liqo's authentication.liqo.io/v1beta1, Liqo's
@@ -20,7 +21,11 @@ func Add(s *runtime.Scheme) error {
 	if err := authv1beta1.AddToScheme(s); err != nil {
 		return err
 	}
-	feed.AddQuotaTypes(s)
+	// Liqo's Quota only: the SDK reads ShadowPods through a cache of its
+	// own, and nothing else of the group.
+	gv := offloadingv1beta1.SchemeGroupVersion
+	s.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
+	metav1.AddToGroupVersion(s, gv)
 	if err := coordinationv1.AddToScheme(s); err != nil {
 		return err
 	}
