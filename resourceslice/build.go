@@ -396,8 +396,8 @@ func (r *Reconciler) SetupWithManager(set *ClassSet, b *builder.Builder) error {
 
 // priorityQueue builds a class controller's queue as controller-runtime
 // does when its priority queue is on, wrapped so that shutting it down
-// strands no worker (internal/stopqueue: controller-runtime#3538, before
-// v0.25.2). log is the class's logger, which already names the controller.
+// strands no worker (internal/stopqueue: controller-runtime#3538, in every
+// release before v0.25.0, the lowest we support among them). log is the class's logger, which already names the controller.
 // Its wake-up items name no object: an object's name is never empty.
 func priorityQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {

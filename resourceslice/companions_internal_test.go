@@ -113,4 +113,3 @@ func ourGoroutines() int {
 	}
 	return n
 }
-

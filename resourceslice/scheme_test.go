@@ -135,10 +135,13 @@ func TestARegistrationRefusesAnIncompleteScheme(t *testing.T) {
 			want:     []string{"v1 Node, v1 Pod", "call clientgoscheme.AddToScheme(scheme)"},
 		},
 		"NewNodePool": {
-			reason:   "a node pool reads Nodes",
-			scheme:   []func(*runtime.Scheme) error{resourceslice.AddToScheme},
-			register: func(mgr manager.Manager) error { _, err := budget.NewNodePool(mgr, "pool", labels.Everything()); return err },
-			want:     []string{"v1 Node", "call clientgoscheme.AddToScheme(scheme)"},
+			reason: "a node pool reads Nodes",
+			scheme: []func(*runtime.Scheme) error{resourceslice.AddToScheme},
+			register: func(mgr manager.Manager) error {
+				_, err := budget.NewNodePool(mgr, "pool", labels.Everything())
+				return err
+			},
+			want: []string{"v1 Node", "call clientgoscheme.AddToScheme(scheme)"},
 		},
 	}
 	for name, tc := range cases {

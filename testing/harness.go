@@ -261,11 +261,11 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	hs.cache = newWatchCache(scheme, base)
 	mgr := &harnessManager{
 		scheme: scheme, mapper: mapper, api: heldSettles{Reader: base}, cache: hs.cache,
-		client:     base,
-		logger:     testr.NewWithInterface(t, testr.Options{}),
-		events:     recorder{hs},
-		http:       &http.Client{Transport: discovery{}},
-		elected:    make(chan struct{}),
+		client:  base,
+		logger:  testr.NewWithInterface(t, testr.Options{}),
+		events:  recorder{hs},
+		http:    &http.Client{Transport: discovery{}},
+		elected: make(chan struct{}),
 	}
 	close(mgr.elected)
 
