@@ -123,27 +123,23 @@ func TestAddToManagerRejectsBadSetup(t *testing.T) {
 }
 
 // A manager whose scheme holds only Liqo's types (as a least-cache manager
-// builds it) must still be able to write class Leases and list them: the
-// SDK adds coordination/v1 when a Lease is needed, as it adds Liqo's types.
-func TestLeaseTypesAddedWhenLeasesAreUsed(t *testing.T) {
+// builds it) serves classes without Leases; one that writes or lists class
+// Leases (WithClassLease, a set's default, the unserved reporter) is
+// refused with the call to add, and the scheme is not written (issue 43:
+// the scheme is the user's).
+func TestLeaseTypesNeededWhenLeasesAreUsed(t *testing.T) {
 	lease := coordinationv1.SchemeGroupVersion.WithKind("Lease")
-	slice := authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)
+	liqoOnly := func() manager.Manager { return managerWithScheme(t, authv1beta1.AddToScheme) }
 
-	mgr := unreachableManager(t)
-	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant))
-	assert.True(t, mgr.GetScheme().Recognizes(slice), "Liqo's types are added")
-	assert.False(t, mgr.GetScheme().Recognizes(lease), "no Lease type without WithClassLease")
+	mgr := liqoOnly()
+	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithoutTenantRule()), "no Lease type needed without WithClassLease")
+	err := resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithoutTenantRule(), resourceslice.WithClassLease("liqo"))
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease: call resourceslice.AddToScheme(scheme)", "WithClassLease writes Leases through the manager's client")
+	assert.False(t, mgr.GetScheme().Recognizes(lease), "the scheme is not written")
 
-	require.NoError(t, resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithClassLease("liqo")))
-	assert.True(t, mgr.GetScheme().Recognizes(lease), "WithClassLease writes Leases through the manager's client")
+	_, err = resourceslice.NewClassSet(liqoOnly(), resourceslice.WithClassLease("liqo"))
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease", "a ClassSet's class Leases too")
 
-	mgr = unreachableManager(t)
-	set, err := resourceslice.NewClassSet(mgr, resourceslice.WithClassLease("liqo"))
-	require.NoError(t, err)
-	require.NoError(t, set.Serve("gold", grant))
-	assert.True(t, mgr.GetScheme().Recognizes(lease), "a ClassSet's class Leases too")
-
-	mgr = unreachableManager(t)
-	require.NoError(t, resourceslice.AddUnservedReporter(mgr, "liqo", time.Minute))
-	assert.True(t, mgr.GetScheme().Recognizes(lease), "the unserved reporter lists Leases")
+	err = resourceslice.AddUnservedReporter(liqoOnly(), "liqo", time.Minute)
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease", "the unserved reporter lists Leases")
 }
