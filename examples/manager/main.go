@@ -42,17 +42,20 @@ import (
 	"io"
 	"os"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	"github.com/sliceclass/sliceclass/examples/grantrecords"
@@ -133,16 +136,40 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 // with cache.ErrResourceNotCached instead of silently starting an informer
 // for it.
 func managerOptions(o options) (manager.Options, error) {
-	// The scheme is the manager's, built once before it: client-go's types
-	// (node pools read Nodes and Pods through caches built with it, grant
-	// records are ConfigMaps and read PriorityClasses) and what the SDK
-	// reads and writes (slices, Tenants, Quotas, Leases, SliceBudgets).
+	// The scheme is the manager's, and the SDK never adds to it: this one
+	// holds what this manager's options use, no more (a full one is
+	// clientgoscheme.AddToScheme and resourceslice.AddToScheme). Liqo's
+	// slices and Tenants, and its Quotas, which a budget counts.
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	if err := authv1beta1.AddToScheme(scheme); err != nil {
 		return manager.Options{}, err
 	}
-	if err := resourceslice.AddToScheme(scheme); err != nil {
+	if err := offloadingv1beta1.AddToScheme(scheme); err != nil {
 		return manager.Options{}, err
+	}
+	if o.ClassLeaseNamespace != "" {
+		// Class Leases are written through the manager's client.
+		if err := coordinationv1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
+	}
+	if o.ClassesFile != "" || o.GrantRecordsNamespace != "" {
+		// Node pools in the file watch nodes (and pods) through caches of
+		// their own, built with the manager's scheme; the manager's own
+		// cache still refuses to read them. Grant records are ConfigMaps.
+		if err := corev1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
+	}
+	if o.ClassesFile != "" {
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
+	}
+	if o.GrantRecordsNamespace != "" {
+		if err := schedulingv1.AddToScheme(scheme); err != nil {
+			return manager.Options{}, err
+		}
 	}
 	opts := o.ManagerOptions(scheme)
 	opts.Cache = cache.Options{
