@@ -191,7 +191,7 @@ func TestARegistrationAfterStartLeavesTheSchemeAlone(t *testing.T) {
 	readScheme := func(t *testing.T, m *envkit.Manager) {
 		inf, err := m.GetCache().GetInformer(context.Background(), &corev1.ConfigMap{})
 		require.NoError(t, err)
-		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) { m.GetScheme().ObjectKinds(o.(runtime.Object)) }})
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) { _, _, _ = m.GetScheme().ObjectKinds(o.(runtime.Object)) }})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
