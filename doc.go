@@ -11,9 +11,19 @@
 //
 // Write a [handler.Handler] that decides one slice: set the Resources condition
 // to Accepted or Denied with [conditions.Accept] or [conditions.Deny] and fill
-// status.resources. Register it for a class in your controller-runtime manager
-// with [resourceslice.AddToManager]:
+// status.resources. Build your manager on a scheme with client-go's types
+// and the SDK's ([resourceslice.AddToScheme]; the SDK never writes your
+// scheme), and register the handler for a class with
+// [resourceslice.AddToManager] (one class) or a [resourceslice.ClassSet]
+// (many classes, one set):
 //
+//	scheme := runtime.NewScheme()
+//	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+//	utilruntime.Must(resourceslice.AddToScheme(scheme))
+//	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+//	if err != nil {
+//		return err
+//	}
 //	h := handler.Func(func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 //		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 //		conditions.Accept(rs, "Granted", "all requested resources granted")
@@ -30,10 +40,11 @@
 //   - conditions: nil-safe helpers that read and set the Resources and
 //     Authentication conditions of a slice.
 //   - resourceslice: one way to build a class's controller, reached three
-//     ways: AddToManager (a class for the manager's life), ClassSet (classes
-//     that come and go at run time: Serve, Stop) and NewReconciler with
-//     Reconciler.SetupWithManager (the same decisions in a controller you
-//     build). It fetches and filters slices, applies Liqo's tenant rule and
+//     ways: a ClassSet, the one object the manager's classes share (Serve,
+//     Stop, before or after start), AddToManager (a set of one class) and
+//     NewReconciler with Reconciler.SetupWithManager(set, builder) (the same
+//     decisions in a controller you build). AddToScheme adds what it reads
+//     and writes to your scheme, which it never writes. It fetches and filters slices, applies Liqo's tenant rule and
 //     authentication gate, calls the handler (once at a time per slice),
 //     validates its decision, writes only the status fields a class
 //     controller owns with one optimistic-lock patch, records events and

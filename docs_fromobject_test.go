@@ -25,13 +25,13 @@ import (
 
 // docs/budgets.md
 
-func setupFromObject(mgr ctrl.Manager, policy handler.Handler) error {
+func setupFromObject(mgr ctrl.Manager, set *resourceslice.ClassSet, policy handler.Handler) error {
 	premium, err := budget.FromObject(mgr, "premium") // follows SliceBudget "premium" live
 	if err != nil {
 		return err
 	}
 	for class, priority := range map[string]int32{"gold": 100, "spot": 0} {
-		if err := resourceslice.AddToManager(mgr, class, policy,
+		if err := set.Serve(class, policy,
 			resourceslice.WithBudget(premium), resourceslice.WithPriority(priority)); err != nil {
 			return err
 		}

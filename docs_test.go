@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -86,7 +87,10 @@ func userMain() error {
 	flag.Parse()
 	ctrl.SetLogger(v.Logger())
 	scheme := runtime.NewScheme()
-	if err := authv1beta1.AddToScheme(scheme); err != nil {
+	if err := clientgoscheme.AddToScheme(scheme); err != nil { // Kubernetes' types: node pools, owned ConfigMaps
+		return err
+	}
+	if err := resourceslice.AddToScheme(scheme); err != nil { // what the SDK reads and writes
 		return err
 	}
 	mgr, err := v.NewManager(scheme) // validates, finds the API server, adds /healthz and /readyz
@@ -97,8 +101,12 @@ func userMain() error {
 	if err != nil {
 		return err
 	}
+	set, err := resourceslice.NewClassSet(mgr) // many classes, one set
+	if err != nil {
+		return err
+	}
 	for _, class := range classes {
-		if err := resourceslice.AddToManager(mgr, class, capped, v.ClassOptions()...); err != nil {
+		if err := set.Serve(class, capped, v.ClassOptions()...); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/sliceclass/sliceclass/budget"
@@ -38,7 +41,7 @@ func setup(mgr ctrl.Manager) error {
 		resourceslice.WithMaxConcurrentReconciles(4))
 }
 
-func setupGPU(mgr ctrl.Manager, policy handler.Handler) error {
+func setupGPU(mgr ctrl.Manager, set *resourceslice.ClassSet, policy handler.Handler) error {
 	gpus, err := budget.NewNodePool(mgr, "gpu", labels.SelectorFromSet(labels.Set{"pool": "gpu"}),
 		budget.WithResources("nvidia.com/gpu", corev1.ResourceCPU, corev1.ResourceMemory),
 		budget.WithReserve(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}),
@@ -51,10 +54,10 @@ func setupGPU(mgr ctrl.Manager, policy handler.Handler) error {
 		return err
 	}
 	// An offer is admitted only if it fits both budgets, at once.
-	return resourceslice.AddToManager(mgr, "gpu", policy, resourceslice.WithBudget(gpus), resourceslice.WithBudget(provider))
+	return set.Serve("gpu", policy, resourceslice.WithBudget(gpus), resourceslice.WithBudget(provider))
 }
 
-func setupBudget(mgr ctrl.Manager, grant handler.Handler) error {
+func setupBudget(set *resourceslice.ClassSet, grant handler.Handler) error {
 	// gold and silver together get at most 64 CPU and 256Gi.
 	shared, err := budget.New("premium", corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
@@ -64,12 +67,30 @@ func setupBudget(mgr ctrl.Manager, grant handler.Handler) error {
 		return err
 	}
 	for _, class := range []string{"gold", "silver"} {
-		if err := resourceslice.AddToManager(mgr, class, grant,
+		if err := set.Serve(class, grant,
 			resourceslice.WithBudget(shared), resourceslice.WithMaxConcurrentReconciles(8)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func run() error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // Kubernetes' types: node pools read Nodes and Pods
+	utilruntime.Must(resourceslice.AddToScheme(scheme))  // what the SDK reads and writes, SliceBudgets included
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	set, err := resourceslice.NewClassSet(mgr) // many classes, one set
+	if err != nil {
+		return err
+	}
+	if err := setupBudget(set, capped); err != nil { // gold and silver, below
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
 // capped grants at most 8 CPU per slice.
@@ -117,5 +138,6 @@ func TestGoldWithABudget(t *testing.T) {
 }
 
 var _ = setup
+var _ = run
 var _ = setupBudget
 var _ = setupGPU

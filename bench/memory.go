@@ -172,7 +172,7 @@ func memChild(f flags) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := authv1beta1.AddToScheme(scheme); err != nil {
+	if err := resourceslice.AddToScheme(scheme); err != nil {
 		return err
 	}
 	const ns = "mem"

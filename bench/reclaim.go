@@ -410,7 +410,7 @@ func podsChild(f flags) error {
 		return err
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, authv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, resourceslice.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}

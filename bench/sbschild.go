@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
 // sbsChild runs the bench binary as one of the side by side's processes
@@ -44,7 +45,7 @@ func sbsChild(f flags) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := authv1beta1.AddToScheme(scheme); err != nil {
+	if err := resourceslice.AddToScheme(scheme); err != nil {
 		return err
 	}
 	switch f.sbsChild {

@@ -177,7 +177,7 @@ func scaleChild(f flags) error {
 // provider would not have.
 func scaleManagerOptions(spec scaleChildSpec) manager.Options {
 	scheme := runtime.NewScheme()
-	_ = authv1beta1.AddToScheme(scheme)
+	_ = resourceslice.AddToScheme(scheme)
 	opts := manager.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},

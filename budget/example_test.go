@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -88,7 +91,10 @@ func Example_sharedByTwoClasses() {
 		return resourceslice.AddToManager(mgr, "silver", silver, resourceslice.WithBudget(pool))
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
 	}
@@ -125,7 +131,10 @@ func ExampleNewNodePool() {
 		return resourceslice.AddToManager(mgr, "gpu", policy, resourceslice.WithBudget(pool))
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
 	}
@@ -163,7 +172,10 @@ func ExampleWithConsumerLimit() {
 // delete on shadowpods.offloading.liqo.io).
 func ExampleWithEvictionAfter() {
 	var spot, gold handler.Handler // the two classes' policies
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
 	}
@@ -227,7 +239,10 @@ func ExampleFromObject() {
 		return resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(gold))
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
 	}

@@ -103,7 +103,9 @@ func WithLocalPods() Option {
 //
 // It watches the pool's nodes (and, with WithLocalPods, pods) through a
 // cache of its own, trimmed to what the total needs, added to mgr: call it
-// before mgr.Start. The manager's client needs list and watch on nodes.
+// before mgr.Start. The manager's client needs list and watch on nodes,
+// and its scheme the core types (clientgoscheme.AddToScheme; a missing one
+// is an error naming that call).
 func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts ...Option) (*Budget, error) {
 	if mgr == nil {
 		return nil, fmt.Errorf("budget %q: nil manager", name)
@@ -127,6 +129,9 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 		if q.Sign() < 0 {
 			return nil, fmt.Errorf("budget %q: negative reserve %s=%s", name, n, q.String())
 		}
+	}
+	if err := (schemeKinds{nodes: true, pods: o.localPods}).check(mgr.GetScheme()); err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	l, err := ledger.New(name, zero, o.ledgerOptions())
 	if err != nil {

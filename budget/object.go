@@ -68,10 +68,11 @@ import (
 // changes: the capacity in force stays until the new pool is read whole.
 // The manager's client then needs list and watch on nodes (and pods).
 //
-// FromObject adds the sliceclass.io/v1alpha1 types to the manager's scheme
-// when missing, before the manager starts; called on a manager that has
-// started (and leads), it refuses to change the scheme its caches read,
-// and a missing type is an error saying to add v1alpha1.AddToScheme. The manager's client needs get,
+// The manager's scheme must hold sliceclass.io/v1alpha1
+// (resourceslice.AddToScheme) and the core Nodes and Pods a node pool reads
+// (clientgoscheme.AddToScheme), since a spec may name a pool at any time: a
+// missing type is an error naming the call to add, and the scheme is never
+// changed. The manager's client needs get,
 // list and watch on slicebudgets, patch on slicebudgets/status, and create
 // and patch on events (events.k8s.io; a repeated event is a patch).
 func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, error) {
@@ -88,16 +89,10 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 	if bad := o.specOptions(); len(bad) > 0 {
 		return nil, fmt.Errorf("budget %q follows SliceBudget %q, whose spec sets what these options would: %s", name, name, strings.Join(bad, "; "))
 	}
+	// A spec may name a node pool, with local pods, at any time.
 	scheme := mgr.GetScheme()
-	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")) {
-		if elected(mgr) {
-			// Its caches read the scheme: it is not changed now.
-			return nil, fmt.Errorf("budget %q: the manager's scheme lacks %s (v1alpha1.AddToScheme) and the manager has started: "+
-				"add it to the scheme before starting the manager", name, v1alpha1.GroupVersion)
-		}
-		if err := v1alpha1.AddToScheme(scheme); err != nil {
-			return nil, fmt.Errorf("budget %q: adding %s to the manager's scheme: %w", name, v1alpha1.GroupVersion, err)
-		}
+	if err := (schemeKinds{sliceBudgets: true, nodes: true, pods: true}).check(scheme); err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	// The resources it limits are the object's; until it is read the
 	// ledger decides nothing.
@@ -120,17 +115,6 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		return nil, fmt.Errorf("budget %q: adding its SliceBudget's status writer to the manager: %w", name, err)
 	}
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, object: ob}, nil
-}
-
-// elected reports whether mgr has started and leads (or runs without
-// leader election): its caches then read its scheme.
-func elected(mgr manager.Manager) bool {
-	select {
-	case <-mgr.Elected():
-		return true
-	default:
-		return false
-	}
 }
 
 // specOptions names the options given that the object's spec sets.

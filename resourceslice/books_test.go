@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -27,7 +28,10 @@ import (
 // budget is left free for another class, and a class without a budget is
 // still served.
 func TestBudgetRefusedWhereControllersSkipLeaderElection(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, resourceslice.AddToScheme(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
+		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,

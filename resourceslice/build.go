@@ -46,8 +46,8 @@ import (
 // classController is one class's controller and what runs beside it.
 type classController struct {
 	mgr manager.Manager
-	// mc are the manager's companions, where the class is claimed and its
-	// budgets' feeds are held.
+	// mc is what the class's set shares: where the class is claimed, its
+	// status.class view and ShadowPod watch.
 	mc   *companions
 	r    *Reconciler
 	cfg  *config
@@ -69,22 +69,11 @@ type classController struct {
 	abortStop context.CancelFunc
 }
 
-// newClassController validates and claims class in mgr, and builds its
-// Reconciler and controller. comesAndGoes names controllers that come and
-// go (ClassSet): controller-runtime's process-wide name check is skipped,
-// the manager's claim already refusing a second controller for the class.
-func newClassController(mgr manager.Manager, class string, h handler.Handler, opts []Option, comesAndGoes bool) (*classController, error) {
-	if mgr == nil {
-		return nil, fmt.Errorf("class %q: nil manager", class)
-	}
-	mc, err := companionsOf(mgr)
-	if err != nil {
-		return nil, fmt.Errorf("class %q: %w", class, err)
-	}
-	return mc.newClassController(class, h, opts, comesAndGoes)
-}
-
-// newClassController is newClassController in the manager of mc.
+// newClassController validates and claims class in mc's set, and builds
+// its Reconciler and controller. comesAndGoes names controllers that come
+// and go (ClassSet): controller-runtime's process-wide name check is asked
+// the first time the set serves the class, not when it serves it again
+// after Stop (the name is the set's then).
 func (mc *companions) newClassController(class string, h handler.Handler, opts []Option, comesAndGoes bool) (*classController, error) {
 	cc, err := mc.prepare(class, h, opts)
 	if err != nil {
@@ -102,7 +91,7 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 	if cfg.maxConcurrentGiven {
 		copts.MaxConcurrentReconciles = cfg.maxConcurrent
 	}
-	if comesAndGoes {
+	if comesAndGoes && mc.nameTaken(class) {
 		copts.SkipNameValidation = ptr.To(true)
 	}
 	copts.DefaultFromConfig(mgr.GetControllerOptions())
@@ -124,6 +113,7 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 		}
 	}
 	cc.ctrl = c
+	mc.setNamed(class)
 	return cc, nil
 }
 
@@ -144,17 +134,18 @@ func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*
 	return mc.bindClass(mc.mgr.GetClient(), class, h, cfg, nil)
 }
 
-// bindClass claims class in the manager and gives the Reconciler that
-// decides it there everything the manager gives beyond its client: the
-// event recorder (unless WithEventRecorder), the status.class view, the
-// budgets' feeds, the namespace store and the cache owned objects are read
-// from. r is the Reconciler a user built (NewReconciler, then
+// bindClass claims class in the set and gives the Reconciler that decides
+// it everything the set and its manager give beyond its client: the event
+// recorder (unless WithEventRecorder), the set's status.class view, the
+// budgets' feeds (on the set's ShadowPod watch), the namespace store and
+// the cache owned objects are read from. It first checks that the
+// manager's scheme has what the class reads and writes. r is the Reconciler a user built (NewReconciler, then
 // SetupWithManager): it is completed with those and is the one the
 // controller runs; nil builds it (AddToManager, ClassSet) on c. On error
 // nothing stays claimed or held.
 func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, r *Reconciler) (_ *classController, err error) {
 	mgr := mc.mgr
-	if err := mc.addTypes(cfg.leaseNamespace != ""); err != nil {
+	if err := schemeNeedsOf(cfg).check(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	if need := mgr.GetControllerOptions().NeedLeaderElection; len(cfg.budgets) > 0 && need != nil && !*need {
@@ -183,7 +174,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, l := range st.ledgers {
-		p, f, err := feed.Acquire(mgr, l, with.views, with.namespaces)
+		p, f, err := feed.Acquire(mgr, l, with.views, with.namespaces, mc.pods)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}
@@ -362,28 +353,28 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 
 // SetupWithManager completes b, a builder of the user's own (from
 // ctrl.NewControllerManagedBy(mgr), with their options, event filters and
-// extra watches), into the controller that decides r's class in mgr with
-// r: it names it ControllerName(class), adds every watch r needs (the
-// class's slices, Tenants, namespaces, status.class, and r's own queue for
-// budget re-admissions and inventory sweeps, with the same predicates and
-// the same shutdown policy as AddToManager), and runs the inventory sweep
-// beside it. b must not have called For. Call it once, before mgr starts;
-// the class is claimed in mgr (errors.Is ErrClassRegistered when it
-// already is).
+// extra watches), into the controller that decides r's class in set's
+// manager with r: it names it ControllerName(class), adds every watch r
+// needs (the class's slices, Tenants, namespaces, status.class, and r's own
+// queue for budget re-admissions and inventory sweeps, with the same
+// predicates and the same shutdown policy as AddToManager), and runs the
+// inventory sweep beside it. b must be a builder of set's manager and must
+// not have called For. Call it once per class, before the manager starts;
+// the class is claimed in set (errors.Is ErrClassRegistered when the set
+// already serves it or set it up), but not served by it: set.Stop and
+// set.Classes do not see it.
 //
 // r is the Reconciler the controller runs, and it is completed here with
-// what mgr gives: its event recorder (unless WithEventRecorder), its
-// status.class view, the budgets' feeds (which count the budgets from then
-// on), and its namespace and owned-object caches. Its client, class,
-// handler and options stay those NewReconciler was given.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) error {
-	if mgr == nil || b == nil {
-		return fmt.Errorf("class %q: SetupWithManager needs a manager and a builder", r.scope.class)
+// what set and its manager give: the manager's event recorder (unless
+// WithEventRecorder), the set's status.class view and ShadowPod watch, the
+// budgets' feeds (which count the budgets from then on), and the manager's
+// namespace and owned-object caches. Its client, class, handler and options
+// stay those NewReconciler was given.
+func (r *Reconciler) SetupWithManager(set *ClassSet, b *builder.Builder) error {
+	if set == nil || b == nil {
+		return fmt.Errorf("class %q: SetupWithManager needs a ClassSet and a builder", r.scope.class)
 	}
-	mc, err := companionsOf(mgr)
-	if err != nil {
-		return fmt.Errorf("class %q: %w", r.scope.class, err)
-	}
+	mgr, mc := set.mgr, set.mc
 	cc, err := mc.bindClass(r.client, r.scope.class, r.handler, r.cfg, r)
 	if err != nil {
 		return err
@@ -405,8 +396,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, b *builder.Builder) e
 
 // priorityQueue builds a class controller's queue as controller-runtime
 // does when its priority queue is on, wrapped so that shutting it down
-// strands no worker (internal/stopqueue: controller-runtime#3538, before
-// v0.25.2). log is the class's logger, which already names the controller.
+// strands no worker (internal/stopqueue: controller-runtime#3538, in every
+// release before v0.25.0, the lowest we support among them). log is the class's logger, which already names the controller.
 // Its wake-up items name no object: an object's name is never empty.
 func priorityQueue(log logr.Logger) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {

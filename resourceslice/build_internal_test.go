@@ -29,7 +29,7 @@ import (
 // One Reconciler per class (issue 36): SetupWithManager completes the
 // Reconciler it is called on with the manager's collaborators (its
 // client, recorder and state stay as NewReconciler built them), the
-// controller runs that one, and the class is claimed in the manager.
+// controller runs that one, and the class is claimed in the set.
 func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 	const class = "setup-gold"
 	mgr := envkit.UnreachableManager(t)
@@ -42,8 +42,10 @@ func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 	r, err := NewReconciler(mgr.GetClient(), class, grant, WithBudget(b), WithMetricsRegisterer(prometheus.NewRegistry()))
 	require.NoError(t, err)
 	before := *r
+	set, err := NewClassSet(mgr)
+	require.NoError(t, err)
 
-	require.NoError(t, r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr)))
+	require.NoError(t, r.SetupWithManager(set, ctrl.NewControllerManagedBy(mgr)))
 
 	assert.Equal(t, before.client, r.client, "the client, which writes the status, is the one NewReconciler was given")
 	assert.NotEqual(t, before.recorder, r.recorder, "without WithEventRecorder, the manager's recorder records")
@@ -52,11 +54,9 @@ func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 	assert.NotNil(t, r.namespaces, "the namespace store was given to r")
 	assert.Same(t, before.classState, r.classState)
 
-	mc, err := companionsOf(mgr)
-	require.NoError(t, err)
-	assert.True(t, mc.claims[class], "the class is claimed in the manager")
-	err = r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr))
-	assert.ErrorIs(t, err, ErrClassRegistered, "a class set up twice in one manager")
+	assert.True(t, set.mc.claims[class], "the class is claimed in the set")
+	err = r.SetupWithManager(set, ctrl.NewControllerManagedBy(mgr))
+	assert.ErrorIs(t, err, ErrClassRegistered, "a class set up twice in one set")
 }
 
 // The class controllers' queue is controller-runtime's priority queue,

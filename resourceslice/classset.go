@@ -31,10 +31,14 @@ var ErrClassNotServed = errors.New("class not served by this ClassSet")
 // EnableWarmup on (manager.Options.Controller), a standby starts the
 // informers its classes read before it is elected, so that a new leader
 // decides at once instead of first listing every slice.
+//
+// Many classes, one set: the set's classes and the budgets they draw from
+// share one status.class view and one ShadowPod watch, so a manager holds
+// one set, built in main next to the manager, as it holds one cache.
 type ClassSet struct {
 	mgr manager.Manager
-	// mc are the manager's companions: Serve, from any goroutine and at
-	// any time, claims its classes there.
+	// mc is what the set's classes share: Serve, from any goroutine and
+	// at any time, claims its classes there.
 	mc       *companions
 	defaults []Option
 
@@ -62,9 +66,15 @@ type servedClass struct {
 // that gave up waiting, or by the set's Start when the manager stops.
 func (sc *servedClass) release() { sc.released.Do(sc.cc.release) }
 
-// NewClassSet returns an empty ClassSet registered in mgr; opts are the
-// defaults of every class it serves (a class's own options come after
-// them). It returns an error for a nil manager or a bad option.
+// NewClassSet returns an empty ClassSet in mgr, the one object a
+// manager's classes share: build it once in main, next to the manager,
+// serve every class through it (Serve), and pass it to the controllers you
+// build yourself (Reconciler.SetupWithManager). opts are the defaults of
+// every class it serves (a class's own options come after them). It
+// returns an error for a nil manager, a bad option, or a manager's scheme
+// that lacks Liqo's ResourceSlice (or coordination/v1 Lease, when the
+// defaults set WithClassLease): see AddToScheme; the scheme is never
+// changed. It makes no API call.
 func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 	if mgr == nil {
 		return nil, errors.New("class set: nil manager")
@@ -73,15 +83,12 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("class set: invalid options: %w", err)
 	}
-	// Now, before the manager starts: a scheme changed while the caches
-	// read it is a data race. (A class served after start with its own
-	// WithClassLease needs coordination/v1 in the scheme already.)
-	mc, err := companionsOf(mgr)
-	if err != nil {
+	if err := (schemeNeeds{leases: cfg.leaseNamespace != ""}).check(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("class set: %w", err)
 	}
-	if err := mc.addTypes(cfg.leaseNamespace != ""); err != nil {
-		return nil, fmt.Errorf("class set: adding Liqo's types to the manager's scheme: %w", err)
+	mc, err := newCompanions(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("class set: %w", err)
 	}
 	cs := &ClassSet{mgr: mgr, mc: mc, defaults: append([]Option(nil), opts...), classes: map[string]*servedClass{}}
 	if err := mgr.Add(classSetRunnable{cs}); err != nil {
@@ -95,8 +102,12 @@ func NewClassSet(mgr manager.Manager, opts ...Option) (*ClassSet, error) {
 // serving a class again after Stop, possibly with another handler,
 // re-evaluates its slices and writes only what changes. It applies the same
 // rules as AddToManager: an error for a reserved or invalid class, a nil
-// handler, a bad option, or a class already served in this manager (by this
-// set or by AddToManager; errors.Is ErrClassRegistered).
+// handler, a bad option, or a scheme lacking a type the class reads or
+// writes. A class the set already serves (or set up, or whose Stop has not
+// released it yet) is refused with ErrClassRegistered. The first time a set
+// serves a class, controller-runtime's controller-name check refuses a
+// class another set or AddToManager registered in the process (unless the
+// manager's controller options skip that check).
 func (cs *ClassSet) Serve(class string, h handler.Handler, opts ...Option) error {
 	all := append(append([]Option(nil), cs.defaults...), opts...)
 	cc, err := cs.mc.newClassController(class, h, all, true)

@@ -79,45 +79,49 @@ func TestClassSetServeRejectsBadSetup(t *testing.T) {
 	}
 }
 
-// A class belongs to one registration per manager: AddToManager or a
-// ClassSet, never both, and never two sets.
+// A class belongs to one registration per set (issue 43): a set refuses a
+// class it serves with ErrClassRegistered. Two sets, or a set and
+// AddToManager (a set of one), naming one class in one manager meet
+// controller-runtime's controller-name check, as any two controllers of one
+// name do; a manager that turns that check off (SkipNameValidation) answers
+// for what it registers.
 func TestClassSetAndAddToManagerExcludeEachOther(t *testing.T) {
-	mgr := unreachableManager(t)
+	mgr := nameCheckedManager(t)
+	static, dynamic := uniqueClass("static"), uniqueClass("dynamic")
 	cs, err := resourceslice.NewClassSet(mgr)
 	require.NoError(t, err)
-	require.NoError(t, resourceslice.AddToManager(mgr, "static", grant))
-	require.NoError(t, cs.Serve("dynamic", grant))
+	require.NoError(t, resourceslice.AddToManager(mgr, static, grant))
+	require.NoError(t, cs.Serve(dynamic, grant))
 
-	err = cs.Serve("static", grant)
+	err = cs.Serve(static, grant)
 	require.Error(t, err, "a ClassSet serving a class AddToManager registered")
-	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered)
-	assert.ErrorContains(t, err, `"static"`)
+	assert.ErrorContains(t, err, "already exists", "controller-runtime's controller-name check")
+	assert.ErrorContains(t, err, fmt.Sprintf("%q", static))
 
-	err = resourceslice.AddToManager(mgr, "dynamic", grant)
+	err = resourceslice.AddToManager(mgr, dynamic, grant)
 	require.Error(t, err, "AddToManager registering a class a ClassSet serves")
-	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered)
-	assert.ErrorContains(t, err, `"dynamic"`)
+	assert.ErrorContains(t, err, "already exists", "controller-runtime's controller-name check")
+	assert.ErrorContains(t, err, fmt.Sprintf("%q", dynamic))
 
-	err = cs.Serve("dynamic", grant)
+	err = cs.Serve(dynamic, grant)
 	require.Error(t, err, "the same set serving a class twice")
 	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered)
 
 	other, err := resourceslice.NewClassSet(mgr)
 	require.NoError(t, err, "a manager may hold several sets")
-	err = other.Serve("dynamic", grant)
+	err = other.Serve(dynamic, grant)
 	require.Error(t, err, "a second set serving the first set's class")
-	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered)
+	assert.ErrorContains(t, err, "already exists", "controller-runtime's controller-name check")
 
-	assert.Equal(t, []string{"dynamic"}, cs.Classes(), "refused registrations leave the set as it was")
+	assert.Equal(t, []string{dynamic}, cs.Classes(), "refused registrations leave the set as it was")
 	assert.Empty(t, other.Classes())
 
-	// Once the first set stops the class, it is free for the other set, and
-	// then no longer for AddToManager.
-	require.NoError(t, cs.Stop(context.Background(), "dynamic"))
-	require.NoError(t, other.Serve("dynamic", grant), "a stopped class is free again")
-	assert.ErrorIs(t, resourceslice.AddToManager(mgr, "dynamic", grant), resourceslice.ErrClassRegistered)
+	// Once the set stops the class, it serves it again: the name is the
+	// set's, and controller-runtime is not asked twice.
+	require.NoError(t, cs.Stop(context.Background(), dynamic))
+	require.NoError(t, cs.Serve(dynamic, grant), "a stopped class is served again by its set")
 
-	// Another manager is another registry.
+	// Another manager is another set.
 	cs2, err := resourceslice.NewClassSet(unreachableManager(t))
 	require.NoError(t, err)
 	assert.NoError(t, cs2.Serve("static", grant), "another manager may serve the same class")

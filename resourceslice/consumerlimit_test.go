@@ -55,8 +55,10 @@ func (l *logLines) with(parts ...string) []string {
 // before the budget was wired is logged once it is.
 func TestConsumerLimitIsVisible(t *testing.T) {
 	logs := &logLines{}
+	scheme := runtime.NewScheme()
+	require.NoError(t, resourceslice.AddToScheme(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
-		Scheme:                 runtime.NewScheme(),
+		Scheme:                 scheme,
 		Logger:                 funcr.New(logs.write, funcr.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

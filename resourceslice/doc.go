@@ -3,14 +3,24 @@
 //
 // # Wiring a class
 //
-// There is one way a class's controller is built, reached three ways:
+// The scheme is yours: add client-go's types and AddToScheme to it before
+// building the manager; every registration checks it, refuses a missing
+// type naming the call to add, and never writes it.
 //
-//   - AddToManager(mgr, class, h, opts...) registers a controller named
-//     "resourceslice-<class>" that runs while the manager does;
-//   - NewClassSet(mgr) serves classes that come and go while the manager
-//     runs (ClassSet.Serve, ClassSet.Stop), on the manager's informers;
+// The ClassSet is the one object a manager's classes share: build it once
+// in main with NewClassSet(mgr), next to the manager, and hold it; its
+// classes and their budgets share its status.class view and ShadowPod
+// watch. Many classes, one set. There is one way a class's controller is
+// built, reached three ways:
+//
+//   - ClassSet.Serve(class, h, opts...) serves a class, before or after the
+//     manager starts, and ClassSet.Stop stops it, on the manager's
+//     informers;
+//   - AddToManager(mgr, class, h, opts...) is a ClassSet of one class: a
+//     controller named "resourceslice-<class>" that runs while the manager
+//     does;
 //   - NewReconciler(mgr.GetClient(), class, h, opts...) followed by
-//     Reconciler.SetupWithManager(mgr, builder) puts the same decisions in a
+//     Reconciler.SetupWithManager(set, builder) puts the same decisions in a
 //     controller you build (your workers, rate limiter, extra watches).
 //
 // All three watch the same inputs with the same predicates (the class's

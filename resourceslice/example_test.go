@@ -8,6 +8,9 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -17,10 +20,19 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// Two classes with two policies in one manager: each is its own controller,
-// "resourceslice-gold" and "resourceslice-silver".
-func ExampleAddToManager() {
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+// Two classes with two policies in one manager, served by one ClassSet:
+// each is its own controller, "resourceslice-gold" and
+// "resourceslice-silver", and they share the set's watches. The scheme is
+// yours: add client-go's types and the SDK's before building the manager.
+func ExampleNewClassSet() {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	set, err := resourceslice.NewClassSet(mgr)
 	if err != nil {
 		panic(err)
 	}
@@ -33,10 +45,32 @@ func ExampleAddToManager() {
 		conditions.Deny(rs, "SoldOut", "no silver capacity left")
 		return ctrl.Result{}, nil
 	})
-	if err := resourceslice.AddToManager(mgr, "gold", gold, resourceslice.WithMaxConcurrentReconciles(4)); err != nil {
+	if err := set.Serve("gold", gold, resourceslice.WithMaxConcurrentReconciles(4)); err != nil {
 		panic(err)
 	}
-	if err := resourceslice.AddToManager(mgr, "silver", silver, resourceslice.WithResyncPeriod(10*time.Minute)); err != nil {
+	if err := set.Serve("silver", silver, resourceslice.WithResyncPeriod(10*time.Minute)); err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		panic(err)
+	}
+}
+
+// One class in a manager: AddToManager is a ClassSet of that one class.
+func ExampleAddToManager() {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	gold := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
+		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
+		conditions.Accept(rs, "Granted", "gold gets what it asks for")
+		return ctrl.Result{}, nil
+	})
+	if err := resourceslice.AddToManager(mgr, "gold", gold); err != nil {
 		panic(err)
 	}
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
@@ -58,8 +92,17 @@ func ExampleValidateClass() {
 // adds every watch the Reconciler needs to your builder (the class's
 // slices, Tenants, namespaces, status.class, budget re-admissions) and
 // completes it, so it decides exactly as AddToManager's controller would.
+// The set is the manager's one ClassSet: your controller shares its
+// watches with the classes it serves.
 func ExampleReconciler_SetupWithManager() {
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	set, err := resourceslice.NewClassSet(mgr)
 	if err != nil {
 		panic(err)
 	}
@@ -77,7 +120,7 @@ func ExampleReconciler_SetupWithManager() {
 		panic(err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 4})
-	if err := r.SetupWithManager(mgr, b); err != nil {
+	if err := r.SetupWithManager(set, b); err != nil {
 		panic(err)
 	}
 }

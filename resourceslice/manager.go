@@ -12,19 +12,26 @@ import (
 )
 
 // ErrClassRegistered is returned (wrapped) when a class is registered twice
-// in one manager.
-var ErrClassRegistered = errors.New("class already registered in this manager")
+// in one ClassSet (Serve, SetupWithManager). Two sets (or two AddToManager
+// calls) naming one class in one manager meet controller-runtime's
+// controller-name check instead, as any two controllers of one name do.
+var ErrClassRegistered = errors.New("class already registered in this ClassSet")
 
 // AddToManager registers a controller named "resourceslice-<class>" in mgr
-// that decides the class's ResourceSlices with h. Call it once per class,
-// before mgr.Start.
+// that decides the class's ResourceSlices with h: a ClassSet of one class,
+// with its own status.class view and ShadowPod watch. Call it once per
+// class, before mgr.Start; a manager serving many classes, or classes that
+// share budgets, is better served by one ClassSet (NewClassSet), whose
+// classes and budgets share one view and one ShadowPod watch.
 //
 // It returns an error naming the class for an empty or "default" class
 // (Liqo's own), a class that is not a valid label value, a nil handler, a
-// class already registered in this manager (errors.Is ErrClassRegistered),
-// or a bad option. It adds Liqo's authentication types to the manager's
-// scheme only if they are missing. It makes no API call: a manager whose API
-// server is unreachable fails at Start, not here.
+// bad option, or a manager's scheme that lacks a type the class reads or
+// writes (see AddToScheme; the scheme is never changed). A class registered
+// twice in one manager is refused by controller-runtime's controller-name
+// check, unless the manager's controller options skip it
+// (SkipNameValidation). It makes no API call: a manager whose API server is
+// unreachable fails at Start, not here.
 //
 // The manager's client must read ResourceSlices (and Tenants, unless
 // WithoutTenantRule) and patch resourceslices/status; its cache must see the
@@ -44,7 +51,19 @@ var ErrClassRegistered = errors.New("class already registered in this manager")
 // ignores it holds the manager's shutdown, up to its
 // GracefulShutdownTimeout.
 func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...Option) error {
-	cc, err := newClassController(mgr, class, h, opts, false)
+	if mgr == nil {
+		return fmt.Errorf("class %q: nil manager", class)
+	}
+	// Validated before the set's runnables are added: a refused class
+	// leaves nothing in the manager.
+	if err := ValidateClass(class); err != nil {
+		return err
+	}
+	mc, err := newCompanions(mgr)
+	if err != nil {
+		return fmt.Errorf("class %q: %w", class, err)
+	}
+	cc, err := mc.newClassController(class, h, opts, false)
 	if err != nil {
 		return err
 	}

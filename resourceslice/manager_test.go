@@ -2,7 +2,8 @@ package resourceslice_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +35,10 @@ var grant = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) 
 // unreachableManager is a manager whose API server does not exist.
 func unreachableManager(t *testing.T) manager.Manager {
 	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, resourceslice.AddToScheme(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
-		Scheme:                 runtime.NewScheme(),
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
@@ -44,20 +47,48 @@ func unreachableManager(t *testing.T) manager.Manager {
 	return mgr
 }
 
+// nameCheckedManager is unreachableManager with controller-runtime's
+// controller-name check on, its default. The check is process-wide and
+// remembers every name: a test that relies on it serves classes named by
+// uniqueClass.
+func nameCheckedManager(t *testing.T) manager.Manager {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, resourceslice.AddToScheme(scheme))
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	return mgr
+}
+
+// classSeq numbers uniqueClass's classes.
+var classSeq atomic.Int64
+
+// uniqueClass is a class no other registration of the process named.
+func uniqueClass(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, classSeq.Add(1))
+}
+
 // Registration makes no API call (issue 11): wiring is unit-testable and the
-// duplicate-class rule holds with no API server at all.
+// duplicate-class rule holds with no API server at all. Two AddToManager
+// calls are two sets of one class (issue 43): controller-runtime's
+// controller-name check refuses the second.
 func TestAddToManagerNeedsNoAPIServer(t *testing.T) {
-	mgr := unreachableManager(t)
+	mgr := nameCheckedManager(t)
+	gold := uniqueClass("gold")
 	b, err := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")})
 	require.NoError(t, err)
 
-	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithBudget(b)))
-	require.NoError(t, resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithBudget(b)), "two classes may share a budget")
+	require.NoError(t, resourceslice.AddToManager(mgr, gold, grant, resourceslice.WithBudget(b)))
+	require.NoError(t, resourceslice.AddToManager(mgr, uniqueClass("silver"), grant, resourceslice.WithBudget(b)), "two classes may share a budget")
 
-	err = resourceslice.AddToManager(mgr, "gold", grant)
+	err = resourceslice.AddToManager(mgr, gold, grant)
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, resourceslice.ErrClassRegistered), "got %v", err)
-	assert.Contains(t, err.Error(), `"gold"`)
+	assert.ErrorContains(t, err, "already exists", "controller-runtime's controller-name check")
+	assert.Contains(t, err.Error(), fmt.Sprintf("%q", gold))
 
 	// Another manager may serve the same class (a restart, a second replica).
 	assert.NoError(t, resourceslice.AddToManager(unreachableManager(t), "gold", grant))
@@ -92,27 +123,23 @@ func TestAddToManagerRejectsBadSetup(t *testing.T) {
 }
 
 // A manager whose scheme holds only Liqo's types (as a least-cache manager
-// builds it) must still be able to write class Leases and list them: the
-// SDK adds coordination/v1 when a Lease is needed, as it adds Liqo's types.
-func TestLeaseTypesAddedWhenLeasesAreUsed(t *testing.T) {
+// builds it) serves classes without Leases; one that writes or lists class
+// Leases (WithClassLease, a set's default, the unserved reporter) is
+// refused with the call to add, and the scheme is not written (issue 43:
+// the scheme is the user's).
+func TestLeaseTypesNeededWhenLeasesAreUsed(t *testing.T) {
 	lease := coordinationv1.SchemeGroupVersion.WithKind("Lease")
-	slice := authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)
+	liqoOnly := func() manager.Manager { return managerWithScheme(t, authv1beta1.AddToScheme) }
 
-	mgr := unreachableManager(t)
-	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant))
-	assert.True(t, mgr.GetScheme().Recognizes(slice), "Liqo's types are added")
-	assert.False(t, mgr.GetScheme().Recognizes(lease), "no Lease type without WithClassLease")
+	mgr := liqoOnly()
+	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithoutTenantRule()), "no Lease type needed without WithClassLease")
+	err := resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithoutTenantRule(), resourceslice.WithClassLease("liqo"))
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease: call resourceslice.AddToScheme(scheme)", "WithClassLease writes Leases through the manager's client")
+	assert.False(t, mgr.GetScheme().Recognizes(lease), "the scheme is not written")
 
-	require.NoError(t, resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithClassLease("liqo")))
-	assert.True(t, mgr.GetScheme().Recognizes(lease), "WithClassLease writes Leases through the manager's client")
+	_, err = resourceslice.NewClassSet(liqoOnly(), resourceslice.WithClassLease("liqo"))
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease", "a ClassSet's class Leases too")
 
-	mgr = unreachableManager(t)
-	set, err := resourceslice.NewClassSet(mgr, resourceslice.WithClassLease("liqo"))
-	require.NoError(t, err)
-	require.NoError(t, set.Serve("gold", grant))
-	assert.True(t, mgr.GetScheme().Recognizes(lease), "a ClassSet's class Leases too")
-
-	mgr = unreachableManager(t)
-	require.NoError(t, resourceslice.AddUnservedReporter(mgr, "liqo", time.Minute))
-	assert.True(t, mgr.GetScheme().Recognizes(lease), "the unserved reporter lists Leases")
+	err = resourceslice.AddUnservedReporter(liqoOnly(), "liqo", time.Minute)
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease", "the unserved reporter lists Leases")
 }

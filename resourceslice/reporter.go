@@ -9,6 +9,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sliceclass/sliceclass/internal/classlease"
+	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
 // AddUnservedReporter makes visible the slices nobody serves. It watches
@@ -25,26 +26,25 @@ import (
 // further event: the class label is what consumers write in spec.class, so
 // made-up classes leave no series behind. It writes nothing to slices.
 // It runs on the leader only. It needs list on leases in namespace, and
-// create and patch on events (events.k8s.io; a repeated event is a patch).
+// create and patch on events (events.k8s.io; a repeated event is a patch),
+// and a manager's scheme with Liqo's ResourceSlice and coordination/v1
+// Lease (AddToScheme); it never changes the scheme.
 func AddUnservedReporter(mgr manager.Manager, namespace string, after time.Duration) error {
 	if mgr == nil {
 		return errors.New("unserved reporter: nil manager")
 	}
-	mc, err := companionsOf(mgr)
-	if err != nil {
-		return fmt.Errorf("unserved reporter: %w", err)
-	}
-	if err := mc.addTypes(true); err != nil {
+	if err := (schemeNeeds{leases: true}).check(mgr.GetScheme()); err != nil {
 		return fmt.Errorf("unserved reporter: %w", err)
 	}
 	count, oldest := classlease.NewGauges()
+	var err error
 	if count, err = register(ctrlmetrics.Registry, count); err != nil {
 		return err
 	}
 	if oldest, err = register(ctrlmetrics.Registry, oldest); err != nil {
 		return err
 	}
-	views, err := mc.statusClasses()
+	views, err := sliceview.NewClasses(mgr) // the reporter's own: it belongs to no set
 	if err != nil {
 		return fmt.Errorf("unserved reporter: %w", err)
 	}

@@ -12,8 +12,9 @@ import (
 
 // maxExports bounds the package's public surface (issue 18: a surface that
 // fits a screen): every exported constant, variable, function, type and
-// method of an exported type counts once.
-const maxExports = 45
+// method of an exported type counts once. 46 since issue 43: AddToScheme,
+// the one call a user's main makes for the types the SDK reads and writes.
+const maxExports = 46
 
 func TestPublicSurfaceFitsAScreen(t *testing.T) {
 	fset := token.NewFileSet()

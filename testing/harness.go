@@ -12,12 +12,10 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -238,18 +235,13 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
-	if err := authv1beta1.AddToScheme(scheme); err != nil {
+	// What the SDK reads and writes (Liqo's slices, Tenants and Quotas,
+	// SliceBudgets, Leases), as a user's main adds it: the SDK never adds
+	// to a scheme. Quotas are served, so that a test may seed one;
+	// ShadowPods are not (see harnessManager).
+	if err := resourceslice.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
-	// SliceBudgets (WithSliceBudget): in the scheme before the manager
-	// starts, as budget.FromObject asks.
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("slicetest: building scheme: %v", err)
-	}
-	// Liqo's Quota, which a budget counts: served, so that a test may seed
-	// one. ShadowPods are not (see harnessManager).
-	scheme.AddKnownTypes(offloadingv1beta1.SchemeGroupVersion, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
-	metav1.AddToGroupVersion(scheme, offloadingv1beta1.SchemeGroupVersion)
 	// The fake client gives seeded objects no UID; the API server always
 	// does, and the SDK keys owned objects and budgets on it.
 	for _, o := range hs.seed {
@@ -273,12 +265,11 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	hs.cache = newWatchCache(scheme, base)
 	mgr := &harnessManager{
 		scheme: scheme, mapper: mapper, api: heldSettles{Reader: base}, cache: hs.cache,
-		client:     base,
-		logger:     testr.NewWithInterface(t, testr.Options{}),
-		events:     recorder{hs},
-		http:       &http.Client{Transport: discovery{}},
-		elected:    make(chan struct{}),
-		converters: conversion.NewRegistry(),
+		client:  base,
+		logger:  testr.NewWithInterface(t, testr.Options{}),
+		events:  recorder{hs},
+		http:    &http.Client{Transport: discovery{}},
+		elected: make(chan struct{}),
 	}
 	close(mgr.elected)
 
@@ -288,8 +279,14 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	if err := hs.setUpSliceBudgets(mgr, specs); err != nil {
 		t.Fatalf("slicetest: %v", err)
 	}
+	// One set for the harness's classes, as a user's main builds one for
+	// a manager's: they share its status.class view and ShadowPod watch.
+	set, err := resourceslice.NewClassSet(mgr)
+	if err != nil {
+		t.Fatalf("slicetest: %v", err)
+	}
 	for _, sp := range specs {
-		hc, err := hs.setUp(mgr, sp, registry)
+		hc, err := hs.setUp(mgr, set, sp, registry)
 		if err != nil {
 			t.Fatalf("slicetest: %v", err)
 		}
@@ -334,9 +331,9 @@ type harnessClass struct {
 	q  *pendingQueue
 }
 
-// setUp builds sp's Reconciler and sets it up in mgr, with the harness's
-// event capture and registry before the test's options.
-func (h *Harness) setUp(mgr *harnessManager, sp classSpec, registry prometheus.Registerer) (*harnessClass, error) {
+// setUp builds sp's Reconciler and sets it up in set, of mgr, with the
+// harness's event capture and registry before the test's options.
+func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp classSpec, registry prometheus.Registerer) (*harnessClass, error) {
 	ropts := append([]resourceslice.DecisionOption{
 		resourceslice.WithEventRecorder(recorder{h}),
 		resourceslice.WithMetricsRegisterer(registry),
@@ -352,7 +349,7 @@ func (h *Harness) setUp(mgr *harnessManager, sp classSpec, registry prometheus.R
 		},
 	})
 	before := mgr.added()
-	if err := r.SetupWithManager(mgr, b); err != nil {
+	if err := r.SetupWithManager(set, b); err != nil {
 		return nil, err
 	}
 	for _, run := range mgr.addedSince(before) {

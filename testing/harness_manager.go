@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/sliceclass/sliceclass/internal/budgethook"
 )
@@ -31,8 +30,8 @@ import (
 // client (reads are never behind a test's writes, so that a test may call
 // Reconciler.Pass or SweepInventory right after one), its API reader reads
 // the fake API server, its cache delivers watch events when the harness
-// syncs it. The SDK's other caches (the status.class views, the ShadowPod
-// cache) are built against a REST config no server answers and are never
+// syncs it. The SDK's other caches (the set's status.class view and
+// ShadowPod watch) are built against a REST config no server answers and are never
 // started: the harness's discovery says the ResourceSlice schema has no
 // status.class (Liqo v1.2.0's CRD) and its REST mapper knows no ShadowPod,
 // so no class asks them anything.
@@ -55,9 +54,6 @@ type harnessManager struct {
 	events events.EventRecorder
 	http   *http.Client
 
-	// converters is where the SDK keeps what a manager's classes share.
-	converters conversion.Registry
-
 	mu        sync.Mutex
 	runnables []manager.Runnable
 	elected   chan struct{}
@@ -72,8 +68,6 @@ func (m *harnessManager) GetRESTMapper() meta.RESTMapper       { return m.mapper
 func (m *harnessManager) GetLogger() logr.Logger               { return m.logger }
 func (m *harnessManager) GetHTTPClient() *http.Client          { return m.http }
 func (m *harnessManager) Elected() <-chan struct{}             { return m.elected }
-
-func (m *harnessManager) GetConverterRegistry() conversion.Registry { return m.converters }
 
 func (m *harnessManager) GetEventRecorderFor(string) record.EventRecorder {
 	return &record.FakeRecorder{}

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,8 +86,13 @@ func run(progress, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	defer cancel()
 	c := cp.Client
-	if err := eventsv1.AddToScheme(cp.Scheme); err != nil {
-		return err
+	// The manager's scheme: the control plane's (client-go's and Liqo's
+	// types), what the SDK reads and writes, and events for the tour's
+	// reads.
+	for _, add := range []func(*runtime.Scheme) error{resourceslice.AddToScheme, eventsv1.AddToScheme} {
+		if err := add(cp.Scheme); err != nil {
+			return err
+		}
 	}
 	for _, name := range []string{ns(alice), ns(bob), ns(carol), system} {
 		if err := cp.CreateNamespace(ctx, name); err != nil {

@@ -43,6 +43,7 @@ import (
 	"os"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -135,8 +136,15 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 // with cache.ErrResourceNotCached instead of silently starting an informer
 // for it.
 func managerOptions(o options) (manager.Options, error) {
+	// The scheme is the manager's, and the SDK never adds to it: this one
+	// holds what this manager's options use, no more (a full one is
+	// clientgoscheme.AddToScheme and resourceslice.AddToScheme). Liqo's
+	// slices and Tenants, and its Quotas, which a budget counts.
 	scheme := runtime.NewScheme()
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
+		return manager.Options{}, err
+	}
+	if err := offloadingv1beta1.AddToScheme(scheme); err != nil {
 		return manager.Options{}, err
 	}
 	if o.ClassLeaseNamespace != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -219,22 +220,26 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 	assert.Equal(t, 1, objects.called("premium"))
 }
 
-// A manager whose file names a SliceBudget builds (budget.FromObject,
-// before start, adds the API to its scheme); one whose file names none
-// needs no SliceBudget CRD.
+// A manager whose file names a SliceBudget builds (its scheme has the
+// API: budget.FromObject checks, and never adds to it); one whose file
+// names none needs no SliceBudget CRD.
 func TestClassesFileNamingASliceBudgetBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a control plane")
 	}
 	cp := controlplane.Start(t)
 	path := filepath.Join(t.TempDir(), "classes.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("- {name: gold, caps: {cpu: 2}, sliceBudget: premium}\n"), 0o600))
+	// Each manager's set asks controller-runtime's process-wide
+	// controller-name check (on, as by default) the first time it serves a
+	// class: the classes are named for this run, and each manager's apart.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	require.NoError(t, os.WriteFile(path, []byte("- {name: gold-"+run+", caps: {cpu: 2}, sliceBudget: premium}\n"), 0o600))
 	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
 	require.NoError(t, err)
 	_, err = newManager(o, cp.Config)
 	require.NoError(t, err)
 
-	require.NoError(t, os.WriteFile(path, []byte("- {name: gold, caps: {cpu: 2}, budget: {cpu: 4}}\n"), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte("- {name: inline-"+run+", caps: {cpu: 2}, budget: {cpu: 4}}\n"), 0o600))
 	_, err = newManager(o, cp.Config)
 	require.NoError(t, err, "the inline form needs no SliceBudget CRD")
 }

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -33,16 +32,6 @@ import (
 // each Accepted slice (offloading.liqo.io/v1beta1).
 var QuotaKind = schema.GroupKind{Group: offloadingv1beta1.SchemeGroupVersion.Group, Kind: "Quota"}
 
-// AddQuotaTypes registers Liqo's Quota (and only it) in scheme.
-func AddQuotaTypes(scheme *runtime.Scheme) {
-	gv := offloadingv1beta1.SchemeGroupVersion
-	if scheme.Recognizes(gv.WithKind(QuotaKind.Kind)) {
-		return
-	}
-	scheme.AddKnownTypes(gv, &offloadingv1beta1.Quota{}, &offloadingv1beta1.QuotaList{})
-	metav1.AddToGroupVersion(scheme, gv)
-}
-
 // Feed tells a budget's ledger what one manager's cluster shows: every
 // ResourceSlice from the manager's shared informer and, when the API server
 // serves Liqo's Quota CRD, every Quota owned by a slice. The ledger counts
@@ -59,8 +48,9 @@ type Feed struct {
 	views *sliceview.Classes
 	// namespaces gives each slice its consumer without a cache read.
 	namespaces *sliceview.Namespaces
-	// pods is the manager's trimmed ShadowPod cache (see shadowpods.go).
-	pods cache.Cache
+	// pods is the ShadowPod watch of the set of classes that made the
+	// feed (see pods.go).
+	pods *Pods
 
 	// reader reads a slice from the API server, uncached, to settle a
 	// write whose answer did not say whether it was applied; settles are
@@ -98,7 +88,7 @@ type settleItem struct {
 	base string
 }
 
-func newFeed(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, ns *sliceview.Namespaces, pods cache.Cache) *Feed {
+func newFeed(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, ns *sliceview.Namespaces, pods *Pods) *Feed {
 	var evict *evictor
 	if l.MayEvict() {
 		// Its recorder is asked for when it starts, where ShadowPods are served.
@@ -322,15 +312,17 @@ func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 		return undo, err
 	} else if ok && f.pods != nil {
 		f.podsServed = true
-		pods, err := f.pods.GetInformer(ctx, &shadowPodCharge{})
+		pods, letGo, err := f.pods.informer(ctx)
 		if err != nil {
 			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
 		preg, err := pods.AddEventHandler(shadowPodHandler(f.l))
 		if err != nil {
+			letGo()
 			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
 		remove(pods, preg)
+		undo = append(undo, letGo) // after the handler left the informer
 		synced = append(synced, preg.HasSynced)
 	}
 	f.mu.Lock()

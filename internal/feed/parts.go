@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -17,30 +16,28 @@ import (
 
 // What a budget holds in the one manager its classes run in hangs off the
 // budget (its ledger's binding), not off the manager: its feed, one
-// whatever the classes drawing; the ShadowPod cache the feed reads; and
-// two runnables added to the manager with them. The first class that draws
-// from the budget in a manager binds it there; a class of another manager
-// is refused (ledger.ErrBoundElsewhere) until that manager stops. When the
-// last class stops drawing, everything goes: the feed and the cache stop,
-// the runnables return, the ledger forgets what the feed told it, and the
-// budget is unbound; a budget replaced many times leaves nothing behind.
+// whatever the classes drawing, and two runnables added to the manager with
+// it. The ShadowPods the feed counts come from the ShadowPod watch of the
+// set of classes that drew first (Pods), shared with the set's other
+// budgets. The first class that draws from the budget in a manager binds
+// it there; a class of another manager is refused (ledger.ErrBoundElsewhere)
+// until that manager stops. When the last class stops drawing, everything
+// goes: the feed stops (letting go of the ShadowPod watch), the runnables
+// return, the ledger forgets what the feed told it, and the budget is
+// unbound; a budget replaced many times leaves nothing behind.
 
-// Parts is a budget's feed and caches in one manager.
+// Parts is a budget's feed in one manager.
 type Parts struct {
 	mgr manager.Manager
 	l   *ledger.Ledger
 
 	mu sync.Mutex
-	// pods is the trimmed ShadowPod cache the feed reads, built with the
-	// first feed and started with it.
-	pods        cache.Cache
-	podsStarted bool
 	// feed is the budget's feed while a class draws from it, and refs how
 	// many classes do.
 	feed *Feed
 	refs int
 	// run is the leader's context once the manager is elected, ended by
-	// teardown: the feed and the cache run on it.
+	// teardown: the feed runs on it.
 	run       context.Context
 	runCancel context.CancelFunc
 	// closed is set by teardown (no class draws any more) or when the
@@ -56,15 +53,16 @@ var errPartsClosed = errors.New("the budget's parts were torn down")
 
 // Acquire returns the feed of l in mgr, binding l to mgr when no class
 // draws from it yet, and takes a reference the parts' release gives back.
-// views and namespaces are the manager's status.class view and namespace
-// store.
-func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces) (*Parts, *Feed, error) {
+// views, namespaces and pods are the status.class view, the namespace
+// store and the ShadowPod watch of the set of classes that asks: the feed
+// made here reads them while any class draws from the budget.
+func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods) (*Parts, *Feed, error) {
 	for {
 		p, err := partsOf(mgr, l)
 		if err != nil {
 			return nil, nil, err
 		}
-		f, err := p.acquire(views, namespaces)
+		f, err := p.acquire(views, namespaces, pods)
 		if errors.Is(err, errPartsClosed) {
 			continue // the last class let go meanwhile: the budget is unbound now
 		}
@@ -93,7 +91,7 @@ func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
 
 // acquire returns the budget's feed, made on first use, and takes a
 // reference that release gives back.
-func (p *Parts) acquire(views *sliceview.Classes, namespaces *sliceview.Namespaces) (*Feed, error) {
+func (p *Parts) acquire(views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods) (*Feed, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -106,14 +104,7 @@ func (p *Parts) acquire(views *sliceview.Classes, namespaces *sliceview.Namespac
 		p.refs++
 		return p.feed, nil
 	}
-	if p.pods == nil {
-		pods, err := newShadowPodCache(p.mgr)
-		if err != nil {
-			return nil, fmt.Errorf("budget %q: %w", p.l.Name(), err)
-		}
-		p.pods = pods
-	}
-	f := newFeed(p.mgr, p.l, views, namespaces, p.pods)
+	f := newFeed(p.mgr, p.l, views, namespaces, pods)
 	p.l.SetLogger(p.mgr.GetLogger().WithName("budget").WithValues("budget", p.l.Name()))
 	p.feed, p.refs = f, 1
 	if p.run != nil {
@@ -149,7 +140,7 @@ func (p *Parts) Release() {
 	p.teardown()
 }
 
-// teardown ends the parts: the feed and the cache stop, the runnables
+// teardown ends the parts: the feed stops, the runnables
 // return, and the budget is unbound from the manager.
 func (p *Parts) teardown() {
 	p.mu.Lock()
@@ -165,21 +156,10 @@ func (p *Parts) teardown() {
 	p.l.Unbind(p.mgr)
 }
 
-// goRun runs f, and the ShadowPod cache once, until the parts' run
-// context ends or f is stopped; p.mu is held.
+// goRun runs f until the parts' run context ends or f is stopped; p.mu is
+// held.
 func (p *Parts) goRun(f *Feed) {
 	ctx := p.run
-	if !p.podsStarted {
-		p.podsStarted = true
-		pods := p.pods
-		p.running.Add(1)
-		go func() {
-			defer p.running.Done()
-			if err := pods.Start(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "the ShadowPod cache of a budget stopped", "budget", p.l.Name())
-			}
-		}()
-	}
 	p.running.Add(1)
 	go func() {
 		defer p.running.Done()

@@ -1,21 +1,30 @@
 // Package stopqueue wraps controller-runtime's priority queue so that
 // shutting it down never strands a worker.
 //
-// controller-runtime's priority queue up to v0.25.1 can deadlock on
-// ShutDown (kubernetes-sigs/controller-runtime#3538, fixed in v0.25.2): a
-// worker parked in GetWithPriority leaves when the queue shuts down, while
-// the queue's hand-out loop, which counted it as a taker, blocks for ever
-// sending it an item, holding the lock that Done needs. Every worker still
-// reconciling then blocks in Done, the controller never returns, and the
-// manager gives up after its grace period. sliceclass's go.mod keeps the
-// lowest controller-runtime we support (v0.23), so its class controllers
+// controller-runtime's priority queue can deadlock on ShutDown
+// (kubernetes-sigs/controller-runtime#3538): a worker parked in
+// GetWithPriority leaves when the queue shuts down, while the queue's
+// hand-out loop, which counted it as a taker, blocks for ever sending it an
+// item, holding the lock that Done needs. Every worker still reconciling
+// then blocks in Done, the controller never returns, and the manager gives
+// up after its grace period.
+//
+// Which releases carry the fix, read from each release's
+// pkg/controller/priorityqueue/priorityqueue.go (the hand-out's send to a
+// taker also selects on the queue's done channel): v0.25.0, v0.25.1 and
+// v0.25.2 (the fix, #3540 on main, was released with v0.25.0); no v0.24
+// release (v0.24.0 and v0.24.1 send unguarded; the backport, #3549 on
+// release-0.24, is in no release yet); no v0.23 release (v0.23.0 to v0.23.3,
+// the line Liqo v1.2.0 pins, has no fix). sliceclass's go.mod keeps the
+// lowest controller-runtime we support (v0.23.1), so its class controllers
 // build their queue through Wrap.
 //
 // Wrap lets no worker be inside the queue's GetWithPriority when the
 // queue is shut down: ShutDown first refuses new takers, then hands each
 // parked one a wake-up item (a key no object has), waits for them to leave,
-// and only then shuts the queue down. Delete this package when go.mod
-// requires v0.25.2 or later.
+// and only then shuts the queue down. Delete this package when the lowest
+// controller-runtime go.mod requires carries the fix: v0.25.0 or later, or a
+// v0.24 patch release that ships #3549.
 package stopqueue
 
 import (

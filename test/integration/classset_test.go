@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -281,17 +282,24 @@ func TestClassSetStopFinishesInFlight(t *testing.T) {
 	assert.Empty(t, entered, "the handler is not called after Stop")
 }
 
-// The duplicate rules on a real manager, before and after it starts: a
-// class belongs to AddToManager or to one ClassSet, and a refused Serve
-// disturbs nothing.
+// The duplicate rules on a real manager, before and after it starts
+// (issue 43): a set refuses a class it serves (ErrClassRegistered); two
+// sets, or a set and AddToManager, naming one class meet
+// controller-runtime's controller-name check (on here, as by default; it is
+// process-wide, so the classes are named for this run); and a refused
+// registration disturbs nothing.
 func TestClassSetDuplicateRules(t *testing.T) {
 	cp.Require(t)
 	ns := testkit.Namespace(t, cp, "classset-dup")
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	dupStatic, dupDynamic := "dup-static-"+run, "dup-dynamic-"+run
 	var cs, other *resourceslice.ClassSet
 	var static, dynamic calls
-	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+	opts := testkit.ManagerOptions(t, cp.Scheme)
+	opts.Controller.SkipNameValidation = nil // controller-runtime's default: names are checked
+	testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
 		var err error
-		if err = resourceslice.AddToManager(mgr, "dup-static", accept("Static", &static)); err != nil {
+		if err = resourceslice.AddToManager(mgr, dupStatic, accept("Static", &static)); err != nil {
 			return err
 		}
 		if cs, err = resourceslice.NewClassSet(mgr); err != nil {
@@ -300,28 +308,28 @@ func TestClassSetDuplicateRules(t *testing.T) {
 		if other, err = resourceslice.NewClassSet(mgr); err != nil {
 			return err
 		}
-		if err = cs.Serve("dup-dynamic", accept("Dynamic", &dynamic)); err != nil {
+		if err = cs.Serve(dupDynamic, accept("Dynamic", &dynamic)); err != nil {
 			return err
 		}
-		err = cs.Serve("dup-static", accept("Intruder", nil))
-		assert.ErrorIs(t, err, resourceslice.ErrClassRegistered, "before start: a ClassSet serving an AddToManager class")
-		err = resourceslice.AddToManager(mgr, "dup-dynamic", accept("Intruder", nil))
-		assert.ErrorIs(t, err, resourceslice.ErrClassRegistered, "before start: AddToManager on a ClassSet's class")
+		err = cs.Serve(dupStatic, accept("Intruder", nil))
+		assert.ErrorContains(t, err, "already exists", "before start: a ClassSet serving an AddToManager class")
+		err = resourceslice.AddToManager(mgr, dupDynamic, accept("Intruder", nil))
+		assert.ErrorContains(t, err, "already exists", "before start: AddToManager on a ClassSet's class")
 		return nil
 	})
 
-	err := cs.Serve("dup-static", accept("Intruder", nil))
+	err := cs.Serve(dupStatic, accept("Intruder", nil))
 	require.Error(t, err, "after start: a ClassSet serving an AddToManager class")
-	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered)
-	assert.ErrorContains(t, err, `"dup-static"`)
-	err = other.Serve("dup-dynamic", accept("Intruder", nil))
+	assert.ErrorContains(t, err, "already exists")
+	assert.ErrorContains(t, err, fmt.Sprintf("%q", dupStatic))
+	err = other.Serve(dupDynamic, accept("Intruder", nil))
 	require.Error(t, err, "after start: a second set serving the first set's class")
-	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered)
-	err = cs.Serve("dup-dynamic", accept("Intruder", nil))
+	assert.ErrorContains(t, err, "already exists")
+	err = cs.Serve(dupDynamic, accept("Intruder", nil))
 	assert.ErrorIs(t, err, resourceslice.ErrClassRegistered, "after start: the same set serving its class twice")
 
-	create(t, sliceIn(ns, "s", "dup-static"))
-	create(t, sliceIn(ns, "d", "dup-dynamic"))
+	create(t, sliceIn(ns, "s", dupStatic))
+	create(t, sliceIn(ns, "d", dupDynamic))
 	testkit.Eventually(t, 30*time.Second, "each slice decided by its one registration", func() bool {
 		return decision(ns, "s", "Accepted/Static")() && decision(ns, "d", "Accepted/Dynamic")()
 	})
@@ -329,13 +337,13 @@ func TestClassSetDuplicateRules(t *testing.T) {
 		return decision(ns, "s", "Accepted/Static")() && decision(ns, "d", "Accepted/Dynamic")()
 	})
 
-	// Stopped by its set, the class is free for the other set, which
-	// re-evaluates its slice.
-	require.NoError(t, cs.Stop(context.Background(), "dup-dynamic"))
-	require.NoError(t, other.Serve("dup-dynamic", accept("Other", nil)), "a stopped class is free again")
-	testkit.Eventually(t, 10*time.Second, "the other set decides the class now", decision(ns, "d", "Accepted/Other"))
-	assert.Empty(t, cs.Classes())
-	assert.Equal(t, []string{"dup-dynamic"}, other.Classes())
+	// Stopped by its set, the class is served again by it (the name is the
+	// set's), which re-evaluates its slice.
+	require.NoError(t, cs.Stop(context.Background(), dupDynamic))
+	require.NoError(t, cs.Serve(dupDynamic, accept("Again", nil)), "a stopped class is served again by its set")
+	testkit.Eventually(t, 10*time.Second, "the set decides the class again", decision(ns, "d", "Accepted/Again"))
+	assert.Equal(t, []string{dupDynamic}, cs.Classes())
+	assert.Empty(t, other.Classes())
 }
 
 // WithClassLease: a labelled Lease with a holder while the class is served,

@@ -1,15 +1,15 @@
 package integration
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -22,23 +22,28 @@ func TestAddToManagerSetup(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	mgr, err := manager.New(cp.Config, manager.Options{
-		Scheme:                 scheme, // no Liqo types: AddToManager adds them
+		Scheme:                 scheme, // no Liqo types: refused, naming the call (issue 43)
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
+	// controller-runtime's controller-name check (on here, its default) is
+	// process-wide: the classes are named for this run.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	gold, silver := "setup-gold-"+run, "setup-silver-"+run
 	h := accept("Granted", nil)
-	require.NoError(t, resourceslice.AddToManager(mgr, "setup-gold", h), "first class")
-	assert.True(t, scheme.Recognizes(authv1beta1.GroupVersion.WithKind("ResourceSlice")), "Liqo's types must be added to a scheme that lacks them")
-	assert.True(t, scheme.Recognizes(authv1beta1.GroupVersion.WithKind("Tenant")), "Liqo's types must be added to a scheme that lacks them")
-	assert.NoError(t, resourceslice.AddToManager(mgr, "setup-silver", h), "a second class in the same manager")
+	err = resourceslice.AddToManager(mgr, gold, h)
+	assert.ErrorContains(t, err, "call resourceslice.AddToScheme(scheme)", "a scheme without Liqo's types")
+	assert.False(t, scheme.Recognizes(authv1beta1.GroupVersion.WithKind("ResourceSlice")), "the scheme is the user's")
+	require.NoError(t, resourceslice.AddToScheme(scheme)) // before the manager starts: nothing reads it yet
+	require.NoError(t, resourceslice.AddToManager(mgr, gold, h), "first class")
+	assert.NoError(t, resourceslice.AddToManager(mgr, silver, h), "a second class in the same manager")
 	cases := map[string]struct {
 		class string
 		h     any
 		want  string
 	}{
-		"duplicate": {class: "setup-gold", want: "already registered"},
+		"duplicate": {class: gold, want: "already exists"}, // controller-runtime's name check
 		"empty":     {class: "", want: "reserved"},
 		"default":   {class: "default", want: "reserved"},
 		"invalid":   {class: "Gold Class", want: "not a valid label value"},

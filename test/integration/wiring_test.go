@@ -53,7 +53,11 @@ func TestByHandDecidesLikeAddToManager(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return r.SetupWithManager(mgr, ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 2}))
+		set, err := resourceslice.NewClassSet(mgr)
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(set, ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 2}))
 	})
 
 	got := map[string][]string{}

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/config/crd"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 )
 
 const (
@@ -180,11 +180,12 @@ func New() (*ControlPlane, error) {
 }
 
 // newScheme holds client-go's types, Liqo's authentication and offloading
-// types, SliceBudget, and CRDs.
+// types, what the SDK reads and writes (resourceslice.AddToScheme, which
+// this package cannot import: the SDK's own tests import it), and CRDs.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, v1alpha1.AddToScheme,
+		clientgoscheme.AddToScheme, authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, sdkscheme.Add,
 		apiextensionsv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {

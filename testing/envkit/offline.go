@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
@@ -30,6 +31,9 @@ func UnreachableManager(t testing.TB) manager.Manager {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatalf("envkit: %v", err)
+	}
+	if err := sdkscheme.Add(scheme); err != nil { // resourceslice.AddToScheme
 		t.Fatalf("envkit: %v", err)
 	}
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})

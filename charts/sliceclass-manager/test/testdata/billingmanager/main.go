@@ -20,10 +20,10 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,7 +77,7 @@ func run() error {
 	ctrl.SetLogger(v.Logger())
 
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{authv1beta1.AddToScheme, corev1.AddToScheme, coordinationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, resourceslice.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
