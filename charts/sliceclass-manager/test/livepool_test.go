@@ -73,7 +73,9 @@ classes:
 	_, err = envkit.CreateNode(ctx, cp.Client, "sc-live-node", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
 		envkit.WithNodeLabels(map[string]string{"pool": pool}))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sc-live-node"}}) })
+	t.Cleanup(func() {
+		_ = cp.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sc-live-node"}})
+	})
 
 	var sb v1alpha1.SliceBudget
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: budget}, &sb))
