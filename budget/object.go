@@ -336,7 +336,7 @@ func (f *objectFollower) informer(ctx context.Context) cache.Informer {
 		}
 		reason, cause := reasonUnreadable, "watching SliceBudgets: "+err.Error()
 		if meta.IsNoMatchError(err) {
-			reason, cause = reasonCRDMissing, "the SliceBudget CRD ("+sliceBudgetsCRD+") is not installed"
+			reason, cause = reasonCRDMissing, crdMissing
 		}
 		f.unserved(ctx, reason, cause)
 		t := time.NewTimer(wait)
@@ -365,7 +365,12 @@ func (f *objectFollower) waitRead(ctx context.Context, synced func() bool) bool 
 			return false
 		case <-grace.C:
 			var list v1alpha1.SliceBudgetList
-			if err := f.ob.reader.List(ctx, &list, client.Limit(1)); err != nil && ctx.Err() == nil {
+			err := f.ob.reader.List(ctx, &list, client.Limit(1))
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case meta.IsNoMatchError(err) || apierrors.IsNotFound(err): // the CRD went
+				f.unserved(ctx, reasonCRDMissing, crdMissing)
+			default:
 				f.unserved(ctx, reasonUnreadable, "cannot read SliceBudgets: "+readCause(err))
 			}
 		case <-tick.C:
@@ -389,8 +394,8 @@ func (f *objectFollower) unserved(ctx context.Context, reason, cause string) {
 	ob.setApplied(applied{read: true, unserved: true, reason: reason, message: cause})
 }
 
-// sliceBudgetsCRD is the name of the SliceBudget CRD.
-const sliceBudgetsCRD = "slicebudgets.sliceclass.io"
+// crdMissing says that the API server serves no SliceBudgets.
+const crdMissing = "the SliceBudget CRD (slicebudgets.sliceclass.io) is not installed"
 
 // readCause says why a read failed, briefly: a refusal by the API
 // server's authorizer as "forbidden: cannot <verb> <resource>[.<group>]"
