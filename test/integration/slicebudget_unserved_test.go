@@ -2,11 +2,13 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
@@ -19,6 +21,7 @@ import (
 	"github.com/sliceclass/sliceclass/config/crd"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
+	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
 // Issue 42's item 8: with the SliceBudget CRD not installed, a manager
@@ -101,3 +104,44 @@ func installSliceBudgetCRD(t *testing.T) {
 	})
 }
 
+
+// Issue 42's item 4: WAITING counted Accepted slices whose larger offer
+// waits, so that ten slices showed 9 accepted and 4 waiting. Accepted
+// counts the slices holding an acceptance, the growing ones included;
+// Waiting the slices that hold none and wait; no slice in both, for the
+// budget and for its consumer.
+func TestSliceBudgetCountsEachSliceOnce(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "sb-count")
+	createSliceBudget(t, c, "sb-count", v1alpha1.SliceBudgetSpec{Total: cpuList("10")})
+	objectClass(t, "sb-count", "sb-count")
+
+	names := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"}
+	for _, n := range names {
+		create(t, sliceIn(ns, n, "sb-count"))
+	}
+	for _, n := range names {
+		require.True(t, conditions.IsAccepted(waitForDecision(t, 30*time.Second, ns, n)), n)
+	}
+	for _, n := range names[:3] {
+		setCPURequest(t, ns, n, "3") // 2 more each, with 1 free: their growth waits
+	}
+	create(t, sliceIn(ns, "s9", "sb-count", slicetest.WithRequest(corev1.ResourceCPU, "2")))
+	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, ns, "s9"), conditions.Resources).Status)
+	testkit.Eventually(t, 10*time.Second, "the three growing slices told that their larger offer waits", func() bool {
+		for _, n := range names[:3] {
+			if cond := conditions.Get(get(t, ns, n), conditions.Resources); cond == nil || !strings.Contains(cond.Message, "the larger one waits") {
+				return false
+			}
+		}
+		return true
+	})
+
+	var st v1alpha1.SliceBudgetStatus
+	testkit.Eventually(t, 10*time.Second, "status: 9 accepted, 1 waiting", func() bool {
+		st = sliceBudget(t, c, "sb-count").Status
+		return cpuIs(st.Used, "9") && st.Accepted == 9 && st.Waiting == 1
+	})
+	require.Len(t, st.Consumers, 1)
+	assert.Equal(t, int32(1), st.Consumers[0].Waiting, "the consumer's waiting slices are counted the same way")
+}
