@@ -104,7 +104,6 @@ func installSliceBudgetCRD(t *testing.T) {
 	})
 }
 
-
 // Issue 42's item 4: WAITING counted Accepted slices whose larger offer
 // waits, so that ten slices showed 9 accepted and 4 waiting. Accepted
 // counts the slices holding an acceptance, the growing ones included;
