@@ -49,7 +49,13 @@ import (
 // SliceBudget "x" not found: admits nothing new`), and it admits again
 // once the object is created. Until the object is first read (the first
 // second of the manager), the budget decides nothing: its classes' slices
-// are retried, not denied.
+// are retried, not denied. A SliceBudget that cannot be read stops
+// nothing else: with its CRD not installed, or the SliceBudgets not
+// listed within seconds (a 403, say), the budget admits nothing new, its
+// classes' slices say why (`the SliceBudget CRD
+// (slicebudgets.sliceclass.io) is not installed`, `forbidden: cannot list
+// slicebudgets.sliceclass.io`), the manager and its other classes run on,
+// and the budget follows the object once it can read it.
 //
 // The leader writes the object's status at most about once a second while
 // what it holds changes, and not at all while nothing changes: capacity,
@@ -68,7 +74,11 @@ import (
 // NewNodePool does, through a cache of the pool's nodes (and, with
 // localPods, pods) that FromObject starts and replaces as the spec's pool
 // changes: the capacity in force stays until the new pool is read whole.
-// The manager's client then needs list and watch on nodes (and pods).
+// The manager's client then needs list and watch on nodes (and pods): a
+// pool it cannot read (a 403) closes the budget, revoking nothing, with the
+// Ready condition (reason NodePoolUnreadable) and the classes' slices
+// naming the verb and resource refused (`forbidden: cannot list nodes`),
+// until the pool is read, which opens it with no restart.
 //
 // FromObject adds the sliceclass.io/v1alpha1 types to the manager's scheme
 // when missing, before the manager starts; called on a manager that has
