@@ -46,10 +46,12 @@ func TestMissingSliceBudgetCRDStopsOnlyItsClasses(t *testing.T) {
 	})
 	create(t, sliceIn(ns, "free", "sb-nocrd-free"))
 	create(t, sliceIn(ns, "gold", "sb-nocrd-gold"))
+	created := time.Now()
 
 	free := waitForDecision(t, 30*time.Second, ns, "free")
 	assert.True(t, conditions.IsAccepted(free), "the class with no SliceBudget serves: %+v", conditions.Get(free, conditions.Resources))
 	gold := waitForDecision(t, 10*time.Second, ns, "gold")
+	t.Logf("the SliceBudget class's slice was told %s after it was created", time.Since(created).Round(10*time.Millisecond))
 	cond := conditions.Get(gold, conditions.Resources)
 	require.NotNil(t, cond)
 	assert.Equal(t, conditions.Denied, cond.Status, "%s: %s", cond.Reason, cond.Message)

@@ -84,6 +84,7 @@ classes:
 	edited.Spec.NodePool = &v1alpha1.NodePool{Selector: &v1alpha1.NodeSelector{MatchLabels: map[string]v1alpha1.LabelValue{"pool": pool}},
 		Resources: []corev1.ResourceName{corev1.ResourceCPU}}
 	require.NoError(t, cp.Client.Patch(ctx, edited, client.MergeFrom(&sb)))
+	patched := time.Now()
 
 	// The budget's Ready condition says the 403, within seconds.
 	told, cancelTold := context.WithTimeout(ctx, 10*time.Second)
@@ -97,6 +98,7 @@ classes:
 		ready = apimeta.FindStatusCondition(got.Status.Conditions, "Ready")
 		return ready != nil && ready.ObservedGeneration == got.Generation && forbiddenNodes.MatchString(ready.Message)
 	})
+	t.Logf("Ready said the 403 %s after the edit", time.Since(patched).Round(10*time.Millisecond))
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Equal(t, "NodePoolUnreadable", ready.Reason)
 
@@ -104,10 +106,12 @@ classes:
 	second := slicetest.NewSlice("live-2", slicetest.WithNamespace(first.Namespace), slicetest.WithClass("gold"),
 		slicetest.WithRequest(corev1.ResourceCPU, "1"))
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, second))
+	created := time.Now()
 	told2, cancelTold2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancelTold2()
 	decided, err = slicetest.WaitForDecision(told2, cp.Client, client.ObjectKeyFromObject(second))
 	require.NoError(t, err, "the slice gets a condition within seconds")
+	t.Logf("the new slice was told %s after it was created", time.Since(created).Round(10*time.Millisecond))
 	cond := conditions.Get(decided, conditions.Resources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, cond.Status, "%s: %s", cond.Reason, cond.Message)
@@ -117,11 +121,13 @@ classes:
 	// helm upgrade with the node rule: the same process admits the slice.
 	upgraded := render(t, ns, values+"rbac: {nodePools: true}\n")
 	install(t, upgraded)
+	granted := time.Now()
 	key := client.ObjectKeyFromObject(second)
 	eventually(ctx, t, "the waiting slice admitted once the manager may read nodes", func() bool {
 		var rs authv1beta1.ResourceSlice
 		return cp.Client.Get(ctx, key, &rs) == nil && conditions.IsAccepted(&rs)
 	})
+	t.Logf("the slice was admitted %s after the node rule was granted", time.Since(granted).Round(10*time.Millisecond))
 	eventually(ctx, t, "the SliceBudget Ready by its node pool", func() bool {
 		var got v1alpha1.SliceBudget
 		if cp.Client.Get(ctx, types.NamespacedName{Name: budget}, &got) != nil {
