@@ -3,6 +3,7 @@ package charttest
 import (
 	"context"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,9 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -143,4 +147,83 @@ classes:
 		t.Fatalf("the manager exited: %v", err)
 	default:
 	}
+}
+
+// A manager its role does not let list SliceBudgets (the chart's role with
+// its slicebudgets rules taken out) stalls nothing either: within seconds
+// a slice of the class drawing from one is told the budget and the verb
+// and resource refused, the manager stays up, and once the chart's role is
+// installed whole the slice is admitted by the same process.
+func TestSliceBudgetsNotListableUnderTheChartsRBAC(t *testing.T) {
+	cp.Require(t)
+	const ns, budget = "sc-nolist", "sc-nolist-budget"
+	setup, cancelSetup := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelSetup()
+	require.NoError(t, cp.Client.Create(setup, &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: budget},
+		Spec: v1alpha1.SliceBudgetSpec{Total: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("4")}}}))
+	t.Cleanup(func() {
+		_ = cp.Client.Delete(context.Background(), &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: budget}})
+	})
+	objs := render(t, ns, "classes: {budgets: [], classes: [{name: gold, caps: {cpu: \"2\"}, sliceBudget: "+budget+"}]}")
+	install(t, withoutSliceBudgetRules(t, objs))
+	m := serve(t, ns, objs, managerBinary(t, repoRoot, "./examples/manager"))
+
+	// Not m.ready: /readyz (flags.AddProbes) waits for every informer of
+	// the manager's cache, the SliceBudgets' included, so it answers only
+	// once they are listed. The controllers serve meanwhile.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rs := consumerSlice(ctx, t, ns, "nolist", "gold")
+	created := time.Now()
+	told, cancelTold := context.WithTimeout(ctx, 20*time.Second)
+	defer cancelTold()
+	decided, err := slicetest.WaitForDecision(told, cp.Client, client.ObjectKeyFromObject(rs))
+	require.NoError(t, err, "the slice gets a condition within seconds")
+	t.Logf("the slice was told %s after it was created (the manager starting meanwhile)", time.Since(created).Round(10*time.Millisecond))
+	cond := conditions.Get(decided, conditions.Resources)
+	require.NotNil(t, cond)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, cond.Status, "%s: %s", cond.Reason, cond.Message)
+	assert.Contains(t, cond.Message, `SliceBudget "`+budget+`"`, "names the budget")
+	assert.Regexp(t, `forbidden: cannot (list|watch) slicebudgets\.sliceclass\.io`, cond.Message, "names the verb and resource refused")
+
+	install(t, objs)
+	key := client.ObjectKeyFromObject(rs)
+	eventually(ctx, t, "the slice admitted once the manager may list SliceBudgets", func() bool {
+		var got authv1beta1.ResourceSlice
+		return cp.Client.Get(ctx, key, &got) == nil && conditions.IsAccepted(&got)
+	})
+	select {
+	case err := <-m.done:
+		m.done <- err
+		t.Fatalf("the manager exited: %v", err)
+	default:
+	}
+}
+
+// withoutSliceBudgetRules returns objs with the ClusterRole's rules on the
+// sliceclass.io group taken out.
+func withoutSliceBudgetRules(t *testing.T, objs []rendered) []rendered {
+	t.Helper()
+	out := make([]rendered, 0, len(objs))
+	taken := 0
+	for _, r := range objs {
+		if r.obj.GetKind() == "ClusterRole" {
+			role := typed[rbacv1.ClusterRole](t, r.obj)
+			kept := role.Rules[:0]
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.APIGroups, v1alpha1.GroupVersion.Group) {
+					taken++
+					continue
+				}
+				kept = append(kept, rule)
+			}
+			role.Rules = kept
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(role)
+			require.NoError(t, err)
+			r = rendered{template: r.template, obj: &unstructured.Unstructured{Object: u}}
+		}
+		out = append(out, r)
+	}
+	require.Positive(t, taken, "the chart's role has sliceclass.io rules to take out")
+	return out
 }
