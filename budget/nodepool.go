@@ -160,18 +160,34 @@ func newPool(cfg *rest.Config, scheme *runtime.Scheme, l *ledger.Ledger, nodes l
 	if o.localPods {
 		byObject[&corev1.Pod{}] = cache.ByObject{Field: fields.OneTermNotEqualSelector("spec.nodeName", ""), Transform: trimPod}
 	}
+	p := &nodePool{
+		l: l, selector: nodes, names: names, reserve: o.reserve, share: o.share, localPods: o.localPods,
+		nodes: map[string]*poolNode{}, pods: map[types.NamespacedName]podUse{},
+		alloc: corev1.ResourceList{}, podSum: corev1.ResourceList{},
+	}
 	// Nodes and pods are core types: a mapper of their own spares the
 	// discovery call the manager's would make here, so a pool is built
 	// without an API server, like the rest of the wiring.
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme, Mapper: coreMapper(), ByObject: byObject})
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, Mapper: coreMapper(), ByObject: byObject,
+		DefaultWatchErrorHandler: p.watchFailed})
 	if err != nil {
 		return nil, fmt.Errorf("building its node cache: %w", err)
 	}
-	return &nodePool{
-		l: l, c: c, selector: nodes, names: names, reserve: o.reserve, share: o.share, localPods: o.localPods,
-		nodes: map[string]*poolNode{}, pods: map[types.NamespacedName]podUse{},
-		alloc: corev1.ResourceList{}, podSum: corev1.ResourceList{},
-	}, nil
+	p.c = c
+	return p, nil
+}
+
+// watchFailed is the pool's informers' watch error handler: it logs as
+// client-go does, and tells the pool's owner (readFailed) why the pool is
+// not read. The informer tries again by itself.
+func (p *nodePool) watchFailed(ctx context.Context, r *toolscache.Reflector, err error) {
+	toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	p.mu.Lock()
+	failed := p.readFailed
+	p.mu.Unlock()
+	if failed != nil {
+		failed(err)
+	}
 }
 
 // nodePool keeps a node-pool budget's total equal to what its nodes offer.
@@ -198,6 +214,9 @@ type nodePool struct {
 	// replaced; handled are the event handlers' HasSynced.
 	held    bool
 	handled []func() bool
+	// readFailed, when set, is told each error listing or watching the
+	// pool's nodes (or pods) returns.
+	readFailed func(error)
 }
 
 type poolNode struct {

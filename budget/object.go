@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,7 +49,13 @@ import (
 // SliceBudget "x" not found: admits nothing new`), and it admits again
 // once the object is created. Until the object is first read (the first
 // second of the manager), the budget decides nothing: its classes' slices
-// are retried, not denied.
+// are retried, not denied. A SliceBudget that cannot be read stops
+// nothing else: with its CRD not installed, or the SliceBudgets not
+// listed within seconds (a 403, say), the budget admits nothing new, its
+// classes' slices say why (`the SliceBudget CRD
+// (slicebudgets.sliceclass.io) is not installed`, `forbidden: cannot list
+// slicebudgets.sliceclass.io`), the manager and its other classes run on,
+// and the budget follows the object once it can read it.
 //
 // The leader writes the object's status at most about once a second while
 // what it holds changes, and not at all while nothing changes: capacity,
@@ -66,7 +74,11 @@ import (
 // NewNodePool does, through a cache of the pool's nodes (and, with
 // localPods, pods) that FromObject starts and replaces as the spec's pool
 // changes: the capacity in force stays until the new pool is read whole.
-// The manager's client then needs list and watch on nodes (and pods).
+// The manager's client then needs list and watch on nodes (and pods): a
+// pool it cannot read (a 403) closes the budget, revoking nothing, with the
+// Ready condition (reason NodePoolUnreadable) and the classes' slices
+// naming the verb and resource refused (`forbidden: cannot list nodes`),
+// until the pool is read, which opens it with no restart.
 //
 // The manager's scheme must hold sliceclass.io/v1alpha1
 // (resourceslice.AddToScheme) and the core Nodes and Pods a node pool reads
@@ -101,7 +113,7 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		return nil, err
 	}
 	ob := &objectBudget{
-		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), cfg: mgr.GetConfig(), scheme: scheme,
+		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: mgr.GetConfig(), scheme: scheme,
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
 		read:     make(chan struct{}),
 	}
@@ -145,6 +157,14 @@ const (
 	reasonApplied     = "Applied"
 	reasonReadingPool = "ReadingNodePool"
 	reasonSpecRefused = "SpecRefused"
+	// reasonPoolUnreadable: the node pool of spec.nodePool cannot be read
+	// (a 403, say); the budget admits nothing new until it is.
+	reasonPoolUnreadable = "NodePoolUnreadable"
+	// reasonCRDMissing and reasonUnreadable: the SliceBudget itself cannot
+	// be read (its CRD not installed; any other cause). The condition is
+	// written only once it can be.
+	reasonCRDMissing = "CRDNotInstalled"
+	reasonUnreadable = "Unreadable"
 )
 
 // The reasons and actions of the events on a SliceBudget.
@@ -162,6 +182,9 @@ type objectBudget struct {
 	l      *ledger.Ledger
 	cache  cache.Cache
 	client client.Client
+	// reader reads from the API server, not the cache: it asks why the
+	// SliceBudgets are not listed.
+	reader client.Reader
 	// recorder gives the recorder of the object's events (guarded by mu).
 	recorder func() events.EventRecorder
 	// cfg and scheme build a node pool's cache (spec.nodePool); pool is
@@ -183,7 +206,10 @@ type objectBudget struct {
 
 // applied is the outcome of the last spec read.
 type applied struct {
-	read       bool
+	read bool
+	// unserved: the SliceBudgets could not be read at all (applied by
+	// unserved, not from an object).
+	unserved   bool
 	generation int64
 	ok         bool
 	reason     string
@@ -243,7 +269,11 @@ func (f *objectFollower) UseEventRecorder(rec events.EventRecorder) {
 func (f *objectFollower) SpecRead() <-chan struct{} { return f.ob.read }
 
 // Start implements manager.Runnable: it follows the object until ctx
-// ends, and detaches from the informer then.
+// ends, and detaches from the informer then. It never stops the manager:
+// while the SliceBudgets cannot be read (their CRD not installed, the
+// manager not allowed to list them) the budget admits nothing new, with
+// the cause in its classes' slices, and it retries; the manager's other
+// classes serve meanwhile.
 func (f *objectFollower) Start(ctx context.Context) error {
 	ob := f.ob
 	ob.mu.Lock()
@@ -255,9 +285,9 @@ func (f *objectFollower) Start(ctx context.Context) error {
 		f.applyMu.Unlock()
 		f.pools.Wait()
 	}()
-	inf, err := ob.cache.GetInformer(ctx, &v1alpha1.SliceBudget{})
-	if err != nil {
-		return fmt.Errorf("budget %q: watching SliceBudgets (is the CRD installed?): %w", ob.name, err)
+	inf := f.informer(ctx)
+	if inf == nil {
+		return nil // stopped
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { f.seen(ctx, o, false) },
@@ -268,14 +298,126 @@ func (f *objectFollower) Start(ctx context.Context) error {
 		return fmt.Errorf("budget %q: watching SliceBudgets: %w", ob.name, err)
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+	if !f.waitRead(ctx, reg.HasSynced) {
 		return nil // stopped
 	}
-	if !ob.getApplied().read {
+	if a := ob.getApplied(); !a.read || a.unserved {
 		f.missing()
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// How long the follower waits between attempts to watch SliceBudgets
+// whose CRD is not installed (doubling from the first to the last), and
+// how long it waits for the watch to list them before it asks the API
+// server why not.
+const (
+	firstRetry = time.Second
+	lastRetry  = 10 * time.Second
+	readGrace  = 3 * time.Second
+)
+
+// informer returns the manager's informer of SliceBudgets, trying again
+// while the API server serves no SliceBudgets (the CRD not installed),
+// with the budget closed meanwhile; nil when ctx ends first.
+func (f *objectFollower) informer(ctx context.Context) cache.Informer {
+	wait := firstRetry
+	for {
+		inf, err := f.ob.cache.GetInformer(ctx, &v1alpha1.SliceBudget{}, cache.BlockUntilSynced(false))
+		if err == nil {
+			return inf
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		reason, cause := reasonUnreadable, "watching SliceBudgets: "+err.Error()
+		if meta.IsNoMatchError(err) {
+			reason, cause = reasonCRDMissing, crdMissing
+		}
+		f.unserved(ctx, reason, cause)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		wait = min(2*wait, lastRetry)
+	}
+}
+
+// waitRead waits until the informer has listed the SliceBudgets (synced).
+// If it has not after readGrace, it asks the API server why, with one
+// list of one object, and closes the budget with the answer (a 403 names
+// the verb and resource refused); it keeps waiting. false when ctx ends.
+func (f *objectFollower) waitRead(ctx context.Context, synced func() bool) bool {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	grace := time.NewTimer(readGrace)
+	defer grace.Stop()
+	for !synced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-grace.C:
+			var list v1alpha1.SliceBudgetList
+			err := f.ob.reader.List(ctx, &list, client.Limit(1))
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case meta.IsNoMatchError(err) || apierrors.IsNotFound(err): // the CRD went
+				f.unserved(ctx, reasonCRDMissing, crdMissing)
+			default:
+				f.unserved(ctx, reasonUnreadable, "cannot read SliceBudgets: "+readCause(err))
+			}
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// unserved closes the budget because its SliceBudget cannot be read at
+// all, for cause; logged once per cause.
+func (f *objectFollower) unserved(ctx context.Context, reason, cause string) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	ob := f.ob
+	if a := ob.getApplied(); a.unserved && a.message == cause {
+		return
+	}
+	log.FromContext(ctx).Info("cannot follow the SliceBudget: its budget admits nothing new until it can", "budget", ob.name, "cause", cause)
+	ob.l.SetClosed(fmt.Sprintf("SliceBudget %q: %s: admits nothing new", ob.name, cause))
+	ob.l.SetUndecided("")
+	ob.setApplied(applied{read: true, unserved: true, reason: reason, message: cause})
+}
+
+// crdMissing says that the API server serves no SliceBudgets.
+const crdMissing = "the SliceBudget CRD (slicebudgets.sliceclass.io) is not installed"
+
+// readCause says why a read failed, briefly: a refusal by the API
+// server's authorizer as "forbidden: cannot <verb> <resource>[.<group>]"
+// (what a role must grant), anything else as the error says.
+func readCause(err error) string {
+	if !apierrors.IsForbidden(err) {
+		return err.Error()
+	}
+	msg := err.Error()
+	// The RBAC authorizer's words: ... cannot list resource "nodes" in API group "" ...
+	_, rest, ok := strings.Cut(msg, " cannot ")
+	if !ok {
+		return "forbidden: " + msg
+	}
+	verb, rest, _ := strings.Cut(rest, " resource \"")
+	res, rest, ok := strings.Cut(rest, "\"")
+	if !ok || verb == "" || strings.Contains(verb, " ") {
+		return "forbidden: " + msg
+	}
+	if _, g, ok := strings.Cut(rest, "in API group \""); ok {
+		if group, _, _ := strings.Cut(g, "\""); group != "" {
+			res += "." + group
+		}
+	}
+	return fmt.Sprintf("forbidden: cannot %s %s", verb, res)
 }
 
 // seen applies the object o, or closes the budget if it is gone.
@@ -373,9 +515,14 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 			refuse(reasonSpecRefused, err.Error())
 		case ready:
 			f.finish(sb.Generation)
+		case f.run.failed != "":
+			// The pool followed still cannot be read: the budget stays
+			// closed, saying why.
+			ob.setApplied(applied{read: true, generation: sb.Generation, reason: reasonPoolUnreadable, message: f.run.failed})
 		default:
-			// The capacity in force stays until the pool is read; a budget
-			// with none decides nothing meanwhile.
+			// The capacity in force stays until the pool is read, or found
+			// unreadable (poolFailed); a budget with none decides nothing
+			// meanwhile.
 			if !prev.ok {
 				ob.l.SetUndecided(fmt.Sprintf("SliceBudget %q: reading its node pool", ob.name))
 			}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -29,6 +30,8 @@ type poolRun struct {
 	cancel context.CancelFunc
 	// released: the pool was read and its total is in force.
 	released bool
+	// failed is why the pool could not be read, while it is not.
+	failed string
 }
 
 // stop stops the pool; its total is no longer given to the ledger.
@@ -90,6 +93,7 @@ func (f *objectFollower) followPool(ctx context.Context, np *v1alpha1.NodePool, 
 	f.stopPool()
 	pctx, cancel := context.WithCancel(ctx)
 	r := &poolRun{spec: *np.DeepCopy(), p: p, cancel: cancel}
+	p.readFailed = func(err error) { f.poolFailed(r, err) }
 	f.run, f.pending = r, generation
 	f.pools.Add(2)
 	go func() {
@@ -111,6 +115,37 @@ func (f *objectFollower) followPool(ctx context.Context, np *v1alpha1.NodePool, 
 		f.releasePool(r)
 	}()
 	return false, nil
+}
+
+// poolFailed closes the budget while r's pool, not read yet, cannot be
+// read: the spec asks for the nodes' capacity, which is not known, so the
+// budget admits nothing new (and revokes nothing) rather than go on with
+// a capacity the spec no longer names; its classes' slices and its Ready
+// condition say why (a 403 names the verb and resource refused). The
+// pool's informer keeps trying: once it reads the pool (the manager given
+// the rights, say), releasePool opens the budget, with no restart.
+func (f *objectFollower) poolFailed(r *poolRun, err error) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if f.run != r || r.released {
+		return // replaced, or read: its informer's errors are logged only
+	}
+	cause := "cannot read the node pool: " + readCause(err)
+	if apierrors.IsForbidden(err) {
+		what := "nodes"
+		if r.spec.LocalPods {
+			what = "nodes and pods"
+		}
+		cause += " (the manager needs list and watch on " + what + ")"
+	}
+	if r.failed == cause {
+		return
+	}
+	r.failed = cause
+	ob := f.ob
+	ob.l.SetClosed(fmt.Sprintf("SliceBudget %q: %s: admits nothing new", ob.name, cause))
+	ob.l.SetUndecided("")
+	ob.setApplied(applied{read: true, generation: f.pending, reason: reasonPoolUnreadable, message: cause})
 }
 
 // ready reports whether r's pool has read every node (and pod) into its

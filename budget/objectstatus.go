@@ -96,8 +96,8 @@ func (w *statusWriter) Start(ctx context.Context) error {
 func (w *statusWriter) sync(ctx context.Context) error {
 	ob := w.ob
 	a := ob.getApplied()
-	if a.reason == "" {
-		return nil // the follower has not applied the object yet
+	if a.reason == "" || a.unserved {
+		return nil // the follower has not read the object yet, or cannot
 	}
 	var sb v1alpha1.SliceBudget
 	if err := ob.cache.Get(ctx, client.ObjectKey{Name: ob.name}, &sb); err != nil {

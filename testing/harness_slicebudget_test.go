@@ -185,8 +185,10 @@ func TestSliceBudgetSharedByClasses(t *testing.T) {
 	assert.Equal(t, conditions.Accepted, h.Reconcile(gold).Decision)
 	require.Len(t, reclaims, 1, "one reclaim event on the SliceBudget")
 	assert.Equal(t, budget.ReasonReclaimed, reclaims[0].Reason)
-	// Gold holds 6, spot keeps 4 and waits to grow back to the 8 it asks.
-	assertStatus(t, h.SliceBudget("shared"), 2, 1, "10", "10", "0")
+	// Gold holds 6, spot keeps 4 and waits to grow back to the 8 it asks:
+	// an Accepted slice whose larger offer waits is counted Accepted, not
+	// waiting (issue 42).
+	assertStatus(t, h.SliceBudget("shared"), 2, 0, "10", "10", "0")
 
 	// By default only New's class draws from it.
 	other := holding("spot-2", "spot", "8")

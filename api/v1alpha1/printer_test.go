@@ -28,11 +28,12 @@ type column struct {
 	Priority int32
 }
 
-// wantColumns answer "how full, who waits" at a glance; -o wide adds
-// memory and whether waiting slices may preempt.
+// wantColumns answer "does it admit, how full, who waits" at a glance; -o
+// wide adds memory, the Ready condition's reason and whether waiting slices
+// may preempt.
 var wantColumns = []column{
-	{"Name", 0}, {"Accepted", 0}, {"Waiting", 0}, {"CPU Used", 0}, {"CPU Capacity", 0}, {"CPU Available", 0},
-	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Preemption", 1}, {"Age", 0},
+	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"CPU Used", 0}, {"CPU Capacity", 0}, {"CPU Available", 0},
+	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
 }
 
 // table asks the API server for path as a Table, as kubectl get does (the
@@ -86,12 +87,13 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := map[string][]any{
 		// JSON numbers decode as float64.
-		"printed": {"printed", float64(12), float64(3), "58", "64", "6", "200Gi", "256Gi", true},
-		// Served and empty: zeros, not <none>.
-		"printed-idle": {"printed-idle", float64(0), float64(0), "0", "64", "64", "0", "256Gi", true},
-		// A budget no manager serves yet: kubectl shows <none> for the
-		// status columns, and 0 is never claimed for what nobody counted.
-		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, true},
+		"printed": {"printed", "True", float64(12), float64(3), "58", "64", "6", "200Gi", "256Gi", "Serving", true},
+		// Served and empty: zeros, not blanks.
+		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "0", "64", "64", "0", "256Gi", nil, true},
+		// A budget no manager serves yet: the API server prints no value
+		// (kubectl leaves the cell blank) for the status columns, and 0 is
+		// never claimed for what nobody counted.
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, true},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

@@ -20,13 +20,15 @@ const MaxConsumers = 20
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=sb,categories=sliceclass
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Accepted",type=integer,JSONPath=`.status.accepted`,description="Slices the budget holds Accepted"
-// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`,description="Slices waiting for capacity"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the budget admits by its spec; the Ready condition's message says why not"
+// +kubebuilder:printcolumn:name="Accepted",type=integer,JSONPath=`.status.accepted`,description="Slices holding an acceptance from the budget, those whose larger offer waits included"
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`,description="Slices holding no acceptance that wait for capacity"
 // +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.used.cpu`,description="CPU Accepted slices hold"
 // +kubebuilder:printcolumn:name="CPU Capacity",type=string,JSONPath=`.status.capacity.cpu`,description="CPU the budget offers"
 // +kubebuilder:printcolumn:name="CPU Available",type=string,JSONPath=`.status.available.cpu`,description="CPU free to admit"
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
 // +kubebuilder:printcolumn:name="Preemption",type=boolean,JSONPath=`.spec.preemption`,priority=1,description="Waiting slices may reclaim from lower priorities"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SliceBudget struct {
@@ -255,13 +257,18 @@ type SliceBudgetStatus struct {
 	// +optional
 	Available corev1.ResourceList `json:"available,omitempty"`
 
-	// Accepted counts the slices the budget holds Accepted. It and Waiting
-	// are written even when 0, so that kubectl shows 0 for a budget served
-	// and empty, and <none> only for one no manager serves.
+	// Accepted counts the slices that hold an acceptance from the budget
+	// (observed, or being written), whether or not a larger offer of
+	// theirs waits: an Accepted slice whose growth waits is counted here,
+	// not in Waiting. It and Waiting are written even when 0, so that
+	// kubectl shows 0 for a budget served and empty, and a blank cell only
+	// for one no manager serves.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Accepted int32 `json:"accepted"`
-	// Waiting counts the slices waiting for capacity.
+	// Waiting counts the slices that hold no acceptance from the budget
+	// and wait for its capacity (denied for now, admitted when it frees).
+	// Accepted and Waiting never count one slice twice.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Waiting int32 `json:"waiting"`
@@ -301,7 +308,8 @@ type ConsumerStatus struct {
 	// Used is what the consumer's Accepted slices hold of the budget.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
-	// Waiting counts the consumer's slices waiting for capacity.
+	// Waiting counts the consumer's slices that hold no acceptance and
+	// wait for capacity, as SliceBudgetStatus.Waiting counts them.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Waiting int32 `json:"waiting,omitempty"`

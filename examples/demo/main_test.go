@@ -20,10 +20,10 @@ func TestDemo(t *testing.T) {
 		"burst: carol's single slice Accepted (fair order); alice's burst: 3 of 6 Accepted, the rest wait",
 		// The SliceBudget's status as the slices come and as the operator
 		// edits its total and a consumer's limit.
-		"team   1         1        6         10            4",
-		"team   2         0        12        12            0",
+		"team   True    1         1        6         10            4",
+		"team   True    2         0        12        12            0",
 		"liqo-tenant-carol/team-c  team   cpu=6      cpu=0    Accepted  Reclaimed",
-		"team   2         0        6         12            6"} {
+		"team   True    2         0        6         12            6"} {
 		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -148,8 +149,12 @@ func showBudget(ctx context.Context, c client.Client, out io.Writer, what string
 	}
 	st := sb.Status
 	_, _ = fmt.Fprintln(out)
-	_, _ = fmt.Fprintf(out, "$ kubectl get sb\n%-6s %-9s %-8s %-9s %-13s %s\n", "NAME", "ACCEPTED", "WAITING", "CPU USED", "CPU CAPACITY", "CPU AVAILABLE")
-	_, _ = fmt.Fprintf(out, "%-6s %-9d %-8d %-9s %-13s %s\n", sb.Name, st.Accepted, st.Waiting,
+	ready := ""
+	if c := apimeta.FindStatusCondition(st.Conditions, "Ready"); c != nil {
+		ready = string(c.Status)
+	}
+	_, _ = fmt.Fprintf(out, "$ kubectl get sb\n%-6s %-7s %-9s %-8s %-9s %-13s %s\n", "NAME", "READY", "ACCEPTED", "WAITING", "CPU USED", "CPU CAPACITY", "CPU AVAILABLE")
+	_, _ = fmt.Fprintf(out, "%-6s %-7s %-9d %-8d %-9s %-13s %s\n", sb.Name, ready, st.Accepted, st.Waiting,
 		ptrQ(st.Used, corev1.ResourceCPU), ptrQ(st.Capacity, corev1.ResourceCPU), ptrQ(st.Available, corev1.ResourceCPU))
 	var held []string
 	for _, cs := range st.Consumers {

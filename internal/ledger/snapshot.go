@@ -13,9 +13,11 @@ import (
 type Snapshot struct {
 	Total, Used, InUse, Reclaiming, Free corev1.ResourceList
 	// Accepted counts the slices of the budget's classes that hold an
-	// acceptance (observed, or whose write is in flight); Waiting the
-	// slices waiting for capacity.
-	Accepted, Waiting int
+	// acceptance (observed, or whose write is in flight), whether or not
+	// a larger offer of theirs waits; Waiting the slices in line that
+	// hold none; Growing the Accepted slices in line (their larger offer
+	// waits). No slice is in both Accepted and Waiting.
+	Accepted, Waiting, Growing int
 	// Consumers are the consumers that hold something or wait, the
 	// largest first by their dominant share of the total, then by name.
 	Consumers []ConsumerSnapshot
@@ -29,7 +31,8 @@ type Snapshot struct {
 }
 
 // ConsumerSnapshot is what one consumer holds (for the resources the
-// ledger limits) and how many of its slices wait.
+// ledger limits) and how many of its slices wait holding no acceptance, as
+// Snapshot.Waiting counts them.
 type ConsumerSnapshot struct {
 	Name    string
 	Used    corev1.ResourceList
@@ -43,7 +46,7 @@ func (l *Ledger) Snapshot() Snapshot {
 	defer l.mu.Unlock()
 	s := Snapshot{
 		Total: corev1.ResourceList{}, Used: l.books.used(), InUse: corev1.ResourceList{}, Reclaiming: corev1.ResourceList{},
-		Free: l.books.free(), Waiting: l.line.len(), Closed: l.closed, Counted: l.books.counted,
+		Free: l.books.free(), Closed: l.closed, Counted: l.books.counted,
 	}
 	for _, n := range l.books.names {
 		s.Total[n] = l.books.total[n].DeepCopy()
@@ -54,7 +57,7 @@ func (l *Ledger) Snapshot() Snapshot {
 		}
 	}
 	for _, e := range l.books.slices {
-		if (e.member || !e.seen) && (e.accepted || len(e.attempts) > 0) {
+		if holdsAcceptance(e) {
 			s.Accepted++
 		}
 		if len(e.counted) == 0 {
@@ -99,6 +102,11 @@ func (l *Ledger) Snapshot() Snapshot {
 		}
 	}
 	l.line.each(func(w *waiter) bool {
+		if e := l.books.slices[w.Key]; e != nil && holdsAcceptance(e) {
+			s.Growing++ // counted in Accepted
+			return true
+		}
+		s.Waiting++
 		of(w.consumer).Waiting++
 		return true
 	})
@@ -122,4 +130,11 @@ func (l *Ledger) Snapshot() Snapshot {
 		return a.Name < b.Name
 	})
 	return s
+}
+
+// holdsAcceptance reports whether e is a slice of the budget's classes
+// (or not yet seen) that holds an acceptance: observed Accepted, or with
+// an admission being written.
+func holdsAcceptance(e *entry) bool {
+	return (e.member || !e.seen) && (e.accepted || len(e.attempts) > 0)
 }

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +52,29 @@ func TestSnapshotOfAShrunkTotal(t *testing.T) {
 	assertList(t, cpu("8"), s.Used, "what is held")
 	q := s.Total["cpu"]
 	assert.Zero(t, q.Cmp(resource.MustParse("4")))
+}
+
+// The counts of issue 42: ten slices, nine Accepted (three of them asking
+// more than fits) and one asking what does not fit. Accepted counts the
+// nine, Waiting the one that holds nothing, Growing the three whose larger
+// offer waits: no slice is counted twice.
+func TestSnapshotCountsEachSliceOnce(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	for i := range 9 {
+		l.ObserveSlice(slice(fmt.Sprintf("s%d", i), "1", cpu("1"), consumer("acme")))
+	}
+	for i := range 3 {
+		refused(t, []*ledger.Ledger{l}, request(fmt.Sprintf("s%d", i), "acme", at(i), cpu("3")))
+	}
+	refused(t, []*ledger.Ledger{l}, request("new", "globex", at(5), cpu("2")))
+
+	s := l.Snapshot()
+	assert.Equal(t, 9, s.Accepted, "the nine slices holding an acceptance")
+	assert.Equal(t, 1, s.Waiting, "the one slice that holds nothing and waits")
+	assert.Equal(t, 3, s.Growing, "the Accepted slices whose larger offer waits")
+	require.Len(t, s.Consumers, 2)
+	for _, c := range s.Consumers {
+		want := map[string]int{"acme": 0, "globex": 1}[c.Name]
+		assert.Equal(t, want, c.Waiting, "consumer %s", c.Name)
+	}
 }

@@ -248,6 +248,14 @@ func TestOptionalRBAC(t *testing.T) {
 		values: "classes: {budgets: [{name: pool, total: {cpu: 10}, preemption: true, evictionAfter: 10m}], classes: [{name: gold, budgets: [pool]}]}",
 		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), permission{"", "offloading.liqo.io", "shadowpods", "delete", ""})...)),
 	}, {
+		reason: "rbac.nodePools alone (a SliceBudget given a nodePool after install): nodes only",
+		values: "rbac: {nodePools: true}",
+		want:   sorted(append(slices.Clone(proven), nodes...)),
+	}, {
+		reason: "rbac.localPods alone: pods, and the nodes its pool reads",
+		values: "rbac: {localPods: true}",
+		want:   sorted(append(slices.Clone(proven), append(slices.Clone(nodes), pods...)...)),
+	}, {
 		reason: "rbac.shadowPodEviction alone: delete on ShadowPods only",
 		values: "rbac: {shadowPodEviction: true}",
 		want:   sorted(append(slices.Clone(proven), permission{"", "offloading.liqo.io", "shadowpods", "delete", ""})),
