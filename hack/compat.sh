@@ -82,11 +82,12 @@ crpackages() {
 }
 
 # step NAME DIR LOG CMD...: runs CMD in DIR with its output in LOG; prints ok
-# or FAIL (and the log's tail on stderr).
+# (and its time on stderr) or FAIL (and the log's tail on stderr).
 step() {
-  local name="$1" dir="$2" log="$3"
+  local name="$1" dir="$2" log="$3" start=$SECONDS
   shift 3
   if (cd "$dir" && "$@") >"$log" 2>&1; then
+    echo "compat: $name: ok in $((SECONDS - start))s" >&2
     echo ok
   else
     {
