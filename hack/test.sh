@@ -19,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SHARDS="${TEST_SHARDS:-3}"
 TIMEOUT="${TEST_TIMEOUT:-30m}"
-DEFAULT_WEIGHT=7
+DEFAULT_WEIGHT=3
 
 mod="$(go list -m)"
 suite="$mod/test/integration"
