@@ -10,7 +10,7 @@
 # cores busy while the suite's tests wait on the API server.
 #
 # Tests are dealt to shards longest first (hack/integration-weights names
-# the slow ones, in seconds of one serial run; any other test counts
+# the slow ones, in seconds of one sharded run; any other test counts
 # DEFAULT_WEIGHT), each to the shard with the least so far; a new test needs
 # no entry. TEST_SHARDS=1 runs the suite as one process, as go test would.
 set -euo pipefail
