@@ -6,8 +6,9 @@
 # Each shard is the same test binary run with -test.run naming its share of
 # the suite's tests: a control plane of its own, its tests one after another
 # as before, so no two tests share anything they did not share already. The
-# shards run beside the other packages (go test's own -p), which keeps both
-# cores busy while the suite's tests wait on the API server.
+# shards run beside the other packages (the other suites under test/ in one
+# go test, every other package in another), which keeps both cores busy while
+# the suites' tests wait on the API server.
 #
 # Tests are dealt to shards longest first (hack/integration-weights names
 # the slow ones, in seconds of one sharded run; any other test counts
@@ -26,10 +27,20 @@ suite="$mod/test/integration"
 patterns=("$@")
 if ((${#patterns[@]} == 0)); then patterns=(./...); fi
 mapfile -t all < <(go list "${patterns[@]}")
+# The other suites under test/ (reliability, soak) run long too: they get a
+# go test of their own, started with the shards, so that they do not start
+# last behind every unit-test package.
 others=()
+suites=()
 sharded=0
 for p in "${all[@]}"; do
-  if [[ "$p" == "$suite" ]]; then sharded=1; else others+=("$p"); fi
+  if [[ "$p" == "$suite" ]]; then
+    sharded=1
+  elif [[ "$p" == "$mod/test/"* ]]; then
+    suites+=("$p")
+  else
+    others+=("$p")
+  fi
 done
 if ((!sharded)) || ((SHARDS <= 1)); then
   exec go test -race -count=1 -timeout "$TIMEOUT" "${all[@]}"
@@ -56,6 +67,10 @@ deal() {
 mapfile -t runs < <(deal)
 
 pids=()
+if ((${#suites[@]} > 0)); then
+  go test -race -count=1 -timeout "$TIMEOUT" "${suites[@]}" &
+  pids+=($!)
+fi
 if ((${#others[@]} > 0)); then
   go test -race -count=1 -timeout "$TIMEOUT" "${others[@]}" &
   pids+=($!)
