@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo dev-controlplane crds crds-check test unit integration reliability soak envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
+.PHONY: all demo dev-controlplane crds crds-check test unit integration reliability soak long envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
 
 all: test
 
@@ -32,10 +32,10 @@ crds-check:
 	@hack/crdgen.sh --check
 
 ## test: vet, format check, lint, and every test (unit + integration on a real API server) with -race,
-## then the Helm chart's tests (chart-test).
+## then the Helm chart's tests (chart-test). hack/test.sh is go test -race -count=1 ./... with the
+## integration suite split into TEST_SHARDS processes (default 3), each on a control plane of its own.
 test: vet fmt lint
-	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
-		$(GO) test -race -count=1 -timeout 30m ./...
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 hack/test.sh ./...
 	@$(MAKE) --no-print-directory chart-test
 
 ## chart-test: the Helm chart's tests, a module of their own (charts/sliceclass-manager/test): render
@@ -79,10 +79,10 @@ print-image:
 unit:
 	$(GO) test -race -count=1 -short ./...
 
-## integration: the integration suite alone (./test/...) on a real API server, with -race.
+## integration: the integration and reliability suites alone (./test/...) on a real API server, with
+## -race, sharded as in make test.
 integration:
-	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
-		$(GO) test -race -count=1 -timeout 30m ./test/...
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 hack/test.sh ./test/...
 
 ## reliability: the reliability suite alone (./test/reliability/...: API faults, API server
 ## restart, leader failover, least privilege) with -race, printing its figures (RELIABILITY: lines).
@@ -96,6 +96,22 @@ reliability:
 soak:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 SLICECLASS_SOAK=1 \
 		$(GO) test -count=1 -timeout 20m -v ./test/soak/
+
+## long: what CI (.ci/run) runs shorter, at full length, and what it leaves to this target; run it
+## before a release and after touching restarts, reclaim, failover or memory: the restart rounds of
+## TestRestartAsAVictimsPodEnds with -race (LONG_RESTART_ROUNDS, default 3; CI runs 1), the failover
+## warm-up at full size (SLICECLASS_RELIABILITY_FULL=1: 2,000 slices, three rounds per setting; CI runs
+## the small version), then the soak at full size (10,000 slices, SLICECLASS_SOAK_DURATION of churn,
+## default 3m; CI runs 2,000 slices for 1m); the soak alone takes about 5 minutes.
+LONG_RESTART_ROUNDS ?= 3
+long:
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
+		SLICECLASS_RESTART_ROUNDS=$(LONG_RESTART_ROUNDS) $(GO) test -race -count=1 -timeout 30m -v \
+		-run '^TestRestartAsAVictimsPodEnds$$' ./test/integration/
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
+		SLICECLASS_RELIABILITY_FULL=1 $(GO) test -count=1 -timeout 30m -v -run '^TestLeaderFailoverWarmup$$' \
+		./test/reliability/failover/
+	@$(MAKE) --no-print-directory soak SLICECLASS_SOAK_SLICES=10000
 
 vet:
 	$(GO) vet ./...

@@ -12,6 +12,9 @@
 #     $HOME so clean clones reuse it); binaries land in
 #     $ENVTEST_ROOT/k8s-<kube>-etcd-<etcd>, work directories in $ENVTEST_ROOT/src;
 #   - ETCD_VERSION and KUBE_VERSION pick other versions.
+# One build per cache: callers that overlap (CI starts the build in the
+# background while it lints, then make test asks for the binaries) take a lock
+# on the cache, so the second waits for the first and finds the binaries built.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,9 +25,18 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-apiserver" &&
   exit 0
 fi
 
-args=(-dir "${ENVTEST_ROOT:-$ROOT/bin/envtest}")
+root="${ENVTEST_ROOT:-$ROOT/bin/envtest}"
+args=(-dir "$root")
 if [[ -n "${ETCD_VERSION:-}" ]]; then args+=(-etcd-version "$ETCD_VERSION"); fi
 if [[ -n "${KUBE_VERSION:-}" ]]; then args+=(-kube-version "$KUBE_VERSION"); fi
 
 cd "$ROOT"
+if command -v flock >/dev/null; then
+  mkdir -p "$root"
+  exec 9>"$root/.lock"
+  if ! flock -n 9; then
+    echo "envtest: another build into $root is under way; waiting for it" >&2
+    flock 9
+  fi
+fi
 exec go run ./testing/controlplane/install-envtest "${args[@]}"
