@@ -97,10 +97,17 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 
 	setCPURequest(t, ns, "a", "8")
 	testkit.Eventually(t, 30*time.Second, "a's growth refused with a BudgetExhausted Warning", hasEvent(t, ns, "a", budget.ReasonExhausted))
+	// The Warning is recorded when the budget refuses, before the status
+	// write that follows it: wait for the write.
+	const waits = "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, waits until 4 more is free"
+	testkit.Eventually(t, 10*time.Second, "a's condition says its growth waits", func() bool {
+		c := conditions.Get(get(t, ns, "a"), conditions.Resources)
+		return c != nil && c.Message == waits
+	})
 	rs := get(t, ns, "a")
 	c := conditions.Get(rs, conditions.Resources)
 	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
-	assert.Equal(t, "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, waits until 4 more is free", c.Message,
+	assert.Equal(t, waits, c.Message,
 		"the message names the budget and what is short, with what was asked and what the slice holds")
 	var notes []string
 	for _, e := range eventsFor(t, ns, "a") {
