@@ -1,14 +1,11 @@
 package budget
 
 import (
-	"fmt"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 )
 
 // The scheme is the user's: a budget reads it and never writes it (a
@@ -24,33 +21,16 @@ type schemeKinds struct {
 
 // check returns an error naming every kind s lacks, with the call to add.
 func (k schemeKinds) check(s *runtime.Scheme) error {
-	type want struct {
-		gvk  schema.GroupVersionKind
-		call string
-	}
-	var wants []want
+	const clientgo = "clientgoscheme.AddToScheme(scheme)"
+	var needs []sdkscheme.Need
 	if k.sliceBudgets {
-		wants = append(wants, want{v1alpha1.GroupVersion.WithKind("SliceBudget"), "resourceslice.AddToScheme(scheme)"})
+		needs = append(needs, sdkscheme.Need{GVK: v1alpha1.GroupVersion.WithKind("SliceBudget"), Call: "resourceslice.AddToScheme(scheme)"})
 	}
 	if k.nodes {
-		wants = append(wants, want{corev1.SchemeGroupVersion.WithKind("Node"), "clientgoscheme.AddToScheme(scheme)"})
+		needs = append(needs, sdkscheme.Need{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Call: clientgo})
 	}
 	if k.pods {
-		wants = append(wants, want{corev1.SchemeGroupVersion.WithKind("Pod"), "clientgoscheme.AddToScheme(scheme)"})
+		needs = append(needs, sdkscheme.Need{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Call: clientgo})
 	}
-	var missing, calls []string
-	for _, w := range wants {
-		if s.Recognizes(w.gvk) {
-			continue
-		}
-		missing = append(missing, w.gvk.GroupVersion().String()+" "+w.gvk.Kind)
-		if len(calls) == 0 || calls[len(calls)-1] != w.call {
-			calls = append(calls, w.call)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("the manager's scheme lacks %s: call %s before building the manager",
-		strings.Join(missing, ", "), strings.Join(calls, " and "))
+	return sdkscheme.Check(s, needs...)
 }

@@ -1,14 +1,10 @@
 package resourceslice
 
 import (
-	"fmt"
-	"strings"
-
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/sdkscheme"
@@ -46,27 +42,18 @@ type schemeNeeds struct {
 // check returns an error naming every kind s lacks of those needs names
 // (the ResourceSlice always), and the call that adds them.
 func (n schemeNeeds) check(s *runtime.Scheme) error {
-	want := []schema.GroupVersionKind{authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind)}
+	const call = "resourceslice.AddToScheme(scheme)"
+	needs := []sdkscheme.Need{{GVK: authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), Call: call}}
 	if n.tenants {
-		want = append(want, authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind))
+		needs = append(needs, sdkscheme.Need{GVK: authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind), Call: call})
 	}
 	if n.quotas {
-		want = append(want, offloadingv1beta1.SchemeGroupVersion.WithKind(feed.QuotaKind.Kind))
+		needs = append(needs, sdkscheme.Need{GVK: offloadingv1beta1.SchemeGroupVersion.WithKind(feed.QuotaKind.Kind), Call: call})
 	}
 	if n.leases {
-		want = append(want, coordinationv1.SchemeGroupVersion.WithKind("Lease"))
+		needs = append(needs, sdkscheme.Need{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Call: call})
 	}
-	var missing []string
-	for _, gvk := range want {
-		if !s.Recognizes(gvk) {
-			missing = append(missing, gvk.GroupVersion().String()+" "+gvk.Kind)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("the manager's scheme lacks %s: call resourceslice.AddToScheme(scheme) before building the manager",
-		strings.Join(missing, ", "))
+	return sdkscheme.Check(s, needs...)
 }
 
 // schemeNeedsOf is what a class built with cfg reads and writes.
