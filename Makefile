@@ -102,7 +102,7 @@ soak:
 ## TestRestartAsAVictimsPodEnds with -race (LONG_RESTART_ROUNDS, default 3; CI runs 1), the failover
 ## warm-up at full size (SLICECLASS_RELIABILITY_FULL=1: 2,000 slices, three rounds per setting; CI runs
 ## the small version), then the soak at full size (10,000 slices, SLICECLASS_SOAK_DURATION of churn,
-## default 3m; CI runs 2,000 slices for 1m); the soak alone takes about 5 minutes.
+## default 3m; CI does not run it); the soak alone takes about 5 minutes.
 LONG_RESTART_ROUNDS ?= 3
 long:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
