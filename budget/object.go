@@ -167,10 +167,18 @@ const (
 	reasonUnreadable = "Unreadable"
 )
 
+// The SliceBudget's CapacityBelowUsed condition, True while its capacity
+// is below what its slices hold for some resource, and its reasons.
+const (
+	conditionCapacityBelowUsed = "CapacityBelowUsed"
+	reasonUsedExceedsCapacity  = "UsedExceedsCapacity"
+	reasonWithinCapacity       = "WithinCapacity"
+)
+
 // The reasons and actions of the events on a SliceBudget.
 const (
 	eventReclaimed       = ReasonReclaimed
-	eventCapacityBelow   = "CapacityBelowUsed"
+	eventCapacityBelow   = conditionCapacityBelowUsed
 	actionReclaim        = "Reclaim"
 	actionFollowCapacity = "FollowCapacity"
 )

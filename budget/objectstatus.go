@@ -10,10 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -39,14 +41,12 @@ const statusEvery = time.Second
 type statusWriter struct {
 	ob *objectBudget
 	// mu serializes the writes of Start's ticks and of WriteStatus, and
-	// guards last, lastRV and below.
+	// guards last and lastRV.
 	mu sync.Mutex
 	// last is the status last written, and the resourceVersion the write
 	// made: until the cache shows that version, it is what the object has.
 	last   *v1alpha1.SliceBudgetStatus
 	lastRV string
-	// below is set while the capacity is below what the slices hold.
-	below bool
 	// failing is the last write error logged, until a write succeeds.
 	failing string
 }
@@ -108,10 +108,7 @@ func (w *statusWriter) sync(ctx context.Context) error {
 	}
 	snap := ob.l.Snapshot()
 	desired := desiredStatus(&sb, a, snap, time.Now())
-	switch {
-	case snap.Counted:
-		w.capacityEvent(a, snap)
-	case a.ok:
+	if !snap.Counted && a.ok {
 		keepFigures(&desired, sb.Status) // never figures from books not yet counted
 	}
 	if equality.Semantic.DeepEqual(sb.Status, desired) {
@@ -133,6 +130,13 @@ func (w *statusWriter) sync(ctx context.Context) error {
 		return fmt.Errorf("patching SliceBudget %q's status: %w", ob.name, err)
 	}
 	w.last, w.lastRV = desired.DeepCopy(), obj.ResourceVersion
+	// The patch carried the resourceVersion it was computed from: the
+	// condition turned True on the object with it, once per begin, whatever
+	// the writes while it lasts and whichever replica leads.
+	if below := meta.FindStatusCondition(desired.Conditions, conditionCapacityBelowUsed); below != nil &&
+		below.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(sb.Status.Conditions, conditionCapacityBelowUsed) {
+		ob.event(corev1.EventTypeWarning, eventCapacityBelow, actionFollowCapacity, "budget %s: %s", ob.name, below.Message)
+	}
 	return nil
 }
 
@@ -140,10 +144,11 @@ func (w *statusWriter) sync(ctx context.Context) error {
 // books they would come from are not counted yet (a new leader whose feed
 // has not delivered its initial lists, or one that restarted), and would
 // show a budget holding nothing. Only the Ready condition and
-// observedGeneration are written until the books are counted.
+// observedGeneration are written until the books are counted (desiredStatus
+// leaves the CapacityBelowUsed condition as shown).
 func keepFigures(desired *v1alpha1.SliceBudgetStatus, shown v1alpha1.SliceBudgetStatus) {
 	desired.Capacity, desired.Used, desired.InUse = shown.Capacity, shown.Used, shown.InUse
-	desired.Reclaiming, desired.Available = shown.Reclaiming, shown.Available
+	desired.Reclaiming, desired.Available, desired.Fullest = shown.Reclaiming, shown.Available, shown.Fullest
 	desired.Accepted, desired.Waiting, desired.Consumers = shown.Accepted, shown.Waiting, shown.Consumers
 }
 
@@ -177,8 +182,9 @@ func statusPatch(base, obj *v1alpha1.SliceBudget) ([]byte, error) {
 }
 
 // desiredStatus is the status sb should show: the ledger's figures, the
-// largest consumers, and the Ready condition of the spec last read (its
-// transition time kept when its status did not change).
+// fullest resource, the largest consumers, the Ready condition of the spec
+// last read (its transition time kept when its status did not change) and,
+// once the books are counted, the CapacityBelowUsed condition.
 func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, now time.Time) v1alpha1.SliceBudgetStatus {
 	st := v1alpha1.SliceBudgetStatus{
 		Accepted: int32(min(snap.Accepted, 1<<31-1)), Waiting: int32(min(snap.Waiting, 1<<31-1)),
@@ -187,6 +193,7 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 	}
 	if a.ok {
 		st.Capacity, st.Used, st.InUse, st.Reclaiming, st.Available = snap.Total, snap.Used, snap.InUse, snap.Reclaiming, snap.Free
+		st.Fullest = fullest(snap.Total, snap.Used)
 		for _, c := range snap.Consumers {
 			if len(st.Consumers) == v1alpha1.MaxConsumers {
 				break
@@ -206,29 +213,91 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, a.reason, a.message+": the last spec applied stays in force"
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
+	if a.ok && snap.Counted {
+		setCapacityBelowUsed(&st.Conditions, belowUsed(snap.Total, snap.Used), a.generation, now)
+	}
 	return st
 }
 
-// capacityEvent records a Warning event when the capacity falls below what
-// the slices hold, once until it no longer is.
-func (w *statusWriter) capacityEvent(a applied, snap ledger.Snapshot) {
-	if !a.ok {
-		return
-	}
+// belowUsed describes each resource whose capacity is below what the
+// slices hold ("cpu 12 held of 8"), in name order; none when none is.
+func belowUsed(capacity, used corev1.ResourceList) []string {
 	var short []string
-	for _, n := range sortedResourceNames(snap.Total) {
-		t, u := snap.Total[n], snap.Used[n]
-		if u.Cmp(t) > 0 {
-			short = append(short, fmt.Sprintf("%s %s held of %s", n, u.String(), t.String()))
+	for _, n := range sortedResourceNames(capacity) {
+		c, u := capacity[n], used[n]
+		if u.Cmp(c) > 0 {
+			short = append(short, fmt.Sprintf("%s %s held of %s", n, u.String(), c.String()))
 		}
 	}
-	below := len(short) > 0
-	if below && !w.below {
-		w.ob.event(corev1.EventTypeWarning, eventCapacityBelow, actionFollowCapacity,
-			"budget %s: capacity is below what its slices hold (%s): nothing new is admitted until they hold less; with spec.preemption the lowest priorities are shrunk",
-			w.ob.name, strings.Join(short, ", "))
+	return short
+}
+
+// setCapacityBelowUsed sets the CapacityBelowUsed condition from short
+// (belowUsed's answer). Writes follow the state, not the figures: while
+// the condition's status holds, it is left as it is (its message keeps
+// the figures of when it began), only its observedGeneration follows the
+// spec's.
+func setCapacityBelowUsed(conds *[]metav1.Condition, short []string, generation int64, now time.Time) {
+	c := metav1.Condition{Type: conditionCapacityBelowUsed, Status: metav1.ConditionFalse, Reason: reasonWithinCapacity,
+		Message: "the slices hold no more than the capacity", ObservedGeneration: generation,
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
+	if len(short) > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, reasonUsedExceedsCapacity
+		c.Message = "capacity is below what the slices hold (" + strings.Join(short, ", ") +
+			"): nothing new is admitted until they hold less; with spec.preemption the lowest priorities are shrunk"
 	}
-	w.below = below
+	if shown := meta.FindStatusCondition(*conds, conditionCapacityBelowUsed); shown != nil && shown.Status == c.Status {
+		shown.ObservedGeneration = generation
+		return
+	}
+	meta.SetStatusCondition(conds, c)
+}
+
+// fullest is the resource of capacity of which used holds the largest
+// share (v1alpha1.SliceBudgetStatus.Fullest), nil when capacity names
+// none.
+func fullest(capacity, used corev1.ResourceList) *v1alpha1.Fullness {
+	var best *v1alpha1.Fullness
+	var firstZero corev1.ResourceName
+	for _, n := range sortedResourceNames(capacity) {
+		c, u := capacity[n], used[n]
+		var pct int32
+		switch {
+		case c.Sign() > 0:
+			pct = percentOf(u, c)
+		case u.Sign() > 0:
+			pct = v1alpha1.MaxFullPercent
+		default:
+			// Offered at 0 and held by none: it admits none by design,
+			// and would otherwise always be the fullest.
+			if firstZero == "" {
+				firstZero = n
+			}
+			continue
+		}
+		if best == nil || pct > best.Percent {
+			best = &v1alpha1.Fullness{Resource: n, Percent: pct}
+		}
+	}
+	if best == nil && firstZero != "" {
+		best = &v1alpha1.Fullness{Resource: firstZero, Percent: 100}
+	}
+	return best
+}
+
+// percentOf is 100·used/capacity rounded down, within [0,
+// v1alpha1.MaxFullPercent]; capacity is positive. It is exact decimal
+// arithmetic: a float would show 29% of 100 as 28.
+func percentOf(used, capacity resource.Quantity) int32 {
+	num := new(inf.Dec).Mul(used.AsDec(), inf.NewDec(100, 0))
+	q := new(inf.Dec).QuoRound(num, capacity.AsDec(), 0, inf.RoundDown)
+	switch {
+	case q.Sign() <= 0:
+		return 0
+	case q.Cmp(inf.NewDec(v1alpha1.MaxFullPercent, 0)) >= 0:
+		return v1alpha1.MaxFullPercent
+	}
+	return int32(q.UnscaledBig().Int64())
 }
 
 func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -84,4 +85,99 @@ func TestStatusPatchWritesZeroCounts(t *testing.T) {
 		"metadata": map[string]any{"resourceVersion": "42"},
 		"status":   map[string]any{"capacity": map[string]any{"cpu": "10"}, "accepted": float64(0), "waiting": float64(0)},
 	}, got)
+}
+
+// fullest names the resource of any name whose capacity the slices hold
+// the largest share of, in exact percent rounded down.
+func TestFullest(t *testing.T) {
+	cases := map[string]struct {
+		reason         string
+		capacity, used corev1.ResourceList
+		want           *v1alpha1.Fullness
+	}{
+		"GPUOnly": {reason: "a budget of GPUs only shows its GPUs",
+			capacity: rl("nvidia.com/gpu", "4"), used: rl("nvidia.com/gpu", "2"),
+			want: &v1alpha1.Fullness{Resource: "nvidia.com/gpu", Percent: 50}},
+		"Largest": {reason: "the largest share wins, whatever the resource",
+			capacity: rl("cpu", "64", "memory", "256Gi"), used: rl("cpu", "16", "memory", "200Gi"),
+			want: &v1alpha1.Fullness{Resource: "memory", Percent: 78}},
+		"Exact": {reason: "29 of 100 is 29, not the 28 a float gives",
+			capacity: rl("cpu", "100"), used: rl("cpu", "29"), want: &v1alpha1.Fullness{Resource: "cpu", Percent: 29}},
+		"Milli": {reason: "milli-units count: 300m of 1 is 30",
+			capacity: rl("cpu", "1"), used: rl("cpu", "300m"), want: &v1alpha1.Fullness{Resource: "cpu", Percent: 30}},
+		"RoundsDown": {reason: "nearly full is not full",
+			capacity: rl("cpu", "1000"), used: rl("cpu", "999500m"), want: &v1alpha1.Fullness{Resource: "cpu", Percent: 99}},
+		"Empty": {reason: "a served budget holding nothing shows 0, not a blank",
+			capacity: rl("cpu", "8"), used: nil, want: &v1alpha1.Fullness{Resource: "cpu", Percent: 0}},
+		"Tie": {reason: "a tie goes to the first name",
+			capacity: rl("memory", "2Gi", "cpu", "2"), used: rl("memory", "1Gi", "cpu", "1"),
+			want: &v1alpha1.Fullness{Resource: "cpu", Percent: 50}},
+		"Over": {reason: "a capacity below what is held shows over 100",
+			capacity: rl("cpu", "8"), used: rl("cpu", "12"), want: &v1alpha1.Fullness{Resource: "cpu", Percent: 150}},
+		"Capped": {reason: "far over is capped",
+			capacity: rl("cpu", "1m"), used: rl("cpu", "64"), want: &v1alpha1.Fullness{Resource: "cpu", Percent: v1alpha1.MaxFullPercent}},
+		"ZeroHeld": {reason: "a capacity of 0 that something holds is the cap",
+			capacity: rl("cpu", "8", "nvidia.com/gpu", "0"), used: rl("cpu", "8", "nvidia.com/gpu", "1"),
+			want: &v1alpha1.Fullness{Resource: "nvidia.com/gpu", Percent: v1alpha1.MaxFullPercent}},
+		"ZeroUnheld": {reason: "a resource offered at 0 and held by none is left out: it admits none by design",
+			capacity: rl("cpu", "8", "nvidia.com/gpu", "0"), used: rl("cpu", "2"),
+			want: &v1alpha1.Fullness{Resource: "cpu", Percent: 25}},
+		"AllZero": {reason: "a budget of zeros is full",
+			capacity: rl("nvidia.com/gpu", "0", "cpu", "0"), want: &v1alpha1.Fullness{Resource: "cpu", Percent: 100}},
+		"Unlimited": {reason: "a budget that limits nothing has no fullest", capacity: nil, used: rl("cpu", "1"), want: nil},
+		"Huge": {reason: "quantities beyond int64 milli-units compute exactly",
+			capacity: rl("memory", "8Ei"), used: rl("memory", "4Ei"), want: &v1alpha1.Fullness{Resource: "memory", Percent: 50}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, fullest(tc.capacity, tc.used), tc.reason)
+		})
+	}
+}
+
+// The CapacityBelowUsed condition follows the state, not the figures: it
+// turns True with the resources and figures in its message, stays as it
+// is while the state holds (a write would follow every figure), and turns
+// False when the slices hold no more than the capacity.
+func TestCapacityBelowUsedCondition(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	counted := func(total, used string) ledger.Snapshot {
+		return ledger.Snapshot{Total: rl("cpu", total, "nvidia.com/gpu", "2"), Used: rl("cpu", used, "nvidia.com/gpu", "1"), Counted: true}
+	}
+	a := applied{read: true, generation: 1, ok: true, reason: reasonApplied, message: "spec applied"}
+	sb := &v1alpha1.SliceBudget{}
+
+	sb.Status = desiredStatus(sb, a, counted("16", "12"), t0)
+	c := meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
+	require.NotNil(t, c, "written False when not below")
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, reasonWithinCapacity, c.Reason)
+
+	t1 := t0.Add(time.Minute)
+	sb.Status = desiredStatus(sb, a, counted("8", "12"), t1)
+	c = meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Equal(t, reasonUsedExceedsCapacity, c.Reason)
+	assert.Contains(t, c.Message, "cpu 12 held of 8")
+	assert.NotContains(t, c.Message, "nvidia.com/gpu", "only the resources below are named")
+	assert.True(t, c.LastTransitionTime.Time.Equal(t1))
+
+	// The figures move, the state holds: the condition is what it was.
+	before := *c
+	a.generation = 2
+	st := desiredStatus(sb, a, counted("6", "11"), t1.Add(time.Minute))
+	c = meta.FindStatusCondition(st.Conditions, conditionCapacityBelowUsed)
+	before.ObservedGeneration = 2
+	assert.Equal(t, before, *c, "only observedGeneration follows the spec")
+	sb.Status = st
+
+	t2 := t1.Add(time.Hour)
+	sb.Status = desiredStatus(sb, a, counted("20", "11"), t2)
+	c = meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.True(t, c.LastTransitionTime.Time.Equal(t2))
+
+	// Books not counted yet: the condition is left as shown.
+	st = desiredStatus(sb, a, ledger.Snapshot{Total: rl("cpu", "1"), Used: rl("cpu", "11")}, t2.Add(time.Hour))
+	assert.Equal(t, sb.Status.Conditions, st.Conditions)
 }

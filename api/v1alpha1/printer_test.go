@@ -28,12 +28,13 @@ type column struct {
 	Priority int32
 }
 
-// wantColumns answer "does it admit, how full, who waits" at a glance; -o
-// wide adds memory, the Ready condition's reason and whether waiting slices
-// may preempt.
+// wantColumns answer "does it admit, how full, who waits" at a glance,
+// for a budget of any resource (its fullest resource and the percent held);
+// -o wide adds CPU and memory, the Ready condition's reason and whether
+// waiting slices may preempt.
 var wantColumns = []column{
-	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"CPU Used", 0}, {"CPU Capacity", 0}, {"CPU Available", 0},
-	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
+	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"Fullest", 0}, {"Full%", 0},
+	{"CPU Used", 1}, {"CPU Capacity", 1}, {"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
 }
 
 // table asks the API server for path as a Table, as kubectl get does (the
@@ -60,8 +61,8 @@ func table(t *testing.T, path string) metav1.Table {
 // status: the API server prints the CRD's columns.
 func TestPrinterColumns(t *testing.T) {
 	c := server(t)
-	full, idle, unserved := newBudget("printed"), newBudget("printed-idle"), newBudget("printed-unserved")
-	for _, sb := range []*v1alpha1.SliceBudget{full, idle, unserved} {
+	full, idle, unserved, gpu := newBudget("printed"), newBudget("printed-idle"), newBudget("printed-unserved"), newBudget("printed-gpu")
+	for _, sb := range []*v1alpha1.SliceBudget{full, idle, unserved, gpu} {
 		require.NoError(t, c.Create(t.Context(), sb))
 		cleanup(t, c, sb)
 	}
@@ -69,9 +70,14 @@ func TestPrinterColumns(t *testing.T) {
 	require.NoError(t, c.Status().Update(t.Context(), full))
 	idle.Status = v1alpha1.SliceBudgetStatus{
 		Capacity: list("cpu", "64", "memory", "256Gi"), Used: list("cpu", "0", "memory", "0"),
-		Available: list("cpu", "64", "memory", "256Gi"),
+		Available: list("cpu", "64", "memory", "256Gi"), Fullest: &v1alpha1.Fullness{Resource: "cpu", Percent: 0},
 	}
 	require.NoError(t, c.Status().Update(t.Context(), idle))
+	gpu.Status = v1alpha1.SliceBudgetStatus{
+		Capacity: list("nvidia.com/gpu", "4"), Used: list("nvidia.com/gpu", "2"), Available: list("nvidia.com/gpu", "2"),
+		Accepted: 1, Fullest: &v1alpha1.Fullness{Resource: "nvidia.com/gpu", Percent: 50},
+	}
+	require.NoError(t, c.Status().Update(t.Context(), gpu))
 
 	tab := table(t, "/apis/sliceclass.io/v1alpha1/slicebudgets")
 	var got []column
@@ -87,13 +93,15 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := map[string][]any{
 		// JSON numbers decode as float64.
-		"printed": {"printed", "True", float64(12), float64(3), "58", "64", "6", "200Gi", "256Gi", "Serving", true},
+		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", "200Gi", "256Gi", "Serving", true},
 		// Served and empty: zeros, not blanks.
-		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "0", "64", "64", "0", "256Gi", nil, true},
+		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", "0", "256Gi", nil, true},
+		// A budget of GPUs only: how full it is, not blank CPU cells.
+		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, nil, nil, nil, true},
 		// A budget no manager serves yet: the API server prints no value
 		// (kubectl leaves the cell blank) for the status columns, and 0 is
 		// never claimed for what nobody counted.
-		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, true},
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, true},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

@@ -23,9 +23,10 @@ const MaxConsumers = 20
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the budget admits by its spec; the Ready condition's message says why not"
 // +kubebuilder:printcolumn:name="Accepted",type=integer,JSONPath=`.status.accepted`,description="Slices holding an acceptance from the budget, those whose larger offer waits included"
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`,description="Slices holding no acceptance that wait for capacity"
-// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.used.cpu`,description="CPU Accepted slices hold"
-// +kubebuilder:printcolumn:name="CPU Capacity",type=string,JSONPath=`.status.capacity.cpu`,description="CPU the budget offers"
-// +kubebuilder:printcolumn:name="CPU Available",type=string,JSONPath=`.status.available.cpu`,description="CPU free to admit"
+// +kubebuilder:printcolumn:name="Fullest",type=string,JSONPath=`.status.fullest.resource`,description="The resource the budget has given the largest share of"
+// +kubebuilder:printcolumn:name="Full%",type=integer,JSONPath=`.status.fullest.percent`,description="The percent of the fullest resource's capacity Accepted slices hold; over 100 while the capacity is below it (the CapacityBelowUsed condition)"
+// +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.used.cpu`,priority=1,description="CPU Accepted slices hold"
+// +kubebuilder:printcolumn:name="CPU Capacity",type=string,JSONPath=`.status.capacity.cpu`,priority=1,description="CPU the budget offers"
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
@@ -256,6 +257,14 @@ type SliceBudgetStatus struct {
 	// below zero.
 	// +optional
 	Available corev1.ResourceList `json:"available,omitempty"`
+	// Fullest is the resource of Capacity of which Used holds the largest
+	// share, whatever the resource (cpu, memory, nvidia.com/gpu): how full
+	// the budget is, at a glance; ties go to the first name in order. A
+	// resource offered at 0 that nothing holds is left out (it admits none
+	// by design) unless every resource is such, when the first is shown
+	// full. Unset while the budget limits nothing.
+	// +optional
+	Fullest *Fullness `json:"fullest,omitempty"`
 
 	// Accepted counts the slices that hold an acceptance from the budget
 	// (observed, or being written), whether or not a larger offer of
@@ -282,7 +291,10 @@ type SliceBudgetStatus struct {
 	// +kubebuilder:validation:MaxItems=20
 	Consumers []ConsumerStatus `json:"consumers,omitempty"`
 
-	// Conditions are the budget's conditions.
+	// Conditions are the budget's conditions: Ready (the spec applied, or
+	// why not) and CapacityBelowUsed (True while Capacity is below Used for
+	// some resource, its message naming them and the figures when it began;
+	// False otherwise).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -295,6 +307,29 @@ type SliceBudgetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
+
+// Fullness is how much of one resource's capacity a budget's Accepted
+// slices hold.
+type Fullness struct {
+	// Resource is the resource, as Capacity names it.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Resource corev1.ResourceName `json:"resource"`
+	// Percent is Used over Capacity for Resource, in percent rounded down:
+	// 100 is full, more is a capacity below what the slices hold (the
+	// CapacityBelowUsed condition says so), capped at MaxFullPercent, which
+	// a capacity of 0 that anything holds shows.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Percent int32 `json:"percent"`
+}
+
+// MaxFullPercent caps Fullness.Percent: a capacity shrunk far below what
+// the slices hold (or to 0) shows 1000, not an unbounded figure.
+const MaxFullPercent = 1000
 
 // ConsumerStatus is what one consumer holds from a budget, and how many of
 // its slices wait.

@@ -24,6 +24,7 @@ func fullStatus() v1alpha1.SliceBudgetStatus {
 		InUse:      list("cpu", "41500m", "memory", "150Gi"),
 		Reclaiming: list("cpu", "2", "memory", "0"),
 		Available:  list("cpu", "6", "memory", "56Gi"),
+		Fullest:    &v1alpha1.Fullness{Resource: "cpu", Percent: 90},
 		Accepted:   12,
 		Waiting:    3,
 		Consumers: []v1alpha1.ConsumerStatus{

@@ -71,10 +71,12 @@ func TestUnservedReporterHeapFlatAfterMadeUpClasses(t *testing.T) {
 	replicated, err := labels.Parse("liqo.io/originID,liqo.io/replicated=true")
 	require.NoError(t, err)
 	rec := &countingRecorder{}
+	now := time.Now().Truncate(time.Second)
 	u, err := NewReporter(ReporterConfig{
 		Slices: feed, Leases: feed, Recorder: rec, Synced: func(context.Context) bool { return true },
 		ClassOf: func(rs *authv1beta1.ResourceSlice) string { return string(rs.Spec.Class) }, Replicated: replicated,
 		Namespace: reporterNS, After: after, Count: count, Oldest: oldest,
+		Clock: func() time.Time { return now },
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -88,7 +90,6 @@ func TestUnservedReporterHeapFlatAfterMadeUpClasses(t *testing.T) {
 		return total
 	}
 
-	now := time.Now().Truncate(time.Second)
 	var held, afterFirst, afterLast uint64
 	for r := range rounds {
 		feed.slices = make([]authv1beta1.ResourceSlice, n)
@@ -96,9 +97,9 @@ func TestUnservedReporterHeapFlatAfterMadeUpClasses(t *testing.T) {
 			name := fmt.Sprintf("made-up-%d-%d", r, i)
 			feed.slices[i] = *replicatedSlice(name, name, now)
 		}
-		require.NoError(t, u.Check(ctx, now))
+		require.NoError(t, u.Check(ctx))
 		now = now.Add(after)
-		require.NoError(t, u.Check(ctx, now))
+		require.NoError(t, u.Check(ctx))
 		require.Equal(t, 2*n, series(), "round %d: every made-up class is flagged", r)
 		feed.slices = nil
 		if r == 0 {
@@ -106,7 +107,7 @@ func TestUnservedReporterHeapFlatAfterMadeUpClasses(t *testing.T) {
 			held = heapInUse()
 		}
 		now = now.Add(time.Second)
-		require.NoError(t, u.Check(ctx, now))
+		require.NoError(t, u.Check(ctx))
 		require.Zero(t, series(), "round %d: the classes are gone, and so are their series", r)
 		switch r {
 		case 0:

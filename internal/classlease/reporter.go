@@ -51,6 +51,9 @@ type ReporterConfig struct {
 	// Count and Oldest are the gauges MetricUnservedSlices and
 	// MetricUnservedOldest, by class.
 	Count, Oldest *prometheus.GaugeVec
+	// Clock tells the time (nil: time.Now). A check reads it once, after
+	// it has listed, so that a slice is never dated before it existed.
+	Clock func() time.Time
 }
 
 // NewReporter returns the reporter of cfg; add it to a manager. It reports
@@ -63,6 +66,9 @@ type ReporterConfig struct {
 func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Namespace == "" || cfg.After <= 0 {
 		return nil, fmt.Errorf("unserved reporter: need a namespace and a positive delay, got %q and %s", cfg.Namespace, cfg.After)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	return &Reporter{cfg: cfg, since: map[types.NamespacedName]time.Time{}, reported: map[types.NamespacedName]bool{}}, nil
 }
@@ -97,7 +103,7 @@ func (u *Reporter) Start(ctx context.Context) error {
 	}
 	period := min(max(u.cfg.After/4, time.Second), 15*time.Second)
 	for {
-		if err := u.Check(ctx, time.Now()); err != nil && ctx.Err() == nil {
+		if err := u.Check(ctx); err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).WithName(ReporterName).Error(err, "cannot check for unserved slices")
 		}
 		select {
@@ -111,12 +117,20 @@ func (u *Reporter) Start(ctx context.Context) error {
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (*Reporter) NeedLeaderElection() bool { return true }
 
-// Check runs one check at now.
-func (u *Reporter) Check(ctx context.Context, now time.Time) error {
+// Check runs one check. Its time is read from the clock after both lists:
+// a time read before them could be older than a slice the list returns, so
+// the slice's first sighting, and the delay counted from it, would start
+// before the slice existed and it would be flagged early.
+func (u *Reporter) Check(ctx context.Context) error {
 	var leases coordinationv1.LeaseList
 	if err := u.cfg.Leases.List(ctx, &leases, client.InNamespace(u.cfg.Namespace), client.HasLabels{Label}); err != nil {
 		return fmt.Errorf("listing class Leases in %q: %w", u.cfg.Namespace, err)
 	}
+	var slices authv1beta1.ResourceSliceList
+	if err := u.cfg.Slices.List(ctx, &slices); err != nil {
+		return fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	now := u.cfg.Clock()
 	// servedUntil is, per class, when the last Lease seen for it expires
 	// (or expired): a slice is unserved from then at the earliest, even if
 	// an earlier check, reading a cache that had not yet seen the Lease,
@@ -131,10 +145,6 @@ func (u *Reporter) Check(ctx context.Context, now time.Time) error {
 		if Live(&leases.Items[i], now) {
 			served[class] = true
 		}
-	}
-	var slices authv1beta1.ResourceSliceList
-	if err := u.cfg.Slices.List(ctx, &slices); err != nil {
-		return fmt.Errorf("listing ResourceSlices: %w", err)
 	}
 	type agg struct {
 		n      int

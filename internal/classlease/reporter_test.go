@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // The reporter's check, step by step on a fake client and a clock the test
@@ -74,6 +75,10 @@ type reporterFixture struct {
 	c      client.Client
 	events *eventLog
 	reg    *prometheus.Registry
+	// now is the reporter's clock; onSliceList, when set, runs as the
+	// reporter lists its slices (the world moving during a check).
+	now         time.Time
+	onSliceList func()
 }
 
 func newReporterFixture(t *testing.T, after time.Duration, objs ...client.Object) *reporterFixture {
@@ -81,7 +86,15 @@ func newReporterFixture(t *testing.T, after time.Duration, objs ...client.Object
 	scheme := runtime.NewScheme()
 	require.NoError(t, authv1beta1.AddToScheme(scheme))
 	require.NoError(t, coordinationv1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	f := &reporterFixture{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*authv1beta1.ResourceSliceList); ok && f.onSliceList != nil {
+				f.onSliceList()
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
 	reg := prometheus.NewRegistry()
 	count, oldest := NewGauges()
 	require.NoError(t, reg.Register(count))
@@ -93,14 +106,18 @@ func newReporterFixture(t *testing.T, after time.Duration, objs ...client.Object
 		Slices: c, Leases: c, Recorder: log, Synced: func(context.Context) bool { return true },
 		ClassOf: func(rs *authv1beta1.ResourceSlice) string { return string(rs.Spec.Class) }, Replicated: replicated,
 		Namespace: reporterNS, After: after, Count: count, Oldest: oldest,
+		Clock: func() time.Time { return f.now },
 	})
 	require.NoError(t, err)
-	return &reporterFixture{u: u, c: c, events: log, reg: reg}
+	f.u, f.c, f.events, f.reg = u, c, log, reg
+	return f
 }
 
+// check runs one check with the clock at now.
 func (f *reporterFixture) check(t *testing.T, now time.Time) {
 	t.Helper()
-	require.NoError(t, f.u.Check(context.Background(), now))
+	f.now = now
+	require.NoError(t, f.u.Check(context.Background()))
 }
 
 // gauge returns the value of the metric for class, and whether the series
@@ -222,6 +239,34 @@ func TestUnservedReporterFlagsAfterDelayOnce(t *testing.T) {
 	f.check(t, t0.Add(after+time.Minute))
 	assert.Equal(t, before, f.events.total(), "a slice is flagged once, not at every check")
 	assert.Equal(t, 2.0, f.unserved(t, "orphan"), "the gauge keeps counting while the slices wait")
+}
+
+// A slice created while a check lists (the list is slow on a loaded
+// machine) is first seen at the time the list returns, not at the time the
+// check began: its delay runs from when it existed, so it is never flagged,
+// nor counted in the gauges, before it is the delay old.
+func TestUnservedReporterDatesASliceAfterTheList(t *testing.T) {
+	const after, listTook = 2 * time.Second, 300 * time.Millisecond
+	t0 := time.Now().Truncate(time.Second)
+	f := newReporterFixture(t, after)
+	created := t0.Add(listTook)
+	f.now = t0
+	f.onSliceList = func() {
+		// The check began at t0; the slice is created, and the list
+		// returns, listTook later.
+		f.now = created
+		require.NoError(t, f.c.Create(context.Background(), replicatedSlice("slow-list", "orphan", created)))
+		f.onSliceList = nil
+	}
+	require.NoError(t, f.u.Check(context.Background()))
+
+	f.check(t, t0.Add(after))
+	assert.Empty(t, f.events.about("slow-list"), "the slice is %s old: not yet flagged", after-listTook)
+	assert.Zero(t, f.unserved(t, "orphan"), "nor counted")
+
+	f.check(t, created.Add(after))
+	assert.Len(t, f.events.about("slow-list"), 1, "flagged once the delay has passed since it was first seen")
+	assert.Equal(t, 1.0, f.unserved(t, "orphan"))
 }
 
 // A controller appears for a flagged class: its series are deleted at the
