@@ -43,8 +43,13 @@ func newAppliedLedger(t *testing.T) *appliedLedger {
 
 // apply applies generation gen of a spec with total CPUs and preemption.
 func (a *appliedLedger) apply(gen int64, total string, preemption bool) {
+	policy := v1alpha1.PreemptionNever
+	if preemption {
+		policy = v1alpha1.PreemptionLowerPriority
+	}
 	sb := &v1alpha1.SliceBudget{Spec: v1alpha1.SliceBudgetSpec{
-		Total: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(total)}, Preemption: preemption}}
+		Total:      v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(total)},
+		Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: policy}}}
 	sb.Name, sb.Generation = "gold", gen
 	a.f.apply(context.Background(), sb)
 }

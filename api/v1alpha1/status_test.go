@@ -42,7 +42,8 @@ func fullStatus() v1alpha1.SliceBudgetStatus {
 func newBudget(name string) *v1alpha1.SliceBudget {
 	return &v1alpha1.SliceBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi"), Preemption: true},
+		Spec: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi"),
+			Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}},
 	}
 }
 
@@ -68,11 +69,11 @@ func TestStatusSubresource(t *testing.T) {
 		t.Errorf("spec after a status write (-want +got):\n%s", diff)
 	}
 
-	got.Spec.Preemption = false
+	got.Spec.Preemption.WithinBudget = v1alpha1.PreemptionNever
 	got.Status.Accepted = 99
 	require.NoError(t, c.Update(t.Context(), &got))
 	assert.Equal(t, int32(12), got.Status.Accepted, "an update of the object keeps the status")
-	assert.False(t, got.Spec.Preemption)
+	assert.Equal(t, v1alpha1.PreemptionNever, got.Spec.Preemption.WithinBudget)
 	assert.Equal(t, int64(2), got.Generation, "a spec change is a new generation")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -324,24 +326,29 @@ func TestValidSpecAccepted(t *testing.T) {
 		"Limits": {
 			reason: "preemption, eviction and limits per consumer, overrides included",
 			spec: map[string]any{
-				"total":         map[string]any{"cpu": "64"},
-				"preemption":    true,
-				"evictionAfter": "1h30m",
-				"consumerLimit": map[string]any{"cpu": "16"},
-				"consumerLimits": map[string]any{
-					"acme": map[string]any{"cpu": "32"}, "globex": map[string]any{"cpu": "0"},
+				"total":                map[string]any{"cpu": "64"},
+				"preemption":           map[string]any{"withinBudget": "LowerPriority"},
+				"evictionAfterSeconds": int64(5400),
+				"consumerLimit":        map[string]any{"cpu": "16"},
+				"consumerLimits": []any{
+					map[string]any{"consumer": "acme", "limits": map[string]any{"cpu": "32"}},
+					map[string]any{"consumer": "globex", "limits": map[string]any{"cpu": "0"}},
 				},
 			},
 			want: v1alpha1.SliceBudgetSpec{
-				Total: quantities("cpu", "64"), Preemption: true, EvictionAfter: duration(t, "1h30m"),
-				ConsumerLimit:  quantities("cpu", "16"),
-				ConsumerLimits: map[string]v1alpha1.Quantities{"acme": quantities("cpu", "32"), "globex": quantities("cpu", "0")},
+				Total: quantities("cpu", "64"), Preemption: preemption(v1alpha1.PreemptionLowerPriority),
+				EvictionAfterSeconds: ptr.To[int32](5400),
+				ConsumerLimit:        quantities("cpu", "16"),
+				ConsumerLimits: []v1alpha1.ConsumerLimitOverride{
+					{Consumer: "acme", Limits: quantities("cpu", "32")}, {Consumer: "globex", Limits: quantities("cpu", "0")},
+				},
 			},
 		},
-		"SubSecondEviction": {
-			reason: "every Go duration unit, fractions included",
-			spec:   map[string]any{"total": map[string]any{"cpu": "1"}, "evictionAfter": "1.5s"},
-			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "1"), EvictionAfter: duration(t, "1.5s")},
+		"ZeroEviction": {
+			reason: "0 seconds evicts as soon as a shrunk slice's pods are seen over what it keeps",
+			spec:   map[string]any{"total": map[string]any{"cpu": "1"}, "evictionAfterSeconds": int64(0)},
+			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "1"), Preemption: preemption(v1alpha1.PreemptionNever),
+				EvictionAfterSeconds: ptr.To[int32](0)},
 		},
 	}
 	for name, tc := range cases {
@@ -365,11 +372,13 @@ func TestValidSpecAccepted(t *testing.T) {
 // budget.NewNodePool (on mgr, not started).
 func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSpec) error {
 	var opts []budget.Option
-	if spec.Preemption {
+	if spec.Preemption != nil && spec.Preemption.WithinBudget == v1alpha1.PreemptionLowerPriority {
 		opts = append(opts, budget.WithPreemption())
 	}
-	if spec.EvictionAfter != nil {
-		opts = append(opts, budget.WithEvictionAfter(spec.EvictionAfter.Duration))
+	if n := spec.EvictionAfterSeconds; n != nil {
+		// 0 is the least delay, as FromObject applies it: WithEvictionAfter
+		// takes only a positive one.
+		opts = append(opts, budget.WithEvictionAfter(max(time.Duration(*n)*time.Second, time.Nanosecond)))
 	}
 	if spec.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(spec.ConsumerLimit.ResourceList()))
@@ -396,8 +405,8 @@ func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSp
 	if err != nil {
 		return err
 	}
-	for consumer, limit := range spec.ConsumerLimits {
-		if err := b.SetConsumerLimit(consumer, limit.ResourceList()); err != nil {
+	for _, o := range spec.ConsumerLimits {
+		if err := b.SetConsumerLimit(o.Consumer, o.Limits.ResourceList()); err != nil {
 			return err
 		}
 	}
