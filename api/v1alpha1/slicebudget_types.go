@@ -77,9 +77,11 @@ type SliceBudgetSpec struct {
 	// it shrank that still use more than it keeps this many seconds after
 	// the shrink, the newest first, as budget.WithEvictionAfter does. Unset,
 	// no pod is ever evicted; 0 evicts as soon as the shrunk slice's pods
-	// are seen using more than it keeps.
+	// are seen using more than it keeps. At most 2147483647, int32's
+	// largest (the API server checks the format's range only with this).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	EvictionAfterSeconds *int32 `json:"evictionAfterSeconds,omitempty"`
 
 	// ConsumerLimit caps what any one consumer holds from the budget, per

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
@@ -101,5 +102,26 @@ func TestStatusConsumersBounded(t *testing.T) {
 		require.Error(t, err, "%d consumers", tc.n)
 		assert.True(t, apierrors.IsInvalid(err), "%v", err)
 		assert.Contains(t, err.Error(), "status.consumers")
+	}
+}
+
+// Accepted and Waiting are required in the status, as the manager always
+// writes them (issue 44: the schema says what is true): a status that
+// drops one is refused, and a status written with both, even at 0, is
+// stored.
+func TestStatusCountsRequired(t *testing.T) {
+	c := server(t)
+	sb := newBudget("counts")
+	require.NoError(t, c.Create(t.Context(), sb))
+	cleanup(t, c, sb)
+	require.NoError(t, c.Status().Update(t.Context(), sb), "a status of zeros: accepted 0 and waiting 0 are written")
+
+	for _, field := range []string{"accepted", "waiting"} {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"`+field+`":null}}`))
+		err := c.Status().Patch(t.Context(), sb.DeepCopy(), patch)
+		require.Error(t, err, "a status without %s", field)
+		assert.True(t, apierrors.IsInvalid(err), "%v", err)
+		assert.Contains(t, err.Error(), "status."+field)
+		assert.Contains(t, err.Error(), "Required value")
 	}
 }
