@@ -490,3 +490,32 @@ func TestBoundsRefused(t *testing.T) {
 	}
 	assertInvalid(t, err, "257 overrides, past maxItems 256", []string{"spec.consumerLimits", "must have at most 256 items"})
 }
+
+// The largest spec the bounds allow, 256 overrides of 32 resources each
+// with consumer names of 253 characters, is accepted (the rules' runtime
+// cost fits the API server's budget) and builds a budget with every
+// override: the bounds refuse past them, never at them.
+func TestLargestSpecAccepted(t *testing.T) {
+	c := server(t)
+	mgr, err := manager.New(cp.Config, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	require.NoError(t, err)
+	resources := map[string]any{}
+	for i := range 32 {
+		resources[fmt.Sprintf("example.com/r%d", i)] = "1500m"
+	}
+	var limits []any
+	for i := range 256 {
+		consumer := fmt.Sprintf("%03d-%s", i, strings.Repeat("c", 249))
+		limits = append(limits, override(consumer, resources))
+	}
+	obj := raw("largest", map[string]any{"total": resources, "consumerLimit": resources, "consumerLimits": limits})
+	require.NoError(t, c.Create(t.Context(), obj), "the largest spec the bounds allow")
+	cleanup(t, c, obj)
+	var got v1alpha1.SliceBudget
+	require.NoError(t, c.Get(t.Context(), types.NamespacedName{Name: obj.GetName()}, &got))
+	require.Len(t, got.Spec.ConsumerLimits, 256)
+	assert.Len(t, got.Spec.ConsumerLimits[255].Limits, 32)
+	require.NoError(t, budgetAccepts(mgr, got.Name, got.Spec))
+}
