@@ -244,7 +244,7 @@ func setCapacityBelowUsed(conds *[]metav1.Condition, short []string, generation 
 	if len(short) > 0 {
 		c.Status, c.Reason = metav1.ConditionTrue, reasonUsedExceedsCapacity
 		c.Message = "capacity is below what the slices hold (" + strings.Join(short, ", ") +
-			"): nothing new is admitted until they hold less; with spec.preemption the lowest priorities are shrunk"
+			"): nothing new is admitted until they hold less; with spec.preemption.withinBudget LowerPriority the lowest priorities are shrunk"
 	}
 	if shown := meta.FindStatusCondition(*conds, conditionCapacityBelowUsed); shown != nil && shown.Status == c.Status {
 		shown.ObservedGeneration = generation

@@ -21,6 +21,7 @@ TARGETS=(
   "./resourceslice/ FuzzValidate"
   "./examples/cappedresources/ FuzzParseCaps"
   "./examples/manager/ FuzzClassesFile"
+  "./flags/ FuzzParseClassesConfig"
 )
 
 args=()

@@ -130,3 +130,50 @@ func TestCRDSpecQuantitiesBounded(t *testing.T) {
 	n := walk("spec", committedSchema(t).Properties["spec"])
 	assert.Equal(t, 4, n, "quantities in the spec: total, consumerLimit, consumerLimits, nodePool.reserve")
 }
+
+// The spec's shapes issue 44 names, as the API reviewers' conventions
+// have them: preemption a policy object (withinBudget: Never or
+// LowerPriority, default Never, room for more policies beside it),
+// evictionAfterSeconds an int32 count ≥ 0, consumerLimits a list keyed by
+// consumer (listType=map), and the status's accepted and waiting required,
+// as the manager always writes them.
+func TestCRDFollowsTheConventions(t *testing.T) {
+	root := committedSchema(t)
+	spec := root.Properties["spec"]
+
+	preemption := spec.Properties["preemption"]
+	assert.Equal(t, "object", preemption.Type, "spec.preemption")
+	within := preemption.Properties["withinBudget"]
+	assert.Equal(t, "string", within.Type, "spec.preemption.withinBudget")
+	var enum []string
+	for _, v := range within.Enum {
+		enum = append(enum, strings.Trim(string(v.Raw), `"`))
+	}
+	assert.Equal(t, []string{string(v1alpha1.PreemptionNever), string(v1alpha1.PreemptionLowerPriority)}, enum)
+	if assert.NotNil(t, within.Default, "spec.preemption.withinBudget's default") {
+		assert.JSONEq(t, `"Never"`, string(within.Default.Raw))
+	}
+
+	evict := spec.Properties["evictionAfterSeconds"]
+	assert.Equal(t, "integer", evict.Type, "spec.evictionAfterSeconds")
+	assert.Equal(t, "int32", evict.Format)
+	if assert.NotNil(t, evict.Minimum) {
+		assert.Zero(t, *evict.Minimum, "0 is allowed: it evicts at once")
+	}
+	assert.NotContains(t, spec.Properties, "evictionAfter", "the duration string is gone")
+
+	limits := spec.Properties["consumerLimits"]
+	assert.Equal(t, "array", limits.Type, "spec.consumerLimits")
+	if assert.NotNil(t, limits.XListType) {
+		assert.Equal(t, "map", *limits.XListType)
+	}
+	assert.Equal(t, []string{"consumer"}, limits.XListMapKeys)
+	if assert.NotNil(t, limits.MaxItems) {
+		assert.Equal(t, int64(256), *limits.MaxItems)
+	}
+	if assert.NotNil(t, limits.Items) && assert.NotNil(t, limits.Items.Schema) {
+		assert.ElementsMatch(t, []string{"consumer", "limits"}, limits.Items.Schema.Required)
+	}
+
+	assert.Subset(t, root.Properties["status"].Required, []string{"accepted", "waiting"}, "status.accepted and status.waiting are always written")
+}
