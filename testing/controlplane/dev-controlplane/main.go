@@ -37,9 +37,10 @@ func main() {
 	}
 }
 
-// run parses args, starts a control plane, writes its kubeconfig, prints
-// how to use it on out, and serves until ctx ends; it then stops the
-// control plane and removes the kubeconfig.
+// run parses args, starts a control plane, writes its kubeconfig, creates
+// the consumers' tenant namespaces, starts Liqo's controllers (logging to
+// logger), prints how to use it on out, and serves until ctx ends; it then
+// stops the controllers and the control plane and removes the kubeconfig.
 func run(ctx context.Context, args []string, out io.Writer, logger logr.Logger) (err error) {
 	fs := flag.NewFlagSet("dev-controlplane", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, out io.Writer, logger logr.Logger) 
 	case <-ctx.Done():
 		return nil
 	case <-controllers.done:
-		return fmt.Errorf("Liqo's controllers stopped: %w", controllers.err)
+		return fmt.Errorf("the controllers playing Liqo stopped: %w", controllers.err)
 	}
 }
 
