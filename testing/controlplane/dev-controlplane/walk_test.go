@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,7 +223,8 @@ func TestOnCallWalk(t *testing.T) {
 		return strings.Contains(printed(), "Running until interrupted")
 	})
 
-	startManager(t, rewrite(w.manager), filepath.Join(dir, "manager.log"))
+	managerLog := filepath.Join(dir, "manager.log")
+	managerExited := startManager(t, rewrite(w.manager), managerLog)
 
 	env := append(os.Environ(), "PATH="+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var exports []string
@@ -242,6 +241,12 @@ func TestOnCallWalk(t *testing.T) {
 		var last string
 		ok := false
 		for deadline := time.Now().Add(timeout); !ok && time.Now().Before(deadline); {
+			select {
+			case <-managerExited:
+				b, _ := os.ReadFile(managerLog)
+				t.Fatalf("docs/budgets.md's walk: the manager ended before %s:\n%s", s.command, b)
+			default:
+			}
 			sh := exec.Command("sh", "-c", script)
 			sh.Dir, sh.Env = repoRoot, env
 			b, err := sh.CombinedOutput()
@@ -264,8 +269,9 @@ func TestOnCallWalk(t *testing.T) {
 
 // startManager runs the walk's manager block with sh in the repo, its
 // output to logPath, and stops it (its whole process group: go run and the
-// manager) when the test ends.
-func startManager(t *testing.T, script, logPath string) {
+// manager) when the test ends. The returned channel is closed if it ends
+// before.
+func startManager(t *testing.T, script, logPath string) <-chan struct{} {
 	t.Helper()
 	log, err := os.Create(logPath)
 	require.NoError(t, err)
@@ -275,7 +281,11 @@ func startManager(t *testing.T, script, logPath string) {
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, sh.Start())
 	exited := make(chan error, 1)
-	go func() { exited <- sh.Wait() }()
+	ended := make(chan struct{})
+	go func() {
+		exited <- sh.Wait()
+		close(ended)
+	}()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-sh.Process.Pid, syscall.SIGTERM)
 		select {
@@ -291,10 +301,5 @@ func startManager(t *testing.T, script, logPath string) {
 			t.Logf("the manager's output:\n%s", b)
 		}
 	})
-	select {
-	case err := <-exited:
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("the manager's block ended at once: %v\n%s", errors.Join(err, fmt.Errorf("output: %s", b)), b)
-	default:
-	}
+	return ended
 }
