@@ -202,13 +202,17 @@ func TestOnCallWalk(t *testing.T) {
 		require.NoError(t, err)
 		return string(b)
 	}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-kubeconfig", kubeconfig}, out, testr.New(t)) }()
+	var runErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runErr = run(ctx, []string{"-kubeconfig", kubeconfig}, out, testr.New(t))
+	}()
 	t.Cleanup(func() {
 		interrupt()
 		select {
-		case err := <-done:
-			assert.NoError(t, err, "stopping the dev control plane")
+		case <-done:
+			assert.NoError(t, runErr, "stopping the dev control plane")
 		case <-time.After(2 * time.Minute):
 			t.Error("the dev control plane did not stop within 2 minutes")
 		}
@@ -216,8 +220,8 @@ func TestOnCallWalk(t *testing.T) {
 	})
 	envkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the dev control plane's instructions", func() bool {
 		select {
-		case err := <-done:
-			t.Fatalf("the dev control plane ended: %v\n%s", err, printed())
+		case <-done:
+			t.Fatalf("the dev control plane ended: %v\n%s", runErr, printed())
 		default:
 		}
 		return strings.Contains(printed(), "Running until interrupted")
