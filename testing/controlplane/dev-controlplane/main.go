@@ -102,7 +102,7 @@ func run(ctx context.Context, args []string, out io.Writer, logger logr.Logger) 
 	case <-ctx.Done():
 		return nil
 	case <-controllers.done:
-		return fmt.Errorf("the controllers playing Liqo stopped: %w", controllers.err)
+		return errors.New("the controllers playing Liqo stopped") // the deferred wait adds why
 	}
 }
 
