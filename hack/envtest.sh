@@ -11,7 +11,11 @@
 #   - ENVTEST_ROOT moves the cache (default bin/envtest; CI points it under
 #     $HOME so clean clones reuse it); binaries land in
 #     $ENVTEST_ROOT/k8s-<kube>-etcd-<etcd>, work directories in $ENVTEST_ROOT/src;
-#   - ETCD_VERSION and KUBE_VERSION pick other versions.
+#   - ETCD_VERSION and KUBE_VERSION pick other versions;
+#   - kubectl is built beside the default versions (install-envtest -kubectl),
+#     for the test of docs/budgets.md's on-call walk on a machine without one:
+#     ENVTEST_KUBECTL=0 skips it, ENVTEST_KUBECTL=1 asks for it beside other
+#     versions too.
 # One build per cache: callers that overlap (CI starts the build in the
 # background while it lints, then make test asks for the binaries) take a lock
 # on the cache, so the second waits for the first and finds the binaries built.
@@ -29,6 +33,8 @@ root="${ENVTEST_ROOT:-$ROOT/bin/envtest}"
 args=(-dir "$root")
 if [[ -n "${ETCD_VERSION:-}" ]]; then args+=(-etcd-version "$ETCD_VERSION"); fi
 if [[ -n "${KUBE_VERSION:-}" ]]; then args+=(-kube-version "$KUBE_VERSION"); fi
+if [[ -n "${KUBE_VERSION:-}" ]]; then kubectl_default=0; else kubectl_default=1; fi
+if [[ "${ENVTEST_KUBECTL:-$kubectl_default}" != 0 ]]; then args+=(-kubectl); fi
 
 cd "$ROOT"
 if command -v flock >/dev/null; then

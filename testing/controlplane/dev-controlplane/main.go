@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -21,7 +24,9 @@ const defaultKubeconfig = "dev-controlplane.kubeconfig"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
+	logger := zap.New(zap.WriteTo(os.Stderr), zap.ConsoleEncoder())
+	ctrl.SetLogger(logger)
+	err := run(ctx, os.Args[1:], os.Stdout, logger)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
 		return
@@ -32,18 +37,24 @@ func main() {
 	}
 }
 
-// run parses args, starts a control plane, writes its kubeconfig, prints
-// how to use it on out, and serves until ctx ends; it then stops the
-// control plane and removes the kubeconfig.
-func run(ctx context.Context, args []string, out io.Writer) (err error) {
+// run parses args, starts a control plane, writes its kubeconfig, creates
+// the consumers' tenant namespaces, starts Liqo's controllers (logging to
+// logger), prints how to use it on out, and serves until ctx ends; it then
+// stops the controllers and the control plane and removes the kubeconfig.
+func run(ctx context.Context, args []string, out io.Writer, logger logr.Logger) (err error) {
 	fs := flag.NewFlagSet("dev-controlplane", flag.ContinueOnError)
 	fs.SetOutput(out)
 	kubeconfig := fs.String("kubeconfig", defaultKubeconfig, "where to write the kubeconfig of the control plane's administrator")
+	consumerList := fs.String("consumers", defaultConsumers, "consumers (cluster IDs, comma separated) given a tenant namespace liqo-tenant-<id> and an Active Tenant, as Liqo gives a peered consumer")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	consumers, err := parseConsumers(*consumerList)
+	if err != nil {
+		return err
 	}
 	path, err := filepath.Abs(*kubeconfig)
 	if err != nil {
@@ -74,11 +85,25 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 			err = errors.Join(err, rmErr)
 		}
 	}()
-	if err := printUsage(out, cp.Config.Host, assets, path); err != nil {
+	l, namespaces, err := newLiqo(ctx, cp, consumers, logger)
+	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	return nil
+	liqoCtx, stopLiqo := context.WithCancel(ctx)
+	controllers := l.start(liqoCtx)
+	defer func() {
+		stopLiqo()
+		err = errors.Join(err, controllers.wait())
+	}()
+	if err := printUsage(out, cp.Config.Host, assets, path, consumers, namespaces); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-controllers.done:
+		return errors.New("the controllers playing Liqo stopped") // the deferred wait adds why
+	}
 }
 
 // mayWrite refuses a path holding anything but a kubeconfig this command

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,7 +59,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 		return string(b)
 	}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile) }()
+	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile, testr.New(t)) }()
 	envkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig and instructions", func() bool {
 		select {
 		case err := <-done:
@@ -72,6 +75,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, authv1beta1.AddToScheme(scheme))
+	require.NoError(t, offloadingv1beta1.AddToScheme(scheme))
 	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	var slices authv1beta1.ResourceSliceList
@@ -88,9 +92,12 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	createExampleSlice(t, output(), path, cfg, cl)
 	wait, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	got, err := slicetest.WaitForDecision(wait, cl, types.NamespacedName{Namespace: exampleNamespace, Name: exampleSlice})
+	got, err := slicetest.WaitForDecision(wait, cl, types.NamespacedName{Namespace: "liqo-tenant-acme", Name: exampleSlice})
 	require.NoError(t, err)
 	assert.True(t, conditions.IsAccepted(got), "the example slice is decided by a manager serving %s", exampleClass)
+	assert.True(t, conditions.IsAuthenticated(got), "the control plane authenticated the slice kubectl created")
+	assert.NotNil(t, got.Status.AuthParams, "with authParams, as Liqo writes them")
+	checkPlaysLiqo(t, cl)
 	m.Stop()
 
 	interrupt()
@@ -102,9 +109,45 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	}
 	assert.NoFileExists(t, path, "the kubeconfig of a stopped control plane is removed")
 	for _, want := range []string{"KUBECONFIG=" + path + " go run ./yourmanager", "kubectl get resourceslices.authentication.liqo.io -A",
-		"dev-controlplane: stopped"} {
+		"liqo-tenant-acme (consumer acme)", "liqo-tenant-globex (consumer globex)", "dev-controlplane: stopped"} {
 		assert.Contains(t, output(), want)
 	}
+}
+
+// checkPlaysLiqo checks what the control plane does in Liqo's place: the
+// consumers' tenant namespaces as Liqo labels them, with a Tenant each; a
+// Quota (Liqo's QuotaCreator) for the Accepted example slice; the
+// authentication of a slice outside its consumer's tenant namespace denied.
+func checkPlaysLiqo(t *testing.T, cl client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	for _, consumer := range []string{"acme", "globex"} {
+		var ns corev1.Namespace
+		require.NoError(t, cl.Get(ctx, client.ObjectKey{Name: "liqo-tenant-" + consumer}, &ns))
+		for k, v := range map[string]string{"liqo.io/remote-cluster-id": consumer, "liqo.io/tenant-namespace": "true",
+			"pod-security.kubernetes.io/enforce": "privileged"} {
+			assert.Equal(t, v, ns.Labels[k], "label %s of %s", k, ns.Name)
+		}
+		var tenants authv1beta1.TenantList
+		require.NoError(t, cl.List(ctx, &tenants, client.InNamespace(ns.Name)))
+		if assert.Len(t, tenants.Items, 1, "the Tenant of %s", consumer) {
+			assert.Equal(t, authv1beta1.TenantConditionActive, tenants.Items[0].Spec.TenantCondition)
+		}
+	}
+	envkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "Liqo's QuotaCreator's Quota for the Accepted slice", func() bool {
+		var quotas offloadingv1beta1.QuotaList
+		require.NoError(t, cl.List(ctx, &quotas, client.InNamespace("liqo-tenant-acme")))
+		return len(quotas.Items) == 1
+	})
+
+	stray := slicetest.NewSlice("stray", slicetest.Unauthenticated(), slicetest.WithClass(exampleClass),
+		slicetest.WithNamespace("liqo-tenant-acme"), slicetest.WithConsumer("globex"))
+	require.NoError(t, cl.Create(ctx, stray))
+	envkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "globex's slice in acme's tenant namespace denied authentication", func() bool {
+		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(stray), stray))
+		c := conditions.Get(stray, conditions.Authentication)
+		return c != nil && c.Status == conditions.Denied
+	})
 }
 
 // createExampleSlice runs the kubectl commands run printed, as a user
@@ -125,7 +168,7 @@ func createExampleSlice(t *testing.T, printed, kubeconfig string, cfg *rest.Conf
 	}
 	t.Log("no kubectl on PATH: the printed commands' requests are made through the client")
 	ctx := context.Background()
-	steps := sliceSteps()
+	steps := sliceSteps("liqo-tenant-acme", "acme")
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(steps[0].stdin)))
 	for {
 		doc, err := reader.Read()
@@ -137,10 +180,6 @@ func createExampleSlice(t *testing.T, printed, kubeconfig string, cfg *rest.Conf
 		require.NoError(t, yaml.Unmarshal(doc, &obj.Object))
 		require.NoError(t, cl.Create(ctx, obj))
 	}
-	patch := steps[1].args[len(steps[1].args)-1]
-	rs := &authv1beta1.ResourceSlice{}
-	rs.Namespace, rs.Name = exampleNamespace, exampleSlice
-	require.NoError(t, cl.Status().Patch(ctx, rs, client.RawPatch(types.MergePatchType, []byte(patch))))
 }
 
 // printedCommands is the shell run printed to create the slice: from the
@@ -159,7 +198,7 @@ func TestRunKeepsAForeignKubeconfig(t *testing.T) {
 	dir := t.TempDir()
 	foreign := filepath.Join(dir, "config")
 	require.NoError(t, os.WriteFile(foreign, []byte("apiVersion: v1\nkind: Config\ncurrent-context: prod\n"), 0o600))
-	err := run(context.Background(), []string{"-kubeconfig", foreign}, io.Discard)
+	err := run(context.Background(), []string{"-kubeconfig", foreign}, io.Discard, testr.New(t))
 	require.ErrorContains(t, err, "is not a kubeconfig dev-controlplane wrote")
 	got, err := os.ReadFile(foreign)
 	require.NoError(t, err)
@@ -172,6 +211,9 @@ func TestRunKeepsAForeignKubeconfig(t *testing.T) {
 }
 
 func TestRunRefusesArguments(t *testing.T) {
-	assert.ErrorContains(t, run(context.Background(), []string{"extra"}, io.Discard), "unexpected arguments")
-	assert.ErrorIs(t, run(context.Background(), []string{"-h"}, io.Discard), flag.ErrHelp)
+	assert.ErrorContains(t, run(context.Background(), []string{"extra"}, io.Discard, testr.New(t)), "unexpected arguments")
+	assert.ErrorIs(t, run(context.Background(), []string{"-h"}, io.Discard, testr.New(t)), flag.ErrHelp)
+	for _, bad := range []string{"", ",", "Acme", "acme,acme", "a_b"} {
+		assert.ErrorContains(t, run(context.Background(), []string{"-consumers", bad}, io.Discard, testr.New(t)), "-consumers", "-consumers %q", bad)
+	}
 }

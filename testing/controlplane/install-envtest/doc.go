@@ -30,7 +30,14 @@
 //	-dir DIR             root of the cache (default: $SLICECLASS_ENVTEST_DIR or <cache>/sliceclass/envtest)
 //	-etcd-version V      etcd version to build (default v3.6.8)
 //	-kube-version V      kube-apiserver version to build (default v1.35.3)
+//	-kubectl             also build kubectl of that version beside them
+//
+// kubectl is optional: a test that runs kubectl commands (the sliceclass
+// repo's on-call walk of docs/budgets.md) finds it there on a machine that
+// has none, and it is kept like the others while it reports its version
+// (`kubectl version --client`). It is built as kube-apiserver is, through
+// k8s.io/kubernetes, in a throwaway module of its own.
 //
 // The sliceclass repo's `make envtest` (hack/envtest.sh) runs this command
-// with -dir set to its own cache.
+// with -dir set to its own cache, and -kubectl.
 package main

@@ -15,22 +15,25 @@ const (
 	etcdPackage       = "go.etcd.io/etcd/server/v3"
 	kubernetesModule  = "k8s.io/kubernetes"
 	apiserverPackage  = "k8s.io/kubernetes/cmd/kube-apiserver"
+	kubectlPackage    = "k8s.io/kubernetes/cmd/kubectl"
 	componentBaseVers = "k8s.io/component-base/version"
 )
 
-// installer builds etcd and kube-apiserver into binDir, each in its own
-// throwaway module under workDir.
+// installer builds etcd and kube-apiserver (and kubectl, when asked) into
+// binDir, each in its own throwaway module under workDir.
 type installer struct {
 	binDir      string
 	workDir     string
 	etcdVersion string
 	kubeVersion string
-	progress    io.Writer
-	start       time.Time
+	// kubectl asks for kubectl of kubeVersion too.
+	kubectl  bool
+	progress io.Writer
+	start    time.Time
 }
 
 // install builds each binary that is missing or reports another version,
-// then checks both.
+// then checks them.
 func (in *installer) install(ctx context.Context) error {
 	if err := os.MkdirAll(in.binDir, 0o755); err != nil {
 		return err
@@ -39,28 +42,40 @@ func (in *installer) install(ctx context.Context) error {
 	etcdWant := "etcd Version: " + strings.TrimPrefix(in.etcdVersion, "v")
 	apiserver := filepath.Join(in.binDir, "kube-apiserver")
 	apiserverWant := "Kubernetes " + in.kubeVersion
+	kubectl := filepath.Join(in.binDir, "kubectl")
+	kubectlWant := "Client Version: " + in.kubeVersion
+	kubectlReady := func() bool { return !in.kubectl || reportsVersion(ctx, kubectl, kubectlWant, "version", "--client") }
 
-	missing := !reportsVersion(ctx, etcd, etcdWant) || !reportsVersion(ctx, apiserver, apiserverWant)
+	missing := !reportsVersion(ctx, etcd, etcdWant, "--version") || !reportsVersion(ctx, apiserver, apiserverWant, "--version")
 	if missing {
 		in.printf("envtest: building etcd %s and kube-apiserver %s from source into %s "+
 			"(cold: about 10 minutes on an idle 2-core machine; the go tool's output goes to build.log under %s)",
 			in.etcdVersion, in.kubeVersion, in.binDir, in.workDir)
 	}
-	if !reportsVersion(ctx, etcd, etcdWant) {
+	if !reportsVersion(ctx, etcd, etcdWant, "--version") {
 		if err := in.component(ctx, "etcd", in.etcdVersion, in.buildEtcd); err != nil {
 			return err
 		}
 	}
-	if !reportsVersion(ctx, apiserver, apiserverWant) {
+	if !reportsVersion(ctx, apiserver, apiserverWant, "--version") {
 		if err := in.component(ctx, "kube-apiserver", in.kubeVersion, in.buildAPIServer); err != nil {
 			return err
 		}
 	}
-	if !reportsVersion(ctx, etcd, etcdWant) {
+	if !kubectlReady() {
+		in.printf("envtest: building kubectl %s from source into %s (cold: a few more minutes)", in.kubeVersion, in.binDir)
+		if err := in.component(ctx, "kubectl", in.kubeVersion, in.buildKubectl); err != nil {
+			return err
+		}
+	}
+	if !reportsVersion(ctx, etcd, etcdWant, "--version") {
 		return fmt.Errorf("%s does not report %q", etcd, etcdWant)
 	}
-	if !reportsVersion(ctx, apiserver, apiserverWant) {
+	if !reportsVersion(ctx, apiserver, apiserverWant, "--version") {
 		return fmt.Errorf("%s does not report %q", apiserver, apiserverWant)
+	}
+	if !kubectlReady() {
+		return fmt.Errorf("%s does not report %q", kubectl, kubectlWant)
 	}
 	in.printf("envtest: assets in %s", in.binDir)
 	return nil
@@ -80,38 +95,11 @@ func (in *installer) buildEtcd(ctx context.Context, b *build) error {
 	return b.compile(ctx, filepath.Join(in.binDir, "etcd"), "", etcdPackage)
 }
 
-// buildAPIServer requires k8s.io/kubernetes, points each staging module it
-// requires at v0.0.0 to its published v0.x version, and compiles
-// cmd/kube-apiserver with the version stamped in.
+// buildAPIServer compiles cmd/kube-apiserver of k8s.io/kubernetes with the
+// version stamped in.
 func (in *installer) buildAPIServer(ctx context.Context, b *build) error {
-	staging, minor, err := stagingVersion(in.kubeVersion)
+	minor, err := in.requireKubernetes(ctx, b, "envtest.local/kubeapiserver")
 	if err != nil {
-		return err
-	}
-	b.phase("resolving modules...")
-	if err := b.initModule(ctx, "envtest.local/kubeapiserver"); err != nil {
-		return err
-	}
-	mod := kubernetesModule + "@" + in.kubeVersion
-	if err := b.goCmd(ctx, "mod", "edit", "-require="+mod); err != nil {
-		return err
-	}
-	var dl struct{ GoMod, Error string }
-	if err := b.goJSON(ctx, &dl, "mod", "download", "-json", mod); err != nil {
-		return err
-	}
-	if dl.Error != "" {
-		return fmt.Errorf("downloading %s: %s", mod, dl.Error)
-	}
-	var gomod modFile
-	if err := b.goJSON(ctx, &gomod, "mod", "edit", "-json", dl.GoMod); err != nil {
-		return err
-	}
-	edit := []string{"mod", "edit"}
-	for _, m := range stagingModules(gomod) {
-		edit = append(edit, "-replace="+m+"="+m+"@"+staging)
-	}
-	if err := b.goCmd(ctx, edit...); err != nil {
 		return err
 	}
 	// The blank import keeps kube-apiserver's dependencies through tidy.
@@ -123,12 +111,69 @@ func (in *installer) buildAPIServer(ctx context.Context, b *build) error {
 		return err
 	}
 	b.phase("compiling...")
-	ldflags := strings.Join([]string{
+	return b.compile(ctx, filepath.Join(in.binDir, "kube-apiserver"), in.versionFlags(minor), apiserverPackage)
+}
+
+// buildKubectl compiles cmd/kubectl of k8s.io/kubernetes, a tool of the
+// throwaway module, with the version stamped in.
+func (in *installer) buildKubectl(ctx context.Context, b *build) error {
+	minor, err := in.requireKubernetes(ctx, b, "envtest.local/kubectl")
+	if err != nil {
+		return err
+	}
+	// The tool directive keeps kubectl's dependencies through tidy.
+	if err := b.goCmd(ctx, "mod", "edit", "-tool="+kubectlPackage); err != nil {
+		return err
+	}
+	if err := b.goCmd(ctx, "mod", "tidy"); err != nil {
+		return err
+	}
+	b.phase("compiling...")
+	return b.compile(ctx, filepath.Join(in.binDir, "kubectl"), in.versionFlags(minor), kubectlPackage)
+}
+
+// requireKubernetes makes the throwaway module require k8s.io/kubernetes
+// of kubeVersion, with each staging module it requires at v0.0.0 pointed at
+// its published v0.x version, and returns the Kubernetes minor.
+func (in *installer) requireKubernetes(ctx context.Context, b *build, modulePath string) (minor string, err error) {
+	staging, minor, err := stagingVersion(in.kubeVersion)
+	if err != nil {
+		return "", err
+	}
+	b.phase("resolving modules...")
+	if err := b.initModule(ctx, modulePath); err != nil {
+		return "", err
+	}
+	mod := kubernetesModule + "@" + in.kubeVersion
+	if err := b.goCmd(ctx, "mod", "edit", "-require="+mod); err != nil {
+		return "", err
+	}
+	var dl struct{ GoMod, Error string }
+	if err := b.goJSON(ctx, &dl, "mod", "download", "-json", mod); err != nil {
+		return "", err
+	}
+	if dl.Error != "" {
+		return "", fmt.Errorf("downloading %s: %s", mod, dl.Error)
+	}
+	var gomod modFile
+	if err := b.goJSON(ctx, &gomod, "mod", "edit", "-json", dl.GoMod); err != nil {
+		return "", err
+	}
+	edit := []string{"mod", "edit"}
+	for _, m := range stagingModules(gomod) {
+		edit = append(edit, "-replace="+m+"="+m+"@"+staging)
+	}
+	return minor, b.goCmd(ctx, edit...)
+}
+
+// versionFlags stamp kubeVersion into a Kubernetes binary, as its release
+// build does.
+func (in *installer) versionFlags(minor string) string {
+	return strings.Join([]string{
 		"-X " + componentBaseVers + ".gitVersion=" + in.kubeVersion,
 		"-X " + componentBaseVers + ".gitMajor=1",
 		"-X " + componentBaseVers + ".gitMinor=" + minor,
 	}, " ")
-	return b.compile(ctx, filepath.Join(in.binDir, "kube-apiserver"), ldflags, apiserverPackage)
 }
 
 // modFile is the part of `go mod edit -json` output we read.
@@ -159,12 +204,12 @@ func stagingVersion(kubeVersion string) (staging, minor string, err error) {
 	return "v0." + rest, minor, nil
 }
 
-// reportsVersion says whether bin runs and prints want as a line of its
-// --version output.
-func reportsVersion(ctx context.Context, bin, want string) bool {
+// reportsVersion says whether bin, run with args (--version, say), prints
+// want as a line of its output.
+func reportsVersion(ctx context.Context, bin, want string, args ...string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
 	if err != nil {
 		return false
 	}

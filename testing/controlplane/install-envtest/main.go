@@ -39,13 +39,14 @@ func main() {
 }
 
 // run parses args, builds whatever is missing and returns the directory
-// holding etcd and kube-apiserver. Progress goes to progress.
+// holding etcd and kube-apiserver (and kubectl, with -kubectl). Progress goes to progress.
 func run(ctx context.Context, args []string, progress io.Writer) (string, error) {
 	fs := flag.NewFlagSet("install-envtest", flag.ContinueOnError)
 	fs.SetOutput(progress)
 	root := fs.String("dir", "", "root of the cache (default: $"+dirEnv+" or <user cache dir>/sliceclass/envtest)")
 	etcdVersion := fs.String("etcd-version", defaultEtcdVersion, "etcd version to build")
 	kubeVersion := fs.String("kube-version", defaultKubeVersion, "kube-apiserver version to build (v1.x.y)")
+	kubectl := fs.Bool("kubectl", false, "also build kubectl of -kube-version beside them (for tests that run kubectl, on a machine without it)")
 	if err := fs.Parse(args); err != nil {
 		return "", err
 	}
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, progress io.Writer) (string, error)
 		workDir:     filepath.Join(*root, "src"),
 		etcdVersion: *etcdVersion,
 		kubeVersion: *kubeVersion,
+		kubectl:     *kubectl,
 		progress:    progress,
 		start:       time.Now(),
 	}

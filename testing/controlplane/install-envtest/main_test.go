@@ -34,6 +34,7 @@ if [ "$1" = build ]; then
   case "$out" in
   *etcd.tmp) printf '#!/bin/sh\necho "etcd Version: 3.6.8"\n' > "$out" ;;
   *kube-apiserver.tmp) printf '#!/bin/sh\necho "Kubernetes v1.35.3"\n' > "$out" ;;
+  *kubectl.tmp) printf '#!/bin/sh\n[ "$*" = "version --client" ] && echo "Client Version: v1.35.3"\n' > "$out" ;;
   esac
   chmod +x "$out"
 fi
@@ -102,6 +103,45 @@ func TestRunBuildsBothIntoVersionedDir(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(buildLog), "go: added example.com/chatter", "the chatter lands in the log")
 	assert.NoFileExists(t, filepath.Join(dir, "kube-apiserver.tmp"))
+}
+
+// -kubectl builds kubectl beside the others, in a module of its own, with
+// the version kubectl version --client reports stamped in; a second run
+// keeps it. Without -kubectl none is built.
+func TestRunBuildsKubectlWhenAsked(t *testing.T) {
+	calls := withGo(t, fakeGo)
+	root := t.TempDir()
+	dir, err := run(context.Background(), []string{"-dir", root}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(dir, "kubectl"), "kubectl is optional")
+	require.NoError(t, os.Remove(calls))
+	var progress bytes.Buffer
+
+	dir, err = run(context.Background(), []string{"-dir", root, "-kubectl"}, &progress)
+
+	require.NoError(t, err, "progress:\n%s", progress.String())
+	assert.FileExists(t, filepath.Join(dir, "kubectl"))
+	recorded, err := os.ReadFile(calls)
+	require.NoError(t, err)
+	for _, want := range []string{
+		"mod init envtest.local/kubectl",
+		"mod edit -require=k8s.io/kubernetes@v1.35.3",
+		"mod edit -replace=k8s.io/api=k8s.io/api@v0.35.3 -replace=k8s.io/apiserver=k8s.io/apiserver@v0.35.3\n",
+		"mod edit -tool=k8s.io/kubernetes/cmd/kubectl",
+		"-X k8s.io/component-base/version.gitVersion=v1.35.3 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35",
+	} {
+		assert.Contains(t, string(recorded), want, "go tool calls")
+	}
+	for _, built := range []string{"go.etcd.io/etcd/server/v3", "k8s.io/kubernetes/cmd/kube-apiserver"} {
+		assert.NotContains(t, string(recorded), built, "etcd and kube-apiserver were there: only kubectl is built")
+	}
+	assert.Contains(t, progress.String(), "envtest: kubectl v1.35.3: ready")
+	assert.FileExists(t, filepath.Join(root, "src", "kubectl-v1.35.3", "build.log"))
+
+	require.NoError(t, os.Remove(calls))
+	_, err = run(context.Background(), []string{"-dir", root, "-kubectl"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.NoFileExists(t, calls, "kubectl reports its version: nothing to build")
 }
 
 func TestRunKeepsBinariesThatReportTheirVersion(t *testing.T) {
