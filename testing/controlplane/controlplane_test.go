@@ -70,9 +70,11 @@ func TestStartInstallsTheSliceBudgetCRD(t *testing.T) {
 	cpu := got.Spec.Total[corev1.ResourceCPU]
 	assert.Equal(t, "10", cpu.String())
 
-	orig := got.DeepCopy()
+	// An update, not a merge patch: the schema requires accepted and
+	// waiting in a status, and a merge patch from an empty status would
+	// leave out waiting's unchanged 0.
 	got.Status.Accepted = 2
-	require.NoError(t, cp.Client.Status().Patch(ctx, &got, client.MergeFrom(orig)), "status is a subresource")
+	require.NoError(t, cp.Client.Status().Update(ctx, &got), "status is a subresource")
 	var list v1alpha1.SliceBudgetList
 	require.NoError(t, cp.Client.List(ctx, &list))
 	require.Len(t, list.Items, 1)
