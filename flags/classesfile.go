@@ -2,6 +2,7 @@ package flags
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -196,14 +197,16 @@ func ParseClassesConfig(data []byte) (ClassesConfig, error) {
 	switch m := shape.(type) {
 	case []any:
 		if err := yaml.UnmarshalStrict(data, &cfg.Classes); err != nil {
-			return cfg, err
+			return cfg, entryError(nil, m, err)
 		}
 	case map[string]any:
 		if _, ok := m["classes"]; !ok {
 			return cfg, errors.New("the file has no classes (write classes: [] to serve none)")
 		}
 		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-			return cfg, err
+			budgets, _ := m["budgets"].([]any)
+			classes, _ := m["classes"].([]any)
+			return cfg, entryError(budgets, classes, err)
 		}
 	default:
 		return cfg, errors.New("the file is neither a list of classes nor {budgets, classes}")
@@ -212,6 +215,42 @@ func ParseClassesConfig(data []byte) (ClassesConfig, error) {
 		cfg.Classes = []ClassEntry{}
 	}
 	return cfg, cfg.validate()
+}
+
+// entryError says which entry err, the file's decoding error, is about:
+// the first budget or class entry that does not decode alone, by name and
+// position. Without one (the error is about the file's shape), err.
+func entryError(budgets, classes []any, err error) error {
+	for i, e := range budgets {
+		if bad := decodeEntry(e, &BudgetEntry{}); bad != nil {
+			return fmt.Errorf("budget %s(entry %d): %w", entryName(e), i+1, bad)
+		}
+	}
+	for i, e := range classes {
+		if bad := decodeEntry(e, &ClassEntry{}); bad != nil {
+			return fmt.Errorf("class %s(entry %d): %w", entryName(e), i+1, bad)
+		}
+	}
+	return err
+}
+
+// decodeEntry decodes one entry, as decoded from YAML, strictly into into.
+func decodeEntry(entry, into any) error {
+	raw, err := json.Marshal(entry)
+	if err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(raw, into)
+}
+
+// entryName is an entry's name, quoted and followed by a space, or "".
+func entryName(entry any) string {
+	if m, ok := entry.(map[string]any); ok {
+		if n, ok := m["name"].(string); ok {
+			return fmt.Sprintf("%q ", n)
+		}
+	}
+	return ""
 }
 
 // validate checks cfg as ParseClassesConfig says.
