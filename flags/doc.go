@@ -42,6 +42,7 @@
 // A manager that needs flags of its own binds them on the same flag set;
 // examples/manager/flags embeds Values and adds the capped policy's.
 //
-// The package only reads flags and builds options: it sets no global
+// The package only reads flags and the classes file, and builds options
+// and the file's budgets (on the manager it is given): it sets no global
 // (not even controller-runtime's logger) and registers nothing on import.
 package flags

@@ -195,9 +195,6 @@ type served struct {
 	opts []resourceslice.Option
 }
 
-// apply serves cfg. Everything that can fail on the file's content (caps,
-// budgets, pools) is built before any class is stopped, so a bad entry
-// leaves the running set as it was; f.mu is held.
 // stopTimeout bounds how long a reload waits for a stopped class's
 // decisions in flight.
 const stopTimeout = 30 * time.Second
@@ -211,6 +208,10 @@ func (f *classesFile) stop(class string) error {
 	return f.set.Stop(ctx, class)
 }
 
+// apply serves cfg. Everything that can fail on the file's content (caps,
+// budgets, pools: f.build, the SDK's flags.ClassBuilder, which keeps the
+// budgets whose entries did not change) is built before any class is
+// stopped, so a bad entry leaves the running set as it was; f.mu is held.
 func (f *classesFile) apply(cfg sdkflags.ClassesConfig) error {
 	classes, err := f.build.Build(cfg)
 	if err != nil {
