@@ -97,7 +97,7 @@ func userMain() error {
 	if err != nil {
 		return err
 	}
-	classes, err := v.Classes() // --class-name, or the names in the chart's --classes-file
+	classes, err := v.ClassConfigs(mgr) // each class of the chart's --classes-file, whole
 	if err != nil {
 		return err
 	}
@@ -105,8 +105,10 @@ func userMain() error {
 	if err != nil {
 		return err
 	}
-	for _, class := range classes {
-		if err := set.Serve(class, capped, v.ClassOptions()...); err != nil {
+	for _, c := range classes {
+		// The flags' options, then the file's: its budgets (a SliceBudget,
+		// its own, shared ones), its priority.
+		if err := set.Serve(c.Name, capped, c.Options...); err != nil {
 			return err
 		}
 	}

@@ -11,10 +11,13 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// Classes returns the classes to serve: --class-name, or the names in
-// --classes-file (ReadClassNames), read once. A manager that follows the
-// file as it changes (examples/manager, with resourceslice.ClassSet) reads
-// it itself.
+// Classes returns the names of the classes to serve: --class-name, or the
+// names in --classes-file (ReadClassNames), read once.
+//
+// Deprecated: names alone drop what the file says of each class (its
+// priority, sliceBudget, budget or pool, consumer limits): use
+// ClassConfigs, which gives each class's whole configuration as
+// registration options.
 func (v Values) Classes() ([]string, error) {
 	if v.ClassesFile == "" {
 		return append([]string(nil), v.ClassNames...), nil
@@ -26,8 +29,8 @@ func (v Values) Classes() ([]string, error) {
 // forms the chart renders (values.yaml's classes, verbatim): a list of
 // classes, or an object whose classes field is that list (beside budgets
 // and whatever else the manager reads). Each class is an object with a
-// name; its other fields (caps, budget, ...) are the manager's and ignored
-// here. So "[{name: gold, caps: {cpu: \"4\"}}, {name: silver}]" and
+// name; its other fields (caps, budget, ...) are ignored here, and read
+// by ReadClassesConfig, strictly. So "[{name: gold, caps: {cpu: \"4\"}}, {name: silver}]" and
 // "{budgets: [], classes: [{name: gold}, {name: silver}]}" both name gold
 // and silver.
 //

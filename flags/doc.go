@@ -11,14 +11,22 @@
 //		ctrl.SetLogger(v.Logger())
 //		mgr, err := v.NewManager(scheme) // metrics, probes, leader election, /healthz and /readyz
 //		if err != nil { ... }
-//		classes, err := v.Classes() // --class-name, or the names in --classes-file
+//		classes, err := v.ClassConfigs(mgr) // --class-name, or each class of --classes-file, whole
 //		if err != nil { ... }
-//		for _, class := range classes {
-//			err := resourceslice.AddToManager(mgr, class, myPolicy, v.ClassOptions()...)
+//		set, err := resourceslice.NewClassSet(mgr)
+//		if err != nil { ... }
+//		for _, c := range classes {
+//			err := set.Serve(c.Name, myPolicy, c.Options...) // the flags', then the file's: budgets, priority
 //			...
 //		}
 //		err = mgr.Start(ctrl.SetupSignalHandler())
 //	}
+//
+// ClassConfigs reads the file with ParseClassesConfig, the one parser of
+// the classes file (the example manager's too), and builds its budgets
+// with a ClassBuilder: one *budget.Budget per budget, however many classes
+// draw from it. A class naming a sliceBudget takes every budget rule from
+// the SliceBudget object; the file refuses the same rule beside it.
 //
 // With --leader-elect, standbys are warm unless --enable-warmup=false:
 // ManagerOptions sets controller-runtime's EnableWarmup, so a standby fills
@@ -26,13 +34,15 @@
 // over, holding as much memory as the leader meanwhile; and a leader that
 // stops cleanly releases its lease, so that a standby takes over at once.
 //
-// Classes reads --classes-file once: the chart rolls the pods when the
+// ClassConfigs reads --classes-file once: the chart rolls the pods when the
 // file changes. A manager that follows the file while it runs (as
-// examples/manager does, with resourceslice.ClassSet) re-reads it itself.
+// examples/manager does, with resourceslice.ClassSet) re-reads it and
+// builds again with the ClassBuilder it holds.
 //
 // A manager that needs flags of its own binds them on the same flag set;
 // examples/manager/flags embeds Values and adds the capped policy's.
 //
-// The package only reads flags and builds options: it sets no global
+// The package only reads flags and the classes file, and builds options
+// and the file's budgets (on the manager it is given): it sets no global
 // (not even controller-runtime's logger) and registers nothing on import.
 package flags

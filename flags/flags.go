@@ -17,9 +17,9 @@ import (
 type Values struct {
 	// ClassNames are the --class-name values.
 	ClassNames ClassList
-	// ClassesFile is --classes-file: a YAML file naming the classes to
-	// serve instead of ClassNames (see Classes for what this package reads
-	// of it; the rest of each entry is the manager's).
+	// ClassesFile is --classes-file: a YAML file of the classes to serve
+	// instead of ClassNames, each with its budgets and priority
+	// (ClassesConfig; ClassConfigs reads it).
 	ClassesFile string
 	// ClassLeaseNamespace is --class-lease-namespace; "" for no class Lease.
 	ClassLeaseNamespace string

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	sdkflags "github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -85,7 +86,7 @@ func FuzzClassesFile(f *testing.F) {
 		require.NoError(t, err)
 		again, err := parseClassesFile(out)
 		require.NoError(t, err, "%q, written from %q, does not parse again", out, data)
-		assert.Empty(t, cmp.Diff(cfg, again, cmpopts.EquateEmpty(), cmp.AllowUnexported(classesConfig{}),
+		assert.Empty(t, cmp.Diff(cfg, again, cmpopts.EquateEmpty(), cmp.AllowUnexported(sdkflags.ClassesConfig{}),
 			cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })),
 			"-first +second: %q written as %q", data, out)
 	})
@@ -93,7 +94,7 @@ func FuzzClassesFile(f *testing.F) {
 
 // checkBudget asserts that an accepted budget holds no negative quantity,
 // and a pool a valid share and a selector.
-func checkBudget(t *testing.T, what string, total corev1.ResourceList, pool *poolSpec, limit corev1.ResourceList) {
+func checkBudget(t *testing.T, what string, total corev1.ResourceList, pool *sdkflags.PoolEntry, limit corev1.ResourceList) {
 	t.Helper()
 	for _, rl := range []corev1.ResourceList{total, limit} {
 		for name, q := range rl {

@@ -41,13 +41,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -190,21 +190,16 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	// The options every class is served with, from --class-name or from
-	// the file (the class set's defaults).
-	copts := o.ClassOptions()
 	if o.ClassesFile != "" {
-		set, err := resourceslice.NewClassSet(mgr, copts...)
+		// The flags' options are the set's defaults: every class of the
+		// file, as it changes, is served with them.
+		set, err := resourceslice.NewClassSet(mgr, o.ClassOptions()...)
 		if err != nil {
 			return nil, err
 		}
-		build := builders{
-			newPool: func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
-				return budget.NewNodePool(mgr, name, nodes, opts...)
-			},
-			fromObject: func(name string) (*budget.Budget, error) { return budget.FromObject(mgr, name) },
-		}
-		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, o.GrantRecordsNamespace, build, mgr.GetLogger())
+		// The SDK's builder, as flags.Values.ClassConfigs uses: one budget
+		// per budget the file names, kept across reads while unchanged.
+		f, err := newClassesFile(o.ClassesFile, set, o.caps, o.budget, o.GrantRecordsNamespace, sdkflags.NewClassBuilder(mgr), mgr.GetLogger())
 		if err != nil {
 			return nil, err
 		}
@@ -212,15 +207,16 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if o.budget != nil {
-		copts = append(copts, resourceslice.WithBudget(o.budget))
-	}
 	if len(o.ClassNames) > 0 {
 		policy, err := cappedresources.New(o.caps)
 		if err != nil {
 			return nil, err
 		}
-		if err := addClasses(mgr, o.ClassNames, policy, o.GrantRecordsNamespace, copts); err != nil {
+		classes, err := o.ClassConfigs(mgr) // each with the flags' options
+		if err != nil {
+			return nil, err
+		}
+		if err := addClasses(mgr, classes, policy, o.GrantRecordsNamespace, o.budget); err != nil {
 			return nil, err
 		}
 	}
@@ -230,21 +226,25 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// addClasses serves each --class-name with policy and, with
-// --grant-records-namespace, gives each accepted slice its grant record and
-// PriorityClass.
-func addClasses(mgr manager.Manager, classes []string, policy *cappedresources.Policy, records string, opts []resourceslice.Option) error {
-	for _, class := range classes {
+// addClasses serves each --class-name with policy and its options
+// (flags.Values.ClassConfigs), drawing from shared (--budget) when set
+// and, with --grant-records-namespace, giving each accepted slice its
+// grant record and PriorityClass.
+func addClasses(mgr manager.Manager, classes []sdkflags.ClassConfig, policy *cappedresources.Policy, records string, shared *budget.Budget) error {
+	for _, c := range classes {
 		var h handler.Handler = policy
-		copts := opts
+		opts := slices.Clone(c.Options)
+		if shared != nil {
+			opts = append(opts, resourceslice.WithBudget(shared))
+		}
 		if records != "" {
 			var err error
-			if h, err = grantRecords(class, records, policy); err != nil {
+			if h, err = grantRecords(c.Name, records, policy); err != nil {
 				return err
 			}
-			copts = append(append([]resourceslice.Option(nil), opts...), grantRecordTypes())
+			opts = append(opts, grantRecordTypes())
 		}
-		if err := resourceslice.AddToManager(mgr, class, h, copts...); err != nil {
+		if err := resourceslice.AddToManager(mgr, c.Name, h, opts...); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	sdkflags "github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -48,7 +49,7 @@ func TestParseClassesFileSliceBudget(t *testing.T) {
 	assert.Equal(t, "premium", cfg.Classes[0].SliceBudget)
 	assert.Equal(t, "premium", cfg.Classes[1].SliceBudget, "classes share a SliceBudget by naming it")
 	assert.Empty(t, cfg.Classes[2].SliceBudget, "the inline form still works")
-	_, own := cfg.Classes[0].own()
+	_, own := cfg.Classes[0].OwnBudget()
 	assert.False(t, own, "a SliceBudget is not a budget the file builds")
 
 	cfg, err = parseClassesFile([]byte(`
@@ -160,7 +161,9 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 	set, err := resourceslice.NewClassSet(mgr, o.ClassOptions()...)
 	require.NoError(t, err)
 	objects := &objectBudgets{calls: map[string]int{}, fail: map[string]bool{"broken": true}}
-	f, err := newClassesFile(path, set, o.caps, nil, "", builders{fromObject: objects.fromObject}, mgr.GetLogger())
+	build := sdkflags.NewClassBuilder(mgr)
+	build.FromObject = objects.fromObject
+	f, err := newClassesFile(path, set, o.caps, nil, "", build, mgr.GetLogger())
 	require.NoError(t, err)
 	f.interval = 100 * time.Millisecond
 	require.NoError(t, mgr.Add(f))
