@@ -54,7 +54,10 @@ import (
 // the slices slower than -tail-slow the table gives the median split and
 // the slowest slice's, and for the window (first creation to last
 // decision) the Go GC's cycles and pauses in this process
-// (runtime/metrics), which hosts the controller, the load and the watch.
+// (runtime/metrics), which hosts the controller, the load and the watch,
+// and the status PATCHes as the API server timed them (its own histogram):
+// a PATCH slow for its client but not for the server waited on this
+// machine's CPU, not on the API server or etcd.
 
 // tailVariant is one of the tail phase's variants.
 type tailVariant struct {
@@ -201,6 +204,48 @@ type tailResult struct {
 	worstTotal   float64
 	worstPatches int
 	gc           gcWindow
+	// server counts the slices' status PATCHes in the window as the API
+	// server timed them (apiserver_request_duration_seconds): all, over
+	// 50 ms, over 100 ms.
+	server serverPatches
+}
+
+// serverPatches is a reading, or a window's difference, of the API
+// server's own histogram of the slices' status PATCHes.
+type serverPatches struct{ all, over50, over100 int }
+
+// readServerPatches reads the API server's histogram of status PATCHes of
+// ResourceSlices: the count, and the counts over 50 and 100 ms.
+func readServerPatches(ctx context.Context, cp *controlplane.ControlPlane) (serverPatches, error) {
+	bucket := func(le string) (int, error) {
+		want := []string{`verb="PATCH"`, `resource="resourceslices"`, `subresource="status"`, `le="` + le + `"`}
+		return cp.MetricSum(ctx, "apiserver_request_duration_seconds_bucket", func(labels string) bool {
+			for _, w := range want {
+				if !strings.Contains(labels, w) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	var r serverPatches
+	all, err := bucket("+Inf")
+	if err != nil {
+		return r, err
+	}
+	le50, err := bucket("0.05")
+	if err != nil {
+		return r, err
+	}
+	le100, err := bucket("0.1")
+	if err != nil {
+		return r, err
+	}
+	return serverPatches{all: all, over50: all - le50, over100: all - le100}, nil
+}
+
+func (s serverPatches) since(before serverPatches) serverPatches {
+	return serverPatches{all: s.all - before.all, over50: s.over50 - before.over50, over100: s.over100 - before.over100}
 }
 
 func tailPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
@@ -278,11 +323,22 @@ func addTailRows(t *table, f flags, results [][]tailResult) {
 			t.add(fmt.Sprintf("after a backlog: the slowest slice of the rounds (ms): total; its stretches; status PATCHes, %s", v.name),
 				fmt.Sprintf("%.0f; %s; %d", worst.worstTotal, strings.Join(parts, " / "), worst.worstPatches))
 		}
+		t.add(fmt.Sprintf("after a backlog: status PATCHes in the window as the API server timed them: over 50 ms / over 100 ms / all (summed over the rounds), %s", v.name),
+			fmt.Sprintf("%.0f / %.0f / %.0f", sum(pick(rs, func(r tailResult) float64 { return float64(r.server.over50) })),
+				sum(pick(rs, func(r tailResult) float64 { return float64(r.server.over100) })), sum(pick(rs, func(r tailResult) float64 { return float64(r.server.all) }))))
 		t.add(fmt.Sprintf("after a backlog: Go GC in the window, this process: cycles / pause total / longest pause (medians), %s", v.name),
 			fmt.Sprintf("%.0f / %.1f ms / ≤ %.2f ms", median(pick(rs, func(r tailResult) float64 { return float64(r.gc.cycles) })),
 				median(pick(rs, func(r tailResult) float64 { return r.gc.pauseTotal.Seconds() * 1000 })),
 				median(pick(rs, func(r tailResult) float64 { return r.gc.longest.Seconds() * 1000 }))))
 	}
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 func msOrDash(xs []float64) string {
@@ -364,6 +420,10 @@ func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tail
 	}
 
 	// The steady state, at once after the backlog's last decision.
+	server0, err := readServerPatches(ctx, cp)
+	if err != nil {
+		return res, err
+	}
 	gc0 := readGC()
 	interval := time.Duration(float64(time.Second) / f.rate)
 	tick := time.NewTicker(interval)
@@ -383,6 +443,11 @@ func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tail
 		return res, fmt.Errorf("the steady state's %d slices: %w", f.tailN, err)
 	}
 	res.gc = readGC().since(gc0)
+	server1, err := readServerPatches(ctx, cp)
+	if err != nil {
+		return res, err
+	}
+	res.server = server1.since(server0)
 
 	lat := make([]float64, 0, len(names))
 	slowSplits := make([][]float64, len(tailSplit))
