@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo dev-controlplane crds crds-check test unit integration reliability soak long envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
+.PHONY: all demo dev-controlplane crds crds-check test test-oldest unit integration reliability soak long envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
 
 all: test
 
@@ -74,6 +74,15 @@ image-check:
 ## print-image: the image reference `make image` writes (the chart's tests compare it with the chart's default).
 print-image:
 	@echo $(IMAGE)
+
+## test-oldest: the SliceBudget CRD's tests (api/v1alpha1) and SliceBudget's integration tests (every test in
+## test/integration/slicebudget*_test.go) on the oldest Kubernetes we support, 1.33 (Liqo v1.2.0 supports
+## the last three minor releases, 1.33 to 1.35): builds kube-apiserver OLDEST_KUBE_VERSION (default v1.33.13)
+## into the envtest cache beside the default binaries (once; as long as the default build), then runs the
+## tests on it with -race (hack/test-oldest.sh). Not part of make test or CI: run it after changing the CRD.
+OLDEST_KUBE_VERSION ?= v1.33.13
+test-oldest:
+	@OLDEST_KUBE_VERSION=$(OLDEST_KUBE_VERSION) hack/test-oldest.sh
 
 ## unit: tests that need no control plane.
 unit:

@@ -63,7 +63,11 @@
 // standbys taking over from it, each in a child process (scalechild.go,
 // scaleproc.go); view.go (alone, -view-only) measures the status.class
 // view's heap per slice beside the typed slice cache's, in memory's child
-// processes.
+// processes; reclaim.go (alone, -reclaim-only) times reclaims, the
+// ShadowPod watch's cost, and its heap per pod with 1 and 10 budgets in
+// one set; tail.go (alone, -tail-only) measures the steady-state latency
+// after a backlog, ours beside a bare informer + patch loop, and splits
+// each slow slice's time into its steps.
 package main
 
 import (
@@ -123,9 +127,14 @@ type flags struct {
 	// the reclaim phase (reclaim.go), run alone with reclaimOnly.
 	reclaimOnly               bool
 	reclaimN, podsN, podsMemN int
-	// child mode: measure a manager whose budget counts podsChild
-	// ShadowPods, then exit.
-	podsChild int
+	// child mode: measure a manager whose budgets (podsBudgets of them)
+	// count the podsChild ShadowPods of namespace podsNS, then exit.
+	podsChild, podsBudgets int
+	podsNS                 string
+	// the tail phase (tail.go), run alone with tailOnly.
+	tailOnly           bool
+	tailBacklog, tailN int
+	tailSlow           time.Duration
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -169,8 +178,14 @@ func main() {
 	flag.BoolVar(&f.reclaimOnly, "reclaim-only", false, "run the reclaim phase alone: reclaim latency, the ShadowPod watch on vs off, heap per ShadowPod")
 	flag.IntVar(&f.reclaimN, "reclaim-n", 50, "reclaim phase: reclaims timed")
 	flag.IntVar(&f.podsN, "pods-n", 2000, "reclaim phase: ShadowPods present while the watch on/off backlogs run")
-	flag.IntVar(&f.podsMemN, "pods-mem-n", 50000, "reclaim phase: ShadowPods counted for the heap per ShadowPod")
+	flag.IntVar(&f.podsMemN, "pods-mem-n", 50000, "reclaim phase: ShadowPods counted for the heap per ShadowPod, by 1 budget and by 10 in one set, each round")
 	flag.IntVar(&f.podsChild, "pods-child", -1, "internal: run as the ShadowPod memory child")
+	flag.IntVar(&f.podsBudgets, "pods-budgets", 1, "internal: the ShadowPod memory child's budgets (1, or one per class)")
+	flag.StringVar(&f.podsNS, "pods-ns", podMemNS, "internal: the ShadowPod memory child's namespace")
+	flag.BoolVar(&f.tailOnly, "tail-only", false, "run the tail phase alone: the steady-state latency after a backlog (-tail-backlog, then -tail-n at -rate), ours and a bare informer + status patch loop, each slow slice's split and the GC in the window")
+	flag.IntVar(&f.tailBacklog, "tail-backlog", 2000, "tail phase: undecided slices each variant decides before the steady state")
+	flag.IntVar(&f.tailN, "tail-n", 200, "tail phase: slices created at -rate after the backlog")
+	flag.DurationVar(&f.tailSlow, "tail-slow", 50*time.Millisecond, "tail phase: a slice slower than this, create to decision, is split into its steps")
 	flag.StringVar(&f.sbsClass, "sbs-class", "", "internal: the class the side by side's child serves")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -284,6 +299,18 @@ func run(f flags) (bool, error) {
 			return false, err
 		}
 		t.add("wall time: reclaim phase (pod creation included)", round(time.Since(phase)))
+		return report(f, t)
+	}
+
+	if f.tailOnly {
+		if f.tailBacklog < 0 || f.tailN < 1 || f.tailSlow <= 0 {
+			return false, fmt.Errorf("-tail-backlog must be at least 0, -tail-n at least 1, -tail-slow above 0")
+		}
+		phase := time.Now()
+		if err := tailPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		t.add("wall time: tail phase (slice creation included)", round(time.Since(phase)))
 		return report(f, t)
 	}
 

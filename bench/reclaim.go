@@ -43,8 +43,11 @@ import (
 //     -reclaim-n reclaims (p50, p99);
 //   - decisions/s and CPU per decision of a budgeted backlog with the
 //     ShadowPod watch on and off, in the same rounds, while pods churn;
-//   - the heap per ShadowPod the budget's trimmed ShadowPod cache and
-//     ledger hold, at -pods-mem-n pods, each count in a fresh process.
+//   - the heap per ShadowPod the set's trimmed ShadowPod cache and the
+//     budgets' ledgers hold, at -pods-mem-n pods, with 10 classes of one
+//     ClassSet drawing from 1 budget and from 10 (one ShadowPod watch per
+//     set: the same within the round range), each in a fresh process, over
+//     -rounds rounds.
 
 // creatorUser is the label Liqo's webhook sets on a ShadowPod.
 const creatorUser = "liqo.io/creator-user"
@@ -327,71 +330,142 @@ type podMemResult struct {
 	RSS       uint64 `json:"rss"`
 }
 
-// shadowPodMemory creates -pods-mem-n ShadowPods charged to one Accepted
-// slice's Quota user and measures, each in a fresh process, a manager whose
-// budgeted class counts them, and one with no pod: the difference per pod
-// is what the trimmed ShadowPod cache and the ledger hold per pod.
+// The ShadowPod memory layout: podMemClasses classes in one ClassSet, one
+// Accepted slice each (s-00000 to s-00009, 4 CPU), each slice's Quota
+// naming a user of its own, the pods spread over the users round robin.
+// The pods live in podMemNS; podMemEmptyNS holds the same slices and Quotas
+// and no pod, for the baseline each child is set against.
+const (
+	podMemClasses = 10
+	podMemNS      = "podmem"
+	podMemEmptyNS = "podmem-empty"
+)
+
+// podMemBudgets are the budget counts the phase compares: the classes draw
+// from one budget, or each from its own; either way every budget counts
+// through the set's one ShadowPod watch, so the heap per pod should not
+// change.
+var podMemBudgets = []int{1, podMemClasses}
+
+func podMemClass(i int) string { return fmt.Sprintf("podmem-%d", i) }
+func podMemUser(i int) string  { return fmt.Sprintf("podmem-user-%d", i%podMemClasses) }
+
+// shadowPodMemory measures the heap per ShadowPod counted by the budgets of
+// one ClassSet, with podMemClasses classes drawing from 1 budget and from
+// podMemClasses budgets (one each), over f.rounds rounds: in each, for each
+// budget count (the order alternating by round), a fresh process counts
+// -pods-mem-n pods and another the same classes with none; the difference
+// per pod is what the set's trimmed ShadowPod cache and the budgets'
+// ledgers hold per pod. The target: the 10-budget median within the
+// 1-budget round range or the other way round (ranges that overlap).
 func shadowPodMemory(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
-	const ns = "podmem"
-	if err := cp.CreateNamespace(ctx, ns); err != nil {
-		return err
-	}
-	if err := createMany(ctx, cp.Client, ns, 1, func(int) string { return "podmem" }, true); err != nil {
-		return err
-	}
-	var rs authv1beta1.ResourceSlice
-	if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "s-00000"}, &rs); err != nil {
-		return err
-	}
-	q := &offloadingv1beta1.Quota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podmem-quota", OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.ResourceSliceKind, Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
-		Spec: offloadingv1beta1.QuotaSpec{User: "podmem-user", Resources: rs.Status.Resources.DeepCopy()},
-	}
-	if err := cp.Client.Create(ctx, q); err != nil {
-		return err
+	for _, ns := range []string{podMemNS, podMemEmptyNS} {
+		if err := podMemSlices(ctx, cp, ns); err != nil {
+			return err
+		}
 	}
 	cfgFile, err := writeConfig(cp.Config)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(cfgFile) }()
-	empty, err := podChild(cfgFile, 0)
-	if err != nil {
-		return err
-	}
-	one, err := json.Marshal(realisticShadowPod(ns, "p-000000", "podmem-user"))
+	one, err := json.Marshal(realisticShadowPod(podMemNS, "p-000000", podMemUser(0)))
 	if err != nil {
 		return err
 	}
 	say("reclaim: creating %d ShadowPods for the memory phase...", f.podsMemN)
-	if err := createPods(ctx, cp.Client, ns, "p", f.podsMemN, "podmem-user"); err != nil {
+	if err := parallel(8, f.podsMemN, func(i int) error {
+		return cp.Client.Create(ctx, realisticShadowPod(podMemNS, fmt.Sprintf("p-%06d", i), podMemUser(i)))
+	}); err != nil {
 		return err
 	}
-	m, err := podChild(cfgFile, f.podsMemN)
-	if err != nil {
-		return err
+	per := map[int][]float64{}
+	full := map[int][]podMemResult{}
+	for round := range f.rounds {
+		order := slices.Clone(podMemBudgets)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, budgets := range order {
+			empty, err := podChild(cfgFile, podMemEmptyNS, 0, budgets)
+			if err != nil {
+				return err
+			}
+			m, err := podChild(cfgFile, podMemNS, f.podsMemN, budgets)
+			if err != nil {
+				return err
+			}
+			p := (float64(m.HeapInuse) - float64(empty.HeapInuse)) / float64(f.podsMemN)
+			say("round %d/%d: heap per ShadowPod at %d, %d budget(s): %.0f bytes", round+1, f.rounds, f.podsMemN, budgets, p)
+			per[budgets] = append(per[budgets], p)
+			full[budgets] = append(full[budgets], m, empty)
+		}
 	}
-	per := (float64(m.HeapInuse) - float64(empty.HeapInuse)) / float64(f.podsMemN)
-	say("heap per ShadowPod at %d: %.0f bytes", f.podsMemN, per)
-	t.add(fmt.Sprintf("heap / RSS, budget counting %d ShadowPods (trimmed cache and ledger) vs none", f.podsMemN),
-		fmt.Sprintf("%s / %s vs %s / %s", mib(m.HeapInuse), mib(m.RSS), mib(empty.HeapInuse), mib(empty.RSS)))
-	t.add(fmt.Sprintf("heap bytes per ShadowPod counted, %d pods (a whole ShadowPod is %d bytes of JSON)", f.podsMemN, len(one)),
-		fmt.Sprintf("%.0f", per))
+	for _, budgets := range podMemBudgets {
+		ms := full[budgets]
+		m, empty := ms[len(ms)-2], ms[len(ms)-1]
+		t.add(fmt.Sprintf("heap / RSS, %d classes in one set, %d budget(s), counting %d ShadowPods vs none (last round)", podMemClasses, budgets, f.podsMemN),
+			fmt.Sprintf("%s / %s vs %s / %s", mib(m.HeapInuse), mib(m.RSS), mib(empty.HeapInuse), mib(empty.RSS)))
+	}
+	a, b := per[podMemBudgets[0]], per[podMemBudgets[1]]
+	t.add(fmt.Sprintf("heap bytes per ShadowPod counted, %d pods, 1 budget / %d budgets in one set (medians, round range; a whole ShadowPod is %d bytes of JSON)",
+		f.podsMemN, podMemBudgets[1], len(one)),
+		fmt.Sprintf("%.0f %s / %.0f %s", median(a), spread(a), median(b), spread(b)))
+	t.target(fmt.Sprintf("heap per ShadowPod, %d budgets / 1 budget in one set (one ShadowPod watch per set)", podMemBudgets[1]),
+		ratioStr(b, a), "same within the round range", sameWithinRange(a, b))
 	return nil // the control plane goes with the bench: 50,000 deletions would outlast a request
 }
 
-// podChild re-runs this binary to measure a manager counting n pods.
-func podChild(cfgFile string, n int) (podMemResult, error) {
+// sameWithinRange says whether two series of rounds measure the same: the
+// median of each lies within the other's round range (min to max), or
+// their ranges overlap.
+func sameWithinRange(a, b []float64) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	return slices.Min(a) <= slices.Max(b) && slices.Min(b) <= slices.Max(a)
+}
+
+// podMemSlices creates in ns the layout's Accepted slices, one per class,
+// and a Quota per slice naming the slice's own user, as Liqo's
+// QuotaCreator makes one.
+func podMemSlices(ctx context.Context, cp *controlplane.ControlPlane, ns string) error {
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return err
+	}
+	c := cp.Client
+	if err := createMany(ctx, c, ns, podMemClasses, podMemClass, true); err != nil {
+		return err
+	}
+	for i := range podMemClasses {
+		var rs authv1beta1.ResourceSlice
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("s-%05d", i)}, &rs); err != nil {
+			return err
+		}
+		q := &offloadingv1beta1.Quota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("podmem-quota-%d", i), OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.ResourceSliceKind, Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}},
+			Spec: offloadingv1beta1.QuotaSpec{User: podMemUser(i), Resources: rs.Status.Resources.DeepCopy()},
+		}
+		if err := c.Create(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// podChild re-runs this binary to measure a manager counting the n pods of
+// ns with the layout's classes drawing from budgets budgets.
+func podChild(cfgFile, ns string, n, budgets int) (podMemResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return podMemResult{}, err
 	}
-	cmd := exec.Command(self, "-pods-child", strconv.Itoa(n), "-config", cfgFile)
+	cmd := exec.Command(self, "-pods-child", strconv.Itoa(n), "-pods-ns", ns, "-pods-budgets", strconv.Itoa(budgets), "-config", cfgFile)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return podMemResult{}, fmt.Errorf("ShadowPod memory child (n=%d): %w", n, err)
+		return podMemResult{}, fmt.Errorf("ShadowPod memory child (n=%d, %d budgets): %w", n, budgets, err)
 	}
 	var m podMemResult
 	if err := json.Unmarshal(out, &m); err != nil {
@@ -400,11 +474,15 @@ func podChild(cfgFile string, n int) (podMemResult, error) {
 	return m, nil
 }
 
-// podsChild runs a manager whose class "podmem" draws from a budget, waits
-// until the budget counts the f.podsChild pods of namespace podmem (each
-// charged 2m CPU to the one slice's Quota user, beside the slice's 4 CPU),
-// and prints its settled heap and RSS as JSON.
+// podsChild runs a manager with one ClassSet serving the layout's classes
+// in namespace f.podsNS, drawing from f.podsBudgets budgets (one shared, or
+// one per class), waits until the budgets count the f.podsChild pods of the
+// namespace (each slice holding the larger of its 4 CPU and what its user's
+// pods are charged), and prints its settled heap and RSS as JSON.
 func podsChild(f flags) error {
+	if f.podsBudgets != 1 && f.podsBudgets != podMemClasses {
+		return fmt.Errorf("-pods-budgets: want 1 or %d, got %d", podMemClasses, f.podsBudgets)
+	}
 	cfg, err := loadConfig(f.cfgFile)
 	if err != nil {
 		return err
@@ -417,30 +495,53 @@ func podsChild(f flags) error {
 	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{"podmem": {}}},
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{f.podsNS: {}}},
 	})
 	if err != nil {
 		return err
 	}
-	b, err := budget.New("podmem", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")})
+	set, err := resourceslice.NewClassSet(mgr, resourceslice.WithoutTenantRule())
 	if err != nil {
 		return err
 	}
-	if err := resourceslice.AddToManager(mgr, "podmem", acceptAll(), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule()); err != nil {
-		return err
+	budgets := make([]*budget.Budget, f.podsBudgets)
+	for i := range budgets {
+		if budgets[i], err = budget.New(fmt.Sprintf("podmem-%d", i), corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}); err != nil {
+			return err
+		}
+	}
+	for i := range podMemClasses {
+		if err := set.Serve(podMemClass(i), acceptAll(), resourceslice.WithBudget(budgets[i%len(budgets)])); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = mgr.Start(ctx) }()
-	// Each pod is charged its containers' CPU requests, summed.
+	// Each pod is charged its containers' CPU requests, summed; each slice
+	// holds the larger of its grant and its user's pods' charge.
 	var each int64
 	for _, c := range realisticShadowPod("", "", "").Spec.Pod.Containers {
 		each += c.Resources.Requests.Cpu().MilliValue()
 	}
-	want := max(int64(4000), each*int64(f.podsChild))
-	if err := pollUntil(ctx, 5*time.Minute, func() bool { u := b.Used(); return u.Cpu().MilliValue() == want }); err != nil {
-		u := b.Used()
-		return fmt.Errorf("the budget counts %s CPU, want %dm: %w", u.Cpu().String(), want, err)
+	var want int64
+	for i := range podMemClasses {
+		pods := int64(f.podsChild / podMemClasses)
+		if i < f.podsChild%podMemClasses {
+			pods++
+		}
+		want += max(int64(4000), each*pods)
+	}
+	used := func() int64 {
+		var sum int64
+		for _, b := range budgets {
+			u := b.Used()
+			sum += u.Cpu().MilliValue()
+		}
+		return sum
+	}
+	if err := pollUntil(ctx, 5*time.Minute, func() bool { return used() == want }); err != nil {
+		return fmt.Errorf("the budgets count %dm CPU, want %dm: %w", used(), want, err)
 	}
 	time.Sleep(2 * time.Second)
 	goruntime.GC()

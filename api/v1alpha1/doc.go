@@ -11,7 +11,8 @@
 //
 // The API server refuses an invalid spec on create and on update (OpenAPI
 // schema and CEL rules in the CRD): a negative quantity, or one Go cannot
-// parse (1e1.5 passes the OpenAPI pattern of a quantity, not Go's parser);
+// parse or parses slowly (1e1.5, 1e99999999: the CRD's quantity pattern is
+// tightened to an integer exponent of at most 3 digits);
 // a malformed resource name; total together with nodePool, or neither; a
 // malformed selector; a duration that is not a positive Go duration. A
 // manager reading SliceBudgets therefore never meets one it cannot decode

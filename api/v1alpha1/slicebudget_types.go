@@ -153,12 +153,12 @@ type ConsumerLimitOverride struct {
 
 // Quantities is a ResourceList the API server checks: at most 32
 // resources, each a qualified name (cpu, memory, nvidia.com/gpu) with a
-// non-negative quantity. Convert it with ResourceList.
+// non-negative quantity that Go parses at once (an exponent, if any, is an
+// integer of at most 3 digits). Convert it with ResourceList.
 //
 // +kubebuilder:validation:MaxProperties=32
 // +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
 // +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : !self[r].startsWith('-'))",message="quantities must not be negative"
-// +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int || isQuantity(self[r]))",message="quantities must be Kubernetes quantities such as 500m, 4 or 16Gi"
 type Quantities map[corev1.ResourceName]resource.Quantity
 
 // ResourceList returns a copy of q as a corev1.ResourceList, what

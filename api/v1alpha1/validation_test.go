@@ -73,14 +73,19 @@ func invalidSpecs() map[string]struct {
 			want:   []string{"spec.total.cpu", "should match"},
 		},
 		"DecimalExponent": {
-			reason: "1e1.5 passes the quantity pattern but not Go's parser: stored, it would make the object undecodable",
+			reason: "1e1.5 passes controller-gen's quantity pattern but not Go's parser: stored, it would make the object undecodable",
 			spec:   map[string]any{"total": map[string]any{"cpu": "1e1.5"}},
-			want:   []string{"spec.total", "quantities must be Kubernetes quantities"},
+			want:   []string{"spec.total.cpu", "should match"},
 		},
 		"HugeExponent": {
-			reason: "an exponent past int32 passes the pattern but not Go's parser",
+			reason: "an exponent past int64 passes controller-gen's pattern but not Go's parser",
 			spec:   map[string]any{"total": map[string]any{"memory": "1e99999999999999999999"}},
-			want:   []string{"spec.total", "quantities must be Kubernetes quantities"},
+			want:   []string{"spec.total.memory", "should match"},
+		},
+		"SlowExponent": {
+			reason: "an 8-digit exponent parses, but takes Go seconds to minutes in every client that decodes the budget",
+			spec:   map[string]any{"total": map[string]any{"memory": "1e-99999999"}},
+			want:   []string{"spec.total.memory", "should match"},
 		},
 		"LongQuantity": {
 			reason: "a quantity is short; a bound keeps the rules' cost within the API server's budget",
@@ -136,7 +141,7 @@ func invalidSpecs() map[string]struct {
 			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
 				override("acme", map[string]any{"cpu": "2e0.5"}),
 			}},
-			want: []string{"spec.consumerLimits[0].limits", "quantities must be Kubernetes quantities"},
+			want: []string{"spec.consumerLimits[0].limits.cpu", "should match"},
 		},
 		"EmptyConsumerLimitsOverride": {
 			reason: "an empty override is ambiguous (no limit, or the default?): removing the entry says the latter",

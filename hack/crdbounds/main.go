@@ -1,14 +1,18 @@
-// Command crdbounds bounds the length of every quantity in a CRD's spec
+// Command crdbounds bounds and tightens every quantity in a CRD's spec
 // schema, in place: hack/crdgen.sh runs it on the CRDs controller-gen
 // writes.
 //
 // controller-gen gives a resource.Quantity (a ResourceList's values) a
-// pattern but no maxLength, and no marker reaches a map's values. Without
-// a bound, the API server estimates the cost of a CEL rule that parses
-// quantities (isQuantity) for values of megabytes and refuses the CRD; the
-// pattern alone admits strings Go cannot parse (1e1.5), which would make
-// the object undecodable by every client. With the bound, the rules fit
-// the cost budget and nothing unparsable is stored.
+// pattern but no maxLength, and no marker reaches a map's values. The
+// pattern admits strings Go cannot parse (1e1.5, an exponent past int64),
+// which would make the object undecodable by every client, and exponents
+// that take Go minutes to decode (1e99999999); a CEL rule that parses
+// quantities (isQuantity) cannot refuse them on Kubernetes 1.33, whose cost
+// estimate ignores an int-or-string's maxLength and refuses the CRD as too
+// costly, and would itself spend those minutes. So crdbounds gives each
+// spec quantity a maxLength (64) and a pattern whose exponent is an integer
+// of at most 3 digits: the OpenAPI schema alone, at no CEL cost, refuses
+// what Go cannot parse or parses slowly.
 //
 //	go run ./hack/crdbounds config/crd/sliceclass.io_slicebudgets.yaml
 package main
@@ -28,6 +32,15 @@ const maxQuantityLength = 64
 
 // quantityPattern is the pattern controller-gen gives a resource.Quantity.
 const quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+
+// goQuantityPattern is quantityPattern with an exponent Go's parser takes
+// and takes at once: an integer (resource.ParseQuantity reads it with
+// strconv.ParseInt: no fraction, nothing past int64) of at most 3 digits
+// (a longer one costs seconds to minutes of CPU to decode, the slow
+// quantities docs/deploying.md's admission policy refuses in slices). It
+// refuses only what Go refuses or decodes slowly, and quantities nobody
+// writes (an exponent of 1000 or more, or padded with zeros to 4 digits).
+const goQuantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?[0-9]{1,3}))?$`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -56,8 +69,8 @@ func boundFile(path string) error {
 }
 
 // bound returns the CRD in raw (one YAML document, as controller-gen
-// writes it) with maxLength set on every quantity under each version's
-// spec schema; the status, which only a manager writes, is left as it is.
+// writes it) with maxLength set and the pattern tightened on every quantity
+// under each version's spec schema; the status, which only a manager writes, is left as it is.
 // Its output is controller-gen's format: the document marker, then keys in
 // order.
 func bound(raw []byte) ([]byte, error) {
@@ -97,14 +110,16 @@ func dig(v any, keys ...string) any {
 	return v
 }
 
-// walk bounds the quantities in the schema s and below, and counts them.
+// walk bounds and tightens the quantities in the schema s and below, and
+// counts them.
 func walk(s map[string]any) int {
 	if s == nil {
 		return 0
 	}
 	n := 0
-	if s["x-kubernetes-int-or-string"] == true && s["pattern"] == quantityPattern {
+	if s["x-kubernetes-int-or-string"] == true && (s["pattern"] == quantityPattern || s["pattern"] == goQuantityPattern) {
 		s["maxLength"] = maxQuantityLength
+		s["pattern"] = goQuantityPattern
 		n++
 	}
 	if props, ok := s["properties"].(map[string]any); ok {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,8 +59,8 @@ func TestBound(t *testing.T) {
 	require.NoError(t, err)
 	got := string(out)
 	assert.Equal(t, 1, strings.Count(got, "maxLength: 64"), "the spec's quantity only, not the status's nor a port:\n%s", got)
-	want := strings.Replace(crd, "                    pattern:", "                    maxLength: 64\n                    pattern:", 1)
-	assert.Equal(t, want, got, "controller-gen's format kept, one line added")
+	want := strings.Replace(crd, "                    pattern: "+quantityPattern, "                    maxLength: 64\n                    pattern: "+goQuantityPattern, 1)
+	assert.Equal(t, want, got, "controller-gen's format kept, a line added and the spec's pattern tightened")
 
 	again, err := bound(out)
 	require.NoError(t, err)
@@ -77,5 +80,30 @@ func TestBoundRefuses(t *testing.T) {
 		if assert.Error(t, err, "%s: %s", name, tc.reason) {
 			assert.Contains(t, err.Error(), tc.want, name)
 		}
+	}
+}
+
+// The tightened pattern refuses what Go's parser refuses or decodes slowly
+// among the strings controller-gen's pattern admits, and admits the
+// quantities people write.
+func TestGoQuantityPattern(t *testing.T) {
+	loose, strict := regexp.MustCompile(quantityPattern), regexp.MustCompile(goQuantityPattern)
+	for _, s := range []string{"0", "4", "500m", "16Gi", "1.5", ".5", "1.", "+3", "-2", "1e3", "1E-3", "2.5e+6", "1k", "1E",
+		"1e999", "1e-999", "123456789012345678", "17179869184"} {
+		_, err := resource.ParseQuantity(s)
+		require.NoError(t, err, "%q is a quantity Go parses", s)
+		assert.True(t, strict.MatchString(s), "%q: Go parses it, the pattern must admit it", s)
+	}
+	// Go refuses these: a fraction in the exponent, an exponent past int64.
+	for _, s := range []string{"1e1.5", "2e0.5", "1e.5", "1e99999999999999999999", "1e9999999999999999999"} {
+		require.True(t, loose.MatchString(s), "%q: controller-gen's pattern admits it", s)
+		assert.False(t, strict.MatchString(s), "%q: the tightened pattern refuses it", s)
+		_, err := resource.ParseQuantity(s)
+		assert.Error(t, err, "%q: Go refuses it", s)
+	}
+	// Go takes seconds to minutes over these (not parsed here).
+	for _, s := range []string{"1e1000", "1e-100000000", "1e999999999999999999"} {
+		require.True(t, loose.MatchString(s), "%q: controller-gen's pattern admits it", s)
+		assert.False(t, strict.MatchString(s), "%q: the tightened pattern refuses it", s)
 	}
 }
