@@ -198,7 +198,7 @@ func (b *ClassBuilder) budget(key string, e BudgetEntry, built map[string]builtB
 	}
 	if old, ok := b.built[key]; ok && sameButLimits(old.entry, e) {
 		// Followed live: the running budget takes the new overrides.
-		if err := setLimits(old.b, old.entry.ConsumerLimits, e.ConsumerLimits); err != nil {
+		if err := setLimits(old.b, consumerLimits(old.entry), consumerLimits(e)); err != nil {
 			return nil, err
 		}
 		built[key] = builtBudget{entry: e, b: old.b}
@@ -215,7 +215,7 @@ func (b *ClassBuilder) budget(key string, e BudgetEntry, built map[string]builtB
 	if err != nil {
 		return nil, err
 	}
-	if err := setLimits(bb, nil, e.ConsumerLimits); err != nil {
+	if err := setLimits(bb, nil, consumerLimits(e)); err != nil {
 		return nil, err
 	}
 	built[key] = builtBudget{entry: e, b: bb}

@@ -8,15 +8,16 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
@@ -45,12 +46,19 @@ import (
 //	  - name: provider
 //	    pool: {selector: {}, resources: [cpu, memory]}
 //	    consumerLimit: {cpu: "32"}
+//	    consumerLimits: [{consumer: acme, limits: {cpu: "64"}}]
+//	    preemption: {withinBudget: LowerPriority}
+//	    evictionAfterSeconds: 600
 //	classes:
 //	  - {name: gold, caps: {cpu: "8"}, budget: {cpu: "64"}, budgets: [provider], priority: 10}
 //	  - {name: silver, caps: {cpu: "2"}, budgets: [provider]}
 //
-// ParseClassesConfig reads it; ClassBuilder turns it into each class's
-// registration options.
+// A budget's rules have the shapes, meanings and refusals of a
+// SliceBudget's spec (v1alpha1.SliceBudgetSpec): preemption is
+// {withinBudget: Never|LowerPriority}, evictionAfterSeconds a count of
+// seconds (0 evicts at once), consumerLimits a list with one entry per
+// consumer. ParseClassesConfig reads it; ClassBuilder turns it into each
+// class's registration options.
 type ClassesConfig struct {
 	// Budgets are the budgets shared by several classes, by name.
 	Budgets []BudgetEntry `json:"budgets,omitempty"`
@@ -66,12 +74,14 @@ type ClassesConfig struct {
 // writes its status; classes naming the same object share that one budget.
 // Its total or node pool, consumer limits, preemption and eviction are the
 // object's spec and only there: an entry naming a sliceBudget that also sets
-// budget, pool, consumerLimit, consumerLimits, preemption or evictionAfter is
-// refused, naming the field, rather than one of the two winning in silence.
+// budget, pool, consumerLimit, consumerLimits, preemption or
+// evictionAfterSeconds is refused, naming the field, rather than one of the
+// two winning in silence.
 //
 // Otherwise budget (a fixed total) or pool (a node pool's) is the class's
 // own budget, named after the class, which consumerLimit, consumerLimits,
-// preemption and evictionAfter configure as they do a shared budget.
+// preemption and evictionAfterSeconds configure as they do a shared budget
+// (BudgetEntry).
 //
 // What only the file says, beside any of these: priority, the class's
 // priority in every budget it draws from (resourceslice.WithPriority; a
@@ -94,15 +104,20 @@ type ClassEntry struct {
 	// ConsumerLimit limits what one consumer holds of the class's own
 	// budget (budget.WithConsumerLimit).
 	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
-	// ConsumerLimits override ConsumerLimit per consumer, by cluster ID
-	// (Budget.SetConsumerLimit).
-	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
-	// Preemption lets the class's own budget shrink lower-priority slices
-	// for a higher-priority waiter (budget.WithPreemption).
-	Preemption bool `json:"preemption,omitempty"`
-	// EvictionAfter evicts what a shrunk slice's consumer still runs
-	// beyond its grant after this long (budget.WithEvictionAfter).
-	EvictionAfter *metav1.Duration `json:"evictionAfter,omitempty"`
+	// ConsumerLimits override ConsumerLimit per consumer (cluster ID),
+	// one entry per consumer (Budget.SetConsumerLimit), as a SliceBudget's
+	// spec.consumerLimits does.
+	ConsumerLimits []v1alpha1.ConsumerLimitOverride `json:"consumerLimits,omitempty"`
+	// Preemption is the class's own budget's preemption policy: with
+	// withinBudget LowerPriority, it shrinks lower-priority slices for a
+	// higher-priority waiter (budget.WithPreemption); Never, or unset, it
+	// preempts nothing.
+	Preemption *v1alpha1.SliceBudgetPreemption `json:"preemption,omitempty"`
+	// EvictionAfterSeconds evicts what a shrunk slice's consumer still
+	// runs beyond its grant this many seconds after the shrink
+	// (budget.WithEvictionAfter); 0 evicts as soon as it is seen, unset
+	// never.
+	EvictionAfterSeconds *int32 `json:"evictionAfterSeconds,omitempty"`
 	// Budgets names shared budgets of the file the class also draws from.
 	Budgets []string `json:"budgets,omitempty"`
 	// Priority is the class's priority in every budget it draws from.
@@ -111,11 +126,13 @@ type ClassEntry struct {
 
 // BudgetEntry is a budget of a classes file: a fixed total or a node pool,
 // with an optional per-consumer limit (budget.WithConsumerLimit),
-// per-consumer overrides of it (Budget.SetConsumerLimit: a change is
-// applied to the running budget, which is not rebuilt), preemption
-// (budget.WithPreemption) and evictionAfter, a duration such as "10m"
+// per-consumer overrides of it (consumerLimits, Budget.SetConsumerLimit: a
+// change is applied to the running budget, which is not rebuilt),
+// preemption ({withinBudget: LowerPriority}, budget.WithPreemption) and
+// evictionAfterSeconds, a count of seconds such as 600
 // (budget.WithEvictionAfter: the manager then needs delete on
-// shadowpods.offloading.liqo.io).
+// shadowpods.offloading.liqo.io). They mean what a SliceBudget's spec
+// fields of the same names mean, and are refused where it is.
 type BudgetEntry struct {
 	// Name is the budget's, which its metrics carry.
 	Name string `json:"name"`
@@ -125,12 +142,13 @@ type BudgetEntry struct {
 	Pool *PoolEntry `json:"pool,omitempty"`
 	// ConsumerLimit limits what one consumer holds.
 	ConsumerLimit corev1.ResourceList `json:"consumerLimit,omitempty"`
-	// ConsumerLimits override ConsumerLimit per consumer, by cluster ID.
-	ConsumerLimits map[string]corev1.ResourceList `json:"consumerLimits,omitempty"`
+	// ConsumerLimits override ConsumerLimit per consumer, one entry per
+	// consumer (cluster ID).
+	ConsumerLimits []v1alpha1.ConsumerLimitOverride `json:"consumerLimits,omitempty"`
 	// Preemption: see ClassEntry.Preemption.
-	Preemption bool `json:"preemption,omitempty"`
-	// EvictionAfter: see ClassEntry.EvictionAfter.
-	EvictionAfter *metav1.Duration `json:"evictionAfter,omitempty"`
+	Preemption *v1alpha1.SliceBudgetPreemption `json:"preemption,omitempty"`
+	// EvictionAfterSeconds: see ClassEntry.EvictionAfterSeconds.
+	EvictionAfterSeconds *int32 `json:"evictionAfterSeconds,omitempty"`
 }
 
 // PoolEntry is a node-pool budget (budget.NewNodePool): the Ready,
@@ -159,7 +177,7 @@ func (e ClassEntry) OwnBudget() (BudgetEntry, bool) {
 		return BudgetEntry{}, false
 	}
 	return BudgetEntry{Name: e.Name, Total: e.Budget, Pool: e.Pool, ConsumerLimit: e.ConsumerLimit,
-		ConsumerLimits: e.ConsumerLimits, Preemption: e.Preemption, EvictionAfter: e.EvictionAfter}, true
+		ConsumerLimits: e.ConsumerLimits, Preemption: e.Preemption, EvictionAfterSeconds: e.EvictionAfterSeconds}, true
 }
 
 // ReadClassesConfig reads and parses the classes file at path
@@ -179,9 +197,13 @@ func ReadClassesConfig(path string) (ClassesConfig, error) {
 // ParseClassesConfig parses a classes file: a YAML list of ClassEntry, or
 // a ClassesConfig object. It refuses an empty file (a half-written file
 // must not stop every class; an explicit [] serves none), unknown fields
-// (a typo must not be ignored), a repeated or invalid class or budget name,
-// negative caps or budgets, a bad node pool, a consumer limit, preemption
-// or eviction without a budget of the class's own, a class naming a budget
+// (a typo must not be ignored), the budget rules' old shapes (preemption: a
+// bool, evictionAfter, consumerLimits: a map; the error gives the new one),
+// a repeated or invalid class or budget name, negative caps or budgets, a
+// bad node pool, a consumer named twice in consumerLimits or with no
+// limits, an unknown preemption policy, a negative evictionAfterSeconds, a
+// consumer limit, preemption or eviction without a budget of the class's
+// own, a class naming a budget
 // the file does not declare, and a sliceBudget that is not an object name
 // or comes with what the object's spec says. Each error names the entry and
 // the field. It never builds a budget: ClassBuilder does.
@@ -196,6 +218,9 @@ func ParseClassesConfig(data []byte) (ClassesConfig, error) {
 	}
 	switch m := shape.(type) {
 	case []any:
+		if err := oldShapes(nil, m); err != nil {
+			return cfg, err
+		}
 		if err := yaml.UnmarshalStrict(data, &cfg.Classes); err != nil {
 			return cfg, entryError(nil, m, err)
 		}
@@ -203,9 +228,12 @@ func ParseClassesConfig(data []byte) (ClassesConfig, error) {
 		if _, ok := m["classes"]; !ok {
 			return cfg, errors.New("the file has no classes (write classes: [] to serve none)")
 		}
+		budgets, _ := m["budgets"].([]any)
+		classes, _ := m["classes"].([]any)
+		if err := oldShapes(budgets, classes); err != nil {
+			return cfg, err
+		}
 		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-			budgets, _ := m["budgets"].([]any)
-			classes, _ := m["classes"].([]any)
 			return cfg, entryError(budgets, classes, err)
 		}
 	default:
@@ -215,6 +243,53 @@ func ParseClassesConfig(data []byte) (ClassesConfig, error) {
 		cfg.Classes = []ClassEntry{}
 	}
 	return cfg, cfg.validate()
+}
+
+// oldShapes refuses the budget rules' shapes from before they became a
+// SliceBudget's (issue 44), saying the new one, where a strict decoding
+// would say only "unknown field" or "cannot unmarshal": the first entry,
+// budgets before classes, with one of them, by name and position.
+func oldShapes(budgets, classes []any) error {
+	for i, e := range budgets {
+		if err := oldShape(e); err != nil {
+			return fmt.Errorf("budget %s(entry %d): %w", entryName(e), i+1, err)
+		}
+	}
+	for i, e := range classes {
+		if err := oldShape(e); err != nil {
+			return fmt.Errorf("class %s(entry %d): %w", entryName(e), i+1, err)
+		}
+	}
+	return nil
+}
+
+// oldShape is the error for the first old shape of a budget rule in entry,
+// as decoded from YAML, or nil.
+func oldShape(entry any) error {
+	m, ok := entry.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if p, ok := m["preemption"].(bool); ok {
+		policy := v1alpha1.PreemptionNever
+		if p {
+			policy = v1alpha1.PreemptionLowerPriority
+		}
+		return fmt.Errorf("preemption: %t: preemption is {withinBudget: %s} now, as in a SliceBudget's spec", p, policy)
+	}
+	if d, ok := m["evictionAfter"]; ok {
+		return fmt.Errorf("evictionAfter: %v: evictionAfter is evictionAfterSeconds now, a count of seconds as in a SliceBudget's spec (10m is evictionAfterSeconds: 600)", d)
+	}
+	if c, ok := m["consumerLimits"].(map[string]any); ok {
+		example := "consumer: acme"
+		for k := range c {
+			// Any one of them: the example only shows the shape.
+			example = "consumer: " + k
+			break
+		}
+		return fmt.Errorf("consumerLimits: a map of consumers is a list now, one entry per consumer, as in a SliceBudget's spec: consumerLimits: [{%s, limits: {...}}]", example)
+	}
+	return nil
 }
 
 // entryError says which entry err, the file's decoding error, is about:
@@ -342,11 +417,11 @@ func budgetRules(s ClassEntry) []string {
 	if s.ConsumerLimits != nil {
 		set = append(set, "consumerLimits")
 	}
-	if s.Preemption {
+	if s.Preemption != nil {
 		set = append(set, "preemption")
 	}
-	if s.EvictionAfter != nil {
-		set = append(set, "evictionAfter")
+	if s.EvictionAfterSeconds != nil {
+		set = append(set, "evictionAfterSeconds")
 	}
 	return set
 }
@@ -389,23 +464,71 @@ func budgetOptions(b BudgetEntry) []budget.Option {
 	if b.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(b.ConsumerLimit))
 	}
-	if b.Preemption {
+	if preempts(b.Preemption) {
 		opts = append(opts, budget.WithPreemption())
 	}
-	if b.EvictionAfter != nil {
-		opts = append(opts, budget.WithEvictionAfter(b.EvictionAfter.Duration))
+	if n := b.EvictionAfterSeconds; n != nil && *n >= 0 {
+		opts = append(opts, budget.WithEvictionAfter(evictionAfter(*n)))
 	}
 	return opts
+}
+
+// preempts reports whether the policy p lets a waiter reclaim from lower
+// priorities: unset, as {} (the CRD's default, Never), it does not.
+func preempts(p *v1alpha1.SliceBudgetPreemption) bool {
+	return p != nil && p.WithinBudget == v1alpha1.PreemptionLowerPriority
+}
+
+// evictionAfter is budget.WithEvictionAfter's d for evictionAfterSeconds,
+// as a SliceBudget's spec has it: that many seconds, and for 0 the least
+// delay WithEvictionAfter takes (it refuses 0), so that a shrunk slice's
+// pods are evicted as soon as they are seen using more than it keeps.
+func evictionAfter(seconds int32) time.Duration {
+	if seconds == 0 {
+		return time.Nanosecond
+	}
+	return time.Duration(seconds) * time.Second
+}
+
+// consumerLimits are b's per-consumer overrides by consumer; b's list is
+// valid (validateBudget): no consumer is named twice.
+func consumerLimits(b BudgetEntry) map[string]corev1.ResourceList {
+	if b.ConsumerLimits == nil {
+		return nil
+	}
+	m := make(map[string]corev1.ResourceList, len(b.ConsumerLimits))
+	for _, o := range b.ConsumerLimits {
+		m[o.Consumer] = o.Limits.ResourceList()
+	}
+	return m
 }
 
 // validateBudget checks what building b would check, without a manager.
 func validateBudget(b BudgetEntry) error {
 	opts := budgetOptions(b)
-	for c, lim := range b.ConsumerLimits {
-		if c == "" {
-			return errors.New("consumerLimits: an empty consumer")
+	if p := b.Preemption; p != nil {
+		switch p.WithinBudget {
+		case "", v1alpha1.PreemptionNever, v1alpha1.PreemptionLowerPriority:
+		default:
+			return fmt.Errorf("preemption: withinBudget %q is not a policy: write Never or LowerPriority", p.WithinBudget)
 		}
-		for n, q := range lim {
+	}
+	if n := b.EvictionAfterSeconds; n != nil && *n < 0 {
+		return fmt.Errorf("evictionAfterSeconds: %d is negative: write 0 to evict at once, or leave it out never to evict", *n)
+	}
+	consumers := map[string]bool{}
+	for i, o := range b.ConsumerLimits {
+		c := o.Consumer
+		switch {
+		case c == "":
+			return fmt.Errorf("consumerLimits: entry %d: no consumer", i+1)
+		case consumers[c]:
+			return fmt.Errorf("consumerLimits: consumer %q given twice: one entry per consumer", c)
+		case len(o.Limits) == 0:
+			return fmt.Errorf("consumerLimits: consumer %q: its limits name no resource (remove the entry to fall back to consumerLimit)", c)
+		}
+		consumers[c] = true
+		for n, q := range o.Limits {
 			if q.Sign() < 0 {
 				return fmt.Errorf("consumerLimits: %s: negative %s=%s", c, n, q.String())
 			}
@@ -480,5 +603,9 @@ func (p *PoolEntry) options() []budget.Option {
 // the per-consumer overrides, which a running budget follows.
 func sameButLimits(a, b BudgetEntry) bool {
 	a.ConsumerLimits, b.ConsumerLimits = nil, nil
+	// Unset, {} and {withinBudget: Never} say one thing.
+	if preempts(a.Preemption) == preempts(b.Preemption) {
+		a.Preemption, b.Preemption = nil, nil
+	}
 	return equality.Semantic.DeepEqual(a, b)
 }

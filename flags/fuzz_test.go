@@ -18,7 +18,9 @@ import (
 func FuzzParseClassesConfig(f *testing.F) {
 	for _, seed := range []string{
 		tiers,
-		"- {name: gold, caps: {cpu: 4}, budget: {cpu: 8}, consumerLimit: {cpu: 2}, consumerLimits: {acme: {cpu: 1}}, preemption: true, evictionAfter: 1m}\n",
+		"- {name: gold, caps: {cpu: 4}, budget: {cpu: 8}, consumerLimit: {cpu: 2}, consumerLimits: [{consumer: acme, limits: {cpu: 1}}], preemption: {withinBudget: LowerPriority}, evictionAfterSeconds: 60}\n",
+		"budgets: [{name: p, total: {cpu: 8}, consumerLimits: [{consumer: a, limits: {cpu: 1}}, {consumer: b, limits: {}}], preemption: {}, evictionAfterSeconds: 0}]\nclasses: [{name: gold, budgets: [p]}]\n",
+		"- {name: gold, budget: {cpu: 8}, preemption: true, evictionAfter: 10m, consumerLimits: {acme: {cpu: 1}}}\n",
 		"- {name: gold, sliceBudget: premium, priority: -3}\n- {name: spot, sliceBudget: premium, priority: high}\n",
 		"budgets: [{name: p, pool: {selector: {a: b}, resources: [cpu], reserve: {cpu: 1}, sharePercent: 50, localPods: true}}]\nclasses: [{name: gold, budgets: [p]}]\n",
 		"classes: [{name: gold, sliceBudget: premium, consumerLimit: {cpu: 1}}]\n",
