@@ -18,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
@@ -48,9 +50,9 @@ func TestParseClassesFile(t *testing.T) {
 budgets:
   - name: pool
     total: {cpu: "10"}
-    preemption: true
-    evictionAfter: 10m
-    consumerLimits: {globex: {cpu: "0"}}
+    preemption: {withinBudget: LowerPriority}
+    evictionAfterSeconds: 600
+    consumerLimits: [{consumer: globex, limits: {cpu: "0"}}]
 classes:
   - name: spot
     budgets: [pool]
@@ -59,10 +61,11 @@ classes:
     budgets: [pool]
 `))
 	require.NoError(t, err)
-	assert.True(t, cfg.Budgets[0].Preemption)
-	require.NotNil(t, cfg.Budgets[0].EvictionAfter)
-	assert.Equal(t, 10*time.Minute, cfg.Budgets[0].EvictionAfter.Duration)
-	globex := cfg.Budgets[0].ConsumerLimits["globex"]
+	assert.Equal(t, &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}, cfg.Budgets[0].Preemption)
+	assert.Equal(t, ptr.To[int32](600), cfg.Budgets[0].EvictionAfterSeconds)
+	require.Len(t, cfg.Budgets[0].ConsumerLimits, 1)
+	assert.Equal(t, "globex", cfg.Budgets[0].ConsumerLimits[0].Consumer)
+	globex := cfg.Budgets[0].ConsumerLimits[0].Limits.ResourceList()
 	assert.True(t, globex.Cpu().IsZero(), "globex may hold nothing")
 	assert.Equal(t, int32(100), cfg.Classes[1].Priority)
 
@@ -140,10 +143,16 @@ classes:
 		{"a shared budget without a name", "budgets: [{total: {cpu: 1}}]\nclasses: []\n"},
 		{"a shared budget of nothing", "budgets: [{name: a}]\nclasses: []\n"},
 		{"a shared budget with total and pool", "budgets: [{name: a, total: {cpu: 1}, pool: {selector: {}}}]\nclasses: []\n"},
-		{"a negative consumer limit override", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: {globex: {cpu: -1}}}]\nclasses: []\n"},
-		{"preemption with no budget of the class's own", "- name: gold\n  preemption: true\n"},
-		{"evictionAfter with no budget of the class's own", "- name: gold\n  evictionAfter: 1m\n"},
-		{"a zero evictionAfter", "budgets: [{name: a, total: {cpu: 1}, evictionAfter: 0s}]\nclasses: []\n"},
+		{"a negative consumer limit override", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: [{consumer: globex, limits: {cpu: -1}}]}]\nclasses: []\n"},
+		{"a consumer given twice", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: [{consumer: globex, limits: {cpu: 0}}, {consumer: globex, limits: {cpu: 1}}]}]\nclasses: []\n"},
+		{"an override of no resource", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: [{consumer: globex, limits: {}}]}]\nclasses: []\n"},
+		{"preemption with no budget of the class's own", "- name: gold\n  preemption: {withinBudget: LowerPriority}\n"},
+		{"an unknown preemption policy", "- name: gold\n  budget: {cpu: 1}\n  preemption: {withinBudget: Always}\n"},
+		{"evictionAfterSeconds with no budget of the class's own", "- name: gold\n  evictionAfterSeconds: 60\n"},
+		{"a negative evictionAfterSeconds", "budgets: [{name: a, total: {cpu: 1}, evictionAfterSeconds: -1}]\nclasses: []\n"},
+		{"the old preemption: true", "budgets: [{name: a, total: {cpu: 1}, preemption: true}]\nclasses: []\n"},
+		{"the old evictionAfter", "budgets: [{name: a, total: {cpu: 1}, evictionAfter: 10m}]\nclasses: []\n"},
+		{"the old map of consumerLimits", "budgets: [{name: a, total: {cpu: 1}, consumerLimits: {globex: {cpu: 0}}}]\nclasses: []\n"},
 		{"a class's own budget and a shared budget of one name would share metric series", "budgets: [{name: gold, total: {cpu: 1}}]\nclasses: [{name: gold, budget: {cpu: 2}}]\n"},
 	}
 	for _, tc := range bad {
@@ -365,7 +374,7 @@ func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)), "g Accepted with 6")
 
 	before := testutil.ToFloat64(reloadsTotal.WithLabelValues("applied"))
-	write(file("    consumerLimits: {" + ns + ": {cpu: \"2\"}}\n"))
+	write(file("    consumerLimits: [{consumer: " + ns + ", limits: {cpu: \"2\"}}]\n"))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer(budget.ReasonReclaimed, 2)),
 		"g shrunk to the consumer's new limit, reason Reclaimed")
 	assert.Greater(t, testutil.ToFloat64(reloadsTotal.WithLabelValues("applied")), before)
@@ -382,4 +391,49 @@ func replaceFile(t *testing.T, path, content string) {
 	tmp := path + ".tmp"
 	require.NoError(t, os.WriteFile(tmp, []byte(content), 0o600))
 	require.NoError(t, os.Rename(tmp, path))
+}
+
+// A shared budget's rules in the file have a SliceBudget's shapes and
+// meanings (issue 44): preemption: {withinBudget: LowerPriority} lets gold
+// (priority 100) reclaim from spot, which is shrunk with reason Reclaimed;
+// evictionAfterSeconds: 0, eviction at once, builds (WithEvictionAfter
+// refuses a zero duration: the file's 0 is the least delay).
+func TestClassesFileBudgetRulesInSliceBudgetShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a control plane")
+	}
+	cp := controlplane.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = slicetest.DefaultNamespace
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	path := filepath.Join(t.TempDir(), "classes.yaml")
+	replaceFile(t, path, `budgets:
+  - name: pool
+    total: {cpu: 10}
+    preemption: {withinBudget: LowerPriority}
+    evictionAfterSeconds: 0
+classes:
+  - {name: prspot, caps: {cpu: 8}, budgets: [pool]}
+  - {name: prgold, caps: {cpu: 8}, budgets: [pool], priority: 100}
+`)
+	o, err := parseFlags([]string{"--classes-file", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
+	require.NoError(t, err)
+	serve(t, o, cp.Config)
+	offer := func(name, reason string, cpu int64) func(context.Context) (bool, error) {
+		return func(context.Context) (bool, error) {
+			var rs authv1beta1.ResourceSlice
+			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
+				return false, nil
+			}
+			c := conditions.Get(&rs, conditions.Resources)
+			return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
+		}
+	}
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("spot", slicetest.WithClass("prspot"), slicetest.WithRequest("cpu", "8"))))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("spot", "", 8)), "spot Accepted with 8")
+	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("gold", slicetest.WithClass("prgold"), slicetest.WithRequest("cpu", "6"))))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("spot", budget.ReasonReclaimed, 4)),
+		"spot shrunk by what gold lacks, reason Reclaimed")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("gold", "", 6)), "gold Accepted with 6")
 }

@@ -73,7 +73,7 @@ classes:
 			"- {name: gold, sliceBudget: premium, consumerLimit: {cpu: 1}}\n",
 			"edit the object (kubectl edit sb premium)"},
 		{"preemption beside a SliceBudget",
-			"- {name: gold, sliceBudget: premium, preemption: true}\n",
+			"- {name: gold, sliceBudget: premium, preemption: {withinBudget: LowerPriority}}\n",
 			"of a SliceBudget are in its spec"},
 		{"not an object name", "- {name: gold, sliceBudget: Premium_Budget}\n",
 			`sliceBudget "Premium_Budget" is not an object name`},
