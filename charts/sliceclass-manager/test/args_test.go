@@ -203,14 +203,14 @@ classes:
   - name: gold
     caps: {cpu: "4"}
     nodePools: [{name: gpu, selector: {gpu: "true"}}]
-    consumerLimits: {cpu: "8"}
+    consumerLimits: [{consumer: acme, limits: {cpu: "8"}}]
 `)
 	d, c := managerContainer(t, objs)
 	var specs []map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)), &specs))
 	require.Len(t, specs, 1)
 	assert.Equal(t, []any{map[string]any{"name": "gpu", "selector": map[string]any{"gpu": "true"}}}, specs[0]["nodePools"])
-	assert.Equal(t, map[string]any{"cpu": "8"}, specs[0]["consumerLimits"])
+	assert.Equal(t, []any{map[string]any{"consumer": "acme", "limits": map[string]any{"cpu": "8"}}}, specs[0]["consumerLimits"])
 
 	objs = render(t, "liqo", "classes: []\n")
 	d, c = managerContainer(t, objs)
@@ -231,6 +231,16 @@ func TestRenderRefuses(t *testing.T) {
 			"decisionEvents: false", `decisionEvents must be all, denied or none, got "false"`},
 		{"the manager's --enable-warmup takes a boolean",
 			"leaderElection: {warmup: \"yes\"}", `leaderElection.warmup must be true or false, got "yes"`},
+		// The budget rules' old shapes (issue 44), which the manager
+		// refuses too: the error names the class or budget and the new shape.
+		{"preemption is a policy now",
+			"classes: [{name: gold, budget: {cpu: \"8\"}, preemption: true}]", `classes: "gold": preemption: true: preemption is {withinBudget: LowerPriority} now`},
+		{"preemption: false is Never",
+			"classes: {budgets: [{name: pool, total: {cpu: \"8\"}, preemption: false}], classes: []}", `classes: "pool": preemption: false: preemption is {withinBudget: Never} now`},
+		{"evictionAfter is a count of seconds now",
+			"classes: {budgets: [{name: pool, total: {cpu: \"8\"}, evictionAfter: 10m}], classes: [{name: gold, budgets: [pool]}]}", `classes: "pool": evictionAfter is evictionAfterSeconds now`},
+		{"consumerLimits is a list now",
+			"classes: [{name: gold, budget: {cpu: \"8\"}, consumerLimits: {globex: {cpu: \"0\"}}}]", `classes: "gold": consumerLimits is a list now`},
 	} {
 		_, err := renderValues(t, "liqo", tc.values)
 		require.Error(t, err, tc.reason)

@@ -244,9 +244,17 @@ func TestOptionalRBAC(t *testing.T) {
 		values: "rbac: {ownedTypes: [{apiGroups: [\"\"], resources: [configmaps], verbs: [get, create]}]}",
 		want:   sorted(append(slices.Clone(proven), permission{"", "", "configmaps", "get", ""}, permission{"", "", "configmaps", "create", ""})),
 	}, {
-		reason: "a shared budget with evictionAfter: the Quota rule and delete on ShadowPods",
-		values: "classes: {budgets: [{name: pool, total: {cpu: 10}, preemption: true, evictionAfter: 10m}], classes: [{name: gold, budgets: [pool]}]}",
+		reason: "a shared budget with evictionAfterSeconds: the Quota rule and delete on ShadowPods",
+		values: "classes: {budgets: [{name: pool, total: {cpu: 10}, preemption: {withinBudget: LowerPriority}, evictionAfterSeconds: 600}], classes: [{name: gold, budgets: [pool]}]}",
 		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), permission{"", "offloading.liqo.io", "shadowpods", "delete", ""})...)),
+	}, {
+		reason: "a class's own budget with evictionAfterSeconds: 0, eviction at once: set is what counts, not its value",
+		values: "classes: [{name: gold, budget: {cpu: 10}, evictionAfterSeconds: 0}]",
+		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), permission{"", "offloading.liqo.io", "shadowpods", "delete", ""})...)),
+	}, {
+		reason: "a budget with preemption and no eviction: the Quota rule, no delete",
+		values: "classes: [{name: gold, budget: {cpu: 10}, preemption: {withinBudget: LowerPriority}}]",
+		want:   sorted(append(slices.Clone(proven), quotas...)),
 	}, {
 		reason: "rbac.nodePools alone (a SliceBudget given a nodePool after install): nodes only",
 		values: "rbac: {nodePools: true}",
