@@ -141,6 +141,37 @@ classes:
 	assert.NotSame(t, byName(first)["silver"].Budgets[0], c["silver"].Budgets[0], "a new total: a new budget")
 }
 
+// A budget's rules in a SliceBudget's shapes, as a reload sees them:
+// preemption unset, {} and {withinBudget: Never} say one thing (the CRD
+// defaults {} to Never), so rewording one keeps the running budget and what
+// its slices hold; turning preemption or eviction on builds a new one (the
+// options are fixed at build); a change of consumerLimits alone is applied
+// to the running budget.
+func TestClassBuilderBudgetRulesAsASliceBudgetSays(t *testing.T) {
+	b := newFakeBudgets().builder()
+	file := func(rules string) flags.ClassesConfig {
+		return parseConfig(t, "budgets: [{name: pool, total: {cpu: 10}"+rules+"}]\nclasses: [{name: gold, budgets: [pool]}]\n")
+	}
+	build := func(rules string) *budget.Budget {
+		t.Helper()
+		classes, err := b.Build(file(rules))
+		require.NoError(t, err, rules)
+		require.Len(t, classes[0].Budgets, 1)
+		return classes[0].Budgets[0]
+	}
+	first := build("")
+	assert.Same(t, first, build(", preemption: {}"), "{} is Never")
+	assert.Same(t, first, build(", preemption: {withinBudget: Never}"), "Never is no preemption")
+	preempting := build(", preemption: {withinBudget: LowerPriority}")
+	assert.NotSame(t, first, preempting, "preemption turned on: a new budget")
+	assert.Same(t, preempting, build(", preemption: {withinBudget: LowerPriority}, consumerLimits: [{consumer: acme, limits: {cpu: 1}}]"),
+		"an override added: the running budget takes it")
+	evicting := build(", preemption: {withinBudget: LowerPriority}, consumerLimits: [{consumer: acme, limits: {cpu: 1}}], evictionAfterSeconds: 0")
+	assert.NotSame(t, preempting, evicting, "eviction at once: a new budget, built (WithEvictionAfter refuses 0 as a duration)")
+	assert.NotSame(t, evicting, build(", preemption: {withinBudget: LowerPriority}, consumerLimits: [{consumer: acme, limits: {cpu: 1}}], evictionAfterSeconds: 600"),
+		"another delay: a new budget")
+}
+
 // A budget that cannot be built is an error naming the class and the
 // field; a SliceBudget's budget is built once however often it is named.
 func TestClassBuilderErrorsNameTheClass(t *testing.T) {
