@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -282,10 +283,9 @@ func oldShape(entry any) error {
 	}
 	if c, ok := m["consumerLimits"].(map[string]any); ok {
 		example := "consumer: acme"
-		for k := range c {
-			// Any one of them: the example only shows the shape.
-			example = "consumer: " + k
-			break
+		if len(c) > 0 {
+			// The first by name: the example only shows the shape.
+			example = "consumer: " + slices.Sorted(maps.Keys(c))[0]
 		}
 		return fmt.Errorf("consumerLimits: a map of consumers is a list now, one entry per consumer, as in a SliceBudget's spec: consumerLimits: [{%s, limits: {...}}]", example)
 	}
