@@ -85,8 +85,8 @@ func (r Reclaim) String() string {
 // SetReclaimHook makes the ledger call hook once for each reclaim, after
 // the reclaim is made, without the ledger's lock held; nil stops it.
 func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	l.onReclaim = hook
 }
 
@@ -115,8 +115,8 @@ type Cap struct {
 
 // Cap returns what the slice key keeps after a reclaim, if it is a victim.
 func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	e := l.books.slices[key]
 	if e == nil || e.capped == nil {
 		return Cap{}, false
@@ -204,7 +204,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	if err := checkQuantities(fmt.Sprintf("consumer limit of %q", consumer), limit); err != nil {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
-	l.mu.Lock()
+	l.lock()
 	if len(limit) == 0 {
 		delete(l.limits, consumer)
 	} else {
@@ -218,7 +218,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	log := l.log
-	l.mu.Unlock()
+	l.unlock()
 	switch {
 	case len(limit) == 0:
 		log.Info("consumer limit override removed: the budget's own consumer limit applies", "consumer", consumer)
@@ -284,8 +284,8 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 // ConsumerLimits returns a copy of the consumers' own limits
 // (SetConsumerLimit), by consumer.
 func (l *Ledger) ConsumerLimits() map[string]corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	out := make(map[string]corev1.ResourceList, len(l.limits))
 	for c, lim := range l.limits {
 		out[c] = lim.DeepCopy()
@@ -298,9 +298,9 @@ func (l *Ledger) ConsumerLimits() map[string]corev1.ResourceList {
 // The consumer limits set before are logged then, since they could not be
 // when they were set.
 func (l *Ledger) SetLogger(log logr.Logger) {
-	l.mu.Lock()
+	l.lock()
 	if l.log.GetSink() != nil {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	l.log = log
@@ -308,7 +308,7 @@ func (l *Ledger) SetLogger(log logr.Logger) {
 	for c, lim := range l.limits {
 		limits[c] = Amounts(lim)
 	}
-	l.mu.Unlock()
+	l.unlock()
 	for _, c := range slices.Sorted(maps.Keys(limits)) {
 		log.Info("consumer limit set before the budget was fed", "consumer", c, "limit", limits[c])
 	}
@@ -368,7 +368,7 @@ func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) recl
 	if !l.opts.Preemption || l.closed != "" {
 		return reclaimPlan{}
 	}
-	free, _ := l.line.spare(l.books.free(), r.Holder)
+	free, _ := l.line.spare(l.freeLocked(), r.Holder)
 	pending := l.pendingLocked(r.Holder)
 	// target is what victims must free in all, per resource; what they
 	// still yield (pending) beyond it goes back to them.
@@ -665,8 +665,8 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 // (to a higher priority, a lower consumer limit or a smaller total) that
 // their running pods still use.
 func (l *Ledger) Reclaiming() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	out := corev1.ResourceList{}
 	for _, n := range l.books.names {
 		out[n] = resource.Quantity{}

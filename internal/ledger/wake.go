@@ -22,18 +22,18 @@ func (l *Ledger) wakeIfFreedLocked(before corev1.ResourceList) func() {
 	return func() {}
 }
 
-// wakeLocked promises what is free to the waiting slices that fit, and
-// returns a function that enqueues the newly promised ones, to be called
+// wakeLineLocked promises what is free to the waiting slices of the
+// ledger's own line that fit (see wakeLocked), and returns a function that enqueues the newly promised ones, to be called
 // without the lock. Fair order (the default) goes consumer by consumer,
 // least-holding first (by the dominant share of the total), oldest first
 // within one consumer; OldestFirst goes in creation order. Either way a
 // waiter that does not fit does not block the rest.
-func (l *Ledger) wakeLocked() func() {
+func (l *Ledger) wakeLineLocked() func() {
 	if l.line.len() == 0 {
 		return func() {}
 	}
 	l.changedLocked() // what is promised changes
-	free, _ := l.line.spare(l.books.free(), Holder{})
+	free, _ := l.line.spare(l.freeLocked(), Holder{})
 	fits := func(w *waiter) bool {
 		if l.closed != "" || l.books.heldBack(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
 			return false
@@ -69,7 +69,7 @@ func (l *Ledger) wakeLocked() func() {
 			if !w.reclaiming {
 				continue
 			}
-			mine, _ := l.line.spare(l.books.free(), w.Holder)
+			mine, _ := l.line.spare(l.freeLocked(), w.Holder)
 			if len(shortfall(l.books.names, w.increase, mine, nil)) == 0 {
 				picked = append(picked, w.Holder)
 			}
@@ -145,7 +145,7 @@ func (l *Ledger) changedLocked() {
 // wakeLocked makes, not here; those capacity is reclaimed for hold a
 // promise too, but wait on, and are told what is still in use.
 func (l *Ledger) refresh() {
-	l.mu.Lock()
+	l.lock()
 	l.refreshArmed = false
 	l.refreshed = time.Now()
 	var picked []Holder
@@ -164,7 +164,7 @@ func (l *Ledger) refresh() {
 	for i, h := range picked {
 		wakes[i] = l.books.classes[h.Class].Wake
 	}
-	l.mu.Unlock()
+	l.unlock()
 	for i, h := range picked {
 		if wakes[i] != nil {
 			wakes[i](h.Key)

@@ -1,0 +1,257 @@
+package ledger_test
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// tier is one member of the issue's cohort: a ledger named after its one
+// class, and what that class's Wake receives.
+type tier struct {
+	l *ledger.Ledger
+	w *wakes
+}
+
+// newTier returns ledger name with class name attached (priority prio),
+// joined to c.
+func newTier(t *testing.T, c *ledger.Cohort, name string, total corev1.ResourceList, prio int32, opts ledger.Options) tier {
+	t.Helper()
+	l, err := ledger.New(name, total, opts)
+	require.NoError(t, err)
+	w := &wakes{}
+	require.NoError(t, l.Attach(name, ledger.Class{Wake: w.wake, Priority: prio}))
+	l.JoinCohort(c)
+	return tier{l: l, w: w}
+}
+
+// tiers is the issue's provider: gold 10 (lends all), spot 2 (may borrow
+// 14), silver 4 (lends 2), in one cohort.
+func tiers(t *testing.T) (c *ledger.Cohort, gold, spot, silver tier) {
+	t.Helper()
+	c, err := ledger.NewCohort("pool")
+	require.NoError(t, err)
+	gold = newTier(t, c, "gold", cpu("10"), 10, ledger.Options{})
+	spot = newTier(t, c, "spot", cpu("2"), 0, ledger.Options{BorrowingLimit: cpu("14")})
+	silver = newTier(t, c, "silver", cpu("4"), 5, ledger.Options{LendingLimit: cpu("2")})
+	return c, gold, spot, silver
+}
+
+// ask is the request of slice name of class (and budget) of tier tr.
+func ask(tr tier, name string, offer corev1.ResourceList) ledger.Request {
+	class := tr.l.Name()
+	return ledger.Request{Holder: ledger.Holder{Class: class, Key: key(name)}, UID: uid(name), Base: "1", Created: t0,
+		Consumer: "c-" + name, Offer: offer}
+}
+
+// grant admits r in tr, as applied by the server, and observes its slice
+// holding r's offer.
+func grant(t *testing.T, tr tier, r ledger.Request) {
+	t.Helper()
+	as := admitted(t, []*ledger.Ledger{tr.l}, r)
+	tr.l.Done(as[0], ledger.Applied)
+	holdIn(tr, r.Key.Name, r.Offer)
+}
+
+// rvs numbers the observations of holdIn, each newer than the last.
+var rvs atomic.Int64
+
+// holdIn makes slice name of tr's class observed holding grant, at a
+// version newer than any before.
+func holdIn(tr tier, name string, grant corev1.ResourceList) {
+	rv := strconv.FormatInt(rvs.Add(1)+1, 10)
+	tr.l.ObserveSlice(slice(name, rv, grant, inClass(tr.l.Name()), consumer("c-"+name)))
+}
+
+// TestCohortBorrowing: a member borrows what the others may lend and no
+// more; what a member may not lend stays its own; borrowed and lent add
+// up.
+func TestCohortBorrowing(t *testing.T) {
+	c, gold, spot, silver := tiers(t)
+	assert.Equal(t, []string{"gold", "silver", "spot"}, c.Members())
+
+	// Spot fills what the others may lend: its 2, gold's 10, silver's 2.
+	grant(t, spot, ask(spot, "s1", cpu("14")))
+	r := refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
+	assert.Equal(t, ledger.ReasonExhausted, r.Reason)
+	// Gold lends all: nothing of its own is left idle for it.
+	refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("1")))
+	// Silver's 2 it does not lend are its own.
+	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("2")))
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v2", cpu("1")))
+
+	spotS, goldS, silverS := spot.l.Snapshot(), gold.l.Snapshot(), silver.l.Snapshot()
+	assertList(t, cpu("12"), spotS.Borrowed, "spot borrowed")
+	assertList(t, cpu("0"), spotS.Lent, "spot lent")
+	assertList(t, cpu("10"), goldS.Lent, "gold lent: all its total is idle and lendable")
+	assertList(t, cpu("2"), silverS.Lent, "silver lent: the 2 it may lend")
+	assertList(t, cpu("0"), silverS.Borrowed, "silver borrowed")
+	assert.Equal(t, "pool", goldS.Cohort)
+
+	// Spot's slice releases 1: the waiters of the other members are
+	// woken for what it freed; gold's, older, is promised it first and
+	// silver's, which no longer fits beside that promise, stays asleep.
+	gold.w.take()
+	silver.w.take()
+	holdIn(spot, "s1", cpu("13"))
+	assert.Equal(t, []string{"g1"}, gold.w.take(), "gold's waiter is woken by what spot freed")
+	assert.Empty(t, silver.w.take(), "what gold's waiter is promised is not silver's")
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v2", cpu("1")))
+	admitted(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("1")))
+}
+
+// TestCohortBorrowingLimit: a borrower stops at its borrowing limit even
+// when the cohort has more idle; with no limit it may take all that is
+// lendable, and a member outside the cohort lends nothing.
+func TestCohortBorrowingLimit(t *testing.T) {
+	c, err := ledger.NewCohort("pool")
+	require.NoError(t, err)
+	lender := newTier(t, c, "lender", cpu("10"), 0, ledger.Options{})
+	capped := newTier(t, c, "capped", cpu("1"), 0, ledger.Options{BorrowingLimit: cpu("3")})
+	r := refused(t, []*ledger.Ledger{capped.l}, ask(capped, "a", cpu("5")))
+	assert.Contains(t, r.Message, "more than the budget may hold in its cohort, 4")
+	admitted(t, []*ledger.Ledger{capped.l}, ask(capped, "b", cpu("4")))
+	refused(t, []*ledger.Ledger{capped.l}, ask(capped, "c", cpu("1")))
+
+	// Without a borrowing limit, the waiting 5 and 1 fit: they are
+	// promised it and woken; beside them, what the lender lends leaves 1.
+	capped.w.take()
+	require.NoError(t, capped.l.SetCohortTerms(nil, nil, ledger.ReclaimNever))
+	assert.Equal(t, []string{"a", "c"}, capped.w.take())
+	refused(t, []*ledger.Ledger{capped.l}, ask(capped, "d", cpu("2")))
+	admitted(t, []*ledger.Ledger{capped.l}, ask(capped, "a", cpu("5")))
+	admitted(t, []*ledger.Ledger{capped.l}, ask(capped, "c", cpu("1")))
+	admitted(t, []*ledger.Ledger{capped.l}, ask(capped, "d", cpu("1")))
+	refused(t, []*ledger.Ledger{capped.l}, ask(capped, "e", cpu("1")))
+
+	lender.l.JoinCohort(nil)
+	assert.Equal(t, "", lender.l.Cohort())
+	assert.Equal(t, []string{"capped"}, c.Members())
+	// Outside the cohort the lender is a budget of its own again: its
+	// total less what its own slices count.
+	admitted(t, []*ledger.Ledger{lender.l}, ask(lender, "f", cpu("10")))
+}
+
+// TestCohortTermsRefused: bad terms are refused with the field's name.
+func TestCohortTermsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts ledger.Options
+		want string
+	}{
+		"NegativeBorrowing": {ledger.Options{BorrowingLimit: cpu("-1")}, "negative quantity in borrowing limit"},
+		"LendingAboveTotal": {ledger.Options{LendingLimit: cpu("3")}, "lending limit above the total: cpu: 3 above the total 2"},
+		"UnknownResource":   {ledger.Options{LendingLimit: gpus("1")}, "lending limit names nvidia.com/gpu, which the total does not limit"},
+		"UnknownPolicy":     {ledger.Options{ReclaimWithinCohort: "Sometimes"}, `reclaim within cohort "Sometimes"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ledger.New("b", cpu("2"), tc.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := ledger.NewCohort("")
+	require.Error(t, err)
+}
+
+// TestCohortNeverOverAdmits races many admissions across the members (and
+// a budget outside the cohort each of them also answers to, locked with
+// them), with some writes refused and forgotten: the cohort never counts
+// more than the sum of its totals, no member more than its total and its
+// borrowing limit, and once the line settles the cohort is full.
+func TestCohortNeverOverAdmits(t *testing.T) {
+	_, gold, spot, silver := tiers(t)
+	provider, err := ledger.New("provider", cpu("100"))
+	require.NoError(t, err)
+	for _, c := range []string{"gold", "spot", "silver"} {
+		require.NoError(t, provider.Attach(c, ledger.Class{}))
+	}
+	members := []tier{gold, spot, silver}
+	var wg sync.WaitGroup
+	for i := range 120 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := members[i%3]
+			r := ask(tr, fmt.Sprintf("r%d", i), cpu("500m"))
+			ls := []*ledger.Ledger{tr.l, provider}
+			if i%2 == 1 {
+				ls = []*ledger.Ledger{provider, tr.l}
+			}
+			as, refusal := ledger.AdmitAll(ls, r)
+			if refusal != nil {
+				return
+			}
+			if i%5 == 0 { // refused by the server: forgotten at once
+				for j, l := range ls {
+					l.Done(as[j], ledger.NotApplied)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sum := func() resource.Quantity {
+		var sum resource.Quantity
+		for _, tr := range members {
+			u := tr.l.Used()[corev1.ResourceCPU]
+			sum.Add(u)
+		}
+		return sum
+	}
+	got := sum()
+	assert.LessOrEqual(t, got.Cmp(resource.MustParse("16")), 0, "the cohort holds %s; its totals sum to 16", got.String())
+	// Every slice asks again, in turn: what the refused writes left idle
+	// is admitted, to the full cohort and no further.
+	for range 2 {
+		for i := range 120 {
+			tr := members[i%3]
+			ledger.AdmitAll([]*ledger.Ledger{tr.l, provider}, ask(tr, fmt.Sprintf("r%d", i), cpu("500m")))
+		}
+	}
+	got = sum()
+	assert.Equal(t, 0, got.Cmp(resource.MustParse("16")), "the cohort holds %s; its totals sum to 16", got.String())
+	spotUsed := spot.l.Used()[corev1.ResourceCPU]
+	assert.LessOrEqual(t, spotUsed.Cmp(resource.MustParse("16")), 0, "spot holds %s, beyond its total and borrowing limit", spotUsed.String())
+	silverUsed := silver.l.Used()[corev1.ResourceCPU]
+	assert.LessOrEqual(t, silverUsed.Cmp(resource.MustParse("6")), 0, "silver holds %s, beyond its total and what gold and spot may lend", silverUsed.String())
+}
+
+// TestCohortMembersInOneAdmission: a slice that answers to two members of
+// one cohort (their shared lock taken once) is decided without deadlock,
+// against the books of both.
+func TestCohortMembersInOneAdmission(t *testing.T) {
+	_, gold, _, silver := tiers(t)
+	r := ask(gold, "both", cpu("3"))
+	as := admitted(t, []*ledger.Ledger{gold.l, silver.l}, r)
+	assert.Len(t, as, 2)
+}
+
+// TestCohortShrinkClamp: a lender whose total shrinks below what is
+// borrowed from it revokes nothing, but nothing more is admitted in the
+// cohort until the cohort counts no more than its totals; lent clamps to
+// what is idle.
+func TestCohortShrinkClamp(t *testing.T) {
+	_, gold, spot, silver := tiers(t)
+	grant(t, spot, ask(spot, "s1", cpu("14")))
+	require.NoError(t, gold.l.SetTotal(cpu("4")))
+	// The totals now sum to 10 and spot holds 14.
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("1")))
+	refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("1")))
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
+	assertList(t, cpu("4"), gold.l.Snapshot().Lent, "gold lends no more than its total")
+	assertList(t, cpu("2"), silver.l.Snapshot().Lent, "silver lends no more than its lending limit")
+	assertList(t, cpu("0"), gold.l.Free(), "gold has nothing available")
+	// Spot releases down to 6: the cohort holds 6 of its 10, and silver's
+	// own 2, gold's 1 fit again.
+	holdIn(spot, "s1", cpu("6"))
+	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("1")))
+	admitted(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("1")))
+}
