@@ -18,8 +18,9 @@ import (
 // tier is one member of the cohort: a ledger named after its one
 // class, and what that class's Wake receives.
 type tier struct {
-	l *ledger.Ledger
-	w *wakes
+	l    *ledger.Ledger
+	w    *wakes
+	prio int32
 }
 
 // newTier returns ledger name with class name attached (priority prio),
@@ -31,7 +32,7 @@ func newTier(t *testing.T, c *ledger.Cohort, name string, total corev1.ResourceL
 	w := &wakes{}
 	require.NoError(t, l.Attach(name, ledger.Class{Wake: w.wake, Priority: prio}))
 	l.JoinCohort(c)
-	return tier{l: l, w: w}
+	return tier{l: l, w: w, prio: prio}
 }
 
 // tiers is the provider: gold 10 (lends all), spot 2 (may borrow
@@ -50,7 +51,7 @@ func tiers(t *testing.T) (c *ledger.Cohort, gold, spot, silver tier) {
 func ask(tr tier, name string, offer corev1.ResourceList) ledger.Request {
 	class := tr.l.Name()
 	return ledger.Request{Holder: ledger.Holder{Class: class, Key: key(name)}, UID: uid(name), Base: "1", Created: t0,
-		Consumer: "c-" + name, Offer: offer}
+		Consumer: "c-" + name, Offer: offer, Priority: tr.prio}
 }
 
 // grant admits r in tr, as applied by the server, and observes its slice
@@ -254,4 +255,122 @@ func TestCohortShrinkClamp(t *testing.T) {
 	holdIn(spot, "s1", cpu("6"))
 	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("1")))
 	admitted(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("1")))
+}
+
+// reclaimers is the provider where gold and silver take back what
+// they lent (gold from anyone, silver from lower priorities), with spot
+// holding all the cohort may lend it: 14.
+func reclaimers(t *testing.T) (gold, spot, silver tier, reclaims *[]ledger.Reclaim) {
+	t.Helper()
+	c, err := ledger.NewCohort("pool")
+	require.NoError(t, err)
+	gold = newTier(t, c, "gold", cpu("10"), 10, ledger.Options{ReclaimWithinCohort: ledger.ReclaimAny})
+	spot = newTier(t, c, "spot", cpu("2"), 0, ledger.Options{BorrowingLimit: cpu("14")})
+	silver = newTier(t, c, "silver", cpu("4"), 5, ledger.Options{LendingLimit: cpu("2"), ReclaimWithinCohort: ledger.ReclaimLowerPriority})
+	var mu sync.Mutex
+	reclaims = &[]ledger.Reclaim{}
+	for _, tr := range []tier{gold, silver} {
+		tr.l.SetReclaimHook(func(r ledger.Reclaim) {
+			mu.Lock()
+			defer mu.Unlock()
+			*reclaims = append(*reclaims, r)
+		})
+	}
+	grant(t, spot, ask(spot, "s1", cpu("14")))
+	return gold, spot, silver, reclaims
+}
+
+// capOf is what slice name keeps in tr, "" when it is not capped.
+func capOf(tr tier, name string) string {
+	c, ok := tr.l.Cap(key(name))
+	if !ok {
+		return ""
+	}
+	q := c.Keep[corev1.ResourceCPU]
+	return q.String()
+}
+
+// TestCohortReclaim is the story in the ledger: gold's slice
+// arrives and spot is shrunk by exactly what gold lacks; gold is admitted
+// once spot holds no more than it keeps; silver takes back its 2 the same
+// way; spot never drops below its own 2 and cannot grow back while a
+// lender waits.
+func TestCohortReclaim(t *testing.T) {
+	gold, spot, silver, reclaims := reclaimers(t)
+
+	spot.w.take()
+	r := refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	assert.Contains(t, r.Message, "waiting for reclaimed capacity still in use: cpu")
+	assert.Equal(t, "4", capOf(spot, "s1"), "spot keeps 14 less the 10 gold lacks")
+	assert.Equal(t, []string{"s1"}, spot.w.take(), "spot's class is woken to write the smaller offer")
+	c, _ := spot.l.Cap(key("s1"))
+	assert.Equal(t, "budget spot reclaimed cpu 14 to 4: budget gold of its cohort took back what it lent, for priority 10", c.Message)
+	require.Len(t, *reclaims, 1)
+	assert.Equal(t, ledger.CauseCohort, (*reclaims)[0].Cause)
+	assertList(t, cpu("10"), (*reclaims)[0].Amount, "taken back")
+	assertList(t, cpu("10"), spot.l.Snapshot().Reclaiming, "spot's pods still use what it yields")
+
+	// Spot's class writes the smaller offer and its pods fit it: gold is
+	// woken and admitted.
+	gold.w.take()
+	spot.l.ObserveSlice(slice("s1", strconv.FormatInt(rvs.Add(1)+1, 10), cpu("4"), inClass("spot"), consumer("c-s1"), reclaimed))
+	assert.Equal(t, []string{"g1"}, gold.w.take())
+	// Spot may not grow back while gold waits, even to what it held.
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s1", cpu("14")))
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
+	as := admitted(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	gold.l.Done(as[0], ledger.Applied)
+	holdIn(gold, "g1", cpu("10"))
+	assert.Equal(t, "", capOf(spot, "s1"), "the cap goes with gold's admission")
+
+	// Silver holds none of its 4: its 2 are idle and its own; it takes
+	// back the 2 it lent from spot (priority 0, below silver's 5).
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("4")))
+	assert.Equal(t, "2", capOf(spot, "s1"), "spot keeps its own total, no less")
+	holdIn(spot, "s1", cpu("2"))
+	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("4")))
+
+	// Spot holds its total: nothing is borrowed, no one lends.
+	for _, tr := range []tier{gold, spot, silver} {
+		assertList(t, cpu("0"), tr.l.Snapshot().Borrowed, tr.l.Name()+" borrowed")
+	}
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
+}
+
+// TestCohortReclaimBounds: a member takes back no more than its total
+// lacks, only under its policy, and gives back what its waiter no longer
+// lacks; its waiter leaving lifts the caps.
+func TestCohortReclaimBounds(t *testing.T) {
+	t.Run("NoMoreThanItsTotal", func(t *testing.T) {
+		gold, spot, _, _ := reclaimers(t)
+		refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("11")))
+		assert.Equal(t, "", capOf(spot, "s1"), "gold asks beyond its total: what it lent cannot cover it")
+	})
+	t.Run("LowerPriorityOnly", func(t *testing.T) {
+		c, err := ledger.NewCohort("pool")
+		require.NoError(t, err)
+		lender := newTier(t, c, "lender", cpu("4"), 1, ledger.Options{ReclaimWithinCohort: ledger.ReclaimLowerPriority})
+		borrower := newTier(t, c, "borrower", cpu("1"), 5, ledger.Options{})
+		grant(t, borrower, ask(borrower, "b1", cpu("5")))
+		refused(t, []*ledger.Ledger{lender.l}, ask(lender, "l1", cpu("2")))
+		assert.Equal(t, "", capOf(borrower, "b1"), "the borrower's priority is higher")
+		require.NoError(t, lender.l.SetCohortTerms(nil, nil, ledger.ReclaimAny))
+		refused(t, []*ledger.Ledger{lender.l}, ask(lender, "l1", cpu("2")))
+		assert.Equal(t, "3", capOf(borrower, "b1"), "with Any, the lender takes back what it lacks")
+		require.NoError(t, lender.l.SetCohortTerms(nil, nil, ledger.ReclaimNever))
+		lender.l.Leave(ledger.Holder{Class: "lender", Key: key("l1")})
+		assert.Equal(t, "", capOf(borrower, "b1"), "the waiter left: the cap is lifted")
+		refused(t, []*ledger.Ledger{lender.l}, ask(lender, "l1", cpu("2")))
+		assert.Equal(t, "", capOf(borrower, "b1"), "Never takes nothing back")
+	})
+	t.Run("GiveBack", func(t *testing.T) {
+		gold, spot, _, _ := reclaimers(t)
+		refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+		assert.Equal(t, "4", capOf(spot, "s1"))
+		refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("6")))
+		assert.Equal(t, "8", capOf(spot, "s1"), "gold lacks 4 less: spot gets them back")
+		gold.l.Leave(ledger.Holder{Class: "gold", Key: key("g1")})
+		assert.Equal(t, "", capOf(spot, "s1"), "gold's waiter left: spot keeps all it holds")
+		admitted(t, []*ledger.Ledger{spot.l}, ask(spot, "s1", cpu("14")))
+	})
 }

@@ -369,6 +369,11 @@ func (l *Ledger) blockLocked(w *waiter) (reason, msg string) {
 // status.reclaiming and the sliceclass_budget_reclaiming metric).
 func (l *Ledger) reclaimWait(h Holder) string {
 	pending := l.pendingLocked(h) // positive amounts only
+	if l.cohort != nil {
+		for n, q := range l.cohortPendingLocked(h) {
+			add(pending, n, q)
+		}
+	}
 	if len(pending) == 0 {
 		return ""
 	}

@@ -47,11 +47,15 @@ const (
 	// CauseTotal: the total fell below what the slices hold
 	// (Options.Preemption).
 	CauseTotal = "Total"
+	// CauseCohort: a cohort member took back what other members
+	// borrowed, for a slice of its own (Options.ReclaimWithinCohort).
+	CauseCohort = "Cohort"
 )
 
 // Reclaim is one reclaim: the slices shrunk at once for one cause.
 type Reclaim struct {
-	// Cause is CausePriority, CauseConsumerLimit or CauseTotal.
+	// Cause is CausePriority, CauseConsumerLimit, CauseTotal or
+	// CauseCohort.
 	Cause string
 	// Consumer is the consumer whose limit fell (CauseConsumerLimit), or
 	// the waiter's (CausePriority).
@@ -76,6 +80,9 @@ func (r Reclaim) String() string {
 		return fmt.Sprintf("reclaimed %s from %s of consumer %q: its limit is below what it held", Amounts(r.Amount), n, r.Consumer)
 	case CauseTotal:
 		return fmt.Sprintf("reclaimed %s from %s: the total fell below what the slices held", Amounts(r.Amount), n)
+	case CauseCohort:
+		return fmt.Sprintf("took back %s lent to its cohort, from %s of other budgets, for %s (priority %d, consumer %q)",
+			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
 	default:
 		return fmt.Sprintf("reclaimed %s from %s of lower priority for %s (priority %d, consumer %q)",
 			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
@@ -99,6 +106,9 @@ type capped struct {
 	waiter   Holder
 	// since is when it was first capped (eviction counts from it).
 	since time.Time
+	// lender is the cohort member that took it back for its waiter, ""
+	// for a reclaim within the victim's own budget (reclaimcohort.go).
+	lender string
 	// limit is set for a reclaim by the consumer's own limit
 	// (SetConsumerLimit), which lasts as long as the limit; pool for one
 	// by a total that fell below what is held, which lasts until it grows.
@@ -133,6 +143,10 @@ func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 	if e.capped.limit {
 		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for consumer %q's limit",
 			l.name, strings.Join(parts, ", "), e.consumer)}, true
+	}
+	if e.capped.lender != "" {
+		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s: budget %s of its cohort took back what it lent, for priority %d",
+			l.name, strings.Join(parts, ", "), e.capped.lender, e.capped.priority)}, true
 	}
 	return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for priority %d",
 		l.name, strings.Join(parts, ", "), e.capped.priority)}, true
@@ -356,6 +370,10 @@ type reclaimPlan struct {
 	// more than it lacks now (its request shrank, or capacity freed
 	// elsewhere): they get the surplus back.
 	back map[types.NamespacedName]corev1.ResourceList
+	// cohortCuts and cohortBack are the same in the other members of its
+	// cohort, for what they borrowed (reclaimcohort.go).
+	cohortCuts []memberCut
+	cohortBack map[*Ledger]map[types.NamespacedName]corev1.ResourceList
 }
 
 // planReclaimLocked plans the reclaim for r, asking increase over what
@@ -365,11 +383,17 @@ type reclaimPlan struct {
 // the total and within its consumer's limit. A plan that does not fit is
 // never applied: nothing is taken for a waiter that would still wait.
 func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) reclaimPlan {
-	if !l.opts.Preemption || l.closed != "" {
+	inBudget, inCohort := l.opts.Preemption, l.reclaimsInCohortLocked()
+	if (!inBudget && !inCohort) || l.closed != "" {
 		return reclaimPlan{}
 	}
 	free, _ := l.line.spare(l.freeLocked(), r.Holder)
 	pending := l.pendingLocked(r.Holder)
+	if l.cohort != nil {
+		for n, q := range l.cohortPendingLocked(r.Holder) {
+			add(pending, n, q)
+		}
+	}
 	// target is what victims must free in all, per resource; what they
 	// still yield (pending) beyond it goes back to them.
 	target, surplus := corev1.ResourceList{}, corev1.ResourceList{}
@@ -396,13 +420,23 @@ func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) recl
 		}
 	}
 	pl := l.planner()
+	// The borrowers taken last give back first (see reclaimcohort.go).
+	p.cohortBack = l.cohortGiveBackLocked(r.Holder, surplus)
 	p.back = pl.giveBack(l.victimsOf(r.Holder), surplus)
 	if len(target) == 0 {
 		return p // nothing lacking that victims could free: it waits for something else
 	}
 	if len(p.lacking) > 0 {
-		if p.cuts = pl.forWaiter(r.Holder, r.Priority, p.lacking); p.cuts == nil {
-			return p // even all that lower priorities keep would not do
+		if inCohort {
+			p.cohortCuts = l.cohortCutsLocked(r.Holder, r.Priority, p.lacking)
+		}
+		if p.cohortCuts == nil {
+			if !inBudget {
+				return p // what it lent cannot cover it
+			}
+			if p.cuts = pl.forWaiter(r.Holder, r.Priority, p.lacking); p.cuts == nil {
+				return p // even all that lower priorities keep would not do
+			}
 		}
 	}
 	p.fits = len(l.consumerShortAfter(r, p)) == 0
@@ -492,6 +526,7 @@ func (l *Ledger) reclaimLocked(w *waiter, p *reclaimPlan) (victims []types.Names
 		return l.uncapLocked(w.Holder), false
 	}
 	victims = l.giveBackLocked(w.Holder, p.back)
+	victims = append(victims, l.applyCohortLocked(w, p)...)
 	if len(p.cuts) == 0 {
 		return victims, true
 	}
@@ -565,7 +600,17 @@ func yields(e *entry) bool {
 func (l *Ledger) recheckReclaimsLocked() (victims []types.NamespacedName, waiters []Holder) {
 	holders := make([]Holder, 0, len(l.victims))
 	for h := range l.victims {
+		if _, mine := l.line.by[h]; !mine && l.waitsInCohortLocked(h) {
+			continue // another member's waiter: that member rechecks it
+		}
 		holders = append(holders, h)
+	}
+	for _, m := range l.others() {
+		for h := range m.victims {
+			if _, mine := l.line.by[h]; mine && l.victims[h] == nil && !slices.Contains(holders, h) {
+				holders = append(holders, h) // taking back from the cohort only
+			}
+		}
 	}
 	// Highest priority first, as they were promised; then by name.
 	sort.Slice(holders, func(i, j int) bool {
@@ -633,7 +678,14 @@ func (l *Ledger) admittedLocked(h Holder) []types.NamespacedName {
 	return l.liftLocked(h, false)
 }
 
+// liftLocked lifts the caps made for h, in the ledger and in the other
+// members of its cohort.
 func (l *Ledger) liftLocked(h Holder, givenBack bool) []types.NamespacedName {
+	return append(l.liftOwnLocked(h, givenBack), l.liftCohortLocked(h, givenBack)...)
+}
+
+// liftOwnLocked lifts the caps made for h in the ledger.
+func (l *Ledger) liftOwnLocked(h Holder, givenBack bool) []types.NamespacedName {
 	set, ok := l.victims[h]
 	if !ok {
 		return nil
@@ -655,6 +707,11 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 	for h := range l.victims {
 		if h.Key == key {
 			out = append(out, l.uncapLocked(h)...)
+		}
+	}
+	if l.cohort != nil {
+		for _, h := range l.line.byKey[key] {
+			out = append(out, l.liftCohortLocked(h, true)...)
 		}
 	}
 	return out

@@ -62,7 +62,7 @@ func (l *Ledger) wakeLineLocked() func() {
 			l.line.fair(l.shareLocked, at, take, free)
 		}
 	}
-	if l.opts.Preemption {
+	if l.opts.Preemption || l.reclaimsInCohortLocked() {
 		// A waiter reclaimed for holds a promise already: it is woken once
 		// what its victims held has freed enough for it.
 		for _, w := range l.line.by {
@@ -99,10 +99,22 @@ func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
 		key  types.NamespacedName
 	}
 	var ts []target
+	// A cohort's victims are in other members' books: a key this
+	// ledger's classes do not serve is woken through the member whose
+	// class does.
 	for _, k := range keys {
 		if e := l.books.slices[k]; e != nil {
 			if c, ok := l.books.classes[e.class]; ok && c.Wake != nil {
 				ts = append(ts, target{c.Wake, k})
+				continue
+			}
+		}
+		for _, m := range l.others() {
+			if e := m.books.slices[k]; e != nil && e.member {
+				if c, ok := m.books.classes[e.class]; ok && c.Wake != nil {
+					ts = append(ts, target{c.Wake, k})
+					break
+				}
 			}
 		}
 	}
