@@ -144,6 +144,9 @@ func (o options) specOptions() []string {
 	if len(o.poolOnly) > 0 {
 		bad = append(bad, strings.Join(o.poolOnly, ", ")+": set spec.nodePool")
 	}
+	if c := o.cohortOptions(); len(c) > 0 {
+		bad = append(bad, strings.Join(c, ", ")+": a cohort's members are built with New")
+	}
 	return bad
 }
 
