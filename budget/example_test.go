@@ -223,7 +223,7 @@ func ExampleBudget_SetConsumerLimit() {
 //	  name: gold
 //	spec:
 //	  total: {cpu: "64", memory: 256Gi}
-//	  preemption: true
+//	  preemption: {withinBudget: LowerPriority}
 //	  consumerLimit: {cpu: "16"}
 func ExampleFromObject() {
 	setup := func(mgr manager.Manager) error {

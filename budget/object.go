@@ -34,7 +34,7 @@ import (
 
 // FromObject returns a Budget that follows the cluster-scoped SliceBudget
 // called name, live: its spec.total (the resources it names are the ones
-// the budget limits), preemption, evictionAfter, consumerLimit and
+// the budget limits), preemption, evictionAfterSeconds, consumerLimit and
 // consumerLimits take effect within a second of an edit, with no restart,
 // by the rules of SetTotal and SetConsumerLimit (a smaller total admits
 // nothing new and revokes nothing, unless preemption shrinks the lowest
@@ -133,13 +133,13 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 func (o options) specOptions() []string {
 	var bad []string
 	if o.preemption {
-		bad = append(bad, "WithPreemption: set spec.preemption")
+		bad = append(bad, "WithPreemption: set spec.preemption.withinBudget: LowerPriority")
 	}
 	if o.consumerLimit != nil {
 		bad = append(bad, "WithConsumerLimit: set spec.consumerLimit")
 	}
 	if o.evictAfter > 0 {
-		bad = append(bad, "WithEvictionAfter: set spec.evictionAfter")
+		bad = append(bad, "WithEvictionAfter: set spec.evictionAfterSeconds")
 	}
 	if len(o.poolOnly) > 0 {
 		bad = append(bad, strings.Join(o.poolOnly, ", ")+": set spec.nodePool")
@@ -488,26 +488,39 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 		return
 	}
 	overrides := make(map[string]corev1.ResourceList, len(spec.ConsumerLimits))
-	for c, lim := range spec.ConsumerLimits {
-		overrides[c] = lim.ResourceList()
+	for _, o := range spec.ConsumerLimits {
+		if _, dup := overrides[o.Consumer]; dup {
+			// The API server refuses it (listType=map): only an object
+			// written around it gets here.
+			refuse(reasonSpecRefused, fmt.Sprintf("spec.consumerLimits names consumer %q twice", o.Consumer))
+			return
+		}
+		overrides[o.Consumer] = o.Limits.ResourceList()
 	}
 	if err := ledger.CheckSettings(spec.Total.ResourceList(), spec.ConsumerLimit.ResourceList(), overrides); err != nil {
 		refuse(reasonSpecRefused, err.Error())
 		return
 	}
-	var evictAfter time.Duration
-	if spec.EvictionAfter != nil {
-		evictAfter = spec.EvictionAfter.Duration
+	var evictAfter time.Duration // none
+	if n := spec.EvictionAfterSeconds; n != nil {
+		if *n < 0 {
+			// The API server refuses it: only an object written around it
+			// gets here.
+			refuse(reasonSpecRefused, fmt.Sprintf("spec.evictionAfterSeconds is %d: it must not be negative", *n))
+			return
+		}
+		evictAfter = evictionAfter(*n)
 	}
+	preemption := spec.Preemption != nil && spec.Preemption.WithinBudget == v1alpha1.PreemptionLowerPriority
 	// One edit is one change: preemption turned off goes before the
 	// capacity, so that a smaller total revokes nothing on the way; turned
 	// on, it goes after (finish), so that only the new total can reclaim
 	// (before it, the old total once reclaimed what the new one covers,
 	// and a false Warning said so).
-	if !spec.Preemption {
+	if !preemption {
 		ob.l.SetPreemption(false)
 	}
-	f.preemption = spec.Preemption
+	f.preemption = preemption
 	// CheckSettings accepted them: these cannot fail.
 	_ = ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides)
 	ob.l.SetEvictionAfter(evictAfter)
@@ -537,6 +550,18 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	f.stopPool()
 	_ = ob.l.SetLimits(spec.Total.ResourceList())
 	f.finish(sb.Generation)
+}
+
+// evictionAfter is the ledger's EvictionAfter for a spec's
+// evictionAfterSeconds: that many seconds, and for 0 the least delay the
+// ledger counts as one (it takes 0 as none), so that a shrunk slice's pods
+// are evicted as soon as they are seen using more than it keeps. seconds
+// is not negative (apply refuses it).
+func evictionAfter(seconds int32) time.Duration {
+	if seconds == 0 {
+		return time.Nanosecond
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // finish opens the budget by the spec of generation, applied, its

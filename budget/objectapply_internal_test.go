@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/internal/ledger"
@@ -43,8 +44,13 @@ func newAppliedLedger(t *testing.T) *appliedLedger {
 
 // apply applies generation gen of a spec with total CPUs and preemption.
 func (a *appliedLedger) apply(gen int64, total string, preemption bool) {
+	policy := v1alpha1.PreemptionNever
+	if preemption {
+		policy = v1alpha1.PreemptionLowerPriority
+	}
 	sb := &v1alpha1.SliceBudget{Spec: v1alpha1.SliceBudgetSpec{
-		Total: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(total)}, Preemption: preemption}}
+		Total:      v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(total)},
+		Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: policy}}}
 	sb.Name, sb.Generation = "gold", gen
 	a.f.apply(context.Background(), sb)
 }
@@ -115,6 +121,87 @@ func TestOneSpecEditIsOneChange(t *testing.T) {
 			assert.Equal(t, tc.patch.preemption, a.l.Preemption())
 			total := a.l.Total()
 			assert.True(t, total.Cpu().Equal(resource.MustParse(tc.patch.total)))
+		})
+	}
+}
+
+// The spec's settings as the ledger takes them (issue 44's shapes):
+// preemption.withinBudget LowerPriority and nothing else turns preemption
+// on; evictionAfterSeconds is seconds, 0 the least delay (evict as soon
+// as seen over), unset none; consumerLimits' entries are the overrides,
+// by consumer. A spec the API server would refuse (two entries for one
+// consumer, a negative count) is refused here too, changing nothing.
+func TestApplySpecSettings(t *testing.T) {
+	lower := &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}
+	cases := map[string]struct {
+		reason      string
+		spec        v1alpha1.SliceBudgetSpec
+		refused     string // the refusal's message, or "" when applied
+		preemption  bool
+		evictAfter  time.Duration
+		evictAtOnce bool // evictAfter is positive and below a millisecond
+		limits      map[string]string
+	}{
+		"Unset": {reason: "no preemption, no eviction, no overrides",
+			spec: v1alpha1.SliceBudgetSpec{}},
+		"PreemptionEmpty": {reason: "a policy object not defaulted (written around the API server) is Never",
+			spec: v1alpha1.SliceBudgetSpec{Preemption: &v1alpha1.SliceBudgetPreemption{}}},
+		"PreemptionNever": {reason: "Never preempts nothing",
+			spec: v1alpha1.SliceBudgetSpec{Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionNever}}},
+		"PreemptionLowerPriority": {reason: "LowerPriority is budget.WithPreemption",
+			spec: v1alpha1.SliceBudgetSpec{Preemption: lower}, preemption: true},
+		"EvictionAfterSeconds": {reason: "90 seconds is 90s",
+			spec: v1alpha1.SliceBudgetSpec{EvictionAfterSeconds: ptr.To[int32](90)}, evictAfter: 90 * time.Second},
+		"EvictionAfterZero": {reason: "0 evicts as soon as the pods are seen over, not never",
+			spec: v1alpha1.SliceBudgetSpec{EvictionAfterSeconds: ptr.To[int32](0)}, evictAtOnce: true},
+		"ConsumerLimits": {reason: "each entry is its consumer's override",
+			spec: v1alpha1.SliceBudgetSpec{ConsumerLimits: []v1alpha1.ConsumerLimitOverride{
+				{Consumer: "acme", Limits: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("4")}},
+				{Consumer: "globex", Limits: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("0")}},
+			}},
+			limits: map[string]string{"acme": "4", "globex": "0"}},
+		"DuplicateConsumer": {reason: "which entry holds is not said: refused, nothing applied",
+			spec: v1alpha1.SliceBudgetSpec{Preemption: lower, ConsumerLimits: []v1alpha1.ConsumerLimitOverride{
+				{Consumer: "acme", Limits: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("4")}},
+				{Consumer: "acme", Limits: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("2")}},
+			}},
+			refused: `spec.consumerLimits names consumer "acme" twice`},
+		"NegativeEvictionAfter": {reason: "a negative count is refused, not read as never",
+			spec:    v1alpha1.SliceBudgetSpec{Preemption: lower, EvictionAfterSeconds: ptr.To[int32](-1)},
+			refused: "spec.evictionAfterSeconds is -1: it must not be negative"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := newAppliedLedger(t)
+			sb := &v1alpha1.SliceBudget{Spec: tc.spec}
+			sb.Spec.Total = v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("16")}
+			sb.Name, sb.Generation = "gold", 1
+			a.f.apply(context.Background(), sb)
+
+			got := a.f.ob.getApplied()
+			if tc.refused != "" {
+				assert.Equal(t, reasonSpecRefused, got.reason, tc.reason)
+				assert.Equal(t, tc.refused, got.message, tc.reason)
+				assert.False(t, a.l.Preemption(), "%s: nothing applied", tc.reason)
+				assert.Empty(t, a.l.ConsumerLimits(), "%s: nothing applied", tc.reason)
+				return
+			}
+			require.Equal(t, reasonApplied, got.reason, "%s: %s", tc.reason, got.message)
+			assert.Equal(t, tc.preemption, a.l.Preemption(), tc.reason)
+			if tc.evictAtOnce {
+				assert.Positive(t, a.l.EvictionAfter(), tc.reason)
+				assert.Less(t, a.l.EvictionAfter(), time.Millisecond, tc.reason)
+			} else {
+				assert.Equal(t, tc.evictAfter, a.l.EvictionAfter(), tc.reason)
+			}
+			gotLimits := map[string]string{}
+			for c, rl := range a.l.ConsumerLimits() {
+				gotLimits[c] = rl.Cpu().String()
+			}
+			if tc.limits == nil {
+				tc.limits = map[string]string{}
+			}
+			assert.Equal(t, tc.limits, gotLimits, tc.reason)
 		})
 	}
 }

@@ -225,7 +225,7 @@ func (w *statusWriter) capacityEvent(a applied, snap ledger.Snapshot) {
 	below := len(short) > 0
 	if below && !w.below {
 		w.ob.event(corev1.EventTypeWarning, eventCapacityBelow, actionFollowCapacity,
-			"budget %s: capacity is below what its slices hold (%s): nothing new is admitted until they hold less; with spec.preemption the lowest priorities are shrunk",
+			"budget %s: capacity is below what its slices hold (%s): nothing new is admitted until they hold less; with spec.preemption.withinBudget LowerPriority the lowest priorities are shrunk",
 			w.ob.name, strings.Join(short, ", "))
 	}
 	w.below = below

@@ -163,7 +163,7 @@ func TestSliceBudgetDeleted(t *testing.T) {
 // default, and a reclaim is an event on the SliceBudget.
 func TestSliceBudgetSharedByClasses(t *testing.T) {
 	sb := cpuSliceBudget("shared", "10")
-	sb.Spec.Preemption = true
+	sb.Spec.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}
 	spot := holding("spot-1", "spot", "8")
 	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(spot, gold),

@@ -3,12 +3,12 @@ package v1alpha1_test
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 )
@@ -24,11 +24,13 @@ func ExampleAddToScheme() {
 	sb := &v1alpha1.SliceBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "premium"},
 		Spec: v1alpha1.SliceBudgetSpec{
-			Total:          v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("64")},
-			Preemption:     true,
-			EvictionAfter:  &metav1.Duration{Duration: 10 * time.Minute},
-			ConsumerLimit:  v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("16")},
-			ConsumerLimits: map[string]v1alpha1.Quantities{"acme": {corev1.ResourceCPU: resource.MustParse("32")}},
+			Total:                v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("64")},
+			Preemption:           &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority},
+			EvictionAfterSeconds: ptr.To[int32](600),
+			ConsumerLimit:        v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("16")},
+			ConsumerLimits: []v1alpha1.ConsumerLimitOverride{
+				{Consumer: "acme", Limits: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("32")}},
+			},
 		},
 	}
 	gvks, _, err := s.ObjectKinds(sb)
@@ -43,5 +45,5 @@ func ExampleAddToScheme() {
 	fmt.Println(string(spec))
 	// Output:
 	// sliceclass.io/v1alpha1, Kind=SliceBudget
-	// {"total":{"cpu":"64"},"preemption":true,"evictionAfter":"10m0s","consumerLimit":{"cpu":"16"},"consumerLimits":{"acme":{"cpu":"32"}}}
+	// {"total":{"cpu":"64"},"preemption":{"withinBudget":"LowerPriority"},"evictionAfterSeconds":600,"consumerLimit":{"cpu":"16"},"consumerLimits":[{"consumer":"acme","limits":{"cpu":"32"}}]}
 }

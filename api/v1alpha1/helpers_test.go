@@ -1,11 +1,7 @@
 package v1alpha1_test
 
 import (
-	"testing"
-	"time"
-
 	"github.com/google/go-cmp/cmp"
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,9 +35,7 @@ func selector(labels map[string]v1alpha1.LabelValue, key string, op metav1.Label
 	return s
 }
 
-func duration(t *testing.T, s string) *metav1.Duration {
-	t.Helper()
-	d, err := time.ParseDuration(s)
-	require.NoError(t, err)
-	return &metav1.Duration{Duration: d}
+// preemption is a spec's preemption policy withinBudget p.
+func preemption(p v1alpha1.PreemptionPolicy) *v1alpha1.SliceBudgetPreemption {
+	return &v1alpha1.SliceBudgetPreemption{WithinBudget: p}
 }

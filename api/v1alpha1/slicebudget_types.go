@@ -29,7 +29,7 @@ const MaxConsumers = 20
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
-// +kubebuilder:printcolumn:name="Preemption",type=boolean,JSONPath=`.spec.preemption`,priority=1,description="Waiting slices may reclaim from lower priorities"
+// +kubebuilder:printcolumn:name="Preemption",type=string,JSONPath=`.spec.preemption.withinBudget`,priority=1,description="Whom waiting slices may reclaim from within the budget: Never or LowerPriority"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SliceBudget struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -66,20 +66,23 @@ type SliceBudgetSpec struct {
 	// +optional
 	NodePool *NodePool `json:"nodePool,omitempty"`
 
-	// Preemption lets a slice that waits reclaim capacity from Accepted
-	// slices of strictly lower priority, as budget.WithPreemption does.
+	// Preemption says which Accepted slices a slice that waits may reclaim
+	// capacity from. The API server defaults it to {withinBudget: Never}:
+	// the budget preempts nothing.
 	// +optional
-	Preemption bool `json:"preemption,omitempty"`
+	// +kubebuilder:default={}
+	Preemption *SliceBudgetPreemption `json:"preemption,omitempty"`
 
-	// EvictionAfter lets the budget delete running pods of a slice it
-	// shrank that still use more than it keeps this long after the shrink,
-	// as budget.WithEvictionAfter does; unset, no pod is ever evicted. A
-	// positive Go duration: 90s, 5m, 1h30m.
+	// EvictionAfterSeconds lets the budget delete running pods of a slice
+	// it shrank that still use more than it keeps this many seconds after
+	// the shrink, the newest first, as budget.WithEvictionAfter does. Unset,
+	// no pod is ever evicted; 0 evicts as soon as the shrunk slice's pods
+	// are seen using more than it keeps. At most 2147483647, int32's
+	// largest (the API server checks the format's range only with this).
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|μs|ms|s|m|h))+$') && duration(self) > duration('0s')",message="evictionAfter must be a positive duration such as 90s, 5m or 1h30m"
-	EvictionAfter *metav1.Duration `json:"evictionAfter,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	EvictionAfterSeconds *int32 `json:"evictionAfterSeconds,omitempty"`
 
 	// ConsumerLimit caps what any one consumer holds from the budget, per
 	// resource it names, as budget.WithConsumerLimit does. The consumer is
@@ -89,17 +92,62 @@ type SliceBudgetSpec struct {
 	// +kubebuilder:validation:MinProperties=1
 	ConsumerLimit Quantities `json:"consumerLimit,omitempty"`
 
-	// ConsumerLimits overrides ConsumerLimit for the consumers it names
-	// (the consumer's cluster ID → its limit, at most 256 consumers), as
-	// Budget.SetConsumerLimit does. An override replaces ConsumerLimit for
-	// that consumer: a resource the override does not name is not limited
-	// for it. An override names at least one resource: remove the entry to
-	// fall back to ConsumerLimit.
+	// ConsumerLimits overrides ConsumerLimit for the consumers it names, one
+	// entry per consumer (at most 256), as Budget.SetConsumerLimit does. An
+	// override replaces ConsumerLimit for that consumer: a resource the
+	// override does not name is not limited for it.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=256
-	// +kubebuilder:validation:XValidation:rule="self.all(c, size(c) <= 253)",message="consumer names are at most 253 characters long"
-	// +kubebuilder:validation:XValidation:rule="self.all(c, size(self[c]) > 0)",message="an override names at least one resource: remove the entry to fall back to consumerLimit"
-	ConsumerLimits map[string]Quantities `json:"consumerLimits,omitempty"`
+	// +listType=map
+	// +listMapKey=consumer
+	// +kubebuilder:validation:MaxItems=256
+	ConsumerLimits []ConsumerLimitOverride `json:"consumerLimits,omitempty"`
+}
+
+// PreemptionPolicy says which Accepted slices a slice that waits may
+// reclaim capacity from: Never, none; LowerPriority, those of strictly
+// lower priority (resourceslice.WithPriority).
+//
+// +kubebuilder:validation:Enum=Never;LowerPriority
+type PreemptionPolicy string
+
+const (
+	// PreemptionNever reclaims from no slice: a slice that waits, waits
+	// for capacity to free.
+	PreemptionNever PreemptionPolicy = "Never"
+	// PreemptionLowerPriority lets a slice that waits reclaim capacity
+	// from Accepted slices of strictly lower priority, as
+	// budget.WithPreemption does.
+	PreemptionLowerPriority PreemptionPolicy = "LowerPriority"
+)
+
+// SliceBudgetPreemption is a budget's preemption policy: from whom a
+// slice that waits may reclaim capacity.
+type SliceBudgetPreemption struct {
+	// WithinBudget is whom a slice that waits may reclaim from among the
+	// budget's own Accepted slices: Never (the default) or LowerPriority.
+	// +optional
+	// +kubebuilder:default=Never
+	WithinBudget PreemptionPolicy `json:"withinBudget,omitempty"`
+}
+
+// ConsumerLimitOverride is one consumer's own limit in a budget, in place
+// of SliceBudgetSpec.ConsumerLimit.
+type ConsumerLimitOverride struct {
+	// Consumer is the consumer: its cluster ID (the tenant namespace's
+	// liqo.io/remote-cluster-id), else the tenant namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Consumer string `json:"consumer"`
+
+	// Limits caps what the consumer holds from the budget, per resource it
+	// names; a resource it does not name is not limited for the consumer.
+	// It names at least one resource: remove the entry to fall back to
+	// ConsumerLimit.
+	// +required
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="an override names at least one resource: remove the entry to fall back to consumerLimit"
+	Limits Quantities `json:"limits"`
 }
 
 // Quantities is a ResourceList the API server checks: at most 32
@@ -263,13 +311,13 @@ type SliceBudgetStatus struct {
 	// not in Waiting. It and Waiting are written even when 0, so that
 	// kubectl shows 0 for a budget served and empty, and a blank cell only
 	// for one no manager serves.
-	// +optional
+	// +required
 	// +kubebuilder:validation:Minimum=0
 	Accepted int32 `json:"accepted"`
 	// Waiting counts the slices that hold no acceptance from the budget
 	// and wait for its capacity (denied for now, admitted when it frees).
 	// Accepted and Waiting never count one slice twice.
-	// +optional
+	// +required
 	// +kubebuilder:validation:Minimum=0
 	Waiting int32 `json:"waiting"`
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
@@ -42,7 +43,8 @@ func fullStatus() v1alpha1.SliceBudgetStatus {
 func newBudget(name string) *v1alpha1.SliceBudget {
 	return &v1alpha1.SliceBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi"), Preemption: true},
+		Spec: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi"),
+			Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}},
 	}
 }
 
@@ -68,11 +70,11 @@ func TestStatusSubresource(t *testing.T) {
 		t.Errorf("spec after a status write (-want +got):\n%s", diff)
 	}
 
-	got.Spec.Preemption = false
+	got.Spec.Preemption.WithinBudget = v1alpha1.PreemptionNever
 	got.Status.Accepted = 99
 	require.NoError(t, c.Update(t.Context(), &got))
 	assert.Equal(t, int32(12), got.Status.Accepted, "an update of the object keeps the status")
-	assert.False(t, got.Spec.Preemption)
+	assert.Equal(t, v1alpha1.PreemptionNever, got.Spec.Preemption.WithinBudget)
 	assert.Equal(t, int64(2), got.Generation, "a spec change is a new generation")
 }
 
@@ -100,5 +102,26 @@ func TestStatusConsumersBounded(t *testing.T) {
 		require.Error(t, err, "%d consumers", tc.n)
 		assert.True(t, apierrors.IsInvalid(err), "%v", err)
 		assert.Contains(t, err.Error(), "status.consumers")
+	}
+}
+
+// Accepted and Waiting are required in the status, as the manager always
+// writes them (issue 44: the schema says what is true): a status that
+// drops one is refused, and a status written with both, even at 0, is
+// stored.
+func TestStatusCountsRequired(t *testing.T) {
+	c := server(t)
+	sb := newBudget("counts")
+	require.NoError(t, c.Create(t.Context(), sb))
+	cleanup(t, c, sb)
+	require.NoError(t, c.Status().Update(t.Context(), sb), "a status of zeros: accepted 0 and waiting 0 are written")
+
+	for _, field := range []string{"accepted", "waiting"} {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"`+field+`":null}}`))
+		err := c.Status().Patch(t.Context(), sb.DeepCopy(), patch)
+		require.Error(t, err, "a status without %s", field)
+		assert.True(t, apierrors.IsInvalid(err), "%v", err)
+		assert.Contains(t, err.Error(), "status."+field)
+		assert.Contains(t, err.Error(), "Required value")
 	}
 }

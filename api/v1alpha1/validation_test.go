@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -12,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -34,6 +37,11 @@ func raw(name string, spec map[string]any) *unstructured.Unstructured {
 // validSpec is the spec the update cases start from.
 func validSpec() map[string]any {
 	return map[string]any{"total": map[string]any{"cpu": "8", "memory": "16Gi"}}
+}
+
+// override is an entry of spec.consumerLimits.
+func override(consumer string, limits map[string]any) map[string]any {
+	return map[string]any{"consumer": consumer, "limits": limits}
 }
 
 // invalidSpecs are specs the API server must refuse, each with what the
@@ -96,7 +104,7 @@ func invalidSpecs() map[string]struct {
 		},
 		"Neither": {
 			reason: "a budget with no capacity at all is a mistake, not a budget of nothing",
-			spec:   map[string]any{"preemption": true},
+			spec:   map[string]any{"preemption": map[string]any{"withinBudget": "LowerPriority"}},
 			want:   []string{"spec", "exactly one of total and nodePool"},
 		},
 		"NegativeConsumerLimit": {
@@ -110,52 +118,99 @@ func invalidSpecs() map[string]struct {
 			want:   []string{"spec.consumerLimit", "at least 1"},
 		},
 		"NegativeConsumerLimitsOverride": {
-			reason: "an override is a consumer limit too; the error names the consumer",
-			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
-				"acme": map[string]any{"cpu": "2"}, "globex": map[string]any{"cpu": "-1"},
+			reason: "an override is a consumer limit too; the error names the entry",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{"cpu": "2"}), override("globex", map[string]any{"cpu": "-1"}),
 			}},
-			want: []string{"spec.consumerLimits[globex]", "quantities must not be negative"},
+			want: []string{"spec.consumerLimits[1].limits", "quantities must not be negative"},
 		},
 		"GarbageConsumerLimitsOverride": {
-			reason: "the quantity format is checked inside the nested lists too",
-			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
-				"acme": map[string]any{"memory": "1 GB"},
+			reason: "the quantity format is checked inside the list's entries too",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{"memory": "1 GB"}),
 			}},
-			want: []string{"spec.consumerLimits.acme.memory", "should match"},
+			want: []string{"spec.consumerLimits[0].limits.memory", "should match"},
 		},
 		"DecimalExponentOverride": {
-			reason: "Go's parser is checked inside the nested lists too",
-			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
-				"acme": map[string]any{"cpu": "2e0.5"},
+			reason: "Go's parser is checked inside the list's entries too",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{"cpu": "2e0.5"}),
 			}},
-			want: []string{"spec.consumerLimits[acme]", "quantities must be Kubernetes quantities"},
+			want: []string{"spec.consumerLimits[0].limits", "quantities must be Kubernetes quantities"},
 		},
 		"EmptyConsumerLimitsOverride": {
 			reason: "an empty override is ambiguous (no limit, or the default?): removing the entry says the latter",
-			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
-				"acme": map[string]any{},
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{}),
 			}},
-			want: []string{"spec.consumerLimits", "an override names at least one resource"},
+			want: []string{"spec.consumerLimits[0].limits", "an override names at least one resource"},
 		},
-		"GarbageEvictionAfter": {
-			reason: "a duration Go cannot parse would make the object undecodable by the manager",
-			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "soon"},
-			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		"OverrideWithoutLimits": {
+			reason: "an entry with no limits at all is the empty override",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				map[string]any{"consumer": "acme"},
+			}},
+			want: []string{"spec.consumerLimits[0].limits", "Required value"},
 		},
-		"DaysEvictionAfter": {
-			reason: "days are not a Go duration unit: 3d would not decode",
-			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "3d"},
-			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		"OverrideWithoutConsumer": {
+			reason: "an override is for one consumer, named",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				map[string]any{"limits": map[string]any{"cpu": "1"}},
+			}},
+			want: []string{"spec.consumerLimits[0].consumer", "Required value"},
 		},
-		"NegativeEvictionAfter": {
-			reason: "budget.WithEvictionAfter refuses d ≤ 0",
-			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "-5m"},
-			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		"EmptyConsumer": {
+			reason: "no consumer is called \"\": the ledger refuses an empty consumer",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("", map[string]any{"cpu": "1"}),
+			}},
+			want: []string{"spec.consumerLimits[0].consumer", "at least 1 chars long"},
 		},
-		"ZeroEvictionAfter": {
-			reason: "zero is not positive: evicting at once is not a grace period",
-			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfter": "0s"},
-			want:   []string{"spec.evictionAfter", "must be a positive duration"},
+		"LongConsumer": {
+			reason: "a cluster ID or a namespace is at most 253 characters long",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override(strings.Repeat("a", 254), map[string]any{"cpu": "1"}),
+			}},
+			want: []string{"spec.consumerLimits[0].consumer", "may not be more than 253"},
+		},
+		"DuplicateConsumer": {
+			reason: "two overrides for one consumer: which one holds? (listType=map keys the list by consumer)",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{"cpu": "1"}), override("acme", map[string]any{"cpu": "2"}),
+			}},
+			want: []string{"spec.consumerLimits[1]", "Duplicate value"},
+		},
+		"ConsumerLimitsAsMap": {
+			reason: "the map keyed by cluster ID before issue 44 is no longer the field's shape",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": map[string]any{
+				"acme": map[string]any{"cpu": "2"},
+			}},
+			want: []string{"spec.consumerLimits", "must be of type array"},
+		},
+		"NegativeEvictionAfterSeconds": {
+			reason: "budget.WithEvictionAfter refuses d < 0; 0 evicts at once",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfterSeconds": int64(-300)},
+			want:   []string{"spec.evictionAfterSeconds", "greater than or equal to 0"},
+		},
+		"EvictionAfterSecondsAsDuration": {
+			reason: "a count of seconds, not a duration string: 10m would not decode",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfterSeconds": "10m"},
+			want:   []string{"spec.evictionAfterSeconds", "must be of type integer"},
+		},
+		"EvictionAfterSecondsPastInt32": {
+			reason: "a count past int32 would make the object undecodable by the manager",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "evictionAfterSeconds": int64(1) << 31},
+			want:   []string{"spec.evictionAfterSeconds", "less than or equal to 2147483647"},
+		},
+		"PreemptionAsBool": {
+			reason: "preemption: true before issue 44 is now a policy object: true says which policy?",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "preemption": true},
+			want:   []string{"spec.preemption", "must be of type object"},
+		},
+		"UnknownPreemptionPolicy": {
+			reason: "a policy the manager does not know would be read as Never, silently",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "preemption": map[string]any{"withinBudget": "Always"}},
+			want:   []string{"spec.preemption.withinBudget", "Unsupported value", "Never", "LowerPriority"},
 		},
 		"NodePoolWithoutSelector": {
 			reason: "budget.NewNodePool refuses a nil selector; {} says every node explicitly",
@@ -252,13 +307,14 @@ func TestInvalidSpecRefusedOnUpdate(t *testing.T) {
 			obj := raw("update-"+strings.ToLower(name), validSpec())
 			require.NoError(t, c.Create(t.Context(), obj), "the valid spec")
 			cleanup(t, c, obj)
+			stored := runtime.DeepCopyJSONValue(obj.Object["spec"]) // with the server's defaults
 
 			require.NoError(t, unstructured.SetNestedField(obj.Object, tc.spec, "spec"))
 			assertInvalid(t, c.Update(t.Context(), obj), tc.reason, tc.want)
 
 			got := raw(obj.GetName(), nil)
 			require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), got))
-			if diff := cmp.Diff(validSpec(), got.Object["spec"]); diff != "" {
+			if diff := cmp.Diff(stored, got.Object["spec"]); diff != "" {
 				t.Errorf("%s: stored spec changed by a refused update (-want +got):\n%s", tc.reason, diff)
 			}
 		})
@@ -277,7 +333,8 @@ func assertInvalid(t *testing.T, err error, reason string, want []string) {
 	}
 }
 
-// Valid specs are stored as written (the server only fills defaults) and
+// Valid specs are stored as written (the server only fills defaults:
+// preemption's withinBudget Never, a node pool's share 100) and
 // read back through the Go types: whatever the API server accepts, a
 // manager can decode.
 func TestValidSpecAccepted(t *testing.T) {
@@ -296,7 +353,8 @@ func TestValidSpecAccepted(t *testing.T) {
 		"Total": {
 			reason: "a fixed total; integers and strings are both quantities, zero admits none of it",
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(64), "memory": "256Gi", "nvidia.com/gpu": "0"}},
-			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0")},
+			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0"),
+				Preemption: preemption(v1alpha1.PreemptionNever)},
 		},
 		"NodePool": {
 			reason: "every node-pool option budget.NewNodePool takes",
@@ -314,34 +372,45 @@ func TestValidSpecAccepted(t *testing.T) {
 				Selector:  selector(map[string]v1alpha1.LabelValue{"pool": "gpu"}, "zone", "NotIn", "edge"),
 				Resources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"}, SharePercent: 80,
 				Reserve: quantities("cpu", "2"), LocalPods: true,
-			}},
+			}, Preemption: preemption(v1alpha1.PreemptionNever)},
 		},
 		"EveryNode": {
 			reason: "selector {} is every node; the share defaults to 100",
 			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}}},
-			want:   v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{Selector: &v1alpha1.NodeSelector{}, SharePercent: 100}},
+			want: v1alpha1.SliceBudgetSpec{NodePool: &v1alpha1.NodePool{Selector: &v1alpha1.NodeSelector{}, SharePercent: 100},
+				Preemption: preemption(v1alpha1.PreemptionNever)},
+		},
+		"PreemptionDefaults": {
+			reason: "preemption {} is withinBudget: Never, as no preemption is",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "preemption": map[string]any{}},
+			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "8"), Preemption: preemption(v1alpha1.PreemptionNever)},
 		},
 		"Limits": {
 			reason: "preemption, eviction and limits per consumer, overrides included",
 			spec: map[string]any{
-				"total":         map[string]any{"cpu": "64"},
-				"preemption":    true,
-				"evictionAfter": "1h30m",
-				"consumerLimit": map[string]any{"cpu": "16"},
-				"consumerLimits": map[string]any{
-					"acme": map[string]any{"cpu": "32"}, "globex": map[string]any{"cpu": "0"},
+				"total":                map[string]any{"cpu": "64"},
+				"preemption":           map[string]any{"withinBudget": "LowerPriority"},
+				"evictionAfterSeconds": int64(5400),
+				"consumerLimit":        map[string]any{"cpu": "16"},
+				"consumerLimits": []any{
+					map[string]any{"consumer": "acme", "limits": map[string]any{"cpu": "32"}},
+					map[string]any{"consumer": "globex", "limits": map[string]any{"cpu": "0"}},
 				},
 			},
 			want: v1alpha1.SliceBudgetSpec{
-				Total: quantities("cpu", "64"), Preemption: true, EvictionAfter: duration(t, "1h30m"),
-				ConsumerLimit:  quantities("cpu", "16"),
-				ConsumerLimits: map[string]v1alpha1.Quantities{"acme": quantities("cpu", "32"), "globex": quantities("cpu", "0")},
+				Total: quantities("cpu", "64"), Preemption: preemption(v1alpha1.PreemptionLowerPriority),
+				EvictionAfterSeconds: ptr.To[int32](5400),
+				ConsumerLimit:        quantities("cpu", "16"),
+				ConsumerLimits: []v1alpha1.ConsumerLimitOverride{
+					{Consumer: "acme", Limits: quantities("cpu", "32")}, {Consumer: "globex", Limits: quantities("cpu", "0")},
+				},
 			},
 		},
-		"SubSecondEviction": {
-			reason: "every Go duration unit, fractions included",
-			spec:   map[string]any{"total": map[string]any{"cpu": "1"}, "evictionAfter": "1.5s"},
-			want:   v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "1"), EvictionAfter: duration(t, "1.5s")},
+		"ZeroEviction": {
+			reason: "0 seconds evicts as soon as a shrunk slice's pods are seen over what it keeps",
+			spec:   map[string]any{"total": map[string]any{"cpu": "1"}, "evictionAfterSeconds": int64(0)},
+			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "1"), Preemption: preemption(v1alpha1.PreemptionNever),
+				EvictionAfterSeconds: ptr.To[int32](0)},
 		},
 	}
 	for name, tc := range cases {
@@ -365,11 +434,13 @@ func TestValidSpecAccepted(t *testing.T) {
 // budget.NewNodePool (on mgr, not started).
 func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSpec) error {
 	var opts []budget.Option
-	if spec.Preemption {
+	if spec.Preemption != nil && spec.Preemption.WithinBudget == v1alpha1.PreemptionLowerPriority {
 		opts = append(opts, budget.WithPreemption())
 	}
-	if spec.EvictionAfter != nil {
-		opts = append(opts, budget.WithEvictionAfter(spec.EvictionAfter.Duration))
+	if n := spec.EvictionAfterSeconds; n != nil {
+		// 0 is the least delay, as FromObject applies it: WithEvictionAfter
+		// takes only a positive one.
+		opts = append(opts, budget.WithEvictionAfter(max(time.Duration(*n)*time.Second, time.Nanosecond)))
 	}
 	if spec.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(spec.ConsumerLimit.ResourceList()))
@@ -396,8 +467,8 @@ func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSp
 	if err != nil {
 		return err
 	}
-	for consumer, limit := range spec.ConsumerLimits {
-		if err := b.SetConsumerLimit(consumer, limit.ResourceList()); err != nil {
+	for _, o := range spec.ConsumerLimits {
+		if err := b.SetConsumerLimit(o.Consumer, o.Limits.ResourceList()); err != nil {
 			return err
 		}
 	}
@@ -408,14 +479,14 @@ func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSp
 // server allows; a spec past them is refused, not half-checked.
 func TestBoundsRefused(t *testing.T) {
 	c := server(t)
-	limits := map[string]any{}
+	var limits []any
 	for i := range 257 {
-		limits[fmt.Sprintf("consumer-%d", i)] = map[string]any{"cpu": "1"}
+		limits = append(limits, override(fmt.Sprintf("consumer-%d", i), map[string]any{"cpu": "1"}))
 	}
 	obj := raw("too-many-consumers", map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": limits})
 	err := c.Create(t.Context(), obj)
 	if err == nil {
 		cleanup(t, c, obj)
 	}
-	assertInvalid(t, err, "257 overrides, past maxProperties 256", []string{"spec.consumerLimits", "must have at most 256 items"})
+	assertInvalid(t, err, "257 overrides, past maxItems 256", []string{"spec.consumerLimits", "must have at most 256 items"})
 }

@@ -51,10 +51,10 @@ func teamTour(ctx context.Context, c client.Client, say func(string, ...any), ou
 		ObjectMeta: metav1.ObjectMeta{Name: teamBudget},
 		Spec: v1alpha1.SliceBudgetSpec{
 			Total:      v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("10")},
-			Preemption: true,
+			Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority},
 		},
 	}
-	say("operator creates SliceBudget team (cpu=10, preemption); class team draws from it")
+	say("operator creates SliceBudget team (cpu=10, preemption.withinBudget: LowerPriority); class team draws from it")
 	if err := c.Create(ctx, sb); err != nil {
 		return fmt.Errorf("creating SliceBudget team: %w", err)
 	}
@@ -92,9 +92,9 @@ func teamTour(ctx context.Context, c client.Client, say func(string, ...any), ou
 		return err
 	}
 
-	say("operator cuts carol to zero (spec.consumerLimits[%s]: cpu=0; the consumer is the tenant namespace, which has no cluster-ID label here): carol's slice is shrunk, reason Reclaimed", ns(carol))
+	say("operator cuts carol to zero (spec.consumerLimits: [{consumer: %s, limits: {cpu: 0}}]; the consumer is the tenant namespace, which has no cluster-ID label here): carol's slice is shrunk, reason Reclaimed", ns(carol))
 	if err := editBudget(ctx, c, func(s *v1alpha1.SliceBudgetSpec) {
-		s.ConsumerLimits = map[string]v1alpha1.Quantities{ns(carol): {corev1.ResourceCPU: resource.MustParse("0")}}
+		s.ConsumerLimits = []v1alpha1.ConsumerLimitOverride{{Consumer: ns(carol), Limits: v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse("0")}}}
 	}); err != nil {
 		return err
 	}

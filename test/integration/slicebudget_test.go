@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -231,13 +232,14 @@ func meta(conds []metav1.Condition, typ string) *metav1.Condition {
 func TestSliceBudgetConsumerLimitSurvivesRestart(t *testing.T) {
 	c := sbClient(t)
 	ns := tenantNamespace(t, "sb-limit-globex", "sb-globex")
-	createSliceBudget(t, c, "sb-limit", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), Preemption: true})
+	createSliceBudget(t, c, "sb-limit", v1alpha1.SliceBudgetSpec{Total: cpuList("10"),
+		Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}})
 	m, _ := objectClass(t, "sb-limit", "sb-limit")
 	create(t, sliceIn(ns, "s", "sb-limit", slicetest.WithConsumer("sb-globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, 30*time.Second, "globex's slice Accepted with 8", func() bool { return conditions.IsAccepted(get(t, ns, "s")) })
 
 	editSliceBudget(t, c, "sb-limit", func(s *v1alpha1.SliceBudgetSpec) {
-		s.ConsumerLimits = map[string]v1alpha1.Quantities{"sb-globex": cpuList("0")}
+		s.ConsumerLimits = []v1alpha1.ConsumerLimitOverride{{Consumer: "sb-globex", Limits: cpuList("0")}}
 	})
 	shrunk := func() bool {
 		rs := get(t, ns, "s")
@@ -395,10 +397,10 @@ func TestSliceBudgetNodePool(t *testing.T) {
 	testkit.Consistently(t, 2*time.Second, "the old pool no longer moves the total", func() bool { return cpuIs(b.Total(), "20") })
 }
 
-// spec.evictionAfter set at run time: a consumer limit of 2 shrinks
+// spec.evictionAfterSeconds set at run time: a consumer limit of 2 shrinks
 // globex's slice of 8 whose pods use 2 (oldest), 2 and 4 (newest); with
-// no evictionAfter nothing is deleted and the status shows 6 reclaiming;
-// once evictionAfter is written, the two newest pods are evicted, the
+// no evictionAfterSeconds nothing is deleted and the status shows 6 reclaiming;
+// once evictionAfterSeconds is written, the two newest pods are evicted, the
 // oldest runs on.
 func TestSliceBudgetEvictionAfterLive(t *testing.T) {
 	c := sbClient(t)
@@ -414,17 +416,17 @@ func TestSliceBudgetEvictionAfterLive(t *testing.T) {
 	oldest, mid, newest := pods[0], pods[1], pods[2]
 
 	editSliceBudget(t, c, "sb-evict", func(s *v1alpha1.SliceBudgetSpec) {
-		s.ConsumerLimits = map[string]v1alpha1.Quantities{"sb-evict-globex": cpuList("2")}
+		s.ConsumerLimits = []v1alpha1.ConsumerLimitOverride{{Consumer: "sb-evict-globex", Limits: cpuList("2")}}
 	})
 	testkit.Eventually(t, 10*time.Second, "shrunk to 2; status: 8 in use, 6 reclaiming", func() bool {
 		rs := get(t, ns, "s")
 		st := sliceBudget(t, c, "sb-evict").Status
 		return cpuIs(rs.Status.Resources, "2") && cpuIs(st.InUse, "8") && cpuIs(st.Reclaiming, "6")
 	})
-	testkit.Consistently(t, 2*time.Second, "no evictionAfter: no pod is deleted", func() bool {
+	testkit.Consistently(t, 2*time.Second, "no evictionAfterSeconds: no pod is deleted", func() bool {
 		return exists(t, oldest) && exists(t, mid) && exists(t, newest)
 	})
-	editSliceBudget(t, c, "sb-evict", func(s *v1alpha1.SliceBudgetSpec) { s.EvictionAfter = &metav1.Duration{Duration: time.Second} })
+	editSliceBudget(t, c, "sb-evict", func(s *v1alpha1.SliceBudgetSpec) { s.EvictionAfterSeconds = ptr.To[int32](1) })
 	testkit.Eventually(t, 10*time.Second, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
 	testkit.Consistently(t, time.Second, "the oldest fits what globex keeps: it runs on", func() bool { return exists(t, oldest) })
 	testkit.Eventually(t, 10*time.Second, "status: 2 in use, nothing reclaiming", func() bool {
@@ -439,7 +441,8 @@ func TestSliceBudgetEvictionAfterLive(t *testing.T) {
 func TestSliceBudgetPriorityReclaimEvent(t *testing.T) {
 	c := sbClient(t)
 	ns := testkit.Namespace(t, cp, "sb-prio")
-	createSliceBudget(t, c, "sb-prio", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), Preemption: true})
+	createSliceBudget(t, c, "sb-prio", v1alpha1.SliceBudgetSpec{Total: cpuList("10"),
+		Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}})
 	testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme()), func(mgr manager.Manager) error {
 		b, err := budget.FromObject(mgr, "sb-prio")
 		if err != nil {

@@ -38,7 +38,7 @@ func TestSliceBudgetOneEditReclaimsNothingFalse(t *testing.T) {
 	})
 
 	editSliceBudget(t, c, "sb-oneedit", func(s *v1alpha1.SliceBudgetSpec) {
-		s.Preemption = true
+		s.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}
 		s.Total = cpuList("16")
 	})
 	testkit.Eventually(t, 10*time.Second, "the edit applied", func() bool {

@@ -287,10 +287,10 @@ func TestOptionalRBAC(t *testing.T) {
 		values: "classes: [{name: gold, caps: {cpu: 2}, sliceBudget: premium}]",
 		want:   sorted(append(slices.Clone(proven), append(slices.Clone(quotas), sliceBudgets...)...)),
 	}, {
-		reason: "a SliceBudget of the values a class names, a node pool with localPods and evictionAfter: nodes, pods, ShadowPod deletion too",
+		reason: "a SliceBudget of the values a class names, a node pool with localPods and evictionAfterSeconds: nodes, pods, ShadowPod deletion too",
 		values: `sliceBudgets:
   - {name: premium, spec: {total: {cpu: 64}}}
-  - {name: gpu, spec: {nodePool: {selector: {matchLabels: {pool: gpu}}, localPods: true}, evictionAfter: 10m}}
+  - {name: gpu, spec: {nodePool: {selector: {matchLabels: {pool: gpu}}, localPods: true}, evictionAfterSeconds: 600}}
 classes:
   budgets: []
   classes:
@@ -300,13 +300,23 @@ classes:
 	}, {
 		reason: "a class naming a SliceBudget made outside the chart: the SliceBudget rules; one of the values no class names brings nothing",
 		values: `sliceBudgets:
-  - {name: gpu, spec: {nodePool: {selector: {}, localPods: true}, evictionAfter: 10m}}
+  - {name: gpu, spec: {nodePool: {selector: {}, localPods: true}, evictionAfterSeconds: 600}}
 classes: [{name: gold, caps: {cpu: 2}}, {name: silver, caps: {cpu: 2}, sliceBudget: premium}]`,
 		want: sorted(append(slices.Clone(proven), append(slices.Clone(quotas), sliceBudgets...)...)),
 	}, {
 		reason: "no class names a SliceBudget, SliceBudgets in the values: nothing more",
-		values: "sliceBudgets: [{name: gpu, spec: {nodePool: {selector: {}, localPods: true}, evictionAfter: 10m}}]",
+		values: "sliceBudgets: [{name: gpu, spec: {nodePool: {selector: {}, localPods: true}, evictionAfterSeconds: 600}}]",
 		want:   proven,
+	}, {
+		reason: "a SliceBudget a class names with evictionAfterSeconds 0 (evict at once): ShadowPod deletion, though 0 is false to a template",
+		values: `sliceBudgets: [{name: premium, spec: {total: {cpu: 64}, evictionAfterSeconds: 0}}]
+classes: [{name: gold, caps: {cpu: 2}, sliceBudget: premium}]`,
+		want: sorted(append(slices.Clone(proven), append(append(slices.Clone(quotas), sliceBudgets...), evict)...)),
+	}, {
+		reason: "a SliceBudget a class names with no evictionAfterSeconds: no ShadowPod deletion",
+		values: `sliceBudgets: [{name: premium, spec: {total: {cpu: 64}, preemption: {withinBudget: LowerPriority}}}]
+classes: [{name: gold, caps: {cpu: 2}, sliceBudget: premium}]`,
+		want: sorted(append(slices.Clone(proven), append(slices.Clone(quotas), sliceBudgets...)...)),
 	}, {
 		reason: "rbac.sliceBudgets alone (a manager of your own calling budget.FromObject): slicebudgets, their status, Quotas",
 		values: "rbac: {sliceBudgets: true}",

@@ -39,7 +39,7 @@ classes:
     budget: {cpu: "64", memory: 256Gi}
   - name: silver
 sliceBudgets:
-  - {name: sc-every-option, spec: {total: {cpu: "64"}, preemption: true}}
+  - {name: sc-every-option, spec: {total: {cpu: "64"}, preemption: {withinBudget: LowerPriority}}}
 defaultCaps: cpu=2,memory=4Gi
 sharedBudget: cpu=16,memory=64Gi
 classLease: {enabled: true, namespace: LEASES}

@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -51,12 +52,16 @@ func TestSliceBudgetsRender(t *testing.T) {
 	objs := render(t, "liqo", `
 sliceBudgets:
   - name: premium
-    spec: {total: {cpu: "64", memory: 256Gi}, preemption: true, consumerLimit: {cpu: "16"}, consumerLimits: {globex: {cpu: "0"}}}
+    spec:
+      total: {cpu: "64", memory: 256Gi}
+      preemption: {withinBudget: LowerPriority}
+      consumerLimit: {cpu: "16"}
+      consumerLimits: [{consumer: globex, limits: {cpu: "0"}}]
   - name: gpu
     annotations: {helm.sh/resource-policy: keep}
     spec:
       nodePool: {selector: {matchLabels: {pool: gpu}}, resources: [nvidia.com/gpu], sharePercent: 90}
-      evictionAfter: 10m
+      evictionAfterSeconds: 600
 `)
 	sbs := only(t, objs, "SliceBudget", 2)
 	premium, gpu := typed[v1alpha1.SliceBudget](t, sbs[0]), typed[v1alpha1.SliceBudget](t, sbs[1])
@@ -66,18 +71,20 @@ sliceBudgets:
 	assert.Equal(t, v1alpha1.GroupVersion.String(), sbs[0].GetAPIVersion())
 	assert.Empty(t, premium.Namespace, "cluster-scoped")
 	assert.Equal(t, releaseName, premium.Labels["app.kubernetes.io/instance"])
-	assert.True(t, premium.Spec.Preemption)
+	require.NotNil(t, premium.Spec.Preemption)
+	assert.Equal(t, v1alpha1.PreemptionLowerPriority, premium.Spec.Preemption.WithinBudget)
 	assert.True(t, resource.MustParse("64").Equal(premium.Spec.Total["cpu"]))
 	assert.True(t, resource.MustParse("256Gi").Equal(premium.Spec.Total["memory"]))
 	assert.True(t, resource.MustParse("16").Equal(premium.Spec.ConsumerLimit["cpu"]))
-	assert.True(t, resource.MustParse("0").Equal(premium.Spec.ConsumerLimits["globex"]["cpu"]))
+	require.Len(t, premium.Spec.ConsumerLimits, 1)
+	assert.Equal(t, "globex", premium.Spec.ConsumerLimits[0].Consumer)
+	assert.True(t, resource.MustParse("0").Equal(premium.Spec.ConsumerLimits[0].Limits["cpu"]))
 	assert.Equal(t, "gpu", gpu.Name)
 	assert.Equal(t, map[string]string{"helm.sh/resource-policy": "keep"}, gpu.Annotations)
 	require.NotNil(t, gpu.Spec.NodePool)
 	assert.Equal(t, map[string]v1alpha1.LabelValue{"pool": "gpu"}, gpu.Spec.NodePool.Selector.MatchLabels)
 	assert.Equal(t, int32(90), gpu.Spec.NodePool.SharePercent)
-	require.NotNil(t, gpu.Spec.EvictionAfter)
-	assert.Equal(t, 10*time.Minute, gpu.Spec.EvictionAfter.Duration)
+	assert.Equal(t, ptr.To[int32](600), gpu.Spec.EvictionAfterSeconds)
 }
 
 // TestSliceBudgetsRenderRefuses checks the sliceBudgets entries the chart
@@ -108,9 +115,9 @@ func TestSliceBudgetsInstall(t *testing.T) {
 	install(t, render(t, ns, `
 sliceBudgets:
   - name: sc-sb-premium
-    spec: {total: {cpu: "64"}, preemption: true, consumerLimit: {cpu: "16"}}
+    spec: {total: {cpu: "64"}, preemption: {withinBudget: LowerPriority}, consumerLimit: {cpu: "16"}}
   - name: sc-sb-pool
-    spec: {nodePool: {selector: {matchExpressions: [{key: pool, operator: In, values: [gpu]}]}, localPods: true}, evictionAfter: 90s}
+    spec: {nodePool: {selector: {matchExpressions: [{key: pool, operator: In, values: [gpu]}]}, localPods: true}, evictionAfterSeconds: 90}
 classes:
   budgets: []
   classes:
@@ -123,10 +130,13 @@ classes:
 	require.NoError(t, err)
 	var sb v1alpha1.SliceBudget
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "sc-sb-premium"}, &sb))
-	assert.True(t, sb.Spec.Preemption)
+	assert.Equal(t, &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}, sb.Spec.Preemption)
+	sb = v1alpha1.SliceBudget{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "sc-sb-pool"}, &sb))
 	require.NotNil(t, sb.Spec.NodePool)
 	assert.Equal(t, int32(100), sb.Spec.NodePool.SharePercent, "the CRD's default")
+	assert.Equal(t, &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionNever}, sb.Spec.Preemption, "the CRD's default")
+	assert.Equal(t, ptr.To[int32](90), sb.Spec.EvictionAfterSeconds)
 
 	bad := render(t, ns, "sliceBudgets: [{name: sc-sb-bad, spec: {total: {cpu: \"-1\"}}}]")
 	u := only(t, bad, "SliceBudget", 1)[0]
