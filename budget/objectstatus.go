@@ -144,6 +144,7 @@ func (w *statusWriter) sync(ctx context.Context) error {
 func keepFigures(desired *v1alpha1.SliceBudgetStatus, shown v1alpha1.SliceBudgetStatus) {
 	desired.Capacity, desired.Used, desired.InUse = shown.Capacity, shown.Used, shown.InUse
 	desired.Reclaiming, desired.Available = shown.Reclaiming, shown.Available
+	desired.Borrowed, desired.Lent = shown.Borrowed, shown.Lent
 	desired.Accepted, desired.Waiting, desired.Consumers = shown.Accepted, shown.Waiting, shown.Consumers
 }
 
@@ -187,6 +188,9 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 	}
 	if a.ok {
 		st.Capacity, st.Used, st.InUse, st.Reclaiming, st.Available = snap.Total, snap.Used, snap.InUse, snap.Reclaiming, snap.Free
+		if snap.Cohort != "" {
+			st.Borrowed, st.Lent = snap.Borrowed, snap.Lent
+		}
 		for _, c := range snap.Consumers {
 			if len(st.Consumers) == v1alpha1.MaxConsumers {
 				break

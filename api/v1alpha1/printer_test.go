@@ -33,7 +33,7 @@ type column struct {
 // may preempt (spec.preemption.withinBudget).
 var wantColumns = []column{
 	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"CPU Used", 0}, {"CPU Capacity", 0}, {"CPU Available", 0},
-	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
+	{"CPU Borrowed", 0}, {"CPU Lent", 0}, {"Cohort", 1}, {"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
 }
 
 // table asks the API server for path as a Table, as kubectl get does (the
@@ -87,13 +87,14 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := map[string][]any{
 		// JSON numbers decode as float64.
-		"printed": {"printed", "True", float64(12), float64(3), "58", "64", "6", "200Gi", "256Gi", "Serving", "LowerPriority"},
+		// Borrowed, lent and cohort are blank: a budget in no cohort.
+		"printed": {"printed", "True", float64(12), float64(3), "58", "64", "6", nil, nil, nil, "200Gi", "256Gi", "Serving", "LowerPriority"},
 		// Served and empty: zeros, not blanks.
-		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "0", "64", "64", "0", "256Gi", nil, "LowerPriority"},
+		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "0", "64", "64", nil, nil, nil, "0", "256Gi", nil, "LowerPriority"},
 		// A budget no manager serves yet: the API server prints no value
 		// (kubectl leaves the cell blank) for the status columns, and 0 is
 		// never claimed for what nobody counted.
-		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, "LowerPriority"},
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "LowerPriority"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

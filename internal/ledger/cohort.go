@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -175,9 +176,18 @@ func (l *Ledger) Cohort() string {
 	return l.cohort.name
 }
 
+// CheckCohortTerms refuses negative limits, limits of resources total does
+// not name, a lending limit above the total, and an unknown policy, as New
+// does. A budget that follows a SliceBudget checks its spec with it before
+// applying anything.
+func CheckCohortTerms(total, borrowing, lending corev1.ResourceList, policy ReclaimPolicy) error {
+	return checkCohortTerms(total, Options{BorrowingLimit: borrowing, LendingLimit: lending, ReclaimWithinCohort: policy}, true)
+}
+
 // checkCohortTerms refuses negative limits, limits of resources total does
-// not name, a lending limit above the total, and an unknown policy.
-func checkCohortTerms(total corev1.ResourceList, o Options) error {
+// not name, a lending limit above the total (with aboveTotal), and an
+// unknown policy.
+func checkCohortTerms(total corev1.ResourceList, o Options, aboveTotal bool) error {
 	for _, x := range []struct {
 		what string
 		rl   corev1.ResourceList
@@ -198,6 +208,9 @@ func checkCohortTerms(total corev1.ResourceList, o Options) error {
 	}
 	var over []string
 	for n, q := range o.LendingLimit {
+		if !aboveTotal {
+			break
+		}
 		if t := total[n]; q.Cmp(t) > 0 {
 			over = append(over, fmt.Sprintf("%s: %s above the total %s", n, q.String(), t.String()))
 		}
@@ -215,14 +228,15 @@ func checkCohortTerms(total corev1.ResourceList, o Options) error {
 }
 
 // SetCohortTerms changes the ledger's borrowing and lending limits and its
-// reclaim policy (nil limits: absent), as New checks them. A smaller
-// lending limit revokes nothing by itself (see the cohort rules above);
-// the cohort's members are woken, since what is available to each
-// changed.
+// reclaim policy (nil limits: absent), as New checks them, except that a
+// lending limit above the total is clamped to it (a node pool's total
+// moves). A smaller lending limit revokes nothing by itself (see the
+// cohort rules above); the cohort's members are woken, since what is
+// available to each changed.
 func (l *Ledger) SetCohortTerms(borrowing, lending corev1.ResourceList, policy ReclaimPolicy) error {
 	l.lock()
 	o := Options{BorrowingLimit: borrowing, LendingLimit: lending, ReclaimWithinCohort: policy}
-	if err := checkCohortTerms(l.books.total, o); err != nil {
+	if err := checkCohortTerms(l.books.total, o, false); err != nil {
 		l.unlock()
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
@@ -460,4 +474,75 @@ func (l *Ledger) wakeLocked() func() {
 			w()
 		}
 	}
+}
+
+// Cohorts are a manager's cohorts by name, where the budgets that follow
+// a SliceBudget join the cohort their spec names (SetCohortName): what
+// the classes of one set share (resourceslice's ClassSet builds it), not
+// package state. A cohort is made on first use and kept while the set
+// lives. The zero value is not usable: NewCohorts.
+type Cohorts struct {
+	mu sync.Mutex
+	by map[string]*Cohort
+}
+
+// NewCohorts returns an empty set of cohorts.
+func NewCohorts() *Cohorts { return &Cohorts{by: map[string]*Cohort{}} }
+
+// get returns the cohort named name, made on first use.
+func (cs *Cohorts) get(name string) *Cohort {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c := cs.by[name]
+	if c == nil {
+		c = &Cohort{name: name, box: newLockBox()}
+		cs.by[name] = c
+	}
+	return c
+}
+
+// named is a ledger's cohort by name: the name its SliceBudget's spec
+// gives, and the cohorts of the manager it is bound to. Under its own
+// lock, which is taken before the ledger's (JoinCohort takes those).
+type named struct {
+	mu      sync.Mutex
+	on      bool // SetCohortName was called: the name, not WithCohort, decides
+	name    string
+	cohorts *Cohorts
+}
+
+// SetCohortName makes the ledger a member of the cohort name of the
+// manager it is bound to (SetCohorts), now or once it is bound; "" leaves
+// any cohort. It is how a budget that follows a SliceBudget applies
+// spec.cohort.
+func (l *Ledger) SetCohortName(name string) {
+	n := &l.named
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.on, n.name = true, name
+	l.joinNamedLocked()
+}
+
+// SetCohorts gives the ledger the cohorts of the manager it is bound to
+// (nil once it is unbound: it leaves its cohort). A ledger whose cohort is
+// not set by name (SetCohortName) keeps the one it was given (WithCohort).
+func (l *Ledger) SetCohorts(cs *Cohorts) {
+	n := &l.named
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cohorts = cs
+	if n.on {
+		l.joinNamedLocked()
+	}
+}
+
+// joinNamedLocked joins the cohort l.named says; the caller holds its
+// lock.
+func (l *Ledger) joinNamedLocked() {
+	n := &l.named
+	var c *Cohort
+	if n.name != "" && n.cohorts != nil {
+		c = n.cohorts.get(n.name)
+	}
+	l.JoinCohort(c)
 }

@@ -133,6 +133,8 @@ type Ledger struct {
 	// binding is the one manager the budget's classes run in, and what
 	// the budget holds there (see bind.go); under its own lock.
 	binding binding
+	// named is the cohort the ledger joins by name (see cohort.go).
+	named named
 }
 
 // New returns an empty ledger limiting exactly the resources of total. It
@@ -159,7 +161,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	if err := checkCohortTerms(total, o); err != nil {
+	if err := checkCohortTerms(total, o, true); err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	l := &Ledger{
