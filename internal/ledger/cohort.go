@@ -546,3 +546,17 @@ func (l *Ledger) joinNamedLocked() {
 	}
 	l.JoinCohort(c)
 }
+
+// heldBackLocked is how many slices of priority above p are undecided
+// since the books were counted (a new leader's hold, see undecided.go):
+// in the ledger, and for a cohort member in every member, since what a
+// higher priority of another member was promised or was taking back is
+// learnt only as it is decided. So a borrower shrunk for a lender does not
+// grow back into what its pods free before the lender is decided again.
+func (l *Ledger) heldBackLocked(p int32) int {
+	n := l.books.heldBack(p)
+	for _, m := range l.others() {
+		n += m.books.heldBack(p)
+	}
+	return n
+}

@@ -45,7 +45,7 @@ type room struct {
 func (l *Ledger) roomLocked(r Request) room {
 	rm := room{budget: l.name, closed: l.closed, names: l.books.names, total: l.books.total, limit: l.limitLocked(r.Consumer),
 		mine: l.books.growsFrom(r.Key), free: l.freeLocked(), held: l.books.byConsumer[r.Consumer],
-		heldBack: l.books.heldBack(r.Priority)}
+		heldBack: l.heldBackLocked(r.Priority)}
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
 	rm.others = l.line.promisedToOthers(r.Consumer, r.Holder)

@@ -35,7 +35,7 @@ func (l *Ledger) wakeLineLocked() func() {
 	l.changedLocked() // what is promised changes
 	free, _ := l.line.spare(l.freeLocked(), Holder{})
 	fits := func(w *waiter) bool {
-		if l.closed != "" || l.books.heldBack(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
+		if l.closed != "" || l.heldBackLocked(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
 			return false
 		}
 		return len(consumerShort(l.limitLocked(w.consumer), l.books.byConsumer[w.consumer], w.increase, nil, l.line.promisedTo(w.consumer))) == 0

@@ -26,7 +26,9 @@ import (
 // (lends 2, takes back from lower priorities).
 func tierBudgets(t *testing.T, cohort string) (gold, spot, silver *budget.Budget) {
 	t.Helper()
-	cpu := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)} }
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
 	pool, err := budget.NewCohort(cohort)
 	require.NoError(t, err)
 	gold, err = budget.New(cohort+"-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
@@ -151,4 +153,52 @@ func assertCPUIs(t *testing.T, want string, got corev1.ResourceList, msg string)
 	t.Helper()
 	q := got[corev1.ResourceCPU]
 	assert.Zero(t, q.Cmp(resource.MustParse(want)), "%s: want %s CPU, got %s", msg, want, q.String())
+}
+
+// A restart in the middle of a reclaim within the cohort: spot (borrowing,
+// its pods using 14) is shrunk to 4 for gold (10); the manager stops while
+// gold waits; a new leader starts as spot's pods end. Spot, whose offer is
+// decided again by its own budget, must not grow back into what its pods
+// free before gold, of another budget, is decided again: the new leader
+// holds lower priorities across the cohort until the higher ones are
+// decided. Gold is admitted, spot is shrunk once (none, 14, 4) and the
+// cohort never holds more than 16.
+func TestCohortRestartMidReclaim(t *testing.T) {
+	cp.Require(t)
+	ctx := context.Background()
+	nsS := tenantNamespace(t, "cohrr-spot", "cluster-cohrr-spot")
+	nsG := tenantNamespace(t, "cohrr-gold", "cluster-cohrr-gold")
+	offloaded := testkit.Namespace(t, cp, "cohrr-offloaded")
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "16", "cohrr-spot", "cohrr-gold", "cohrr-silver")
+	gold, spot, silver := tierBudgets(t, "cohrr")
+	m := tiers(t, "cohrr", gold, spot, silver)
+	create(t, sliceIn(nsS, "s", "cohrr-spot", slicetest.WithConsumer("cluster-cohrr-spot"), slicetest.WithRequest(corev1.ResourceCPU, "14")))
+	testkit.Eventually(t, 30*time.Second, "spot Accepted with 14 and its Quota at 14", func() bool {
+		return offerIs(t, nsS, "s", "14", "") && quotaIs(nsS, "s", "14")()
+	})
+	user := quotaUser(t, nsS)
+	pods := make([]*offloadingv1beta1.ShadowPod, 7)
+	for i := range pods {
+		pods[i] = runShadowPod(t, offloaded, fmt.Sprintf("spot-%d", i), user, "2")
+	}
+	testkit.Eventually(t, 10*time.Second, "spot's budget counts its pods", func() bool { u := spot.Used(); return u.Cpu().Value() == 14 })
+	create(t, sliceIn(nsG, "g", "cohrr-gold", slicetest.WithConsumer("cluster-cohrr-gold"), slicetest.WithRequest(corev1.ResourceCPU, "10")))
+	testkit.Eventually(t, 30*time.Second, "spot shrunk to 4 and gold waiting", func() bool {
+		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		return offerIs(t, nsS, "s", "4", budget.ReasonReclaimed) && g != nil && g.Status == conditions.Denied
+	})
+	m.Stop()
+
+	gold, spot, silver = tierBudgets(t, "cohrr")
+	tiers(t, "cohrr", gold, spot, silver)
+	for _, p := range pods[2:] { // as the new leader starts: spot's pods down to 4
+		require.NoError(t, cp.Client.Delete(ctx, p))
+	}
+	testkit.Eventually(t, 60*time.Second, "gold admitted once spot's pods use 4", func() bool { return offerIs(t, nsG, "g", "10", "") })
+	testkit.Consistently(t, time.Second, "spot keeps 4", func() bool { return offerIs(t, nsS, "s", "4", "") })
+	w.CaughtUp(t)
+	if offers := w.OffersOf("s"); !assert.ObjectsAreEqual([]string{"none", "14", "4"}, offers) {
+		t.Errorf("spot's grant grew after the restart: %s (gold: %s); every event:\n%s", w.OfferLog("s"), w.OfferLog("g"), w.Timeline())
+	}
+	w.Check(t)
 }
