@@ -298,6 +298,12 @@ func (l *Ledger) freeLocked() corev1.ResourceList {
 	if c == nil {
 		return free
 	}
+	promised := make(map[*Ledger]corev1.ResourceList, len(c.members))
+	for _, m := range c.members {
+		if m != l && m.line.nPromise > 0 {
+			promised[m] = m.promisedBeyondReclaimLocked()
+		}
+	}
 	for _, n := range l.books.names {
 		pool := resource.Quantity{}
 		for _, m := range c.members {
@@ -306,10 +312,8 @@ func (l *Ledger) freeLocked() corev1.ResourceList {
 			}
 			pool.Add(m.lendableLocked(n))
 			u := m.books.sum[n].DeepCopy()
-			if m != l {
-				// What another member's line is promised is its own.
-				u.Add(m.line.promised[n])
-			}
+			// What another member's line is promised is its own.
+			u.Add(promised[m][n])
 			pool.Sub(m.lendInUseLocked(n, u))
 		}
 		avail := l.guaranteedLocked(n)
@@ -559,4 +563,37 @@ func (l *Ledger) heldBackLocked(p int32) int {
 		n += m.books.heldBack(p)
 	}
 	return n
+}
+
+// promisedBeyondReclaimLocked is what the ledger's line is promised, less
+// what its victims still hold of what is being reclaimed for its waiters:
+// that part is counted already, in the victims' books, until it frees.
+// Without it, a lender's waiter would count twice (its promise and its
+// borrowers' holdings) and keep a third member out of its own guarantee.
+func (l *Ledger) promisedBeyondReclaimLocked() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range l.line.promised {
+		out[n] = q.DeepCopy()
+	}
+	ms := append([]*Ledger{l}, l.others()...)
+	for _, x := range ms {
+		for h := range x.victims {
+			w := l.line.by[h]
+			if w == nil || !w.promised || !w.reclaiming {
+				continue
+			}
+			for n, q := range x.pendingLocked(h) {
+				if inc := w.increase[n]; q.Cmp(inc) > 0 {
+					q = inc
+				}
+				sub(out, n, q)
+			}
+		}
+	}
+	for n, q := range out {
+		if q.Sign() < 0 {
+			out[n] = resource.Quantity{}
+		}
+	}
+	return out
 }

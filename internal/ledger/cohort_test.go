@@ -374,3 +374,27 @@ func TestCohortReclaimBounds(t *testing.T) {
 		admitted(t, []*ledger.Ledger{spot.l}, ask(spot, "s1", cpu("14")))
 	})
 }
+
+// TestCohortReclaimLeavesOthersGuarantees: while gold waits for what spot
+// still holds of the 10 taken back for it, silver's own 2 stay silver's:
+// gold's promise is not counted twice (as promised and as held by spot),
+// and the cohort still never holds more than its 16.
+func TestCohortReclaimLeavesOthersGuarantees(t *testing.T) {
+	gold, spot, silver, _ := reclaimers(t)
+	refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	require.Equal(t, "4", capOf(spot, "s1"))
+	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("2")))
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v2", cpu("1")))
+	// Spot's pods end down to 9: gold still waits, silver still cannot
+	// take more than its own.
+	holdIn(spot, "s1", cpu("9"))
+	refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v2", cpu("1")))
+	holdIn(spot, "s1", cpu("4"))
+	admitted(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	var sum resource.Quantity
+	for _, tr := range []tier{gold, spot, silver} {
+		sum.Add(tr.l.Used()[corev1.ResourceCPU])
+	}
+	assert.Zero(t, sum.Cmp(resource.MustParse("16")), "the cohort holds %s of its 16", sum.String())
+}
