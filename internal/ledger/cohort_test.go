@@ -398,3 +398,22 @@ func TestCohortReclaimLeavesOthersGuarantees(t *testing.T) {
 	}
 	assert.Zero(t, sum.Cmp(resource.MustParse("16")), "the cohort holds %s of its 16", sum.String())
 }
+
+// TestCohortBorrowerWithPreemption: a borrower's own preemption (within
+// its budget) does not take what it borrowed for a total it holds more
+// than: borrowing is not being over the total. What it holds beyond all
+// it may ever hold (its total and borrowing limit) still is.
+func TestCohortBorrowerWithPreemption(t *testing.T) {
+	c, err := ledger.NewCohort("pool")
+	require.NoError(t, err)
+	newTier(t, c, "lender", cpu("10"), 0, ledger.Options{})
+	borrower := newTier(t, c, "borrower", cpu("2"), 0, ledger.Options{Preemption: true, BorrowingLimit: cpu("8")})
+	grant(t, borrower, ask(borrower, "b1", cpu("10")))
+	require.NoError(t, borrower.l.SetTotal(cpu("2")))
+	borrower.l.SetPreemption(false)
+	borrower.l.SetPreemption(true)
+	assert.Equal(t, "", capOf(borrower, "b1"), "borrowing is not being over the total")
+	require.NoError(t, borrower.l.SetCohortTerms(cpu("6"), nil, ledger.ReclaimNever))
+	require.NoError(t, borrower.l.SetTotal(cpu("2")))
+	assert.Equal(t, "8", capOf(borrower, "b1"), "beyond its total and borrowing limit, it is")
+}

@@ -163,7 +163,10 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	excess := corev1.ResourceList{}
 	for _, n := range l.books.names {
 		over := l.books.sum[n].DeepCopy()
-		over.Sub(l.books.total[n])
+		// A cohort member's slices may hold more than its total: what
+		// they borrow is not over it, only what is beyond all it may
+		// ever hold (see cohort.go).
+		over.Sub(l.ceilingLocked(n))
 		if over.Sign() > 0 {
 			excess[n] = over
 		}
