@@ -214,9 +214,11 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 }
 
 // capacityEvent records a Warning event when the capacity falls below what
-// the slices hold, once until it no longer is.
+// the slices hold, once until it no longer is. A member of a cohort holding
+// more than its capacity is borrowing (status.borrowed), not short.
 func (w *statusWriter) capacityEvent(a applied, snap ledger.Snapshot) {
-	if !a.ok {
+	if !a.ok || snap.Cohort != "" {
+		w.below = false
 		return
 	}
 	var short []string
