@@ -50,7 +50,9 @@ func tierBudgetsOf(mgr manager.Manager) (map[string]*budget.Budget, error) {
 // lacks: spot's slice is shrunk by that (reason Reclaimed), not evicted.
 func tiersTour(ctx context.Context, c client.Client, classes *resourceslice.ClassSet, budgets map[string]*budget.Budget, say func(string, ...any), out io.Writer,
 	newSlice func(consumer, name, class string, req map[corev1.ResourceName]string) *authv1beta1.ResourceSlice) error {
-	cpu := func(q string) v1alpha1.Quantities { return v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(q)} }
+	cpu := func(q string) v1alpha1.Quantities {
+		return v1alpha1.Quantities{corev1.ResourceCPU: resource.MustParse(q)}
+	}
 	gold := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: "tier-gold"}, Spec: v1alpha1.SliceBudgetSpec{
 		Total: cpu("4"), Cohort: "tiers", Preemption: &v1alpha1.SliceBudgetPreemption{ReclaimWithinCohort: v1alpha1.CohortReclaimAny}}}
 	spot := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: "tier-spot"}, Spec: v1alpha1.SliceBudgetSpec{
