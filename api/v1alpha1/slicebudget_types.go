@@ -109,9 +109,11 @@ type SliceBudgetSpec struct {
 	ConsumerLimits []ConsumerLimitOverride `json:"consumerLimits,omitempty"`
 
 	// Cohort names the cohort the budget lends to and borrows from: the
-	// SliceBudgets served by one manager whose spec names the same cohort
-	// lend each other what they leave idle. Total is then what the budget
-	// is guaranteed. Unset, the budget is in no cohort.
+	// SliceBudgets whose classes one class set of a manager serves (the
+	// chart's classes file, resourceslice.NewClassSet) and whose spec
+	// names the same cohort lend each other what they leave idle. Total
+	// is then what the budget is guaranteed. Unset, the budget is in no
+	// cohort.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
