@@ -119,7 +119,10 @@ func (l *Ledger) unlock() { l.lk.Load().mu.Unlock() }
 
 // JoinCohort makes the ledger a member of c (nil: of none), leaving the
 // cohort it was in. The members of both are woken: what is available to
-// each changed.
+// each changed. A member whose slices borrow (count more than its total)
+// stays until they no longer do, lending nothing and borrowing nothing
+// more meanwhile, so the cohort it leaves never admits what it still
+// holds; it then moves at the first wake.
 func (l *Ledger) JoinCohort(c *Cohort) {
 	to := l.own
 	if c != nil {
@@ -141,9 +144,28 @@ func (l *Ledger) JoinCohort(c *Cohort) {
 		}
 		old := l.cohort
 		if old == c {
+			if l.leaving != nil { // it stays after all
+				l.leaving = nil
+				wake := l.wakeLocked()
+				unlockAll(boxes)
+				wake()
+				return
+			}
 			unlockAll(boxes)
 			return
 		}
+		if old != nil && l.borrowsLocked() {
+			// Its slices hold what the others lent: it leaves once they
+			// no longer do, lending nothing and borrowing nothing more
+			// meanwhile (completeLeavesLocked), so that the cohort it
+			// leaves never admits what it still holds.
+			l.leaving = &leave{to: c}
+			wake := l.wakeLocked()
+			unlockAll(boxes)
+			wake()
+			return
+		}
+		l.leaving = nil
 		var wakes []func()
 		if old != nil {
 			old.members = slices.DeleteFunc(old.members, func(m *Ledger) bool { return m == l })
@@ -164,6 +186,36 @@ func (l *Ledger) JoinCohort(c *Cohort) {
 		}
 		return
 	}
+}
+
+// leave is a cohort member's pending move to another cohort (to; nil for
+// none), made once its slices borrow nothing (see JoinCohort).
+type leave struct{ to *Cohort }
+
+// borrowsLocked reports whether the ledger's slices count more than its
+// total of some resource.
+func (l *Ledger) borrowsLocked() bool {
+	for _, n := range l.books.names {
+		if q := l.books.sum[n]; q.Cmp(l.books.total[n]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// completeLeavesLocked returns, for the members of c leaving it that no
+// longer borrow, the moves to make once the lock is released: each joins
+// where it goes then (JoinCohort checks again). The caller holds c's lock.
+func (c *Cohort) completeLeavesLocked() []func() {
+	var moves []func()
+	for _, m := range c.members {
+		if m.leaving == nil || m.borrowsLocked() {
+			continue
+		}
+		m, to := m, m.leaving.to
+		moves = append(moves, func() { m.JoinCohort(to) })
+	}
+	return moves
 }
 
 // Cohort returns the name of the ledger's cohort, "" for none.
@@ -262,8 +314,12 @@ func (l *Ledger) limitsResource(n corev1.ResourceName) bool {
 	return ok
 }
 
-// lendableLocked is L of n: the lending limit, clamped to the total.
+// lendableLocked is L of n: the lending limit, clamped to the total;
+// nothing for a member leaving its cohort.
 func (l *Ledger) lendableLocked(n corev1.ResourceName) resource.Quantity {
+	if l.leaving != nil {
+		return resource.Quantity{}
+	}
 	t := l.books.total[n]
 	if q, ok := l.opts.LendingLimit[n]; ok && q.Cmp(t) < 0 {
 		return q
@@ -322,7 +378,10 @@ func (l *Ledger) freeLocked() corev1.ResourceList {
 			avail = resource.Quantity{}
 		}
 		avail.Add(pool)
-		if b, ok := l.opts.BorrowingLimit[n]; ok {
+		if b, ok := l.opts.BorrowingLimit[n]; ok || l.leaving != nil {
+			if l.leaving != nil {
+				b = resource.Quantity{} // leaving: it borrows nothing more
+			}
 			ceil := l.books.total[n].DeepCopy()
 			ceil.Add(b)
 			ceil.Sub(l.books.sum[n])
@@ -340,7 +399,7 @@ func (l *Ledger) freeLocked() corev1.ResourceList {
 // what the others may lend when it has none.
 func (l *Ledger) ceilingLocked(n corev1.ResourceName) resource.Quantity {
 	t := l.books.total[n].DeepCopy()
-	if l.cohort == nil {
+	if l.cohort == nil || l.leaving != nil {
 		return t
 	}
 	if b, ok := l.opts.BorrowingLimit[n]; ok {
@@ -469,7 +528,7 @@ func (l *Ledger) wakeLocked() func() {
 		}
 	}
 	sort.SliceStable(lines, func(i, j int) bool { return lines[i].top > lines[j].top })
-	wakes := make([]func(), 0, len(lines))
+	wakes := l.cohort.completeLeavesLocked()
 	for _, x := range lines {
 		wakes = append(wakes, x.m.wakeLineLocked())
 	}

@@ -417,3 +417,31 @@ func TestCohortBorrowerWithPreemption(t *testing.T) {
 	require.NoError(t, borrower.l.SetTotal(cpu("2")))
 	assert.Equal(t, "8", capOf(borrower, "b1"), "beyond its total and borrowing limit, it is")
 }
+
+// TestCohortLeaveWhileBorrowing: a member that leaves its cohort while its
+// slices hold what the others lent stays, lending and borrowing nothing
+// more, until they no longer do: the cohort it leaves never admits what
+// it still holds. Then it leaves.
+func TestCohortLeaveWhileBorrowing(t *testing.T) {
+	c, gold, spot, silver := tiers(t)
+	grant(t, spot, ask(spot, "s1", cpu("14")))
+	spot.l.JoinCohort(nil)
+	assert.Equal(t, "pool", spot.l.Cohort(), "spot stays while it borrows")
+	refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("1")))
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
+	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("2")))
+	// Spot's slice falls to its own 2: it borrows nothing, and leaves.
+	holdIn(spot, "s1", cpu("2"))
+	assert.Equal(t, "", spot.l.Cohort(), "spot left once it borrowed nothing")
+	assert.Equal(t, []string{"gold", "silver"}, c.Members())
+	admitted(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
+	// Joined again while leaving: it stays.
+	c2, gold2, spot2, _ := tiers(t)
+	grant(t, spot2, ask(spot2, "s1", cpu("14")))
+	spot2.l.JoinCohort(nil)
+	spot2.l.JoinCohort(c2)
+	holdIn(spot2, "s1", cpu("13"))
+	assert.Equal(t, "pool", spot2.l.Cohort())
+	admitted(t, []*ledger.Ledger{gold2.l}, ask(gold2, "g1", cpu("1")))
+}

@@ -86,8 +86,10 @@ type Ledger struct {
 	lk  atomic.Pointer[lockBox]
 	own *lockBox
 	// cohort is the cohort the ledger is a member of (nil for none);
-	// changed under both locks, like lk.
-	cohort *Cohort
+	// changed under both locks, like lk. leaving is set while it waits to
+	// leave it for another, borrowing (see JoinCohort); under its lock.
+	cohort  *Cohort
+	leaving *leave
 	// books are what the cluster shows the budget holds, and its total
 	// (see books.go); line, the slices waiting for capacity (line.go).
 	// Reclaims are chosen by a planner over the books (planner.go) and
