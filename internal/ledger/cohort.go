@@ -119,10 +119,11 @@ func (l *Ledger) unlock() { l.lk.Load().mu.Unlock() }
 
 // JoinCohort makes the ledger a member of c (nil: of none), leaving the
 // cohort it was in. The members of both are woken: what is available to
-// each changed. A member whose slices borrow (count more than its total)
-// stays until they no longer do, lending nothing and borrowing nothing
-// more meanwhile, so the cohort it leaves never admits what it still
-// holds; it then moves at the first wake.
+// each changed. A member whose slices borrow (count more than its total),
+// or whose lent capacity the others' slices hold, stays until neither is
+// true, lending nothing and borrowing nothing more meanwhile, so that
+// neither the cohort it leaves nor it alone admits what is still held; it
+// then moves at the first wake.
 func (l *Ledger) JoinCohort(c *Cohort) {
 	to := l.own
 	if c != nil {
@@ -154,7 +155,7 @@ func (l *Ledger) JoinCohort(c *Cohort) {
 			unlockAll(boxes)
 			return
 		}
-		if old != nil && l.borrowsLocked() {
+		if old != nil && !l.mayLeaveLocked() {
 			// Its slices hold what the others lent: it leaves once they
 			// no longer do, lending nothing and borrowing nothing more
 			// meanwhile (completeLeavesLocked), so that the cohort it
@@ -203,13 +204,37 @@ func (l *Ledger) borrowsLocked() bool {
 	return false
 }
 
+// mayLeaveLocked reports whether the ledger may leave its cohort now: its
+// slices borrow nothing, and the others' hold nothing of what it lent (the
+// rest of the cohort holds, above what each is guaranteed, no more than
+// the rest may lend). Either way, leaving would let the cohort, or the
+// ledger on its own, admit what is still held.
+func (l *Ledger) mayLeaveLocked() bool {
+	if l.borrowsLocked() {
+		return false
+	}
+	for _, n := range l.books.names {
+		var pool resource.Quantity
+		for _, m := range l.others() {
+			if m.limitsResource(n) {
+				pool.Add(m.lendableLocked(n))
+				pool.Sub(m.lendInUseLocked(n, m.books.sum[n]))
+			}
+		}
+		if pool.Sign() < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // completeLeavesLocked returns, for the members of c leaving it that no
 // longer borrow, the moves to make once the lock is released: each joins
 // where it goes then (JoinCohort checks again). The caller holds c's lock.
 func (c *Cohort) completeLeavesLocked() []func() {
 	var moves []func()
 	for _, m := range c.members {
-		if m.leaving == nil || m.borrowsLocked() {
+		if m.leaving == nil || !m.mayLeaveLocked() {
 			continue
 		}
 		m, to := m, m.leaving.to

@@ -134,11 +134,17 @@ func TestCohortBorrowingLimit(t *testing.T) {
 	admitted(t, []*ledger.Ledger{capped.l}, ask(capped, "d", cpu("1")))
 	refused(t, []*ledger.Ledger{capped.l}, ask(capped, "e", cpu("1")))
 
+	// The lender leaves once the borrower holds nothing of its (see
+	// TestCohortLeaveWhileLending); outside the cohort it is a budget of
+	// its own again: its total less what its own slices count.
+	for _, s := range []string{"a", "b", "c", "d"} {
+		borrowerGone := slice(s, "9", nil, inClass("capped"), consumer("c-"+s))
+		capped.l.ObserveSlice(borrowerGone)
+		capped.l.ForgetSlice(key(s), uid(s))
+	}
 	lender.l.JoinCohort(nil)
 	assert.Equal(t, "", lender.l.Cohort())
 	assert.Equal(t, []string{"capped"}, c.Members())
-	// Outside the cohort the lender is a budget of its own again: its
-	// total less what its own slices count.
 	admitted(t, []*ledger.Ledger{lender.l}, ask(lender, "f", cpu("10")))
 }
 
@@ -444,4 +450,20 @@ func TestCohortLeaveWhileBorrowing(t *testing.T) {
 	holdIn(spot2, "s1", cpu("13"))
 	assert.Equal(t, "pool", spot2.l.Cohort())
 	admitted(t, []*ledger.Ledger{gold2.l}, ask(gold2, "g1", cpu("1")))
+}
+
+// TestCohortLeaveWhileLending: a lender that leaves while the others hold
+// what it lent stays until they release it: alone, it would admit its
+// whole total while they still hold part of it.
+func TestCohortLeaveWhileLending(t *testing.T) {
+	c, _, spot, silver := tiers(t)
+	grant(t, spot, ask(spot, "s1", cpu("14"))) // 2 of it silver's
+	silver.l.JoinCohort(nil)
+	assert.Equal(t, "pool", silver.l.Cohort(), "silver stays while spot holds what it lent")
+	refused(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("3")))
+	holdIn(spot, "s1", cpu("12"))
+	assert.Equal(t, "", silver.l.Cohort(), "silver left once spot released what it lent")
+	assert.Equal(t, []string{"gold", "spot"}, c.Members())
+	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("4")))
+	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
 }
