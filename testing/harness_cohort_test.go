@@ -107,17 +107,22 @@ func TestSliceBudgetCohort(t *testing.T) {
 	assertCPU(t, "4", h.SliceBudget("spot").Status.Borrowed, "spot still borrows 4")
 	assertCPU(t, "4", h.SliceBudget("gold").Status.Lent, "of gold's idle 4")
 
-	// Gold leaves the cohort: spot's borrowed 4 stay held (nothing is
-	// revoked by an edit), but neither lends to the other any more.
+	// Gold leaves the cohort while spot holds 4 of its: nothing is
+	// revoked by an edit, and gold stays a member, lending nothing more,
+	// until spot holds none of it; then it leaves.
 	gold = h.SliceBudget("gold")
 	gold.Spec.Cohort = ""
 	gold.Spec.Preemption = nil
 	require.NoError(t, h.Client.Update(context.Background(), gold))
 	h.ReconcilePending()
 	gold = h.SliceBudget("gold")
+	assertCPU(t, "4", gold.Status.Lent, "spot still holds 4 of gold's")
+	assertCPU(t, "0", gold.Status.Available, "gold does not admit what spot holds")
+	require.NoError(t, h.Client.Delete(context.Background(), borrower.DeepCopy()))
+	h.ReconcilePending()
+	gold = h.SliceBudget("gold")
 	assert.Empty(t, gold.Status.Lent, "out of a cohort, no lent figure")
 	assertCPU(t, "4", gold.Status.Available, "gold's own 4 are its own again")
-	assertCPU(t, "0", h.SliceBudget("spot").Status.Available, "spot has nothing left to borrow")
 }
 
 // A spec written around the API server's rules (cohort terms without a

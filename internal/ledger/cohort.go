@@ -345,6 +345,12 @@ func (l *Ledger) lendableLocked(n corev1.ResourceName) resource.Quantity {
 	if l.leaving != nil {
 		return resource.Quantity{}
 	}
+	return l.lendingLimitLocked(n)
+}
+
+// lendingLimitLocked is the lending limit of n, clamped to the total,
+// leaving or not: what of its total the others may hold.
+func (l *Ledger) lendingLimitLocked(n corev1.ResourceName) resource.Quantity {
 	t := l.books.total[n]
 	if q, ok := l.opts.LendingLimit[n]; ok && q.Cmp(t) < 0 {
 		return q
@@ -460,7 +466,7 @@ func (l *Ledger) idleLendableLocked(n corev1.ResourceName) resource.Quantity {
 	if idle.Sign() < 0 {
 		return resource.Quantity{}
 	}
-	if lend := l.lendableLocked(n); lend.Cmp(idle) < 0 {
+	if lend := l.lendingLimitLocked(n); lend.Cmp(idle) < 0 {
 		return lend
 	}
 	return idle
