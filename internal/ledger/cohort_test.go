@@ -467,3 +467,56 @@ func TestCohortLeaveWhileLending(t *testing.T) {
 	admitted(t, []*ledger.Ledger{silver.l}, ask(silver, "v1", cpu("4")))
 	refused(t, []*ledger.Ledger{spot.l}, ask(spot, "s2", cpu("1")))
 }
+
+// TestCohortNeverOverAdmitsUnderLiveEdits races admissions across the
+// members with live edits of them: gold's lending limit cut and restored,
+// silver leaving the cohort and joining it again. Whatever the
+// interleaving, the three budgets' slices never count more than the 16
+// their totals sum to (a member leaves only when that stays true).
+func TestCohortNeverOverAdmitsUnderLiveEdits(t *testing.T) {
+	c, gold, spot, silver := tiers(t)
+	members := []tier{gold, spot, silver}
+	stop := make(chan struct{})
+	var edits sync.WaitGroup
+	edits.Add(1)
+	go func() {
+		defer edits.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			lend := cpu("10")
+			if i%2 == 0 {
+				lend = cpu("5")
+			}
+			assert.NoError(t, gold.l.SetCohortTerms(nil, lend, ledger.ReclaimNever))
+			if i%3 == 0 {
+				silver.l.JoinCohort(nil)
+			} else {
+				silver.l.JoinCohort(c)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range 150 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := members[i%3]
+			as, refusal := ledger.AdmitAll([]*ledger.Ledger{tr.l}, ask(tr, fmt.Sprintf("r%d", i), cpu("500m")))
+			if refusal == nil && i%7 == 0 {
+				tr.l.Done(as[0], ledger.NotApplied)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	edits.Wait()
+	var sum resource.Quantity
+	for _, tr := range members {
+		sum.Add(tr.l.Used()[corev1.ResourceCPU])
+	}
+	assert.LessOrEqual(t, sum.Cmp(resource.MustParse("16")), 0, "the three hold %s; their totals sum to 16", sum.String())
+}
