@@ -59,6 +59,10 @@ type options struct {
 	oldestFirst   bool
 	preemption    bool
 	evictAfter    time.Duration
+	// A cohort's member (New only; see cohort.go).
+	cohort             *Cohort
+	borrowing, lending corev1.ResourceList
+	reclaim            ReclaimPolicy
 	// Node pools only.
 	resources []corev1.ResourceName
 	reserve   corev1.ResourceList
@@ -149,7 +153,8 @@ func build(opts []Option) (options, error) {
 // ledgerOptions are the ledger's options of o.
 func (o options) ledgerOptions() ledger.Options {
 	return ledger.Options{ConsumerLimit: o.consumerLimit, OldestFirst: o.oldestFirst, Preemption: o.preemption,
-		EvictionAfter: o.evictAfter}
+		EvictionAfter: o.evictAfter, BorrowingLimit: o.borrowing, LendingLimit: o.lending,
+		ReclaimWithinCohort: ledger.ReclaimPolicy(o.reclaim)}
 }
 
 // New returns a Budget named name over total. The budget limits exactly
@@ -162,12 +167,18 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err == nil && len(o.poolOnly) > 0 {
 		err = fmt.Errorf("%s apply to NewNodePool only", strings.Join(o.poolOnly, ", "))
 	}
+	if c := o.cohortOptions(); err == nil && o.cohort == nil && len(c) > 0 {
+		err = fmt.Errorf("%s: only for a member of a cohort (add WithCohort)", strings.Join(c, ", "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
 	l, err := ledger.New(name, total, o.ledgerOptions())
 	if err != nil {
 		return nil, err
+	}
+	if o.cohort != nil {
+		l.JoinCohort(o.cohort.c)
 	}
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l}, nil
 }
@@ -183,8 +194,19 @@ func (b *Budget) Total() corev1.ResourceList { return b.l.Total() }
 // admissions whose writes are in flight or not yet seen by the watch.
 func (b *Budget) Used() corev1.ResourceList { return b.l.Used() }
 
-// Free returns, per resource in Total, total − used, never below zero.
+// Free returns, per resource in Total, total − used, never below zero; for
+// a member of a cohort, what its slices may still take there (see Cohort).
 func (b *Budget) Free() corev1.ResourceList { return b.l.Free() }
+
+// Borrowed returns what the budget's slices hold beyond its total, per
+// limited resource: borrowed from its cohort (zero outside one).
+func (b *Budget) Borrowed() corev1.ResourceList { return b.l.Snapshot().Borrowed }
+
+// Lent returns what other members' slices hold of the budget's total, per
+// limited resource (zero outside a cohort): the cohort's borrowed amount
+// split among the members that leave lendable capacity idle, in
+// proportion to what each leaves (see Cohort).
+func (b *Budget) Lent() corev1.ResourceList { return b.l.Snapshot().Lent }
 
 // SetTotal changes the capacity at run time. A resource the budget limits
 // that total does not name becomes zero: it is never unlimited. Growing it

@@ -49,6 +49,16 @@
 // does not block smaller ones behind it. No finalizer is ever set: a
 // replicated slice is never kept from deletion.
 //
+// # Cohorts: borrowing between budgets
+//
+// Budgets built with WithCohort lend each other what they leave idle: a
+// budget's total is what it is guaranteed, WithBorrowingLimit and
+// WithLendingLimit bound what it borrows and lends, and
+// WithReclaimWithinCohort takes back what it lent when its own slices wait,
+// by shrinking the borrowers' slices (never below their own totals) as
+// WithPreemption does. Borrowed and Lent say who holds what of whom. See
+// Cohort and docs/cohorts.md.
+//
 // # A budget as an object
 //
 // FromObject returns a Budget that follows a SliceBudget object

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -114,6 +115,9 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 		return nil, fmt.Errorf("budget %q: nil node selector; use labels.Everything() for every node", name)
 	}
 	o, err := build(opts)
+	if err == nil && len(o.cohortOptions()) > 0 {
+		err = fmt.Errorf("%s apply to New only: a node pool's total follows its nodes", strings.Join(o.cohortOptions(), ", "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}

@@ -144,6 +144,9 @@ func (o options) specOptions() []string {
 	if len(o.poolOnly) > 0 {
 		bad = append(bad, strings.Join(o.poolOnly, ", ")+": set spec.nodePool")
 	}
+	if c := o.cohortOptions(); len(c) > 0 {
+		bad = append(bad, strings.Join(c, ", ")+": a cohort's members are built with New")
+	}
 	return bad
 }
 
@@ -252,8 +255,12 @@ type objectFollower struct {
 	run     *poolRun
 	pending int64
 	// preemption is the last spec's, turned on by finish once its
-	// capacity is in force.
+	// capacity is in force; so are its cohort and its terms there.
 	preemption bool
+	cohort     string
+	borrowing  corev1.ResourceList
+	lending    corev1.ResourceList
+	reclaim    ledger.ReclaimPolicy
 	// pools are the goroutines of the pools started, joined when the
 	// follower stops.
 	pools sync.WaitGroup
@@ -516,6 +523,15 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 		}
 		evictAfter = evictionAfter(*n)
 	}
+	reclaim := ledger.ReclaimNever
+	if spec.Preemption != nil && spec.Preemption.ReclaimWithinCohort != "" {
+		reclaim = ledger.ReclaimPolicy(spec.Preemption.ReclaimWithinCohort)
+	}
+	if err := cohortTerms(spec, pool, reclaim); err != nil {
+		refuse(reasonSpecRefused, err.Error())
+		return
+	}
+	f.cohort, f.borrowing, f.lending, f.reclaim = spec.Cohort, spec.BorrowingLimit.ResourceList(), spec.LendingLimit.ResourceList(), reclaim
 	preemption := spec.Preemption != nil && spec.Preemption.WithinBudget == v1alpha1.PreemptionLowerPriority
 	// One edit is one change: preemption turned off goes before the
 	// capacity, so that a smaller total revokes nothing on the way; turned
@@ -557,6 +573,43 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	f.finish(sb.Generation)
 }
 
+// cohortTerms refuses cohort terms without a cohort, and terms the
+// budget's capacity cannot hold (a limit of a resource it does not limit,
+// a lending limit above a total): the API server refuses them, so only an
+// object written around it gets here. pool is the spec's node pool
+// options, when it has one.
+func cohortTerms(spec *v1alpha1.SliceBudgetSpec, pool options, reclaim ledger.ReclaimPolicy) error {
+	if spec.Cohort == "" && (len(spec.BorrowingLimit) > 0 || len(spec.LendingLimit) > 0 || reclaim != ledger.ReclaimNever) {
+		return errors.New("spec.borrowingLimit, spec.lendingLimit and spec.preemption.reclaimWithinCohort need a cohort: set spec.cohort")
+	}
+	total := spec.Total.ResourceList()
+	aboveTotal := true
+	if spec.NodePool != nil {
+		// A pool's total moves: a lending limit above it is clamped.
+		aboveTotal = false
+		total = corev1.ResourceList{}
+		names := pool.resources
+		if names == nil {
+			names = defaultPoolResources
+		}
+		for _, n := range names {
+			total[n] = resource.Quantity{}
+		}
+	}
+	lending := spec.LendingLimit.ResourceList()
+	if !aboveTotal {
+		for n := range lending {
+			if _, ok := total[n]; ok {
+				total[n] = lending[n]
+			}
+		}
+	}
+	if err := ledger.CheckCohortTerms(total, spec.BorrowingLimit.ResourceList(), lending, reclaim); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	return nil
+}
+
 // evictionAfter is the ledger's EvictionAfter for a spec's
 // evictionAfterSeconds: that many seconds, and for 0 the least delay the
 // ledger counts as one (it takes 0 as none), so that a shrunk slice's pods
@@ -575,6 +628,10 @@ func evictionAfter(seconds int32) time.Duration {
 func (f *objectFollower) finish(generation int64) {
 	ob := f.ob
 	ob.l.SetPreemption(f.preemption)
+	// cohortTerms accepted them, against the resources the capacity
+	// limits: this cannot fail.
+	_ = ob.l.SetCohortTerms(f.borrowing, f.lending, f.reclaim)
+	ob.l.SetCohortName(f.cohort)
 	ob.l.SetClosed("")
 	ob.l.SetUndecided("")
 	ob.setApplied(applied{read: true, generation: generation, ok: true, reason: reasonApplied,

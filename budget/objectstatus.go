@@ -149,6 +149,7 @@ func (w *statusWriter) sync(ctx context.Context) error {
 func keepFigures(desired *v1alpha1.SliceBudgetStatus, shown v1alpha1.SliceBudgetStatus) {
 	desired.Capacity, desired.Used, desired.InUse = shown.Capacity, shown.Used, shown.InUse
 	desired.Reclaiming, desired.Available, desired.Fullest = shown.Reclaiming, shown.Available, shown.Fullest
+	desired.Borrowed, desired.Lent = shown.Borrowed, shown.Lent
 	desired.Accepted, desired.Waiting, desired.Consumers = shown.Accepted, shown.Waiting, shown.Consumers
 }
 
@@ -194,6 +195,9 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 	if a.ok {
 		st.Capacity, st.Used, st.InUse, st.Reclaiming, st.Available = snap.Total, snap.Used, snap.InUse, snap.Reclaiming, snap.Free
 		st.Fullest = fullest(snap.Total, snap.Used)
+		if snap.Cohort != "" {
+			st.Borrowed, st.Lent = snap.Borrowed, snap.Lent
+		}
 		for _, c := range snap.Consumers {
 			if len(st.Consumers) == v1alpha1.MaxConsumers {
 				break
@@ -214,7 +218,13 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	if a.ok && snap.Counted {
-		setCapacityBelowUsed(&st.Conditions, belowUsed(snap.Total, snap.Used), a.generation, now)
+		short := belowUsed(snap.Total, snap.Used)
+		if snap.Cohort != "" {
+			// A member of a cohort holding more than its capacity is
+			// borrowing (status.borrowed), not short of capacity.
+			short = nil
+		}
+		setCapacityBelowUsed(&st.Conditions, short, a.generation, now)
 	}
 	return st
 }

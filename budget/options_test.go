@@ -69,6 +69,33 @@ func TestNewOptions(t *testing.T) {
 			reason: "A bad option is reported as such.",
 			opts:   []budget.Option{budget.WithResources()}, wantErr: "WithResources names no resource",
 		},
+		"CohortTermsWithoutCohort": {
+			reason: "Borrowing, lending and reclaim terms mean nothing outside a cohort: refused, not ignored.",
+			opts: []budget.Option{budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
+				budget.WithReclaimWithinCohort(budget.ReclaimAny)},
+			wantErr: "WithBorrowingLimit, WithLendingLimit, WithReclaimWithinCohort: only for a member of a cohort (add WithCohort)",
+		},
+		"NilCohort": {
+			reason: "A nil cohort is refused.",
+			opts:   []budget.Option{budget.WithCohort(nil)}, wantErr: "nil cohort",
+		},
+		"EmptyBorrowingLimit": {
+			reason: "An empty borrowing limit is refused: leave the option out for no limit.",
+			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(nil)}, wantErr: "empty borrowing limit",
+		},
+		"UnknownReclaimPolicy": {
+			reason: "A policy is one of three.",
+			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithReclaimWithinCohort("Always")}, wantErr: `reclaim within cohort "Always"`,
+		},
+		"BorrowingLimitOfAnotherResource": {
+			reason: "A limit names only resources the total limits.",
+			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(list("memory", "1"))}, wantErr: "borrowing limit names memory, which the total does not limit",
+		},
+		"CohortMember": {
+			reason: "A member with every term.",
+			opts: []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
+				budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority)},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,6 +110,14 @@ func TestNewOptions(t *testing.T) {
 			assert.Empty(t, cmp.Diff(tc.wantLimit, ledger.Of(b).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
 		})
 	}
+}
+
+// newCohort is an empty cohort.
+func newCohort(t *testing.T) *budget.Cohort {
+	t.Helper()
+	c, err := budget.NewCohort("pool")
+	require.NoError(t, err)
+	return c
 }
 
 // Every pool-only option given to New is an error, including the ones whose

@@ -3,6 +3,7 @@ package resourceslice_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -101,6 +102,31 @@ func benchDecided(b *testing.B, opts ...resourceslice.DecisionOption) {
 func BenchmarkReconcileFirstDecision(b *testing.B) {
 	b.Run("NoBudget", func(b *testing.B) { benchFirstDecision(b) })
 	b.Run("Budget", func(b *testing.B) { benchFirstDecision(b, resourceslice.WithBudget(benchBudget(b))) })
+	// Issue 45: the same budget as one member of a cohort of 10 (its fit
+	// reads every member's books): at most 1.2x Budget's CPU, and the same
+	// one write per decision (benchFirstDecision checks it).
+	b.Run("BudgetInCohortOf10", func(b *testing.B) { benchFirstDecision(b, resourceslice.WithBudget(benchCohortBudget(b, 10))) })
+}
+
+// benchCohortBudget is benchBudget as one of n members of a cohort, the
+// others as large and idle, so the slice always fits.
+func benchCohortBudget(b *testing.B, n int) *budget.Budget {
+	pool, err := budget.NewCohort("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti")}
+	var first *budget.Budget
+	for i := range n {
+		bg, err := budget.New(fmt.Sprintf("bench%d", i), total, budget.WithCohort(pool))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if first == nil {
+			first = bg
+		}
+	}
+	return first
 }
 
 func benchFirstDecision(b *testing.B, opts ...resourceslice.DecisionOption) {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/feed"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
@@ -30,6 +31,9 @@ type companions struct {
 	mgr manager.Manager
 	// pods is the set's ShadowPod watch, shared by its budgets' feeds.
 	pods *feed.Pods
+	// cohorts are the set's cohorts by name, which budgets that follow a
+	// SliceBudget join by their spec.cohort.
+	cohorts *ledger.Cohorts
 
 	mu sync.Mutex
 	// claims are the classes the set serves: a class registered twice in
@@ -54,7 +58,7 @@ func newCompanions(mgr manager.Manager) (*companions, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := &companions{mgr: mgr, pods: pods, claims: map[string]bool{}, named: map[string]bool{}}
+	mc := &companions{mgr: mgr, pods: pods, cohorts: ledger.NewCohorts(), claims: map[string]bool{}, named: map[string]bool{}}
 	if err := mgr.Add(mc); err != nil {
 		return nil, fmt.Errorf("adding the classes' shared state to the manager: %w", err)
 	}

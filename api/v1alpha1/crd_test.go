@@ -128,7 +128,7 @@ func TestCRDSpecQuantitiesBounded(t *testing.T) {
 		return n
 	}
 	n := walk("spec", committedSchema(t).Properties["spec"])
-	assert.Equal(t, 4, n, "quantities in the spec: total, consumerLimit, consumerLimits, nodePool.reserve")
+	assert.Equal(t, 6, n, "quantities in the spec: total, consumerLimit, consumerLimits, nodePool.reserve, borrowingLimit, lendingLimit")
 }
 
 // The spec's shapes issue 44 names, as the API reviewers' conventions

@@ -28,14 +28,15 @@ type column struct {
 	Priority int32
 }
 
-// wantColumns answer "does it admit, how full, who waits" at a glance,
-// for a budget of any resource (its fullest resource and the percent held);
-// -o wide adds CPU and memory, the Ready condition's reason and whether
-// whom waiting slices may preempt
-// (spec.preemption.withinBudget).
+// wantColumns answer "does it admit, how full, who waits, what it borrows
+// and lends" at a glance, for a budget of any resource (its fullest resource
+// and the percent held; borrowed and lent per resource); -o wide adds CPU
+// and memory, the cohort, the Ready condition's reason and whom waiting
+// slices may preempt (spec.preemption.withinBudget).
 var wantColumns = []column{
 	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"Fullest", 0}, {"Full%", 0},
-	{"CPU Used", 1}, {"CPU Capacity", 1}, {"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
+	{"CPU Used", 1}, {"CPU Capacity", 1}, {"Borrowed", 0}, {"Lent", 0}, {"Cohort", 1},
+	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
 }
 
 // table asks the API server for path as a Table, as kubectl get does (the
@@ -77,6 +78,8 @@ func TestPrinterColumns(t *testing.T) {
 	gpu.Status = v1alpha1.SliceBudgetStatus{
 		Capacity: list("nvidia.com/gpu", "4"), Used: list("nvidia.com/gpu", "2"), Available: list("nvidia.com/gpu", "2"),
 		Accepted: 1, Fullest: &v1alpha1.Fullness{Resource: "nvidia.com/gpu", Percent: 50},
+		// As a member of a cohort that borrows GPUs and lends none.
+		Borrowed: list("nvidia.com/gpu", "1"), Lent: list("nvidia.com/gpu", "0"),
 	}
 	require.NoError(t, c.Status().Update(t.Context(), gpu))
 
@@ -94,15 +97,17 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := map[string][]any{
 		// JSON numbers decode as float64.
-		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", "200Gi", "256Gi", "Serving", "LowerPriority"},
+		// Borrowed, lent and cohort are blank: a budget in no cohort.
+		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", nil, nil, nil, "200Gi", "256Gi", "Serving", "LowerPriority"},
 		// Served and empty: zeros, not blanks.
-		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", "0", "256Gi", nil, "LowerPriority"},
-		// A budget of GPUs only: how full it is, not blank CPU cells.
-		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, nil, nil, nil, "LowerPriority"},
+		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", nil, nil, nil, "0", "256Gi", nil, "LowerPriority"},
+		// A budget of GPUs only: how full it is, not blank CPU cells; what
+		// it borrows and lends, per resource of any name.
+		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, `{"nvidia.com/gpu":"1"}`, `{"nvidia.com/gpu":"0"}`, nil, nil, nil, nil, "LowerPriority"},
 		// A budget no manager serves yet: the API server prints no value
 		// (kubectl leaves the cell blank) for the status columns, and 0 is
 		// never claimed for what nobody counted.
-		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "LowerPriority"},
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "LowerPriority"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

@@ -27,6 +27,9 @@ const MaxConsumers = 20
 // +kubebuilder:printcolumn:name="Full%",type=integer,JSONPath=`.status.fullest.percent`,description="The percent of the fullest resource's capacity Accepted slices hold; over 100 while the capacity is below it (the CapacityBelowUsed condition)"
 // +kubebuilder:printcolumn:name="CPU Used",type=string,JSONPath=`.status.used.cpu`,priority=1,description="CPU Accepted slices hold"
 // +kubebuilder:printcolumn:name="CPU Capacity",type=string,JSONPath=`.status.capacity.cpu`,priority=1,description="CPU the budget offers"
+// +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,description="What the budget's slices hold beyond its capacity, borrowed from its cohort, per resource"
+// +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,description="What other budgets of its cohort hold of its capacity, per resource"
+// +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`,priority=1,description="The cohort the budget lends to and borrows from"
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
@@ -53,6 +56,9 @@ type SliceBudget struct {
 // (cpu, memory, nvidia.com/gpu): the API server refuses anything else.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.total) != has(self.nodePool)",message="exactly one of total and nodePool must be set: a budget offers either a fixed total or what a node pool has"
+// +kubebuilder:validation:XValidation:rule="has(self.cohort) || (!has(self.borrowingLimit) && !has(self.lendingLimit) && (!has(self.preemption) || !has(self.preemption.reclaimWithinCohort) || self.preemption.reclaimWithinCohort == 'Never'))",message="borrowingLimit, lendingLimit and preemption.reclaimWithinCohort need a cohort: set spec.cohort"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !has(self.total) || self.lendingLimit.all(r, r in self.total && quantity(string(self.lendingLimit[r])).compareTo(quantity(string(self.total[r]))) <= 0)",message="lendingLimit names only resources of total, each at most its total"
+// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || !has(self.total) || self.borrowingLimit.all(r, r in self.total)",message="borrowingLimit names only resources of total"
 type SliceBudgetSpec struct {
 	// Total is a fixed capacity. The budget limits exactly the resources it
 	// names: a resource it does not name is not limited, one named with 0
@@ -102,6 +108,36 @@ type SliceBudgetSpec struct {
 	// +listMapKey=consumer
 	// +kubebuilder:validation:MaxItems=256
 	ConsumerLimits []ConsumerLimitOverride `json:"consumerLimits,omitempty"`
+
+	// Cohort names the cohort the budget lends to and borrows from: the
+	// SliceBudgets whose classes one class set of a manager serves (the
+	// chart's classes file, resourceslice.NewClassSet) and whose spec
+	// names the same cohort lend each other what they leave idle. Total
+	// is then what the budget is guaranteed. Unset, the budget is in no
+	// cohort.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Cohort string `json:"cohort,omitempty"`
+
+	// BorrowingLimit caps, per resource it names, how much more than its
+	// total the budget's slices may hold, borrowed from its cohort; a
+	// resource it does not name is limited only by what the cohort has
+	// idle. It needs a cohort.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MinProperties=1
+	BorrowingLimit Quantities `json:"borrowingLimit,omitempty"`
+
+	// LendingLimit caps, per resource it names, how much of its total the
+	// other budgets of its cohort may borrow; a resource it does not name
+	// lends all of it that is idle. The rest is guaranteed to the budget:
+	// never held by another budget's slices. At most the total, per
+	// resource. It needs a cohort.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MinProperties=1
+	LendingLimit Quantities `json:"lendingLimit,omitempty"`
 }
 
 // PreemptionPolicy says which Accepted slices a slice that waits may
@@ -129,7 +165,36 @@ type SliceBudgetPreemption struct {
 	// +optional
 	// +kubebuilder:default=Never
 	WithinBudget PreemptionPolicy `json:"withinBudget,omitempty"`
+
+	// ReclaimWithinCohort is what the budget takes back of what it lent
+	// to its cohort when a slice of its own waits while the budget holds
+	// less than its total: Never (as unset), LowerPriority (from the
+	// borrowers' slices of strictly lower priority) or Any. The borrowers'
+	// slices are shrunk, the lowest priority first, by no more than the
+	// waiter lacks and never below their own budget's total; the waiter is
+	// admitted once their running pods fit. No pod is evicted for it
+	// (unless the borrower's own evictionAfterSeconds says so).
+	// +optional
+	ReclaimWithinCohort CohortReclaimPolicy `json:"reclaimWithinCohort,omitempty"`
 }
+
+// CohortReclaimPolicy says what a budget takes back of what it lent to its
+// cohort: Never, nothing; LowerPriority, what borrowers' slices of strictly
+// lower priority hold; Any, what any borrower's slices hold.
+//
+// +kubebuilder:validation:Enum=Never;LowerPriority;Any
+type CohortReclaimPolicy string
+
+const (
+	// CohortReclaimNever takes nothing back: the budget's slices wait
+	// until the borrowers release what it lent.
+	CohortReclaimNever CohortReclaimPolicy = "Never"
+	// CohortReclaimLowerPriority takes back what borrowers' slices of
+	// strictly lower priority hold.
+	CohortReclaimLowerPriority CohortReclaimPolicy = "LowerPriority"
+	// CohortReclaimAny takes back what any borrower's slices hold.
+	CohortReclaimAny CohortReclaimPolicy = "Any"
+)
 
 // ConsumerLimitOverride is one consumer's own limit in a budget, in place
 // of SliceBudgetSpec.ConsumerLimit.
@@ -302,7 +367,9 @@ type SliceBudgetStatus struct {
 	// +optional
 	Reclaiming corev1.ResourceList `json:"reclaiming,omitempty"`
 	// Available is what is free to admit: Capacity minus Used, never
-	// below zero.
+	// below zero; in a cohort, what the budget's slices may still take
+	// there (its idle guaranteed part and what the cohort has idle to
+	// lend, within its borrowing limit).
 	// +optional
 	Available corev1.ResourceList `json:"available,omitempty"`
 	// Fullest is the resource of Capacity of which Used holds the largest
@@ -313,6 +380,16 @@ type SliceBudgetStatus struct {
 	// full. Unset while the budget limits nothing.
 	// +optional
 	Fullest *Fullness `json:"fullest,omitempty"`
+	// Borrowed is what the budget's slices hold beyond its capacity,
+	// borrowed from its cohort. Written for a budget in a cohort only.
+	// +optional
+	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
+	// Lent is what other budgets' slices hold of the budget's capacity:
+	// the cohort's borrowed amount split among the budgets that leave
+	// lendable capacity idle, in proportion to what each leaves. Written
+	// for a budget in a cohort only.
+	// +optional
+	Lent corev1.ResourceList `json:"lent,omitempty"`
 
 	// Accepted counts the slices that hold an acceptance from the budget
 	// (observed, or being written), whether or not a larger offer of

@@ -217,6 +217,46 @@ func invalidSpecs() map[string]struct {
 			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "preemption": map[string]any{"withinBudget": "Always"}},
 			want:   []string{"spec.preemption.withinBudget", "Unsupported value", "Never", "LowerPriority"},
 		},
+		"BorrowingLimitWithoutCohort": {
+			reason: "a borrowing limit outside a cohort would borrow from no one, silently",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "borrowingLimit": map[string]any{"cpu": "4"}},
+			want:   []string{"spec", "need a cohort"},
+		},
+		"ReclaimWithinCohortWithoutCohort": {
+			reason: "taking back what was lent needs a cohort to have lent to",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "preemption": map[string]any{"reclaimWithinCohort": "Any"}},
+			want:   []string{"spec", "need a cohort"},
+		},
+		"LendingLimitAboveTotal": {
+			reason: "a budget cannot lend more than it has",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "cohort": "pool", "lendingLimit": map[string]any{"cpu": "9"}},
+			want:   []string{"spec", "lendingLimit names only resources of total, each at most its total"},
+		},
+		"LendingLimitOfAnotherResource": {
+			reason: "a budget lends only what it limits",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "cohort": "pool", "lendingLimit": map[string]any{"memory": "1Gi"}},
+			want:   []string{"spec", "lendingLimit names only resources of total"},
+		},
+		"BorrowingLimitOfAnotherResource": {
+			reason: "a budget borrows only what it limits",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "cohort": "pool", "borrowingLimit": map[string]any{"memory": "1Gi"}},
+			want:   []string{"spec", "borrowingLimit names only resources of total"},
+		},
+		"NegativeBorrowingLimit": {
+			reason: "a negative limit would break the cohort's books",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "cohort": "pool", "borrowingLimit": map[string]any{"cpu": "-1"}},
+			want:   []string{"spec.borrowingLimit", "quantities must not be negative"},
+		},
+		"BadCohortName": {
+			reason: "a cohort is named as a label value is: lower case, no spaces",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "cohort": "Gold Pool"},
+			want:   []string{"spec.cohort", "should match"},
+		},
+		"UnknownReclaimWithinCohort": {
+			reason: "a policy the manager does not know would be read as Never, silently",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8"}, "cohort": "pool", "preemption": map[string]any{"reclaimWithinCohort": "Always"}},
+			want:   []string{"spec.preemption.reclaimWithinCohort", "Unsupported value", "Never", "LowerPriority", "Any"},
+		},
 		"NodePoolWithoutSelector": {
 			reason: "budget.NewNodePool refuses a nil selector; {} says every node explicitly",
 			spec:   map[string]any{"nodePool": map[string]any{"sharePercent": int64(50)}},
@@ -410,6 +450,19 @@ func TestValidSpecAccepted(t *testing.T) {
 					{Consumer: "acme", Limits: quantities("cpu", "32")}, {Consumer: "globex", Limits: quantities("cpu", "0")},
 				},
 			},
+		},
+		"Cohort": {
+			reason: "a cohort member with every term; a lending limit may equal the total, integer or string",
+			spec: map[string]any{
+				"total":          map[string]any{"cpu": int64(4), "memory": "8Gi"},
+				"cohort":         "pool",
+				"borrowingLimit": map[string]any{"cpu": "14"},
+				"lendingLimit":   map[string]any{"cpu": "4000m", "memory": int64(1024)},
+				"preemption":     map[string]any{"reclaimWithinCohort": "LowerPriority"},
+			},
+			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "4", "memory", "8Gi"), Cohort: "pool",
+				BorrowingLimit: quantities("cpu", "14"), LendingLimit: quantities("cpu", "4000m", "memory", "1024"),
+				Preemption: &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionNever, ReclaimWithinCohort: v1alpha1.CohortReclaimLowerPriority}},
 		},
 		"ZeroEviction": {
 			reason: "0 seconds evicts as soon as a shrunk slice's pods are seen over what it keeps",

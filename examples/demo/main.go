@@ -151,6 +151,10 @@ func run(progress, out io.Writer) error {
 	if err := addTeam(mgr, leases); err != nil {
 		return err
 	}
+	tiers, err := tierBudgetsOf(mgr)
+	if err != nil {
+		return err
+	}
 	// Classes added while the manager runs, and slices nobody serves.
 	classes, err := resourceslice.NewClassSet(mgr, leases)
 	if err != nil {
@@ -279,6 +283,11 @@ func run(progress, out io.Writer) error {
 		return err
 	}
 	if err := teamTour(ctx, c, say, out, func(consumer, name, class string, req map[corev1.ResourceName]string) *authv1beta1.ResourceSlice {
+		return slice(consumer, name, class, req)
+	}); err != nil {
+		return err
+	}
+	if err := tiersTour(ctx, c, classes, tiers, say, out, func(consumer, name, class string, req map[corev1.ResourceName]string) *authv1beta1.ResourceSlice {
 		return slice(consumer, name, class, req)
 	}); err != nil {
 		return err

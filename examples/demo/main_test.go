@@ -23,7 +23,12 @@ func TestDemo(t *testing.T) {
 		"team   True    1         1        6         10            4",
 		"team   True    2         0        12        12            0",
 		"liqo-tenant-carol/team-c  team   cpu=6      cpu=0    Accepted  Reclaimed",
-		"team   True    2         0        6         12            6"} {
+		"team   True    2         0        6         12            6",
+		// The cohort: spot borrows all gold has idle; gold's slice takes
+		// back the 2 it lacks, spot keeps its own 1 and 1 still lent.
+		"tier-spot  True   1         0        4         1             0              3             0",
+		"liqo-tenant-carol/spot-1  tier-spot  cpu=4      cpu=2    Accepted  Reclaimed",
+		"tier-gold  True   1         0        3         4             0              0             1"} {
 		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
 }

@@ -134,7 +134,7 @@ func editBudget(ctx context.Context, c client.Client, edit func(*v1alpha1.SliceB
 }
 
 // showBudget waits until the SliceBudget's status says what want checks
-// (what names it), then prints it as kubectl get sb does, with its
+// (what names it), then prints its CPU figures and its
 // consumers.
 func showBudget(ctx context.Context, c client.Client, out io.Writer, what string, want func(v1alpha1.SliceBudgetStatus) bool) error {
 	var sb v1alpha1.SliceBudget
@@ -153,7 +153,7 @@ func showBudget(ctx context.Context, c client.Client, out io.Writer, what string
 	if c := apimeta.FindStatusCondition(st.Conditions, "Ready"); c != nil {
 		ready = string(c.Status)
 	}
-	_, _ = fmt.Fprintf(out, "$ kubectl get sb\n%-6s %-7s %-9s %-8s %-9s %-13s %s\n", "NAME", "READY", "ACCEPTED", "WAITING", "CPU USED", "CPU CAPACITY", "CPU AVAILABLE")
+	_, _ = fmt.Fprintf(out, "SliceBudget status in CPU (kubectl get sb -o wide shows it beside the fullest resource):\n%-6s %-7s %-9s %-8s %-9s %-13s %s\n", "NAME", "READY", "ACCEPTED", "WAITING", "CPU USED", "CPU CAPACITY", "CPU AVAILABLE")
 	_, _ = fmt.Fprintf(out, "%-6s %-7s %-9d %-8d %-9s %-13s %s\n", sb.Name, ready, st.Accepted, st.Waiting,
 		ptrQ(st.Used, corev1.ResourceCPU), ptrQ(st.Capacity, corev1.ResourceCPU), ptrQ(st.Available, corev1.ResourceCPU))
 	var held []string

@@ -56,9 +56,9 @@ var errPartsClosed = errors.New("the budget's parts were torn down")
 // views, namespaces and pods are the status.class view, the namespace
 // store and the ShadowPod watch of the set of classes that asks: the feed
 // made here reads them while any class draws from the budget.
-func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods) (*Parts, *Feed, error) {
+func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods, cohorts *ledger.Cohorts) (*Parts, *Feed, error) {
 	for {
-		p, err := partsOf(mgr, l)
+		p, err := partsOf(mgr, l, cohorts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -70,8 +70,10 @@ func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, na
 	}
 }
 
-// partsOf returns what l holds in mgr, binding l to mgr on first use.
-func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
+// partsOf returns what l holds in mgr, binding l to mgr on first use:
+// from then on a budget that follows a SliceBudget joins the cohort its
+// spec names among cohorts, the manager's.
+func partsOf(mgr manager.Manager, l *ledger.Ledger, cohorts *ledger.Cohorts) (*Parts, error) {
 	p, err := l.Bind(mgr, func() (any, error) {
 		bp := &Parts{mgr: mgr, l: l, done: make(chan struct{})}
 		if err := mgr.Add(lifetime{bp}); err != nil {
@@ -81,6 +83,7 @@ func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
 			bp.teardown()
 			return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
 		}
+		l.SetCohorts(cohorts)
 		return bp, nil
 	})
 	if err != nil {
@@ -153,6 +156,7 @@ func (p *Parts) teardown() {
 	}
 	p.run = nil
 	p.mu.Unlock()
+	p.l.SetCohorts(nil) // out of the manager, out of its cohorts
 	p.l.Unbind(p.mgr)
 }
 

@@ -239,27 +239,42 @@ func refusalLedger(ls []*Ledger, refusal *Refusal) *Ledger {
 	return nil
 }
 
-// lockAll locks each distinct ledger of ls in a global order (no
-// deadlock between two AdmitAll over overlapping sets) and returns them.
-func lockAll(ls []*Ledger) []*Ledger {
-	sorted := make([]*Ledger, 0, len(ls))
-	seen := map[*Ledger]bool{}
-	for _, l := range ls {
-		if !seen[l] {
-			seen[l] = true
-			sorted = append(sorted, l)
+// lockAll locks the lock of each ledger of ls, once each (members of a
+// cohort share one), in a global order (no deadlock between two AdmitAll
+// over overlapping sets), and returns the locks held. A ledger that moved
+// to another lock while it waited (it joined or left a cohort) makes it
+// start again.
+func lockAll(ls []*Ledger) []*lockBox {
+	for {
+		boxes := make([]*lockBox, 0, len(ls))
+		seen := make(map[*lockBox]bool, len(ls))
+		for _, l := range ls {
+			if b := l.lk.Load(); !seen[b] {
+				seen[b] = true
+				boxes = append(boxes, b)
+			}
 		}
+		sort.Slice(boxes, func(i, j int) bool { return boxes[i].id < boxes[j].id })
+		for _, b := range boxes {
+			b.mu.Lock()
+		}
+		moved := false
+		for _, l := range ls {
+			if !seen[l.lk.Load()] {
+				moved = true
+				break
+			}
+		}
+		if !moved {
+			return boxes
+		}
+		unlockAll(boxes)
 	}
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].id < sorted[j].id })
-	for _, l := range sorted {
-		l.mu.Lock()
-	}
-	return sorted
 }
 
-func unlockAll(ls []*Ledger) {
-	for i := len(ls) - 1; i >= 0; i-- {
-		ls[i].mu.Unlock()
+func unlockAll(boxes []*lockBox) {
+	for i := len(boxes) - 1; i >= 0; i-- {
+		boxes[i].mu.Unlock()
 	}
 }
 
@@ -291,9 +306,9 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 	if a == nil {
 		return
 	}
-	l.mu.Lock()
+	l.lock()
 	if a.dropped || a.done {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	a.done, a.outcome, a.doneAt = true, o, time.Now()
@@ -304,7 +319,7 @@ func (l *Ledger) Done(a *Attempt, o Outcome) {
 	if o == NotApplied || o == Conflicted || a.superseded {
 		wake = l.forgetAttempt(a)
 	}
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 }
 
@@ -329,7 +344,7 @@ func (l *Ledger) forgetAttempt(a *Attempt) func() {
 // until then. It returns how long to wait before reading again for the
 // Lost attempts left, or 0 when none is left.
 func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Time) (again time.Duration) {
-	l.mu.Lock()
+	l.lock()
 	var wakes []func()
 	if e := l.books.slices[key]; e != nil {
 		for _, a := range append([]*Attempt(nil), e.attempts...) {
@@ -353,7 +368,7 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 			}
 		}
 	}
-	l.mu.Unlock()
+	l.unlock()
 	for _, w := range wakes {
 		w()
 	}
@@ -364,14 +379,14 @@ func (l *Ledger) SettleRead(key types.NamespacedName, rv string, readAt time.Tim
 // reaching the budget (a handler failure, a denial, the slice left the
 // class). What it holds is not affected.
 func (l *Ledger) Leave(h Holder) {
-	l.mu.Lock()
+	l.lock()
 	lifted := l.books.decided(h.Key, l.line.has)
 	if !l.line.has(h) {
 		var wake func()
 		if lifted {
 			wake = l.wakeLocked()
 		}
-		l.mu.Unlock()
+		l.unlock()
 		if wake != nil {
 			wake()
 		}
@@ -382,7 +397,7 @@ func (l *Ledger) Leave(h Holder) {
 		wake = l.wakeLocked()
 	}
 	uncapped := l.wakeKeys(l.uncapLocked(h))
-	l.mu.Unlock()
+	l.unlock()
 	if wake != nil {
 		wake()
 	}
@@ -391,15 +406,15 @@ func (l *Ledger) Leave(h Holder) {
 
 // WaitingCount returns how many slices wait for capacity.
 func (l *Ledger) WaitingCount() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.line.len()
 }
 
 // Waiting returns the holders waiting for capacity, in creation order.
 func (l *Ledger) Waiting() []Holder {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	var out []Holder
 	l.line.each(func(w *waiter) bool {
 		out = append(out, w.Holder)

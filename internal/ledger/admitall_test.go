@@ -214,6 +214,22 @@ func BenchmarkAdmitAll(b *testing.B) {
 		{"TwoLedgers", func(b *testing.B) []*ledger.Ledger {
 			return []*ledger.Ledger{setup(b, "gold", ledger.Options{}), setup(b, "provider", ledger.Options{})}
 		}},
+		// Issue 45: OneLedger as a member of a cohort of 10, the others
+		// idle (target: at most 1.2x OneLedger's CPU).
+		{"CohortOf10", func(b *testing.B) []*ledger.Ledger {
+			c, err := ledger.NewCohort("bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			l := setup(b, "pool", ledger.Options{})
+			l.JoinCohort(c)
+			for i := range 9 {
+				// Small: the waiters, asking twice the pool's total, still wait.
+				m, _ := newLedgerOpts(b, fmt.Sprintf("member%d", i), cpu("1"), ledger.Options{})
+				m.JoinCohort(c)
+			}
+			return []*ledger.Ledger{l}
+		}},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {

@@ -32,5 +32,7 @@
 // feeds the books; reclaim.go applies the planner's cuts; wake.go promises
 // what frees to the line and wakes classes after the lock is released;
 // settings.go, evict.go, snapshot.go and bind.go are the budget's run-time
-// settings, evictions, status figures and manager binding.
+// settings, evictions, status figures and manager binding; cohort.go
+// joins ledgers into a cohort that lends what its members leave idle
+// (under one shared lock), and reclaimcohort.go takes back what was lent.
 package ledger

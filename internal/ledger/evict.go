@@ -40,8 +40,8 @@ type Eviction struct {
 // EvictionAfter is the ledger's Options.EvictionAfter, as SetEvictionAfter
 // last set it.
 func (l *Ledger) EvictionAfter() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.opts.EvictionAfter
 }
 
@@ -49,8 +49,8 @@ func (l *Ledger) EvictionAfter() time.Duration {
 // evicted: each is named once, and again only if it is still running
 // evictRetry later. It returns nothing without Options.EvictionAfter.
 func (l *Ledger) EvictionsDue(now time.Time) []Eviction {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	after := l.opts.EvictionAfter
 	if after <= 0 {
 		return nil

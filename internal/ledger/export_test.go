@@ -24,8 +24,8 @@ func (l *Ledger) Unsettled(key types.NamespacedName, rv string) bool {
 }
 
 func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	e := l.books.slices[key]
 	if e == nil {
 		return false
@@ -47,11 +47,11 @@ func (l *Ledger) hasAttempt(key types.NamespacedName, rv string, o Outcome) bool
 // or nil and a message naming what is short.
 func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.ResourceList) (*Attempt, string) {
 	var consumer string
-	l.mu.Lock()
+	l.lock()
 	if e := l.books.slices[h.Key]; e != nil {
 		consumer = e.consumer
 	}
-	l.mu.Unlock()
+	l.unlock()
 	as, refusal := AdmitAll([]*Ledger{l}, Request{Holder: h, Base: base, Created: created, Consumer: consumer, Offer: offer})
 	if refusal != nil {
 		return nil, refusal.Message
@@ -63,11 +63,11 @@ func (l *Ledger) Admit(h Holder, base string, created time.Time, offer corev1.Re
 // the line: a dry run consults the budget but does not charge it.
 func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
 	var consumer string
-	l.mu.Lock()
+	l.lock()
 	if e := l.books.slices[h.Key]; e != nil {
 		consumer = e.consumer
 	}
-	l.mu.Unlock()
+	l.unlock()
 	if refusal := CheckAll([]*Ledger{l}, Request{Holder: h, Consumer: consumer, Offer: offer}); refusal != nil {
 		return false, refusal.Message
 	}
@@ -77,7 +77,7 @@ func (l *Ledger) Check(h Holder, offer corev1.ResourceList) (bool, string) {
 // PromisedConsumers is how many consumers the line remembers a promise
 // for.
 func (l *Ledger) PromisedConsumers() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return len(l.line.promisedBy)
 }

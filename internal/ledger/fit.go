@@ -24,6 +24,9 @@ type room struct {
 	closed string
 	names  []corev1.ResourceName
 	total  corev1.ResourceList
+	// ceiling is the most its slices may count, in a cohort (its total
+	// and what it may borrow); nil outside one, where it is total.
+	ceiling corev1.ResourceList
 	// mine is what the slice grows from (books.growsFrom); free is total
 	// − used (negative where the total fell below it); held is what the
 	// slice's consumer counts and limit what it may hold.
@@ -41,11 +44,17 @@ type room struct {
 // roomLocked reads what r is measured against in l.
 func (l *Ledger) roomLocked(r Request) room {
 	rm := room{budget: l.name, closed: l.closed, names: l.books.names, total: l.books.total, limit: l.limitLocked(r.Consumer),
-		mine: l.books.growsFrom(r.Key), free: l.books.free(), held: l.books.byConsumer[r.Consumer],
-		heldBack: l.books.heldBack(r.Priority)}
+		mine: l.books.growsFrom(r.Key), free: l.freeLocked(), held: l.books.byConsumer[r.Consumer],
+		heldBack: l.heldBackLocked(r.Priority)}
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
 	rm.others = l.line.promisedToOthers(r.Consumer, r.Holder)
+	if l.cohort != nil {
+		rm.ceiling = corev1.ResourceList{}
+		for _, n := range l.books.names {
+			rm.ceiling[n] = l.ceilingLocked(n)
+		}
+	}
 	if l.line.nPromise > 0 { // spare is read only when others hold promises
 		rm.spare, rm.nPromised = l.line.spare(rm.free.DeepCopy(), r.Holder)
 	}
@@ -188,6 +197,13 @@ func (rm room) totalNotes(r Request) []string {
 	var notes []string
 	for _, n := range rm.names {
 		want, asked := r.Offer[n]
+		if rm.ceiling != nil {
+			if ceil := rm.ceiling[n]; asked && want.Cmp(ceil) > 0 {
+				notes = append(notes, fmt.Sprintf("%s: asked %s, more than the budget may hold in its cohort, %s: it fits only if its total, its borrowing limit or what the cohort lends grows",
+					n, want.String(), ceil.String()))
+			}
+			continue
+		}
 		if total := rm.total[n]; asked && want.Cmp(total) > 0 {
 			notes = append(notes, fmt.Sprintf("%s: asked %s, more than the budget's total %s: it fits only if the total grows", n, want.String(), total.String()))
 		}
@@ -353,6 +369,11 @@ func (l *Ledger) blockLocked(w *waiter) (reason, msg string) {
 // status.reclaiming and the sliceclass_budget_reclaiming metric).
 func (l *Ledger) reclaimWait(h Holder) string {
 	pending := l.pendingLocked(h) // positive amounts only
+	if l.cohort != nil {
+		for n, q := range l.cohortPendingLocked(h) {
+			add(pending, n, q)
+		}
+	}
 	if len(pending) == 0 {
 		return ""
 	}

@@ -82,8 +82,8 @@ func (b *books) forgetPod(key types.NamespacedName) bool {
 // InUse returns what the running pods of the slice key's Quota users are
 // charged; nil when none run.
 func (l *Ledger) InUse(key types.NamespacedName) corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if e := l.books.slices[key]; e != nil {
 		return e.inUse.DeepCopy()
 	}
@@ -192,8 +192,8 @@ func (b *books) inUseOf(e *entry) corev1.ResourceList {
 // OverGrantOf returns what the running pods of the slice key use beyond
 // its grant, per resource; nil when they use no more than it was granted.
 func (l *Ledger) OverGrantOf(key types.NamespacedName) corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if e := l.books.slices[key]; e != nil {
 		return overOf(e)
 	}
@@ -236,8 +236,8 @@ func RequestsCharge(containers, initContainers []corev1.ResourceList) corev1.Res
 // InUseTotal returns what the running pods of the slices the ledger counts
 // use, summed, for the resources it limits.
 func (l *Ledger) InUseTotal() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.books.sumOver(func(e *entry) corev1.ResourceList { return e.inUse })
 }
 
@@ -246,8 +246,8 @@ func (l *Ledger) InUseTotal() corev1.ResourceList {
 // slices (a provider that turned Liqo's enforcement off lets pods exceed a
 // grant; the capacity is taken all the same).
 func (l *Ledger) OverGrant() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.books.sumOver(overOf)
 }
 

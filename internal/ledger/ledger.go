@@ -53,18 +53,43 @@ type Options struct {
 	// pods to delete of a slice that has used more than it keeps for that
 	// long after it was shrunk (see evict.go).
 	EvictionAfter time.Duration
+	// BorrowingLimit, LendingLimit and ReclaimWithinCohort are the
+	// ledger's terms in a cohort (see cohort.go); they matter only once
+	// it joins one (JoinCohort). nil limits mean absent: no borrowing
+	// limit beyond what the cohort has idle, all of the total lendable.
+	BorrowingLimit, LendingLimit corev1.ResourceList
+	ReclaimWithinCohort          ReclaimPolicy
 }
 
-// ids orders ledgers for AdmitAll's locking.
+// ids orders locks for AdmitAll's locking.
 var ids atomic.Uint64
+
+// lockBox is the lock a ledger's state is under: its own, or its
+// cohort's, which every member shares (Kueue's cache has one lock), so a
+// decision reads every member's books at one instant. id orders locks
+// for AdmitAll.
+type lockBox struct {
+	mu sync.Mutex
+	id uint64
+}
+
+func newLockBox() *lockBox { return &lockBox{id: ids.Add(1)} }
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
 	name string
-	id   uint64
 	opts Options
 
-	mu sync.Mutex
+	// lk is the lock the ledger is under now: own, or its cohort's. It
+	// changes only while both the old and the new lock are held (see
+	// moveLocks), so whoever holds the current one sees it stay.
+	lk  atomic.Pointer[lockBox]
+	own *lockBox
+	// cohort is the cohort the ledger is a member of (nil for none);
+	// changed under both locks, like lk. leaving is set while it waits to
+	// leave it for another, borrowing (see JoinCohort); under its lock.
+	cohort  *Cohort
+	leaving *leave
 	// books are what the cluster shows the budget holds, and its total
 	// (see books.go); line, the slices waiting for capacity (line.go).
 	// Reclaims are chosen by a planner over the books (planner.go) and
@@ -110,6 +135,8 @@ type Ledger struct {
 	// binding is the one manager the budget's classes run in, and what
 	// the budget holds there (see bind.go); under its own lock.
 	binding binding
+	// named is the cohort the ledger joins by name (see cohort.go).
+	named named
 }
 
 // New returns an empty ledger limiting exactly the resources of total. It
@@ -136,11 +163,15 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	if err := checkCohortTerms(total, o, true); err != nil {
+		return nil, fmt.Errorf("budget %q: %w", name, err)
+	}
 	l := &Ledger{
 		name: name,
-		id:   ids.Add(1),
+		own:  newLockBox(),
 		opts: Options{ConsumerLimit: o.ConsumerLimit.DeepCopy(), OldestFirst: o.OldestFirst, Preemption: o.Preemption,
-			EvictionAfter: o.EvictionAfter},
+			EvictionAfter: o.EvictionAfter, BorrowingLimit: o.BorrowingLimit.DeepCopy(), LendingLimit: o.LendingLimit.DeepCopy(),
+			ReclaimWithinCohort: o.ReclaimWithinCohort},
 		line:       newWaitLine(),
 		limits:     map[string]corev1.ResourceList{},
 		log:        logr.Discard(),
@@ -148,6 +179,7 @@ func New(name string, total corev1.ResourceList, opts ...Options) (*Ledger, erro
 		evicting:   map[types.NamespacedName]time.Time{},
 		cappedKeys: map[types.NamespacedName]struct{}{},
 	}
+	l.lk.Store(l.own)
 	l.books = newBooks(names, total.DeepCopy(), l.changedLocked)
 	return l, nil
 }
@@ -173,39 +205,40 @@ func (l *Ledger) Name() string { return l.name }
 
 // Resources returns the resources the budget limits, sorted.
 func (l *Ledger) Resources() []corev1.ResourceName {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return append([]corev1.ResourceName(nil), l.books.names...)
 }
 
 // ConsumerLimit returns a copy of what one consumer may hold; nil when
 // consumers are not limited.
 func (l *Ledger) ConsumerLimit() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.opts.ConsumerLimit.DeepCopy()
 }
 
 // Total returns a copy of the capacity.
 func (l *Ledger) Total() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.books.total.DeepCopy()
 }
 
 // Used returns what slices hold, admissions in flight included, for the
 // resources the budget limits.
 func (l *Ledger) Used() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.books.used()
 }
 
-// Free returns total − used per limited resource, never below zero.
+// Free returns total − used per limited resource, never below zero; in a
+// cohort, what is available to the budget there (see cohort.go).
 func (l *Ledger) Free() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	free := l.books.free()
+	l.lock()
+	defer l.unlock()
+	free := l.freeLocked()
 	for n, q := range free {
 		if q.Sign() < 0 {
 			free[n] = resource.Quantity{}
@@ -221,7 +254,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 	if err := checkQuantities("total", total); err != nil {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
-	l.mu.Lock()
+	l.lock()
 	next := corev1.ResourceList{}
 	for _, n := range l.books.names {
 		next[n] = resource.Quantity{}
@@ -239,7 +272,7 @@ func (l *Ledger) SetTotal(total corev1.ResourceList) error {
 		sort.Strings(extra)
 		err := fmt.Errorf("budget %q limits %s, not %s: a budget limits exactly the resources it was created with",
 			l.name, joinNames(l.books.names), strings.Join(extra, ", "))
-		l.mu.Unlock()
+		l.unlock()
 		return err
 	}
 	l.setTotalLocked(next)
@@ -260,7 +293,7 @@ func (l *Ledger) setTotalLocked(total corev1.ResourceList) {
 	victims := l.wakeKeys(append(capped, rechecked...))
 	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 	victims()
 	wakeWaiters()
@@ -278,8 +311,8 @@ func joinNames(names []corev1.ResourceName) string {
 // Attach registers a class drawing from the ledger: the slices it serves
 // count from now on. It returns an error if the class is already attached.
 func (l *Ledger) Attach(class string, c Class) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if _, ok := l.books.classes[class]; ok {
 		return fmt.Errorf("class %q already draws from budget %q", class, l.name)
 	}
@@ -291,8 +324,8 @@ func (l *Ledger) Attach(class string, c Class) error {
 
 // Attached is how many classes draw from the ledger now.
 func (l *Ledger) Attached() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return len(l.books.classes)
 }
 
@@ -301,9 +334,9 @@ func (l *Ledger) Attached() int {
 // while the cluster shows they hold it (they left the budget's classes, see
 // the package comment), so stopping a class frees nothing that is in use.
 func (l *Ledger) Detach(class string) {
-	l.mu.Lock()
+	l.lock()
 	if _, ok := l.books.classes[class]; !ok {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	delete(l.books.classes, class)
@@ -318,7 +351,7 @@ func (l *Ledger) Detach(class string) {
 	if l.books.retrackAll(l.line.has) || released {
 		wake = l.wakeLocked()
 	}
-	l.mu.Unlock()
+	l.unlock()
 	if wake != nil {
 		wake()
 	}

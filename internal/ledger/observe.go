@@ -34,10 +34,10 @@ type Slice struct {
 
 // ObserveSlice records what the cluster shows of a slice.
 func (l *Ledger) ObserveSlice(s Slice) {
-	l.mu.Lock()
+	l.lock()
 	e := l.books.fresh(s)
 	if e == nil {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	before := l.books.used()
@@ -50,7 +50,7 @@ func (l *Ledger) ObserveSlice(s Slice) {
 		wake = l.wakeLocked() // the old consumer's holding dropped
 	}
 	over := l.books.takeWakes()
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 	over()
 }
@@ -60,11 +60,11 @@ func (l *Ledger) ObserveSlice(s Slice) {
 // uid other than the one observed forgets nothing but that UID (the slice
 // was created again under the same name, and the new one was seen first).
 func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
-	l.mu.Lock()
+	l.lock()
 	e := l.books.slices[key]
 	if e != nil && uid != "" && e.uid != "" && e.uid != uid {
 		l.books.bury(uid)
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	promised := l.line.removeKey(key)
@@ -73,14 +73,14 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	before := l.books.used()
 	l.books.forgetSlice(key, uid)
 	if e == nil && !promised {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	wake := l.wakeIfFreedLocked(before)
 	if promised || l.books.track(key, l.books.slices[key], l.line.has) {
 		wake = l.wakeLocked()
 	}
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 }
 
@@ -92,20 +92,20 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 // refuse every request with ReasonNotCounted (a decision still in flight
 // when its manager stopped would otherwise be admitted against nothing).
 func (l *Ledger) ForgetAll() {
-	l.mu.Lock()
+	l.lock()
 	l.epoch++
 	l.uncounted = true
 	l.books.reset()
 	clear(l.victims)
 	clear(l.evicting)
-	l.mu.Unlock()
+	l.unlock()
 }
 
 // Epoch is the ledger's count of ForgetAll calls: a feed started now
 // passes it to Counted once it has delivered its initial lists.
 func (l *Ledger) Epoch() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.epoch
 }
 
@@ -113,8 +113,8 @@ func (l *Ledger) Epoch() uint64 {
 // lists: the books count the cluster again, and the ledger admits. A feed
 // of an older epoch (stopped, its books forgotten since) counts nothing.
 func (l *Ledger) Counted(epoch uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if epoch == l.epoch {
 		l.uncounted = false
 		l.books.counted = true
@@ -125,8 +125,8 @@ func (l *Ledger) Counted(epoch uint64) {
 // at a version newer than rv: a cache showing rv is behind, and deciding
 // from it would decide twice.
 func (l *Ledger) Ahead(key types.NamespacedName, uid types.UID, rv string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	e := l.books.slices[key]
 	if e == nil || (e.uid != "" && e.uid != uid) {
 		return false
@@ -162,12 +162,12 @@ func (l *Ledger) ForgetQuota(key types.NamespacedName, name string) {
 // waiters if it freed capacity, and the classes of slices whose pods' use
 // beyond their grant it changed.
 func (l *Ledger) record(change func()) {
-	l.mu.Lock()
+	l.lock()
 	before := l.books.used()
 	change()
 	wake := l.wakeIfFreedLocked(before)
 	over := l.books.takeWakes()
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 	over()
 }

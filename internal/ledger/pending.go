@@ -11,12 +11,12 @@ package ledger
 // RunPendingRefresh runs it. It returns a function that lets the timers
 // run again (a re-check still pending is then scheduled as usual).
 func (l *Ledger) HoldRefreshes() (release func()) {
-	l.mu.Lock()
+	l.lock()
 	l.refreshHeld = true
-	l.mu.Unlock()
+	l.unlock()
 	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.lock()
+		defer l.unlock()
 		l.refreshHeld = false
 		if l.refreshArmed {
 			l.refreshArmed = false
@@ -29,9 +29,9 @@ func (l *Ledger) HoldRefreshes() (release func()) {
 // change asked for while refreshes are held (HoldRefreshes), waking the
 // waiters whose block changed; it reports whether one was pending.
 func (l *Ledger) RunPendingRefresh() bool {
-	l.mu.Lock()
+	l.lock()
 	pending := l.refreshHeld && l.refreshArmed
-	l.mu.Unlock()
+	l.unlock()
 	if pending {
 		l.refresh()
 	}

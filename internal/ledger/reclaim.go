@@ -47,11 +47,15 @@ const (
 	// CauseTotal: the total fell below what the slices hold
 	// (Options.Preemption).
 	CauseTotal = "Total"
+	// CauseCohort: a cohort member took back what other members
+	// borrowed, for a slice of its own (Options.ReclaimWithinCohort).
+	CauseCohort = "Cohort"
 )
 
 // Reclaim is one reclaim: the slices shrunk at once for one cause.
 type Reclaim struct {
-	// Cause is CausePriority, CauseConsumerLimit or CauseTotal.
+	// Cause is CausePriority, CauseConsumerLimit, CauseTotal or
+	// CauseCohort.
 	Cause string
 	// Consumer is the consumer whose limit fell (CauseConsumerLimit), or
 	// the waiter's (CausePriority).
@@ -76,6 +80,9 @@ func (r Reclaim) String() string {
 		return fmt.Sprintf("reclaimed %s from %s of consumer %q: its limit is below what it held", Amounts(r.Amount), n, r.Consumer)
 	case CauseTotal:
 		return fmt.Sprintf("reclaimed %s from %s: the total fell below what the slices held", Amounts(r.Amount), n)
+	case CauseCohort:
+		return fmt.Sprintf("took back %s lent to its cohort, from %s of other budgets, for %s (priority %d, consumer %q)",
+			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
 	default:
 		return fmt.Sprintf("reclaimed %s from %s of lower priority for %s (priority %d, consumer %q)",
 			Amounts(r.Amount), n, r.Waiter.Key, r.Priority, r.Consumer)
@@ -85,8 +92,8 @@ func (r Reclaim) String() string {
 // SetReclaimHook makes the ledger call hook once for each reclaim, after
 // the reclaim is made, without the ledger's lock held; nil stops it.
 func (l *Ledger) SetReclaimHook(hook func(Reclaim)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	l.onReclaim = hook
 }
 
@@ -99,6 +106,9 @@ type capped struct {
 	waiter   Holder
 	// since is when it was first capped (eviction counts from it).
 	since time.Time
+	// lender is the cohort member that took it back for its waiter, ""
+	// for a reclaim within the victim's own budget (reclaimcohort.go).
+	lender string
 	// limit is set for a reclaim by the consumer's own limit
 	// (SetConsumerLimit), which lasts as long as the limit; pool for one
 	// by a total that fell below what is held, which lasts until it grows.
@@ -115,8 +125,8 @@ type Cap struct {
 
 // Cap returns what the slice key keeps after a reclaim, if it is a victim.
 func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	e := l.books.slices[key]
 	if e == nil || e.capped == nil {
 		return Cap{}, false
@@ -134,6 +144,10 @@ func (l *Ledger) Cap(key types.NamespacedName) (Cap, bool) {
 		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for consumer %q's limit",
 			l.name, strings.Join(parts, ", "), e.consumer)}, true
 	}
+	if e.capped.lender != "" {
+		return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s: budget %s of its cohort took back what it lent, for priority %d",
+			l.name, strings.Join(parts, ", "), e.capped.lender, e.capped.priority)}, true
+	}
 	return Cap{Keep: e.capped.keep.DeepCopy(), Message: fmt.Sprintf("budget %s reclaimed %s for priority %d",
 		l.name, strings.Join(parts, ", "), e.capped.priority)}, true
 }
@@ -149,7 +163,10 @@ func (l *Ledger) fitTotalLocked() []types.NamespacedName {
 	excess := corev1.ResourceList{}
 	for _, n := range l.books.names {
 		over := l.books.sum[n].DeepCopy()
-		over.Sub(l.books.total[n])
+		// A cohort member's slices may hold more than its total: what
+		// they borrow is not over it, only what is beyond all it may
+		// ever hold (see cohort.go).
+		over.Sub(l.ceilingLocked(n))
 		if over.Sign() > 0 {
 			excess[n] = over
 		}
@@ -204,7 +221,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	if err := checkQuantities(fmt.Sprintf("consumer limit of %q", consumer), limit); err != nil {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
-	l.mu.Lock()
+	l.lock()
 	if len(limit) == 0 {
 		delete(l.limits, consumer)
 	} else {
@@ -218,7 +235,7 @@ func (l *Ledger) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	log := l.log
-	l.mu.Unlock()
+	l.unlock()
 	switch {
 	case len(limit) == 0:
 		log.Info("consumer limit override removed: the budget's own consumer limit applies", "consumer", consumer)
@@ -284,8 +301,8 @@ func (l *Ledger) fitConsumerLocked(consumer string) (victims []types.NamespacedN
 // ConsumerLimits returns a copy of the consumers' own limits
 // (SetConsumerLimit), by consumer.
 func (l *Ledger) ConsumerLimits() map[string]corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	out := make(map[string]corev1.ResourceList, len(l.limits))
 	for c, lim := range l.limits {
 		out[c] = lim.DeepCopy()
@@ -298,9 +315,9 @@ func (l *Ledger) ConsumerLimits() map[string]corev1.ResourceList {
 // The consumer limits set before are logged then, since they could not be
 // when they were set.
 func (l *Ledger) SetLogger(log logr.Logger) {
-	l.mu.Lock()
+	l.lock()
 	if l.log.GetSink() != nil {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	l.log = log
@@ -308,7 +325,7 @@ func (l *Ledger) SetLogger(log logr.Logger) {
 	for c, lim := range l.limits {
 		limits[c] = Amounts(lim)
 	}
-	l.mu.Unlock()
+	l.unlock()
 	for _, c := range slices.Sorted(maps.Keys(limits)) {
 		log.Info("consumer limit set before the budget was fed", "consumer", c, "limit", limits[c])
 	}
@@ -356,6 +373,10 @@ type reclaimPlan struct {
 	// more than it lacks now (its request shrank, or capacity freed
 	// elsewhere): they get the surplus back.
 	back map[types.NamespacedName]corev1.ResourceList
+	// cohortCuts and cohortBack are the same in the other members of its
+	// cohort, for what they borrowed (reclaimcohort.go).
+	cohortCuts []memberCut
+	cohortBack map[*Ledger]map[types.NamespacedName]corev1.ResourceList
 }
 
 // planReclaimLocked plans the reclaim for r, asking increase over what
@@ -365,11 +386,17 @@ type reclaimPlan struct {
 // the total and within its consumer's limit. A plan that does not fit is
 // never applied: nothing is taken for a waiter that would still wait.
 func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) reclaimPlan {
-	if !l.opts.Preemption || l.closed != "" {
+	inBudget, inCohort := l.opts.Preemption, l.reclaimsInCohortLocked()
+	if (!inBudget && !inCohort) || l.closed != "" {
 		return reclaimPlan{}
 	}
-	free, _ := l.line.spare(l.books.free(), r.Holder)
+	free, _ := l.line.spare(l.freeLocked(), r.Holder)
 	pending := l.pendingLocked(r.Holder)
+	if l.cohort != nil {
+		for n, q := range l.cohortPendingLocked(r.Holder) {
+			add(pending, n, q)
+		}
+	}
 	// target is what victims must free in all, per resource; what they
 	// still yield (pending) beyond it goes back to them.
 	target, surplus := corev1.ResourceList{}, corev1.ResourceList{}
@@ -396,13 +423,23 @@ func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) recl
 		}
 	}
 	pl := l.planner()
+	// The borrowers taken last give back first (see reclaimcohort.go).
+	p.cohortBack = l.cohortGiveBackLocked(r.Holder, surplus)
 	p.back = pl.giveBack(l.victimsOf(r.Holder), surplus)
 	if len(target) == 0 {
 		return p // nothing lacking that victims could free: it waits for something else
 	}
 	if len(p.lacking) > 0 {
-		if p.cuts = pl.forWaiter(r.Holder, r.Priority, p.lacking); p.cuts == nil {
-			return p // even all that lower priorities keep would not do
+		if inCohort {
+			p.cohortCuts = l.cohortCutsLocked(r.Holder, r.Priority, p.lacking)
+		}
+		if p.cohortCuts == nil {
+			if !inBudget {
+				return p // what it lent cannot cover it
+			}
+			if p.cuts = pl.forWaiter(r.Holder, r.Priority, p.lacking); p.cuts == nil {
+				return p // even all that lower priorities keep would not do
+			}
 		}
 	}
 	p.fits = len(l.consumerShortAfter(r, p)) == 0
@@ -492,6 +529,7 @@ func (l *Ledger) reclaimLocked(w *waiter, p *reclaimPlan) (victims []types.Names
 		return l.uncapLocked(w.Holder), false
 	}
 	victims = l.giveBackLocked(w.Holder, p.back)
+	victims = append(victims, l.applyCohortLocked(w, p)...)
 	if len(p.cuts) == 0 {
 		return victims, true
 	}
@@ -565,7 +603,17 @@ func yields(e *entry) bool {
 func (l *Ledger) recheckReclaimsLocked() (victims []types.NamespacedName, waiters []Holder) {
 	holders := make([]Holder, 0, len(l.victims))
 	for h := range l.victims {
+		if _, mine := l.line.by[h]; !mine && l.waitsInCohortLocked(h) {
+			continue // another member's waiter: that member rechecks it
+		}
 		holders = append(holders, h)
+	}
+	for _, m := range l.others() {
+		for h := range m.victims {
+			if _, mine := l.line.by[h]; mine && l.victims[h] == nil && !slices.Contains(holders, h) {
+				holders = append(holders, h) // taking back from the cohort only
+			}
+		}
 	}
 	// Highest priority first, as they were promised; then by name.
 	sort.Slice(holders, func(i, j int) bool {
@@ -633,7 +681,14 @@ func (l *Ledger) admittedLocked(h Holder) []types.NamespacedName {
 	return l.liftLocked(h, false)
 }
 
+// liftLocked lifts the caps made for h, in the ledger and in the other
+// members of its cohort.
 func (l *Ledger) liftLocked(h Holder, givenBack bool) []types.NamespacedName {
+	return append(l.liftOwnLocked(h, givenBack), l.liftCohortLocked(h, givenBack)...)
+}
+
+// liftOwnLocked lifts the caps made for h in the ledger.
+func (l *Ledger) liftOwnLocked(h Holder, givenBack bool) []types.NamespacedName {
 	set, ok := l.victims[h]
 	if !ok {
 		return nil
@@ -657,6 +712,11 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 			out = append(out, l.uncapLocked(h)...)
 		}
 	}
+	if l.cohort != nil {
+		for _, h := range l.line.byKey[key] {
+			out = append(out, l.liftCohortLocked(h, true)...)
+		}
+	}
 	return out
 }
 
@@ -665,8 +725,8 @@ func (l *Ledger) uncapKeyLocked(key types.NamespacedName) []types.NamespacedName
 // (to a higher priority, a lower consumer limit or a smaller total) that
 // their running pods still use.
 func (l *Ledger) Reclaiming() corev1.ResourceList {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	out := corev1.ResourceList{}
 	for _, n := range l.books.names {
 		out[n] = resource.Quantity{}

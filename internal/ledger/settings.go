@@ -27,9 +27,9 @@ import (
 // within what its slice holds is admitted as before). Opening it wakes
 // the waiting slices that fit.
 func (l *Ledger) SetClosed(reason string) {
-	l.mu.Lock()
+	l.lock()
 	if l.closed == reason {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	l.closed = reason
@@ -38,7 +38,7 @@ func (l *Ledger) SetClosed(reason string) {
 	if reason == "" {
 		wake = l.wakeLocked()
 	}
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 }
 
@@ -48,9 +48,9 @@ func (l *Ledger) SetClosed(reason string) {
 // while the books are counted again. A budget whose settings are not read
 // yet must not deny what it may admit a moment later.
 func (l *Ledger) SetUndecided(reason string) {
-	l.mu.Lock()
+	l.lock()
 	if l.unread == reason {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	l.unread = reason
@@ -58,7 +58,7 @@ func (l *Ledger) SetUndecided(reason string) {
 	if reason == "" {
 		wake = l.wakeLocked()
 	}
-	l.mu.Unlock()
+	l.unlock()
 	wake()
 }
 
@@ -88,8 +88,8 @@ func CheckSettings(total, limit corev1.ResourceList, overrides map[string]corev1
 
 // Closed returns why the ledger admits nothing new; "" when it is open.
 func (l *Ledger) Closed() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.closed
 }
 
@@ -107,7 +107,7 @@ func (l *Ledger) SetLimits(total corev1.ResourceList) error {
 		return fmt.Errorf("budget %q: %w", l.name, err)
 	}
 	names := slices.Sorted(maps.Keys(total))
-	l.mu.Lock()
+	l.lock()
 	if !slices.Equal(names, l.books.names) {
 		l.books.names = names
 		// Waiters' increases were measured on the old resources.
@@ -131,9 +131,9 @@ func (l *Ledger) SetLimits(total corev1.ResourceList) error {
 // smaller total are lifted (those made for a consumer's limit stay), and
 // no slice is reclaimed from any more.
 func (l *Ledger) SetPreemption(on bool) {
-	l.mu.Lock()
+	l.lock()
 	if l.opts.Preemption == on {
-		l.mu.Unlock()
+		l.unlock()
 		return
 	}
 	l.opts.Preemption = on
@@ -173,7 +173,7 @@ func (l *Ledger) SetPreemption(on bool) {
 	wake := l.wakeLocked()
 	victims := l.wakeKeys(keys)
 	hook := l.takeReclaimsLocked()
-	l.mu.Unlock()
+	l.unlock()
 	for i, h := range woken {
 		if wakeWaiters[i] != nil {
 			wakeWaiters[i](h.Key)
@@ -186,8 +186,8 @@ func (l *Ledger) SetPreemption(on bool) {
 
 // Preemption reports whether Options.Preemption is on.
 func (l *Ledger) Preemption() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.opts.Preemption
 }
 
@@ -216,7 +216,7 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 			next[c] = lim.DeepCopy()
 		}
 	}
-	l.mu.Lock()
+	l.lock()
 	// The consumers whose limit in force may change: those the ledger
 	// knows, and those named by an override before or after.
 	consumers := map[string]bool{}
@@ -260,7 +260,7 @@ func (l *Ledger) SetConsumerLimits(limit corev1.ResourceList, overrides map[stri
 	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
 	log := l.log
-	l.mu.Unlock()
+	l.unlock()
 	if len(shrunk) > 0 {
 		parts := make([]string, 0, len(shrunk))
 		for _, c := range slices.Sorted(maps.Keys(shrunk)) {
@@ -288,23 +288,23 @@ func limitsEqual(a, b corev1.ResourceList) bool {
 // feed built for it is ready to evict, whatever EvictionAfter is when it
 // is built.
 func (l *Ledger) FollowEvictionAfter() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	l.evictLive = true
 }
 
 // MayEvict reports whether the ledger may name pods to evict: it has an
 // EvictionAfter, or follows one set at run time.
 func (l *Ledger) MayEvict() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.evictLive || l.opts.EvictionAfter > 0
 }
 
 // SetEvictionAfter sets Options.EvictionAfter: from now on EvictionsDue
 // names the pods of slices shrunk at least d ago; d ≤ 0 evicts nothing.
 func (l *Ledger) SetEvictionAfter(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	l.opts.EvictionAfter = max(d, 0)
 }

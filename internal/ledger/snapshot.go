@@ -12,6 +12,13 @@ import (
 // the ledger limits, zero included.
 type Snapshot struct {
 	Total, Used, InUse, Reclaiming, Free corev1.ResourceList
+	// Borrowed is what the slices hold beyond the total, Lent what other
+	// members' slices hold of it (both zero outside a cohort; see
+	// cohort.go); Free is then what is available to the budget in its
+	// cohort.
+	Borrowed, Lent corev1.ResourceList
+	// Cohort is the name of the budget's cohort, "" for none.
+	Cohort string
 	// Accepted counts the slices of the budget's classes that hold an
 	// acceptance (observed, or whose write is in flight), whether or not
 	// a larger offer of theirs waits; Waiting the slices in line that
@@ -42,14 +49,21 @@ type ConsumerSnapshot struct {
 
 // Snapshot returns what the ledger holds now.
 func (l *Ledger) Snapshot() Snapshot {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	s := Snapshot{
 		Total: corev1.ResourceList{}, Used: l.books.used(), InUse: corev1.ResourceList{}, Reclaiming: corev1.ResourceList{},
-		Free: l.books.free(), Closed: l.closed, Counted: l.books.counted,
+		Free: l.freeLocked(), Borrowed: l.borrowedLocked(), Lent: l.lentLocked(), Closed: l.closed, Counted: l.books.counted,
+	}
+	if l.cohort != nil {
+		s.Cohort = l.cohort.name
 	}
 	for _, n := range l.books.names {
 		s.Total[n] = l.books.total[n].DeepCopy()
+		if f := s.Lent[n]; !f.IsZero() {
+			f.Format = s.Total[n].Format
+			s.Lent[n] = f
+		}
 		s.InUse[n] = resource.Quantity{}
 		s.Reclaiming[n] = resource.Quantity{}
 		if f := s.Free[n]; f.Sign() < 0 {

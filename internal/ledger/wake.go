@@ -22,20 +22,20 @@ func (l *Ledger) wakeIfFreedLocked(before corev1.ResourceList) func() {
 	return func() {}
 }
 
-// wakeLocked promises what is free to the waiting slices that fit, and
-// returns a function that enqueues the newly promised ones, to be called
+// wakeLineLocked promises what is free to the waiting slices of the
+// ledger's own line that fit (see wakeLocked), and returns a function that enqueues the newly promised ones, to be called
 // without the lock. Fair order (the default) goes consumer by consumer,
 // least-holding first (by the dominant share of the total), oldest first
 // within one consumer; OldestFirst goes in creation order. Either way a
 // waiter that does not fit does not block the rest.
-func (l *Ledger) wakeLocked() func() {
+func (l *Ledger) wakeLineLocked() func() {
 	if l.line.len() == 0 {
 		return func() {}
 	}
 	l.changedLocked() // what is promised changes
-	free, _ := l.line.spare(l.books.free(), Holder{})
+	free, _ := l.line.spare(l.freeLocked(), Holder{})
 	fits := func(w *waiter) bool {
-		if l.closed != "" || l.books.heldBack(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
+		if l.closed != "" || l.heldBackLocked(w.priority) > 0 || len(shortfall(l.books.names, w.increase, free, nil)) > 0 {
 			return false
 		}
 		return len(consumerShort(l.limitLocked(w.consumer), l.books.byConsumer[w.consumer], w.increase, nil, l.line.promisedTo(w.consumer))) == 0
@@ -62,14 +62,14 @@ func (l *Ledger) wakeLocked() func() {
 			l.line.fair(l.shareLocked, at, take, free)
 		}
 	}
-	if l.opts.Preemption {
+	if l.opts.Preemption || l.reclaimsInCohortLocked() {
 		// A waiter reclaimed for holds a promise already: it is woken once
 		// what its victims held has freed enough for it.
 		for _, w := range l.line.by {
 			if !w.reclaiming {
 				continue
 			}
-			mine, _ := l.line.spare(l.books.free(), w.Holder)
+			mine, _ := l.line.spare(l.freeLocked(), w.Holder)
 			if len(shortfall(l.books.names, w.increase, mine, nil)) == 0 {
 				picked = append(picked, w.Holder)
 			}
@@ -99,10 +99,22 @@ func (l *Ledger) wakeKeys(keys []types.NamespacedName) func() {
 		key  types.NamespacedName
 	}
 	var ts []target
+	// A cohort's victims are in other members' books: a key this
+	// ledger's classes do not serve is woken through the member whose
+	// class does.
 	for _, k := range keys {
 		if e := l.books.slices[k]; e != nil {
 			if c, ok := l.books.classes[e.class]; ok && c.Wake != nil {
 				ts = append(ts, target{c.Wake, k})
+				continue
+			}
+		}
+		for _, m := range l.others() {
+			if e := m.books.slices[k]; e != nil && e.member {
+				if c, ok := m.books.classes[e.class]; ok && c.Wake != nil {
+					ts = append(ts, target{c.Wake, k})
+					break
+				}
 			}
 		}
 	}
@@ -145,7 +157,7 @@ func (l *Ledger) changedLocked() {
 // wakeLocked makes, not here; those capacity is reclaimed for hold a
 // promise too, but wait on, and are told what is still in use.
 func (l *Ledger) refresh() {
-	l.mu.Lock()
+	l.lock()
 	l.refreshArmed = false
 	l.refreshed = time.Now()
 	var picked []Holder
@@ -164,7 +176,7 @@ func (l *Ledger) refresh() {
 	for i, h := range picked {
 		wakes[i] = l.books.classes[h.Class].Wake
 	}
-	l.mu.Unlock()
+	l.unlock()
 	for i, h := range picked {
 		if wakes[i] != nil {
 			wakes[i](h.Key)

@@ -1,0 +1,149 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
+)
+
+// Cohort is a set of budgets that lend each other what they leave idle
+// (Kueue's cohorts, with partial reclaim): a member's total is what it is
+// guaranteed; its slices may hold more, borrowed from what the other
+// members leave idle and may lend (WithBorrowingLimit, WithLendingLimit);
+// and a member may take back what it lent when its own slices wait
+// (WithReclaimWithinCohort), by shrinking the borrowers' slices, never by
+// evicting them. Per resource, for a member b with total T, lending limit
+// L (all of T when absent), guaranteed part G = T − L and borrowing limit
+// B (unbounded when absent), an offer of b fits while what b's slices
+// hold stays within T + B, and what they hold beyond G, with what the
+// other members hold beyond theirs, stays within the sum of the members'
+// L. So a cohort's slices never hold more than the sum of its totals by
+// an admission, and what a member may not lend is never held by another
+// member's slices.
+//
+// The budgets' status shows Borrowed (what a budget's slices hold beyond
+// its total) and Lent (what the others hold of it: the cohort's borrowed
+// amount split among the members that leave lendable capacity idle, in
+// proportion to it): see Borrowed and Lent. A Cohort is built by the
+// user, like a Budget, and handed to each member with WithCohort (New
+// only). Members decide under one lock, the cohort's.
+type Cohort struct {
+	c *ledger.Cohort
+}
+
+// NewCohort returns an empty cohort named name. It returns an error for an
+// empty name.
+func NewCohort(name string) (*Cohort, error) {
+	c, err := ledger.NewCohort(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Cohort{c: c}, nil
+}
+
+// Name returns the cohort's name.
+func (c *Cohort) Name() string { return c.c.Name() }
+
+// Members returns the names of the cohort's budgets, sorted.
+func (c *Cohort) Members() []string { return c.c.Members() }
+
+// ReclaimPolicy is which borrowed capacity a member of a cohort takes back
+// for its own waiting slices (WithReclaimWithinCohort).
+type ReclaimPolicy string
+
+// The policies of WithReclaimWithinCohort, as spec.preemption.reclaimWithinCohort
+// spells them.
+const (
+	// ReclaimNever: the member waits until the borrowers release what it
+	// lent (the default).
+	ReclaimNever ReclaimPolicy = ReclaimPolicy(ledger.ReclaimNever)
+	// ReclaimLowerPriority: the member takes back what is held by
+	// borrowers' slices of strictly lower priority than its waiting slice.
+	ReclaimLowerPriority ReclaimPolicy = ReclaimPolicy(ledger.ReclaimLowerPriority)
+	// ReclaimAny: the member takes back what any borrower's slices hold.
+	ReclaimAny ReclaimPolicy = ReclaimPolicy(ledger.ReclaimAny)
+)
+
+// WithCohort makes the budget a member of c (New only). A budget of one
+// cohort may also be in a cohort of none else: a class's slice answers to
+// every budget its class draws from, each by its own terms.
+func WithCohort(c *Cohort) Option {
+	return func(o *options) {
+		if c == nil || c.c == nil {
+			o.errs = append(o.errs, errors.New("nil cohort: build one with NewCohort"))
+			return
+		}
+		o.cohort = c
+	}
+}
+
+// WithBorrowingLimit caps, per resource it names, how much more than its
+// total the budget's slices may hold, borrowed from its cohort (a
+// resource it does not name: no limit beyond what the cohort has idle).
+// It needs WithCohort, and names only resources the total names.
+func WithBorrowingLimit(limit corev1.ResourceList) Option {
+	return func(o *options) {
+		if len(limit) == 0 {
+			o.errs = append(o.errs, errors.New("empty borrowing limit"))
+			return
+		}
+		o.borrowing = limit.DeepCopy()
+	}
+}
+
+// WithLendingLimit caps, per resource it names, how much of its total the
+// other members of its cohort may borrow (a resource it does not name:
+// all of it that is idle); the rest is guaranteed to the budget, never
+// held by another member's slices. It needs WithCohort, names only
+// resources the total names, and is at most the total.
+func WithLendingLimit(limit corev1.ResourceList) Option {
+	return func(o *options) {
+		if len(limit) == 0 {
+			o.errs = append(o.errs, errors.New("empty lending limit"))
+			return
+		}
+		o.lending = limit.DeepCopy()
+	}
+}
+
+// WithReclaimWithinCohort lets the budget take back what it lent when a
+// slice of its own waits while the budget holds less than its total: the
+// borrowers' slices (the lowest priority first; only those of strictly
+// lower priority for ReclaimLowerPriority) are shrunk by no more than the
+// waiter lacks and never below their own budget's total, as WithPreemption
+// shrinks them (reason ReasonReclaimed, a Warning event, their handlers'
+// offers capped), and the waiter is admitted once their running pods fit.
+// Taking back what was lent comes before WithPreemption's reclaim from the
+// budget's own lower priorities. It needs WithCohort.
+func WithReclaimWithinCohort(p ReclaimPolicy) Option {
+	return func(o *options) {
+		switch p {
+		case ReclaimNever, ReclaimLowerPriority, ReclaimAny:
+			o.reclaim = p
+		default:
+			o.errs = append(o.errs, fmt.Errorf("reclaim within cohort %q: want %s, %s or %s", p, ReclaimNever, ReclaimLowerPriority, ReclaimAny))
+		}
+	}
+}
+
+// cohortOptions names the cohort options given without WithCohort, which
+// New refuses, and those NewNodePool and FromObject refuse.
+func (o options) cohortOptions() []string {
+	var out []string
+	if o.cohort != nil {
+		out = append(out, "WithCohort")
+	}
+	if o.borrowing != nil {
+		out = append(out, "WithBorrowingLimit")
+	}
+	if o.lending != nil {
+		out = append(out, "WithLendingLimit")
+	}
+	if o.reclaim != "" {
+		out = append(out, "WithReclaimWithinCohort")
+	}
+	return out
+}
