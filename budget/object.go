@@ -574,19 +574,16 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 }
 
 // cohortTerms refuses cohort terms without a cohort, and terms the
-// budget's capacity cannot hold (a limit of a resource it does not limit,
-// a lending limit above a total): the API server refuses them, so only an
-// object written around it gets here. pool is the spec's node pool
+// budget's capacity cannot hold (a limit of a resource it does not limit):
+// the API server refuses them, so only an object written around it gets
+// here. A lending limit above the total is not refused: it lends all. pool is the spec's node pool
 // options, when it has one.
 func cohortTerms(spec *v1alpha1.SliceBudgetSpec, pool options, reclaim ledger.ReclaimPolicy) error {
 	if spec.Cohort == "" && (len(spec.BorrowingLimit) > 0 || len(spec.LendingLimit) > 0 || reclaim != ledger.ReclaimNever) {
 		return errors.New("spec.borrowingLimit, spec.lendingLimit and spec.preemption.reclaimWithinCohort need a cohort: set spec.cohort")
 	}
 	total := spec.Total.ResourceList()
-	aboveTotal := true
 	if spec.NodePool != nil {
-		// A pool's total moves: a lending limit above it is clamped.
-		aboveTotal = false
 		total = corev1.ResourceList{}
 		names := pool.resources
 		if names == nil {
@@ -596,12 +593,13 @@ func cohortTerms(spec *v1alpha1.SliceBudgetSpec, pool options, reclaim ledger.Re
 			total[n] = resource.Quantity{}
 		}
 	}
+	// A lending limit above the total lends all of it (the ledger clamps
+	// it), for a fixed total as for a pool's moving one: checked against
+	// itself, only its resources and signs are refused.
 	lending := spec.LendingLimit.ResourceList()
-	if !aboveTotal {
-		for n := range lending {
-			if _, ok := total[n]; ok {
-				total[n] = lending[n]
-			}
+	for n := range lending {
+		if _, ok := total[n]; ok {
+			total[n] = lending[n]
 		}
 	}
 	if err := ledger.CheckCohortTerms(total, spec.BorrowingLimit.ResourceList(), lending, reclaim); err != nil {

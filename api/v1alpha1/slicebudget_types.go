@@ -57,7 +57,7 @@ type SliceBudget struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.total) != has(self.nodePool)",message="exactly one of total and nodePool must be set: a budget offers either a fixed total or what a node pool has"
 // +kubebuilder:validation:XValidation:rule="has(self.cohort) || (!has(self.borrowingLimit) && !has(self.lendingLimit) && (!has(self.preemption) || !has(self.preemption.reclaimWithinCohort) || self.preemption.reclaimWithinCohort == 'Never'))",message="borrowingLimit, lendingLimit and preemption.reclaimWithinCohort need a cohort: set spec.cohort"
-// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !has(self.total) || self.lendingLimit.all(r, r in self.total && quantity(string(self.lendingLimit[r])).compareTo(quantity(string(self.total[r]))) <= 0)",message="lendingLimit names only resources of total, each at most its total"
+// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !has(self.total) || self.lendingLimit.all(r, r in self.total)",message="lendingLimit names only resources of total"
 // +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || !has(self.total) || self.borrowingLimit.all(r, r in self.total)",message="borrowingLimit names only resources of total"
 type SliceBudgetSpec struct {
 	// Total is a fixed capacity. The budget limits exactly the resources it
@@ -132,8 +132,10 @@ type SliceBudgetSpec struct {
 	// LendingLimit caps, per resource it names, how much of its total the
 	// other budgets of its cohort may borrow; a resource it does not name
 	// lends all of it that is idle. The rest is guaranteed to the budget:
-	// never held by another budget's slices. At most the total, per
-	// resource. It needs a cohort.
+	// never held by another budget's slices. A limit above the total
+	// lends all of it (as for a node pool, whose total moves; the API
+	// server does not compare quantities, whose CEL cost Kubernetes 1.33
+	// refuses). It needs a cohort.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:MinProperties=1
