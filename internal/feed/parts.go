@@ -197,6 +197,9 @@ func (r feedRunner) Start(ctx context.Context) error {
 	if p.runCancel != nil {
 		p.runCancel()
 	}
+	// No feed starts after this (acquire runs one only while run is set):
+	// a WaitGroup's Add from zero must not race its Wait below.
+	p.run = nil
 	p.mu.Unlock()
 	p.running.Wait()
 	return nil

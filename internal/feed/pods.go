@@ -122,6 +122,11 @@ func (r podsRunner) Start(ctx context.Context) error {
 	close(p.started)
 	p.mu.Unlock()
 	<-ctx.Done()
+	// A WaitGroup's Add from zero must not race its Wait: an informer call
+	// that holds mu now has added its cache's goroutine before this takes
+	// mu, and one that takes mu after sees run ended and adds nothing.
+	p.mu.Lock()
+	p.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier, see above
 	p.running.Wait()
 	return nil
 }
