@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"sync"
 
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
 // Pods is the one ShadowPod watch of a set of classes (a
@@ -27,8 +31,10 @@ type Pods struct {
 	mu  sync.Mutex
 	run context.Context
 	// c is the cache while a feed reads it, users how many do; stop ends
-	// it. builds counts the caches built, for tests.
+	// it; index is its ShadowPod informer's indexer, with podUserIndex.
+	// builds counts the caches built, for tests.
 	c       cache.Cache
+	index   toolscache.Indexer
 	stop    context.CancelFunc
 	users   int
 	builds  int
@@ -53,28 +59,69 @@ func (p *Pods) Builds() int {
 	return p.builds
 }
 
+// podUserIndex indexes the ShadowPods by their creator label's value,
+// the Quota user they are charged to.
+const podUserIndex = "sliceclass.liqo.io/creator-user"
+
+// podsOfUser indexes a kept ShadowPod (see keepCharge) by its user.
+func podsOfUser(obj any) ([]string, error) {
+	if sp, ok := obj.(*shadowPodCharge); ok && sp.User != "" {
+		return []string{sp.User}, nil
+	}
+	return nil, nil
+}
+
+// podIndex reads index's running ShadowPods of a user, for a ledger's
+// SetPodIndex.
+func podIndex(index toolscache.Indexer) ledger.PodIndex {
+	return func(user string) []ledger.RunningPod {
+		objs, err := index.ByIndex(podUserIndex, user)
+		if err != nil { // the index is added before the cache starts
+			return nil
+		}
+		out := make([]ledger.RunningPod, 0, len(objs))
+		for _, o := range objs {
+			sp, ok := o.(*shadowPodCharge)
+			if !ok || !running(sp) {
+				continue
+			}
+			out = append(out, ledger.RunningPod{Key: client.ObjectKeyFromObject(sp), Charge: sp.Charge,
+				Meta: ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time}})
+		}
+		return out
+	}
+}
+
 // informer returns the ShadowPod informer, building and starting the cache
-// on first use, and the func that lets go of it (the last one stops the
-// cache). It waits, until ctx ends, for the manager to run the watch.
-func (p *Pods) informer(ctx context.Context) (cache.Informer, func(), error) {
+// on first use, the index of its pods by user, and the func that lets go
+// of it (the last one stops the cache). It waits, until ctx ends, for the
+// manager to run the watch.
+func (p *Pods) informer(ctx context.Context) (cache.Informer, ledger.PodIndex, func(), error) {
 	select {
 	case <-p.started:
 	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("waiting for the ShadowPod watch to start: %w", ctx.Err())
+		return nil, nil, nil, fmt.Errorf("waiting for the ShadowPod watch to start: %w", ctx.Err())
 	}
 	p.mu.Lock()
 	if p.run.Err() != nil {
 		p.mu.Unlock()
-		return nil, nil, fmt.Errorf("the ShadowPod watch stopped: %w", p.run.Err())
+		return nil, nil, nil, fmt.Errorf("the ShadowPod watch stopped: %w", p.run.Err())
 	}
 	if p.c == nil {
 		c, err := newShadowPodCache(p.mgr)
 		if err != nil {
 			p.mu.Unlock()
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		// The index goes on before the cache starts (GetInformer does not
+		// wait for a cache not started).
+		index, err := indexByUser(ctx, c)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, nil, nil, err
 		}
 		cctx, stop := context.WithCancel(p.run)
-		p.c, p.stop = c, stop
+		p.c, p.stop, p.index = c, stop, index
 		p.builds++
 		p.running.Add(1)
 		go func() {
@@ -84,7 +131,7 @@ func (p *Pods) informer(ctx context.Context) (cache.Informer, func(), error) {
 			}
 		}()
 	}
-	c := p.c
+	c, index := p.c, p.index
 	p.users++
 	p.mu.Unlock()
 	var once sync.Once
@@ -92,9 +139,26 @@ func (p *Pods) informer(ctx context.Context) (cache.Informer, func(), error) {
 	inf, err := c.GetInformer(ctx, &shadowPodCharge{})
 	if err != nil {
 		letGo()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return inf, letGo, nil
+	return inf, podIndex(index), letGo, nil
+}
+
+// indexByUser adds podUserIndex to c's ShadowPod informer and returns its
+// indexer.
+func indexByUser(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
+	inf, err := c.GetInformer(ctx, &shadowPodCharge{})
+	if err != nil {
+		return nil, fmt.Errorf("the ShadowPod informer: %w", err)
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{podUserIndex: podsOfUser}); err != nil {
+		return nil, fmt.Errorf("indexing ShadowPods by user: %w", err)
+	}
+	si, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the ShadowPod informer (%T) has no indexer", inf)
+	}
+	return si.GetIndexer(), nil
 }
 
 // letGo gives back a use of c; the last one stops it.
@@ -106,7 +170,7 @@ func (p *Pods) letGo(c cache.Cache) {
 	}
 	if p.users--; p.users == 0 {
 		p.stop()
-		p.c, p.stop = nil, nil
+		p.c, p.stop, p.index = nil, nil, nil
 	}
 }
 

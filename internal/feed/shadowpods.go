@@ -172,6 +172,12 @@ func (l *shadowPodChargeList) DeepCopyObject() runtime.Object {
 	return &out
 }
 
+// running reports whether a kept ShadowPod is charged to a Quota: it
+// names a user and has not ended.
+func running(sp *shadowPodCharge) bool {
+	return sp.User != "" && sp.Status.Phase != corev1.PodSucceeded && sp.Status.Phase != corev1.PodFailed
+}
+
 // shadowPodHandler tells l what each ShadowPod event shows.
 func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 	observe := func(o any) {
@@ -180,7 +186,7 @@ func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 			return
 		}
 		key := client.ObjectKeyFromObject(sp)
-		if sp.User == "" || sp.Status.Phase == corev1.PodSucceeded || sp.Status.Phase == corev1.PodFailed {
+		if !running(sp) {
 			l.ForgetPod(key) // charged to no Quota, or no longer running
 			return
 		}

@@ -42,6 +42,10 @@ type books struct {
 	// inuse.go).
 	pods  map[types.NamespacedName]pod
 	users map[string]*userUse
+	// podIndex, when set, lists a user's running pods: the books then
+	// keep only the pods of users their slices' Quotas name (see
+	// SetPodIndex).
+	podIndex *podIndexBox
 	// pendingWakes are the over-grant wakes noted under the lock (see
 	// noteOver), taken by takeWakes.
 	pendingWakes []wakeOf
@@ -136,6 +140,16 @@ type quota struct {
 // deleted slice of the same name (known when both UIDs are).
 func (e *entry) owns(q quota) bool {
 	return e.uid == "" || q.owner == "" || q.owner == e.uid
+}
+
+// names reports whether one of the slice's Quotas names user.
+func (e *entry) names(user string) bool {
+	for _, q := range e.quotas {
+		if q.user == user {
+			return true
+		}
+	}
+	return false
 }
 
 // users yields, once each, the users of the slice's own Quotas: the
@@ -520,10 +534,11 @@ func (b *books) observeQuota(key types.NamespacedName, q quota, name string) {
 	if e.quotas == nil {
 		e.quotas = map[string]quota{}
 	}
-	if old, ok := e.quotas[name]; ok && old.user != q.user {
+	old, had := e.quotas[name]
+	e.quotas[name] = q
+	if had && old.user != q.user && !e.names(old.user) {
 		b.unlinkUser(old.user, key)
 	}
-	e.quotas[name] = q
 	b.linkUser(q.user, key)
 	e.inUse = b.inUseOf(e)
 	b.recount(key, e)
@@ -535,10 +550,11 @@ func (b *books) forgetQuota(key types.NamespacedName, name string) {
 	if e == nil {
 		return
 	}
-	if q, ok := e.quotas[name]; ok {
+	q, ok := e.quotas[name]
+	delete(e.quotas, name)
+	if ok && !e.names(q.user) {
 		b.unlinkUser(q.user, key)
 	}
-	delete(e.quotas, name)
 	e.inUse = b.inUseOf(e)
 	b.recount(key, e)
 }

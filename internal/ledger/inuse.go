@@ -40,6 +40,52 @@ type userUse struct {
 	slices map[types.NamespacedName]bool
 }
 
+// RunningPod is a running ShadowPod as a pod index lists it: its key,
+// its charge and what eviction needs of it.
+type RunningPod struct {
+	Key    types.NamespacedName
+	Charge corev1.ResourceList
+	Meta   PodMeta
+}
+
+// PodIndex lists the running ShadowPods charged to a user, as the watch
+// that feeds ObservePod holds them now (an informer's indexer: it is
+// updated before the watch's handlers are told, so a pod it does not list
+// yet is still to be observed). It is called under the ledger's lock and
+// must not call the ledger.
+type PodIndex func(user string) []RunningPod
+
+// SetPodIndex makes the ledger keep only the pods of the users its
+// slices' Quotas name: a pod of any other user is not kept when observed,
+// and a user's pods are read from index when a Quota first names the user
+// (and dropped when none does any more). So a set of classes whose budgets
+// share one ShadowPod watch keeps each pod in the one budget that counts
+// it, not in every budget. The pods kept of users no Quota names are
+// dropped now. The func it returns unsets index, unless another was set
+// since.
+func (l *Ledger) SetPodIndex(index PodIndex) (unset func()) {
+	box := &podIndexBox{index: index}
+	l.record(func() {
+		l.books.podIndex = box
+		for user, u := range l.books.users {
+			if len(u.slices) == 0 {
+				l.books.dropPodsOf(user, u)
+			}
+		}
+	})
+	return func() {
+		l.record(func() {
+			if l.books.podIndex == box {
+				l.books.podIndex = nil
+			}
+		})
+	}
+}
+
+// podIndexBox holds a PodIndex, so that SetPodIndex's unset can tell its
+// own from a later one.
+type podIndexBox struct{ index PodIndex }
+
 // ObservePod records a ShadowPod key of user, running (not Succeeded or
 // Failed), charged charge. A pod that ended is forgotten with ForgetPod.
 // The ledger keeps charge as given: the caller must not change it.
@@ -47,8 +93,14 @@ func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1
 	l.record(func() { l.books.observePod(key, pod{user: user, charge: charge, meta: meta}) })
 }
 
-// observePod records the running pod key.
+// observePod records the running pod key; with a pod index, only when a
+// Quota names its user (a pod that moved to a user none names is
+// forgotten).
 func (b *books) observePod(key types.NamespacedName, p pod) {
+	if b.podIndex != nil && !b.linked(p.user) {
+		b.forgetPod(key)
+		return
+	}
 	if old, ok := b.pods[key]; ok {
 		b.chargeUser(old.user, old.charge, -1)
 		b.podOfUser(old.user, key, false)
@@ -58,12 +110,61 @@ func (b *books) observePod(key types.NamespacedName, p pod) {
 	b.chargeUser(p.user, p.charge, 1)
 }
 
+// linked reports whether a slice's Quota names user.
+func (b *books) linked(user string) bool {
+	u := b.users[user]
+	return u != nil && len(u.slices) > 0
+}
+
+// pullPodsOf records the running pods the pod index lists for user, whom
+// a Quota names now and none did before, and recounts the user's slices
+// once.
+func (b *books) pullPodsOf(user string, u *userUse) {
+	for _, rp := range b.podIndex.index(user) {
+		if old, ok := b.pods[rp.Key]; ok {
+			if old.user == user {
+				for n, q := range old.charge {
+					sub(u.sum, n, q)
+				}
+			} else {
+				b.chargeUser(old.user, old.charge, -1)
+				b.podOfUser(old.user, rp.Key, false)
+			}
+		}
+		b.pods[rp.Key] = pod{user: user, charge: rp.Charge, meta: rp.Meta}
+		if u.pods == nil {
+			u.pods = map[types.NamespacedName]bool{}
+		}
+		u.pods[rp.Key] = true
+		for n, q := range rp.Charge {
+			add(u.sum, n, q)
+		}
+	}
+	b.recountUser(user, u)
+}
+
+// dropPodsOf forgets the pods of user, whom no Quota names any more, and
+// the user.
+func (b *books) dropPodsOf(user string, u *userUse) {
+	for key := range u.pods {
+		delete(b.pods, key)
+	}
+	delete(b.users, user)
+}
+
+// KeptPods is how many running pods the ledger keeps (with a pod index,
+// those of the users its slices' Quotas name).
+func (l *Ledger) KeptPods() int {
+	l.lock()
+	defer l.unlock()
+	return len(l.books.pods)
+}
+
 // ForgetPod records that the ShadowPod key ended or is gone.
 func (l *Ledger) ForgetPod(key types.NamespacedName) {
 	l.record(func() {
-		if l.books.forgetPod(key) {
-			delete(l.evicting, key)
-		}
+		l.books.forgetPod(key)
+		delete(l.evicting, key)
 	})
 }
 
@@ -155,7 +256,11 @@ func (b *books) linkUser(user string, key types.NamespacedName) {
 	if u.slices == nil {
 		u.slices = map[types.NamespacedName]bool{}
 	}
+	first := len(u.slices) == 0
 	u.slices[key] = true
+	if first && b.podIndex != nil {
+		b.pullPodsOf(user, u)
+	}
 }
 
 // unlinkUser records that the slice key no longer has a Quota for user.
@@ -165,7 +270,11 @@ func (b *books) unlinkUser(user string, key types.NamespacedName) {
 		return
 	}
 	delete(u.slices, key)
-	if len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum) {
+	switch {
+	case len(u.slices) > 0:
+	case b.podIndex != nil:
+		b.dropPodsOf(user, u)
+	case len(u.pods) == 0 && allZero(u.sum):
 		delete(b.users, user)
 	}
 }

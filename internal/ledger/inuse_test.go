@@ -73,3 +73,71 @@ func TestPodCharge(t *testing.T) {
 	assert.Equal(t, "2", c.String(), "the largest init container's CPU beats the containers' 1500m")
 	assert.Equal(t, "3Gi", m.String(), "the containers' memory sum beats any init container")
 }
+
+// With a pod index (a set's one ShadowPod watch), a budget keeps only the
+// pods of the users its slices' Quotas name: another budget's pods are
+// not kept, a user's pods are read from the index when a Quota first
+// names it, and dropped when none does any more; counting is as without.
+func TestPodIndexKeepsOnlyOwnUsersPods(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	index := map[string][]ledger.RunningPod{}
+	asked := 0
+	unset := l.SetPodIndex(func(user string) []ledger.RunningPod { asked++; return index[user] })
+
+	// Pods of a user no Quota names yet: not kept, not counted.
+	index["user-x"] = []ledger.RunningPod{{Key: podKey("p1"), Charge: cpu("3")}, {Key: podKey("p2"), Charge: cpu("2")}}
+	l.ObservePod(podKey("p1"), "user-x", cpu("3"), ledger.PodMeta{})
+	l.ObservePod(podKey("p2"), "user-x", cpu("2"), ledger.PodMeta{})
+	l.ObservePod(podKey("elsewhere"), "user-of-another-budget", cpu("4"), ledger.PodMeta{})
+	assert.Equal(t, 0, l.KeptPods(), "no Quota of this budget names their users")
+
+	// x's Quota names user-x: its pods are read from the index, once.
+	l.ObserveSlice(slice("x", "1", cpu("1")))
+	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("1"))
+	assert.Equal(t, 1, asked, "the index is read once, when the user is first named")
+	assert.Equal(t, 2, l.KeptPods())
+	assertList(t, cpu("5"), l.InUse(key("x")), "x's user's pods, read from the index")
+	assertList(t, cpu("5"), l.Used(), "x holds what its pods use")
+
+	// Events go on as without an index: observed again, ended, a new one.
+	l.ObservePod(podKey("p1"), "user-x", cpu("3"), ledger.PodMeta{})
+	l.ForgetPod(podKey("p2"))
+	l.ObservePod(podKey("p3"), "user-x", cpu("1"), ledger.PodMeta{})
+	assertList(t, cpu("4"), l.InUse(key("x")), "p1 and p3")
+	l.ObserveQuota(key("x"), uid("x"), "qx2", "user-x", cpu("1"))
+	assert.Equal(t, 1, asked, "a second Quota of a named user reads nothing")
+
+	// A pod whose label moves to a user no Quota names is forgotten.
+	l.ObservePod(podKey("p3"), "user-of-another-budget", cpu("1"), ledger.PodMeta{})
+	assertList(t, cpu("3"), l.InUse(key("x")), "p1")
+
+	// No Quota names user-x any more: its pods are dropped.
+	l.ForgetQuota(key("x"), "qx")
+	assert.Equal(t, 1, l.KeptPods(), "qx2 still names user-x")
+	l.ForgetQuota(key("x"), "qx2")
+	assert.Equal(t, 0, l.KeptPods(), "no Quota names user-x")
+	assertList(t, cpu("1"), l.Used(), "x holds its grant")
+
+	// Unset, the ledger keeps every pod observed again, as before.
+	unset()
+	l.ObservePod(podKey("elsewhere"), "user-of-another-budget", cpu("4"), ledger.PodMeta{})
+	assert.Equal(t, 1, l.KeptPods())
+}
+
+// Setting an index drops the pods kept of users no Quota names; a
+// later index is not unset by an earlier one's unset.
+func TestSetPodIndexDropsUnnamedUsers(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	l.ObserveSlice(slice("x", "1", cpu("1")))
+	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("1"))
+	l.ObservePod(podKey("mine"), "user-x", cpu("2"), ledger.PodMeta{})
+	l.ObservePod(podKey("theirs"), "user-y", cpu("2"), ledger.PodMeta{})
+	require.Equal(t, 2, l.KeptPods())
+	first := l.SetPodIndex(func(string) []ledger.RunningPod { return nil })
+	assert.Equal(t, 1, l.KeptPods(), "user-y's pod is dropped")
+	assertList(t, cpu("2"), l.InUse(key("x")), "user-x's pod stays")
+	l.SetPodIndex(func(string) []ledger.RunningPod { return nil })
+	first()
+	l.ObservePod(podKey("theirs"), "user-y", cpu("2"), ledger.PodMeta{})
+	assert.Equal(t, 1, l.KeptPods(), "the later index still filters")
+}
