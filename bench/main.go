@@ -127,6 +127,8 @@ type flags struct {
 	// the reclaim phase (reclaim.go), run alone with reclaimOnly.
 	reclaimOnly               bool
 	reclaimN, podsN, podsMemN int
+	// podsMemOnly: of the reclaim phase, only the heap per ShadowPod.
+	podsMemOnly bool
 	// child mode: measure a manager whose budgets (podsBudgets of them)
 	// count the podsChild ShadowPods of namespace podsNS, then exit.
 	podsChild, podsBudgets int
@@ -135,6 +137,9 @@ type flags struct {
 	tailOnly           bool
 	tailBacklog, tailN int
 	tailSlow           time.Duration
+	// tailProcess adds the example manager, a process of its own with
+	// leader election, to the tail phase's variants.
+	tailProcess bool
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -176,6 +181,7 @@ func main() {
 	flag.StringVar(&f.sbsChild, "sbs-child", "", "internal: run as a process of the side by side (template or plain)")
 	flag.BoolVar(&f.splitCores, "split-cores", false, "run the API server and etcd on core 0 and this process (the controllers measured and their load) on the other cores, as where the API server has machines of its own (Linux, 2 cores or more)")
 	flag.BoolVar(&f.reclaimOnly, "reclaim-only", false, "run the reclaim phase alone: reclaim latency, the ShadowPod watch on vs off, heap per ShadowPod")
+	flag.BoolVar(&f.podsMemOnly, "pods-mem-only", false, "with -reclaim-only, run only its heap per ShadowPod (1 and 10 budgets in one set)")
 	flag.IntVar(&f.reclaimN, "reclaim-n", 50, "reclaim phase: reclaims timed")
 	flag.IntVar(&f.podsN, "pods-n", 2000, "reclaim phase: ShadowPods present while the watch on/off backlogs run")
 	flag.IntVar(&f.podsMemN, "pods-mem-n", 50000, "reclaim phase: ShadowPods counted for the heap per ShadowPod, by 1 budget and by 10 in one set, each round")
@@ -185,6 +191,7 @@ func main() {
 	flag.BoolVar(&f.tailOnly, "tail-only", false, "run the tail phase alone: the steady-state latency after a backlog (-tail-backlog, then -tail-n at -rate), ours and a bare informer + status patch loop, each slow slice's split and the GC in the window")
 	flag.IntVar(&f.tailBacklog, "tail-backlog", 2000, "tail phase: undecided slices each variant decides before the steady state")
 	flag.IntVar(&f.tailN, "tail-n", 200, "tail phase: slices created at -rate after the backlog")
+	flag.BoolVar(&f.tailProcess, "tail-process", false, "tail phase: add the example manager as a variant, a process of its own with leader election and -workers workers, split from its own metrics (queue wait, reconcile time, GC)")
 	flag.DurationVar(&f.tailSlow, "tail-slow", 50*time.Millisecond, "tail phase: a slice slower than this, create to decision, is split into its steps")
 	flag.StringVar(&f.sbsClass, "sbs-class", "", "internal: the class the side by side's child serves")
 	flag.Parse()
@@ -295,7 +302,11 @@ func run(f flags) (bool, error) {
 			return false, fmt.Errorf("-reclaim-n and -pods-mem-n must be at least 1, -pods-n at least 0")
 		}
 		phase := time.Now()
-		if err := reclaimPhase(ctx, cp, f, &t); err != nil {
+		run := reclaimPhase
+		if f.podsMemOnly {
+			run = shadowPodMemory
+		}
+		if err := run(ctx, cp, f, &t); err != nil {
 			return false, err
 		}
 		t.add("wall time: reclaim phase (pod creation included)", round(time.Since(phase)))

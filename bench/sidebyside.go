@@ -227,13 +227,20 @@ func (r *sbsRun) markUp() { r.upOnce.Do(func() { close(r.up) }) }
 // defaults (one worker, an event per decision), its metrics on a free
 // local port, which the parent polls to know it is up, and its logs to a
 // file in dir.
-func startManager(bin, kubeconfig string, p sbsProcess, dir string) (*sbsRun, error) {
+func startManager(bin, kubeconfig string, p sbsProcess, dir string, extra ...string) (*sbsRun, error) {
 	addr, err := freeLocalPort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--class-name", p.class(), "--cap", sbsCaps,
-		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-devel=false")
+	// extra may set its own metrics address: a later flag wins.
+	for i := 0; i+1 < len(extra); i++ {
+		if extra[i] == "--metrics-bind-address" {
+			addr = extra[i+1]
+		}
+	}
+	args := append([]string{"--kubeconfig", kubeconfig, "--class-name", p.class(), "--cap", sbsCaps,
+		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-devel=false"}, extra...)
+	cmd := exec.Command(bin, args...)
 	r, logFile, err := newSBSRun(p, cmd, dir)
 	if err != nil {
 		return nil, err

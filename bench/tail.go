@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -65,7 +67,19 @@ type tailVariant struct {
 	// baseline: the bare informer + patch loop, not ours.
 	baseline bool
 	events   resourceslice.DecisionEvents
+	// process: the example manager, built and run as a process of its own
+	// (-tail-process), as the side by side runs it, with leader election.
+	// Its steps inside the process are not seen: its own metrics split
+	// the window instead (procWindow).
+	process bool
 }
+
+// tailProcessVariant is the variant -tail-process adds.
+var tailProcessVariant = tailVariant{name: "example manager (own process, leader election, events all)", process: true}
+
+// tailProc is what the process variant needs: the example manager's
+// binary, a kubeconfig of the control plane, a directory for its logs.
+type tailProc struct{ bin, kubeconfig, dir string }
 
 var tailVariants = []tailVariant{
 	{name: "ours (events all, the default)", events: resourceslice.DecisionEventsAll},
@@ -208,6 +222,8 @@ type tailResult struct {
 	// server timed them (apiserver_request_duration_seconds): all, over
 	// 50 ms, over 100 ms.
 	server serverPatches
+	// proc is the process variant's window, from its own metrics.
+	proc procWindow
 }
 
 // serverPatches is a reading, or a window's difference, of the API
@@ -249,30 +265,50 @@ func (s serverPatches) since(before serverPatches) serverPatches {
 }
 
 func tailPhase(ctx context.Context, cp *controlplane.ControlPlane, f flags, t *table) error {
-	results := make([][]tailResult, len(tailVariants))
+	variants := slices.Clone(tailVariants)
+	var proc tailProc
+	if f.tailProcess {
+		variants = append(variants, tailProcessVariant)
+		dir, err := os.MkdirTemp("", "sliceclass-bench-tail-")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		proc.dir, proc.kubeconfig = dir, filepath.Join(dir, "kubeconfig")
+		if err := controlplane.WriteKubeconfig(cp.Config, proc.kubeconfig); err != nil {
+			return err
+		}
+		if proc.bin, err = buildManager(ctx, dir); err != nil {
+			return err
+		}
+	}
+	results := make([][]tailResult, len(variants))
 	for round := range f.rounds {
 		end := t.loads.start(fmt.Sprintf("tail round %d/%d", round+1, f.rounds))
-		for k := range tailVariants {
-			i := (k + round) % len(tailVariants)
-			v := tailVariants[i]
+		for k := range variants {
+			i := (k + round) % len(variants)
+			v := variants[i]
 			ns := fmt.Sprintf("tail-r%d-v%d", round, i)
 			say("tail round %d/%d: %s: backlog of %d, then %d slices at %g/s...", round+1, f.rounds, v.name, f.tailBacklog, f.tailN, f.rate)
-			res, err := tailRun(ctx, cp, f, v, ns)
+			res, err := tailRun(ctx, cp, f, v, ns, proc)
 			if err != nil {
 				return fmt.Errorf("tail, %s: %w", v.name, err)
 			}
 			say("tail round %d/%d: %s: p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; %d slower than %s",
 				round+1, f.rounds, v.name, res.p50, res.p90, res.p99, res.max, res.slow, f.tailSlow)
+			if v.process {
+				say("tail round %d/%d: %s: in the process, over the window: %s", round+1, f.rounds, v.name, res.proc)
+			}
 			results[i] = append(results[i], res)
 		}
 		end()
 	}
-	addTailRows(t, f, results)
+	addTailRows(t, f, variants, results)
 	return nil
 }
 
 // addTailRows adds each variant's figures over the rounds to t.
-func addTailRows(t *table, f flags, results [][]tailResult) {
+func addTailRows(t *table, f flags, variants []tailVariant, results [][]tailResult) {
 	pick := func(rs []tailResult, x func(tailResult) float64) []float64 {
 		out := make([]float64, len(rs))
 		for i, r := range rs {
@@ -281,7 +317,7 @@ func addTailRows(t *table, f flags, results [][]tailResult) {
 		return out
 	}
 	stat := func(xs []float64) string { return strings.TrimSpace(fmt.Sprintf("%.0f %s", median(xs), spread(xs))) }
-	for i, v := range tailVariants {
+	for i, v := range variants {
 		rs := results[i]
 		if len(rs) == 0 {
 			continue
@@ -326,6 +362,11 @@ func addTailRows(t *table, f flags, results [][]tailResult) {
 		t.add(fmt.Sprintf("after a backlog: status PATCHes in the window as the API server timed them: over 50 ms / over 100 ms / all (summed over the rounds), %s", v.name),
 			fmt.Sprintf("%.0f / %.0f / %.0f", sum(pick(rs, func(r tailResult) float64 { return float64(r.server.over50) })),
 				sum(pick(rs, func(r tailResult) float64 { return float64(r.server.over100) })), sum(pick(rs, func(r tailResult) float64 { return float64(r.server.all) }))))
+		if v.process {
+			t.add(fmt.Sprintf("after a backlog: in the manager's process, over the window (its metrics; summed over the rounds): %s", v.name),
+				procSum(rs).String())
+			continue
+		}
 		t.add(fmt.Sprintf("after a backlog: Go GC in the window, this process: cycles / pause total / longest pause (medians), %s", v.name),
 			fmt.Sprintf("%.0f / %.1f ms / ≤ %.2f ms", median(pick(rs, func(r tailResult) float64 { return float64(r.gc.cycles) })),
 				median(pick(rs, func(r tailResult) float64 { return r.gc.pauseTotal.Seconds() * 1000 })),
@@ -350,12 +391,18 @@ func msOrDash(xs []float64) string {
 
 // tailRun runs one variant in namespace ns: the backlog, then the steady
 // state, and returns its figures.
-func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tailVariant, ns string) (tailResult, error) {
+func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tailVariant, ns string, proc tailProc) (tailResult, error) {
 	var res tailResult
 	if err := cp.CreateNamespace(ctx, ns); err != nil {
 		return res, err
 	}
 	class := ns
+	// The example manager's process serves sbsProcess's class, and takes
+	// the namespace's name for it.
+	sp := sbsProcess{name: v.name, mode: ns}
+	if v.process {
+		class = sp.class()
+	}
 	tt := newTailTimes(ns)
 	// The bench's watch sees every decision of the namespace, the
 	// backlog's too, from before the backlog exists.
@@ -401,9 +448,13 @@ func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tail
 	rctx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var done <-chan error
-	if v.baseline {
+	var metricsAddr string
+	switch {
+	case v.process:
+		done, metricsAddr, err = startTailProcess(rctx, proc, sp, f.workers)
+	case v.baseline:
 		done, err = startTailBaseline(rctx, cfg, cp, ns, class, f.workers, tt)
-	} else {
+	default:
 		done, err = startTailOurs(rctx, cfg, cp, ns, class, f.workers, v.events, tt)
 	}
 	if err != nil {
@@ -425,6 +476,12 @@ func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tail
 		return res, err
 	}
 	gc0 := readGC()
+	var proc0 procWindow
+	if v.process {
+		if proc0, err = readProcMetrics(metricsAddr); err != nil {
+			return res, err
+		}
+	}
 	interval := time.Duration(float64(time.Second) / f.rate)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -448,6 +505,13 @@ func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tail
 		return res, err
 	}
 	res.server = server1.since(server0)
+	if v.process {
+		proc1, err := readProcMetrics(metricsAddr)
+		if err != nil {
+			return res, err
+		}
+		res.proc = proc1.since(proc0)
+	}
 
 	lat := make([]float64, 0, len(names))
 	slowSplits := make([][]float64, len(tailSplit))
