@@ -133,6 +133,9 @@ type flags struct {
 	// count the podsChild ShadowPods of namespace podsNS, then exit.
 	podsChild, podsBudgets int
 	podsNS                 string
+	// podsHeapProfile: the memory children write a heap profile to it,
+	// with the pod and budget counts appended.
+	podsHeapProfile string
 	// the tail phase (tail.go), run alone with tailOnly.
 	tailOnly           bool
 	tailBacklog, tailN int
@@ -188,6 +191,7 @@ func main() {
 	flag.IntVar(&f.podsChild, "pods-child", -1, "internal: run as the ShadowPod memory child")
 	flag.IntVar(&f.podsBudgets, "pods-budgets", 1, "internal: the ShadowPod memory child's budgets (1, or one per class)")
 	flag.StringVar(&f.podsNS, "pods-ns", podMemNS, "internal: the ShadowPod memory child's namespace")
+	flag.StringVar(&f.podsHeapProfile, "pods-heap-profile", "", "reclaim phase: each heap per ShadowPod child writes a heap profile to this file, .pods-N.budgets-B appended")
 	flag.BoolVar(&f.tailOnly, "tail-only", false, "run the tail phase alone: the steady-state latency after a backlog (-tail-backlog, then -tail-n at -rate), ours and a bare informer + status patch loop, each slow slice's split and the GC in the window")
 	flag.IntVar(&f.tailBacklog, "tail-backlog", 2000, "tail phase: undecided slices each variant decides before the steady state")
 	flag.IntVar(&f.tailN, "tail-n", 200, "tail phase: slices created at -rate after the backlog")

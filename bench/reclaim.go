@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"time"
@@ -387,11 +388,11 @@ func shadowPodMemory(ctx context.Context, cp *controlplane.ControlPlane, f flags
 			slices.Reverse(order)
 		}
 		for _, budgets := range order {
-			empty, err := podChild(cfgFile, podMemEmptyNS, 0, budgets)
+			empty, err := podChild(cfgFile, podMemEmptyNS, 0, budgets, f.podsHeapProfile)
 			if err != nil {
 				return err
 			}
-			m, err := podChild(cfgFile, podMemNS, f.podsMemN, budgets)
+			m, err := podChild(cfgFile, podMemNS, f.podsMemN, budgets, f.podsHeapProfile)
 			if err != nil {
 				return err
 			}
@@ -456,12 +457,16 @@ func podMemSlices(ctx context.Context, cp *controlplane.ControlPlane, ns string)
 
 // podChild re-runs this binary to measure a manager counting the n pods of
 // ns with the layout's classes drawing from budgets budgets.
-func podChild(cfgFile, ns string, n, budgets int) (podMemResult, error) {
+func podChild(cfgFile, ns string, n, budgets int, heapProfile string) (podMemResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return podMemResult{}, err
 	}
-	cmd := exec.Command(self, "-pods-child", strconv.Itoa(n), "-pods-ns", ns, "-pods-budgets", strconv.Itoa(budgets), "-config", cfgFile)
+	args := []string{"-pods-child", strconv.Itoa(n), "-pods-ns", ns, "-pods-budgets", strconv.Itoa(budgets), "-config", cfgFile}
+	if heapProfile != "" {
+		args = append(args, "-pods-heap-profile", fmt.Sprintf("%s.pods-%d.budgets-%d", heapProfile, n, budgets))
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -519,7 +524,8 @@ func podsChild(f flags) error {
 	defer cancel()
 	go func() { _ = mgr.Start(ctx) }()
 	// Each pod is charged its containers' CPU requests, summed; each slice
-	// holds the larger of its grant and its user's pods' charge.
+	// holds the larger of its grant and its user's pods' charge, which
+	// must be the charge (see below).
 	var each int64
 	for _, c := range realisticShadowPod("", "", "").Spec.Pod.Containers {
 		each += c.Resources.Requests.Cpu().MilliValue()
@@ -530,7 +536,17 @@ func podsChild(f flags) error {
 		if i < f.podsChild%podMemClasses {
 			pods++
 		}
-		want += max(int64(4000), each*pods)
+		// Below its 4 CPU grant the pods' charge would not show in what
+		// the slice holds, and the wait below would not wait for them.
+		if f.podsChild == 0 {
+			want += 4000 // the baseline: the grants alone
+			continue
+		}
+		if each*pods <= 4000 {
+			return fmt.Errorf("-pods-mem-n %d: class %d's pods are charged %dm CPU, not above its slice's 4 CPU grant: counting them would not show; give more pods",
+				f.podsChild, i, each*pods)
+		}
+		want += each * pods
 	}
 	used := func() int64 {
 		var sum int64
@@ -548,6 +564,19 @@ func podsChild(f flags) error {
 	goruntime.GC()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
+	if f.podsHeapProfile != "" {
+		out, err := os.Create(f.podsHeapProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.WriteHeapProfile(out); err != nil {
+			_ = out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
 	return json.NewEncoder(os.Stdout).Encode(podMemResult{HeapInuse: ms.HeapInuse, RSS: rss()})
 }
 

@@ -312,23 +312,15 @@ func (f *Feed) register(ctx context.Context) (undo []func(), err error) {
 		return undo, err
 	} else if ok && f.pods != nil {
 		f.podsServed = true
-		pods, index, letGo, err := f.pods.informer(ctx)
-		if err != nil {
-			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
-		}
 		// The ledger keeps only the pods of its own slices' users, and
 		// reads a user's from the set's watch when a Quota names it: the
-		// budgets of a set share one copy of each pod.
-		unsetIndex := f.l.SetPodIndex(index)
-		preg, err := pods.AddEventHandler(shadowPodHandler(f.l))
+		// budgets of a set share one copy of each pod, and one handler.
+		podsSynced, detach, err := f.pods.attach(ctx, f.l)
 		if err != nil {
-			unsetIndex()
-			letGo()
 			return undo, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
 		}
-		remove(pods, preg)
-		undo = append(undo, unsetIndex, letGo) // after the handler left the informer
-		synced = append(synced, preg.HasSynced)
+		undo = append(undo, detach)
+		synced = append(synced, podsSynced)
 	}
 	f.mu.Lock()
 	f.synced = synced

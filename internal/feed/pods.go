@@ -31,10 +31,13 @@ type Pods struct {
 	mu  sync.Mutex
 	run context.Context
 	// c is the cache while a feed reads it, users how many do; stop ends
-	// it; index is its ShadowPod informer's indexer, with podUserIndex.
+	// it; index is its ShadowPod informer's indexer, with podUserIndex;
+	// fan the ledgers its one handler (reg) tells of each event.
 	// builds counts the caches built, for tests.
 	c       cache.Cache
 	index   toolscache.Indexer
+	fan     *podFanout
+	reg     toolscache.ResourceEventHandlerRegistration
 	stop    context.CancelFunc
 	users   int
 	builds  int
@@ -92,36 +95,41 @@ func podIndex(index toolscache.Indexer) ledger.PodIndex {
 	}
 }
 
-// informer returns the ShadowPod informer, building and starting the cache
-// on first use, the index of its pods by user, and the func that lets go
-// of it (the last one stops the cache). It waits, until ctx ends, for the
+// attach makes l count the consumers' running pods from the set's
+// watch, building and starting its cache on first use: l joins the watch's
+// one handler, then reads the pods of the users it counts from the
+// watch's index (ledger.SetPodIndex), so that a pod is either in the
+// index when l reads it or its event reaches l after. synced reports when
+// the handler has delivered the watch's initial list; detach undoes attach
+// (the last one stops the cache). It waits, until ctx ends, for the
 // manager to run the watch.
-func (p *Pods) informer(ctx context.Context) (cache.Informer, ledger.PodIndex, func(), error) {
+func (p *Pods) attach(ctx context.Context, l *ledger.Ledger) (synced toolscache.InformerSynced, detach func(), err error) {
 	select {
 	case <-p.started:
 	case <-ctx.Done():
-		return nil, nil, nil, fmt.Errorf("waiting for the ShadowPod watch to start: %w", ctx.Err())
+		return nil, nil, fmt.Errorf("waiting for the ShadowPod watch to start: %w", ctx.Err())
 	}
 	p.mu.Lock()
 	if p.run.Err() != nil {
 		p.mu.Unlock()
-		return nil, nil, nil, fmt.Errorf("the ShadowPod watch stopped: %w", p.run.Err())
+		return nil, nil, fmt.Errorf("the ShadowPod watch stopped: %w", p.run.Err())
 	}
 	if p.c == nil {
 		c, err := newShadowPodCache(p.mgr)
 		if err != nil {
 			p.mu.Unlock()
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		// The index goes on before the cache starts (GetInformer does not
-		// wait for a cache not started).
-		index, err := indexByUser(ctx, c)
+		// The index and the handler go on before the cache starts
+		// (GetInformer does not wait for a cache not started).
+		fan := &podFanout{ledgers: map[*ledger.Ledger]int{}}
+		index, reg, err := watchPods(ctx, c, fan)
 		if err != nil {
 			p.mu.Unlock()
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		cctx, stop := context.WithCancel(p.run)
-		p.c, p.stop, p.index = c, stop, index
+		p.c, p.stop, p.index, p.fan, p.reg = c, stop, index, fan, reg
 		p.builds++
 		p.running.Add(1)
 		go func() {
@@ -131,34 +139,73 @@ func (p *Pods) informer(ctx context.Context) (cache.Informer, ledger.PodIndex, f
 			}
 		}()
 	}
-	c, index := p.c, p.index
+	c, index, fan, reg := p.c, p.index, p.fan, p.reg
 	p.users++
 	p.mu.Unlock()
+	fan.add(l)
+	unset := l.SetPodIndex(podIndex(index))
 	var once sync.Once
-	letGo := func() { once.Do(func() { p.letGo(c) }) }
-	inf, err := c.GetInformer(ctx, &shadowPodCharge{})
-	if err != nil {
-		letGo()
-		return nil, nil, nil, err
+	detach = func() {
+		once.Do(func() {
+			fan.remove(l)
+			unset()
+			p.letGo(c)
+		})
 	}
-	return inf, podIndex(index), letGo, nil
+	return reg.HasSynced, detach, nil
 }
 
-// indexByUser adds podUserIndex to c's ShadowPod informer and returns its
-// indexer.
-func indexByUser(ctx context.Context, c cache.Cache) (toolscache.Indexer, error) {
+// watchPods adds podUserIndex and fan's handler to c's ShadowPod
+// informer, and returns its indexer and the handler's registration.
+func watchPods(ctx context.Context, c cache.Cache, fan *podFanout) (toolscache.Indexer, toolscache.ResourceEventHandlerRegistration, error) {
 	inf, err := c.GetInformer(ctx, &shadowPodCharge{})
 	if err != nil {
-		return nil, fmt.Errorf("the ShadowPod informer: %w", err)
+		return nil, nil, fmt.Errorf("the ShadowPod informer: %w", err)
 	}
 	if err := inf.AddIndexers(toolscache.Indexers{podUserIndex: podsOfUser}); err != nil {
-		return nil, fmt.Errorf("indexing ShadowPods by user: %w", err)
+		return nil, nil, fmt.Errorf("indexing ShadowPods by user: %w", err)
 	}
 	si, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
 	if !ok {
-		return nil, fmt.Errorf("the ShadowPod informer (%T) has no indexer", inf)
+		return nil, nil, fmt.Errorf("the ShadowPod informer (%T) has no indexer", inf)
 	}
-	return si.GetIndexer(), nil
+	reg, err := inf.AddEventHandler(shadowPodHandler(fan))
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching Liqo's ShadowPods: %w", err)
+	}
+	return si.GetIndexer(), reg, nil
+}
+
+// podFanout is the ledgers that count from a watch: its one handler tells
+// each of them every event (each keeps the pods of its own users), so that
+// ten budgets cost the informer one handler and one buffer of pending
+// events, not ten.
+type podFanout struct {
+	mu      sync.RWMutex
+	ledgers map[*ledger.Ledger]int
+}
+
+func (f *podFanout) add(l *ledger.Ledger) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ledgers[l]++
+}
+
+func (f *podFanout) remove(l *ledger.Ledger) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ledgers[l]--; f.ledgers[l] <= 0 {
+		delete(f.ledgers, l)
+	}
+}
+
+// each calls do for each ledger.
+func (f *podFanout) each(do func(*ledger.Ledger)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for l := range f.ledgers {
+		do(l)
+	}
 }
 
 // letGo gives back a use of c; the last one stops it.
@@ -170,7 +217,7 @@ func (p *Pods) letGo(c cache.Cache) {
 	}
 	if p.users--; p.users == 0 {
 		p.stop()
-		p.c, p.stop, p.index = nil, nil, nil
+		p.c, p.stop, p.index, p.fan, p.reg = nil, nil, nil, nil, nil
 	}
 }
 

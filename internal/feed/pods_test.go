@@ -19,11 +19,12 @@ import (
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
-// Two budgets read the set's one ShadowPod watch, as their feeds wire
-// them (SetPodIndex, then the handler), on a real API server: each keeps
-// only the pods of the user its slice's Quota names, whether a pod came
-// before the Quota (read from the watch's index) or after (its event), and
-// counts them as it would all of them; an ended pod counts nothing.
+// Two budgets read the set's one ShadowPod watch, attached as their feeds
+// attach them, on a real API server: each keeps only the pods of the user
+// its own slice's Quota names (not those of the other budget's slice,
+// whose Quota it sees too), whether a pod came before the Quota (read from
+// the watch's index) or after (its event), and counts them as it would
+// all of them; an ended pod counts nothing.
 func TestBudgetsOfOneWatchKeepOnlyTheirUsersPods(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,21 +55,29 @@ func TestBudgetsOfOneWatchKeepOnlyTheirUsersPods(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	budget := func(name, user string) *ledger.Ledger {
+	// Each budget serves a class of its own; each sees both slices and
+	// both Quotas, as every budget of a set does.
+	var ledgers []*ledger.Ledger
+	budget := func(name string) *ledger.Ledger {
 		l, err := ledger.New(name, cpu("100"))
 		require.NoError(t, err)
-		inf, index, letGo, err := pods.informer(ctx)
+		require.NoError(t, l.Attach("class-"+name, ledger.Class{}))
+		synced, detach, err := pods.attach(ctx, l)
 		require.NoError(t, err)
-		t.Cleanup(letGo)
-		l.SetPodIndex(index)
-		_, err = inf.AddEventHandler(shadowPodHandler(l))
-		require.NoError(t, err)
-		slice := types.NamespacedName{Namespace: ns, Name: "slice-" + user}
-		l.ObserveSlice(ledger.Slice{Key: slice, UID: types.UID(user), RV: "1", Class: "gold", Accepted: true, Grant: cpu("1")})
-		l.ObserveQuota(slice, types.UID(user), "quota-"+user, user, cpu("1"))
+		t.Cleanup(detach)
+		require.Eventually(t, synced, 10*time.Second, 10*time.Millisecond, "the watch's initial list delivered")
+		ledgers = append(ledgers, l)
 		return l
 	}
-	a, b := budget("a", "user-a"), budget("b", "user-b")
+	a, b := budget("a"), budget("b")
+	for _, l := range ledgers {
+		for _, name := range []string{"a", "b"} {
+			user := "user-" + name
+			slice := types.NamespacedName{Namespace: ns, Name: "slice-" + user}
+			l.ObserveSlice(ledger.Slice{Key: slice, UID: types.UID(user), RV: "1", Class: "class-" + name, Accepted: true, Grant: cpu("1")})
+			l.ObserveQuota(slice, types.UID(user), "quota-"+user, user, cpu("1"))
+		}
+	}
 	assert.Equal(t, 1, pods.Builds(), "one watch for both budgets")
 	inUse := func(l *ledger.Ledger, user string) string {
 		used := l.InUse(types.NamespacedName{Namespace: ns, Name: "slice-" + user})

@@ -178,8 +178,8 @@ func running(sp *shadowPodCharge) bool {
 	return sp.User != "" && sp.Status.Phase != corev1.PodSucceeded && sp.Status.Phase != corev1.PodFailed
 }
 
-// shadowPodHandler tells l what each ShadowPod event shows.
-func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
+// shadowPodHandler tells fan's ledgers what each ShadowPod event shows.
+func shadowPodHandler(fan *podFanout) toolscache.ResourceEventHandlerFuncs {
 	observe := func(o any) {
 		sp, ok := o.(*shadowPodCharge)
 		if !ok {
@@ -187,11 +187,12 @@ func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 		}
 		key := client.ObjectKeyFromObject(sp)
 		if !running(sp) {
-			l.ForgetPod(key) // charged to no Quota, or no longer running
+			fan.each(func(l *ledger.Ledger) { l.ForgetPod(key) }) // charged to no Quota, or no longer running
 			return
 		}
-		// The cache's object is never changed: the ledger may keep its charge.
-		l.ObservePod(key, sp.User, sp.Charge, ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time})
+		// The cache's object is never changed: the ledgers may keep its charge.
+		meta := ledger.PodMeta{UID: sp.UID, Created: sp.CreationTimestamp.Time}
+		fan.each(func(l *ledger.Ledger) { l.ObservePod(key, sp.User, sp.Charge, meta) })
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observe,
@@ -201,7 +202,8 @@ func shadowPodHandler(l *ledger.Ledger) toolscache.ResourceEventHandlerFuncs {
 				o = t.Obj
 			}
 			if obj, ok := o.(client.Object); ok {
-				l.ForgetPod(client.ObjectKeyFromObject(obj))
+				key := client.ObjectKeyFromObject(obj)
+				fan.each(func(l *ledger.Ledger) { l.ForgetPod(key) })
 			}
 		},
 	}

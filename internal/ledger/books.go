@@ -284,6 +284,12 @@ func (b *books) recountFrom(key types.NamespacedName, e *entry, prev corev1.Reso
 		e.frozen = minList(e.frozen, e.held())
 	}
 	e.member = member
+	if b.podIndex != nil {
+		// Whether its pods matter may have changed (seen, joined, left).
+		for _, q := range e.quotas {
+			b.syncPodsOf(q.user)
+		}
+	}
 	b.account(e, e.count())
 	if len(e.inUse) > 0 || len(e.overSeen) > 0 {
 		b.noteOver(key, e)

@@ -38,6 +38,9 @@ type userUse struct {
 	sum    corev1.ResourceList
 	pods   map[types.NamespacedName]bool
 	slices map[types.NamespacedName]bool
+	// kept: with a pod index, the user's pods are kept (a slice that may
+	// count them names the user; see keepsPods).
+	kept bool
 }
 
 // RunningPod is a running ShadowPod as a pod index lists it: its key,
@@ -55,21 +58,30 @@ type RunningPod struct {
 // must not call the ledger.
 type PodIndex func(user string) []RunningPod
 
-// SetPodIndex makes the ledger keep only the pods of the users its
-// slices' Quotas name: a pod of any other user is not kept when observed,
-// and a user's pods are read from index when a Quota first names the user
-// (and dropped when none does any more). So a set of classes whose budgets
-// share one ShadowPod watch keeps each pod in the one budget that counts
-// it, not in every budget. The pods kept of users no Quota names are
-// dropped now. The func it returns unsets index, unless another was set
+// SetPodIndex makes the ledger keep only the pods of the users named by
+// the Quotas of slices that may count them (members of the budget, those
+// that left it still capped, and those not seen yet): a pod of any other
+// user is not kept when observed, and a user's pods are read from index
+// when such a slice first names the user (and dropped when none does any
+// more). So a set of classes whose budgets share one ShadowPod watch keeps
+// each pod in the budget that counts it, not in every budget. The pods
+// kept so far are replaced now by what index lists of the users whose pods
+// are kept. The func it returns unsets index, unless another was set
 // since.
 func (l *Ledger) SetPodIndex(index PodIndex) (unset func()) {
 	box := &podIndexBox{index: index}
 	l.record(func() {
-		l.books.podIndex = box
-		for user, u := range l.books.users {
-			if len(u.slices) == 0 {
-				l.books.dropPodsOf(user, u)
+		b := &l.books
+		b.podIndex = box
+		users := make([]string, 0, len(b.users))
+		for user, u := range b.users {
+			b.dropPodsOf(user, u)
+			users = append(users, user)
+		}
+		for _, user := range users {
+			b.syncPodsOf(user)
+			if u := b.users[user]; u != nil && !u.kept {
+				b.recountUser(user, u) // its slices' pods are gone
 			}
 		}
 	})
@@ -93,13 +105,15 @@ func (l *Ledger) ObservePod(key types.NamespacedName, user string, charge corev1
 	l.record(func() { l.books.observePod(key, pod{user: user, charge: charge, meta: meta}) })
 }
 
-// observePod records the running pod key; with a pod index, only when a
-// Quota names its user (a pod that moved to a user none names is
+// observePod records the running pod key; with a pod index, only when its
+// user's pods are kept (a pod that moved to a user whose are not is
 // forgotten).
 func (b *books) observePod(key types.NamespacedName, p pod) {
-	if b.podIndex != nil && !b.linked(p.user) {
-		b.forgetPod(key)
-		return
+	if b.podIndex != nil {
+		if u := b.users[p.user]; u == nil || !u.kept {
+			b.forgetPod(key)
+			return
+		}
 	}
 	if old, ok := b.pods[key]; ok {
 		b.chargeUser(old.user, old.charge, -1)
@@ -110,15 +124,46 @@ func (b *books) observePod(key types.NamespacedName, p pod) {
 	b.chargeUser(p.user, p.charge, 1)
 }
 
-// linked reports whether a slice's Quota names user.
-func (b *books) linked(user string) bool {
-	u := b.users[user]
-	return u != nil && len(u.slices) > 0
+// keepsPods reports whether the slice's pods matter to the budget: it is a
+// member, or left the budget still capped (what it holds is counted), or
+// has not been seen yet (its class is not known).
+func (e *entry) keepsPods() bool {
+	return !e.seen || e.member || e.frozen != nil
 }
 
-// pullPodsOf records the running pods the pod index lists for user, whom
-// a Quota names now and none did before, and recounts the user's slices
-// once.
+// wantsPodsOf reports whether a slice whose pods matter names user.
+func (b *books) wantsPodsOf(user string, u *userUse) bool {
+	for key := range u.slices {
+		if e := b.slices[key]; e == nil || e.keepsPods() {
+			return true
+		}
+	}
+	return false
+}
+
+// syncPodsOf brings what is kept of user's pods in line with whether a
+// slice whose pods matter names the user, with a pod index: its pods are
+// read from the index when one starts to, and dropped when none does any
+// more.
+func (b *books) syncPodsOf(user string) {
+	u := b.users[user]
+	if b.podIndex == nil || u == nil {
+		return
+	}
+	switch want := b.wantsPodsOf(user, u); {
+	case want && !u.kept:
+		u.kept = true
+		b.pullPodsOf(user, u)
+	case !want && u.kept:
+		b.dropPodsOf(user, u)
+		if u := b.users[user]; u != nil {
+			b.recountUser(user, u)
+		}
+	}
+}
+
+// pullPodsOf records the running pods the pod index lists for user, whose
+// pods are kept from now on, and recounts the user's slices once.
 func (b *books) pullPodsOf(user string, u *userUse) {
 	for _, rp := range b.podIndex.index(user) {
 		if old, ok := b.pods[rp.Key]; ok {
@@ -143,13 +188,16 @@ func (b *books) pullPodsOf(user string, u *userUse) {
 	b.recountUser(user, u)
 }
 
-// dropPodsOf forgets the pods of user, whom no Quota names any more, and
-// the user.
+// dropPodsOf forgets the pods of user, whose pods are no longer kept, and
+// the user too when no slice names it.
 func (b *books) dropPodsOf(user string, u *userUse) {
 	for key := range u.pods {
 		delete(b.pods, key)
 	}
-	delete(b.users, user)
+	u.pods, u.sum, u.kept = nil, corev1.ResourceList{}, false
+	if len(u.slices) == 0 {
+		delete(b.users, user)
+	}
 }
 
 // KeptPods is how many running pods the ledger keeps (with a pod index,
@@ -256,11 +304,8 @@ func (b *books) linkUser(user string, key types.NamespacedName) {
 	if u.slices == nil {
 		u.slices = map[types.NamespacedName]bool{}
 	}
-	first := len(u.slices) == 0
 	u.slices[key] = true
-	if first && b.podIndex != nil {
-		b.pullPodsOf(user, u)
-	}
+	b.syncPodsOf(user)
 }
 
 // unlinkUser records that the slice key no longer has a Quota for user.
@@ -271,10 +316,9 @@ func (b *books) unlinkUser(user string, key types.NamespacedName) {
 	}
 	delete(u.slices, key)
 	switch {
-	case len(u.slices) > 0:
 	case b.podIndex != nil:
-		b.dropPodsOf(user, u)
-	case len(u.pods) == 0 && allZero(u.sum):
+		b.syncPodsOf(user)
+	case len(u.slices) == 0 && len(u.pods) == 0 && allZero(u.sum):
 		delete(b.users, user)
 	}
 }

@@ -124,20 +124,29 @@ func TestPodIndexKeepsOnlyOwnUsersPods(t *testing.T) {
 	assert.Equal(t, 1, l.KeptPods())
 }
 
-// Setting an index drops the pods kept of users no Quota names; a
-// later index is not unset by an earlier one's unset.
-func TestSetPodIndexDropsUnnamedUsers(t *testing.T) {
+// Setting an index replaces the pods kept so far with what it lists of
+// the users whose pods are kept (a feed that joins a watch late reads what
+// it missed), and drops the others; a later index is not unset by an
+// earlier one's unset.
+func TestSetPodIndexReplacesWhatWasKept(t *testing.T) {
 	l, _ := newLedger(t, cpu("10"))
 	l.ObserveSlice(slice("x", "1", cpu("1")))
 	l.ObserveQuota(key("x"), uid("x"), "qx", "user-x", cpu("1"))
 	l.ObservePod(podKey("mine"), "user-x", cpu("2"), ledger.PodMeta{})
+	l.ObservePod(podKey("ended"), "user-x", cpu("1"), ledger.PodMeta{})
 	l.ObservePod(podKey("theirs"), "user-y", cpu("2"), ledger.PodMeta{})
-	require.Equal(t, 2, l.KeptPods())
-	first := l.SetPodIndex(func(string) []ledger.RunningPod { return nil })
-	assert.Equal(t, 1, l.KeptPods(), "user-y's pod is dropped")
-	assertList(t, cpu("2"), l.InUse(key("x")), "user-x's pod stays")
-	l.SetPodIndex(func(string) []ledger.RunningPod { return nil })
+	require.Equal(t, 3, l.KeptPods())
+	listed := func(user string) []ledger.RunningPod {
+		if user == "user-x" {
+			return []ledger.RunningPod{{Key: podKey("mine"), Charge: cpu("2")}, {Key: podKey("missed"), Charge: cpu("4")}}
+		}
+		return nil
+	}
+	first := l.SetPodIndex(listed)
+	assert.Equal(t, 2, l.KeptPods(), "user-x's pods as the index lists them; user-y's dropped")
+	assertList(t, cpu("6"), l.InUse(key("x")), "mine and missed")
+	l.SetPodIndex(listed)
 	first()
 	l.ObservePod(podKey("theirs"), "user-y", cpu("2"), ledger.PodMeta{})
-	assert.Equal(t, 1, l.KeptPods(), "the later index still filters")
+	assert.Equal(t, 2, l.KeptPods(), "the later index still filters")
 }
