@@ -143,6 +143,9 @@ type flags struct {
 	// tailProcess adds the example manager, a process of its own with
 	// leader election, to the tail phase's variants.
 	tailProcess bool
+	// tailPoll: list the variant's namespace this often through the
+	// steady state, as the side by side's parent polls (0: never).
+	tailPoll time.Duration
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -196,6 +199,7 @@ func main() {
 	flag.IntVar(&f.tailBacklog, "tail-backlog", 2000, "tail phase: undecided slices each variant decides before the steady state")
 	flag.IntVar(&f.tailN, "tail-n", 200, "tail phase: slices created at -rate after the backlog")
 	flag.BoolVar(&f.tailProcess, "tail-process", false, "tail phase: add the example manager as a variant, a process of its own with leader election and -workers workers, split from its own metrics (queue wait, reconcile time, GC)")
+	flag.DurationVar(&f.tailPoll, "tail-poll", 0, "tail phase: list the variant's namespace (its backlog's slices with it) this often through the steady state, as the side by side's parent polls its decisions (0: never)")
 	flag.DurationVar(&f.tailSlow, "tail-slow", 50*time.Millisecond, "tail phase: a slice slower than this, create to decision, is split into its steps")
 	flag.StringVar(&f.sbsClass, "sbs-class", "", "internal: the class the side by side's child serves")
 	flag.Parse()

@@ -482,6 +482,25 @@ func tailRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, v tail
 			return res, err
 		}
 	}
+	if f.tailPoll > 0 {
+		// The side by side's parent counts decisions with a list of the
+		// namespace every sbsPoll: the same load, here, on demand.
+		pctx, stopPoll := context.WithCancel(ctx)
+		defer stopPoll()
+		go func() {
+			t := time.NewTicker(f.tailPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case <-t.C:
+				}
+				var list authv1beta1.ResourceSliceList
+				_ = cp.Client.List(pctx, &list, client.InNamespace(ns))
+			}
+		}()
+	}
 	interval := time.Duration(float64(time.Second) / f.rate)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
