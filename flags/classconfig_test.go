@@ -2,8 +2,10 @@ package flags_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -255,6 +257,10 @@ func TestParseClassesConfigNamesClassAndField(t *testing.T) {
 			[]string{`budget "p"`, `consumerLimits: consumer "acme": its limits name no resource`}},
 		{"an override with no consumer", "- {name: gold, budget: {cpu: 8}, consumerLimits: [{limits: {cpu: 1}}]}\n",
 			[]string{`class "gold"`, "consumerLimits: entry 1: no consumer"}},
+		{"a consumer name longer than a SliceBudget takes", "- {name: gold, budget: {cpu: 8}, consumerLimits: [{consumer: " + strings.Repeat("a", 254) + ", limits: {cpu: 1}}]}\n",
+			[]string{`class "gold"`, "consumerLimits: entry 1: consumer of 254 characters, more than the 253"}},
+		{"more overrides than a SliceBudget takes", "- {name: gold, budget: {cpu: 8}, consumerLimits: [" + manyOverrides(257) + "]}\n",
+			[]string{`class "gold"`, "consumerLimits: 257 entries, more than the 256"}},
 		{"a negative eviction delay", "budgets: [{name: p, total: {cpu: 8}, evictionAfterSeconds: -300}]\nclasses: []\n",
 			[]string{`budget "p"`, "evictionAfterSeconds: -300 is negative"}},
 		{"an eviction delay as a duration", "- {name: gold, budget: {cpu: 8}, evictionAfterSeconds: 10m}\n",
@@ -294,4 +300,13 @@ func TestParseClassesConfigNamesClassAndField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyOverrides is n consumerLimits entries, each a consumer of its own.
+func manyOverrides(n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("{consumer: c%d, limits: {cpu: 1}}", i)
+	}
+	return strings.Join(out, ", ")
 }

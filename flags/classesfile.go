@@ -23,6 +23,13 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
+// The bounds a SliceBudget's schema puts on consumerLimits
+// (api/v1alpha1): a classes file's budget rules take no more.
+const (
+	maxConsumerLimits = 256
+	maxConsumerLength = 253
+)
+
 // ClassesConfig is a --classes-file: the chart's values.yaml classes,
 // rendered verbatim. The file is either a YAML list of classes
 // (ClassEntry):
@@ -516,12 +523,17 @@ func validateBudget(b BudgetEntry) error {
 	if n := b.EvictionAfterSeconds; n != nil && *n < 0 {
 		return fmt.Errorf("evictionAfterSeconds: %d is negative: write 0 to evict at once, or leave it out never to evict", *n)
 	}
+	if n := len(b.ConsumerLimits); n > maxConsumerLimits {
+		return fmt.Errorf("consumerLimits: %d entries, more than the %d a SliceBudget takes", n, maxConsumerLimits)
+	}
 	consumers := map[string]bool{}
 	for i, o := range b.ConsumerLimits {
 		c := o.Consumer
 		switch {
 		case c == "":
 			return fmt.Errorf("consumerLimits: entry %d: no consumer", i+1)
+		case len(c) > maxConsumerLength:
+			return fmt.Errorf("consumerLimits: entry %d: consumer of %d characters, more than the %d a SliceBudget takes", i+1, len(c), maxConsumerLength)
 		case consumers[c]:
 			return fmt.Errorf("consumerLimits: consumer %q given twice: one entry per consumer", c)
 		case len(o.Limits) == 0:
