@@ -296,7 +296,7 @@ func freeAddr(t *testing.T) string {
 // httpGet returns the body of a 200 answer.
 func httpGet(url string) (string, bool) {
 	hc := &http.Client{Timeout: 5 * time.Second} // a manager that hangs fails the poll, not the test run
-	resp, err := hc.Get(url) //nolint:gosec // a test's own loopback address
+	resp, err := hc.Get(url)                     //nolint:gosec // a test's own loopback address
 	if err != nil {
 		return "", false
 	}
