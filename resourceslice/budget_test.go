@@ -495,3 +495,48 @@ func TestUnavailableBudgetHasItsOwnReason(t *testing.T) {
 	assert.Equal(t, 2.0, counterValue(t, reg, "sliceclass_budget_unavailable_total", map[string]string{"class": "gold"}))
 	assert.Zero(t, counterValue(t, reg, "sliceclass_budget_exhausted_total", map[string]string{"class": "gold"}), "unavailable is not exhausted")
 }
+
+// A cohort member's borrowed and lent capacity are exported as gauges, by
+// budget and resource; a budget in no cohort exports neither.
+func TestCohortBorrowedAndLentMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
+	tiers, err := budget.NewCohort("tiers")
+	require.NoError(t, err)
+	gold, err := budget.New("gold", cpu("4"), budget.WithCohort(tiers))
+	require.NoError(t, err)
+	spot, err := budget.New("spot", cpu("1"), budget.WithCohort(tiers), budget.WithBorrowingLimit(cpu("3")))
+	require.NoError(t, err)
+	alone := cpuBudget(t, "8")
+	s := budgetedSlice("s", "spot", "3", 0)
+	h := newBudgetHarness(t, "spot", &budgetPolicy{}, spot, slicetest.WithObjects(s),
+		slicetest.WithReconcilerOptions(resourceslice.WithMetricsRegisterer(reg)),
+		slicetest.AlsoServe("gold", &budgetPolicy{}, resourceslice.WithBudget(gold), resourceslice.WithMetricsRegisterer(reg)),
+		slicetest.AlsoServe("other", &budgetPolicy{}, resourceslice.WithBudget(alone), resourceslice.WithMetricsRegisterer(reg)))
+	requireAccepted(t, h, s)
+
+	gauges := func(name string) map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				out[labels["budget"]+"/"+labels["resource"]] = m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	assert.Equal(t, map[string]float64{"gold/cpu": 0, "spot/cpu": 2}, gauges("sliceclass_budget_borrowed"),
+		"spot holds 3 on a total of 1; the budget in no cohort has no series")
+	assert.Equal(t, map[string]float64{"gold/cpu": 2, "spot/cpu": 0}, gauges("sliceclass_budget_lent"), "of gold's")
+}

@@ -105,6 +105,8 @@
 //	sliceclass_budget_total                   gauge      budget, resource    a budget's capacity
 //	sliceclass_budget_used                    gauge      budget, resource    what its slices hold (writes in flight included)
 //	sliceclass_budget_waiting                 gauge      budget              slices waiting for its capacity
+//	sliceclass_budget_borrowed                gauge      budget, resource    a cohort member's: what its slices hold beyond its total
+//	sliceclass_budget_lent                    gauge      budget, resource    a cohort member's: what the others' slices hold of its total
 //	sliceclass_budget_exhausted_total         counter    class               slices denied or kept from growing for lack of budget
 //	sliceclass_budget_consumer_limited_total  counter    class               the same, by a consumer's limit
 //	sliceclass_budget_unavailable_total       counter    class               the same, by a budget that admits nothing new

@@ -61,6 +61,12 @@ const (
 	// consumer values come from the operator's calls, and a series goes
 	// with its override.
 	metricBudgetConsumerLimit = "sliceclass_budget_consumer_limit"
+	// metricBudgetBorrowed is what a cohort member's slices hold beyond
+	// its total, borrowed from the cohort, by budget and resource.
+	metricBudgetBorrowed = "sliceclass_budget_borrowed"
+	// metricBudgetLent is what the other members' slices hold of a cohort
+	// member's total, by budget and resource.
+	metricBudgetLent = "sliceclass_budget_lent"
 )
 
 // Outcome and error-kind label values.
@@ -200,6 +206,10 @@ func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 		over:    prometheus.NewDesc(metricBudgetOverGrant, "What the running pods of a budget's slices use beyond their grants, by resource.", []string{"resource"}, prometheus.Labels{"budget": name}),
 		reclaiming: prometheus.NewDesc(metricBudgetReclaiming, "Capacity a budget's slices granted away but still use (their pods still run), by resource.",
 			[]string{"resource"}, prometheus.Labels{"budget": name}),
+		borrowed: prometheus.NewDesc(metricBudgetBorrowed, "What a cohort member's slices hold beyond its total, borrowed from the cohort, by resource.",
+			[]string{"resource"}, prometheus.Labels{"budget": name}),
+		lent: prometheus.NewDesc(metricBudgetLent, "What other cohort members' slices hold of a budget's total, by resource.",
+			[]string{"resource"}, prometheus.Labels{"budget": name}),
 		consumerLimit: prometheus.NewDesc(metricBudgetConsumerLimit,
 			"A consumer's own limit in a budget (Budget.SetConsumerLimit, overriding WithConsumerLimit), by consumer and resource.",
 			[]string{"consumer", "resource"}, prometheus.Labels{"budget": name}),
@@ -223,7 +233,7 @@ func (m *metrics) registerBudget(b *budget.Budget) (*budgetCollector, error) {
 
 // budgetCollector exports the budgets of one name.
 type budgetCollector struct {
-	total, used, waiting, inUse, over, reclaiming, consumerLimit *prometheus.Desc
+	total, used, waiting, inUse, over, reclaiming, borrowed, lent, consumerLimit *prometheus.Desc
 
 	mu sync.Mutex
 	bs []*budget.Budget // in registration order
@@ -291,6 +301,8 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inUse
 	ch <- c.over
 	ch <- c.reclaiming
+	ch <- c.borrowed
+	ch <- c.lent
 	ch <- c.consumerLimit
 }
 
@@ -309,6 +321,11 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(c.inUse, ledger.Of(b).InUseTotal())
 	emit(c.over, ledger.Of(b).OverGrant())
 	emit(c.reclaiming, ledger.Of(b).Reclaiming())
+	// A budget in no cohort borrows and lends nothing: no series.
+	if snap := ledger.Of(b).Snapshot(); snap.Cohort != "" {
+		emit(c.borrowed, snap.Borrowed)
+		emit(c.lent, snap.Lent)
+	}
 	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(ledger.Of(b).WaitingCount()))
 	for consumer, rl := range ledger.Of(b).ConsumerLimits() {
 		for name, q := range rl {
