@@ -208,10 +208,12 @@ func moduleRoot(gomod string) (string, error) {
 
 // sbsRun is a running process of the side by side.
 type sbsRun struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	started time.Time
+	name string
+	// metricsAddr is the example manager's metrics endpoint.
+	metricsAddr string
+	cmd         *exec.Cmd
+	logPath     string
+	started     time.Time
 	// up closes once the process has come up; exited once it has exited,
 	// exitErr set before.
 	up      chan struct{}
@@ -225,18 +227,12 @@ func (r *sbsRun) markUp() { r.upOnce.Do(func() { close(r.up) }) }
 
 // startManager starts the example manager serving p's class with its
 // defaults (one worker, an event per decision), its metrics on a free
-// local port, which the parent polls to know it is up, and its logs to a
-// file in dir.
+// local port (r.metricsAddr), which the parent polls to know it is up,
+// and its logs to a file in dir; extra are more flags.
 func startManager(bin, kubeconfig string, p sbsProcess, dir string, extra ...string) (*sbsRun, error) {
 	addr, err := freeLocalPort()
 	if err != nil {
 		return nil, err
-	}
-	// extra may set its own metrics address: a later flag wins.
-	for i := 0; i+1 < len(extra); i++ {
-		if extra[i] == "--metrics-bind-address" {
-			addr = extra[i+1]
-		}
 	}
 	args := append([]string{"--kubeconfig", kubeconfig, "--class-name", p.class(), "--cap", sbsCaps,
 		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--zap-devel=false"}, extra...)
@@ -245,6 +241,7 @@ func startManager(bin, kubeconfig string, p sbsProcess, dir string, extra ...str
 	if err != nil {
 		return nil, err
 	}
+	r.metricsAddr = addr
 	cmd.Stdout = logFile
 	if err := r.start(logFile); err != nil {
 		return nil, err

@@ -24,11 +24,7 @@ import (
 // workers, and stops it when ctx ends; done receives how it stopped.
 // metricsAddr is its metrics endpoint.
 func startTailProcess(ctx context.Context, proc tailProc, p sbsProcess, workers int) (done <-chan error, metricsAddr string, err error) {
-	addr, err := freeLocalPort()
-	if err != nil {
-		return nil, "", err
-	}
-	r, err := startManager(proc.bin, proc.kubeconfig, p, proc.dir, "--metrics-bind-address", addr,
+	r, err := startManager(proc.bin, proc.kubeconfig, p, proc.dir,
 		"--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", p.class(),
 		"--max-concurrent-reconciles", strconv.Itoa(workers))
 	if err != nil {
@@ -47,7 +43,7 @@ func startTailProcess(ctx context.Context, proc tailProc, p sbsProcess, workers 
 			out <- r.exitedError()
 		}
 	}()
-	return out, addr, nil
+	return out, r.metricsAddr, nil
 }
 
 // procWindow is a reading, or a window's difference, of the manager

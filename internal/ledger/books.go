@@ -43,8 +43,8 @@ type books struct {
 	pods  map[types.NamespacedName]pod
 	users map[string]*userUse
 	// podIndex, when set, lists a user's running pods: the books then
-	// keep only the pods of users their slices' Quotas name (see
-	// SetPodIndex).
+	// keep only the pods of users named by the Quotas of slices whose
+	// pods matter (see SetPodIndex).
 	podIndex *podIndexBox
 	// pendingWakes are the over-grant wakes noted under the lock (see
 	// noteOver), taken by takeWakes.
@@ -266,14 +266,15 @@ func (b *books) recountAll() {
 // recount brings e's membership and what it counts up to date, and forgets
 // it when it counts nothing and can count nothing.
 func (b *books) recount(key types.NamespacedName, e *entry) {
-	b.recountFrom(key, e, e.held())
+	b.recountFrom(key, e, e.held(), e.keepsPods())
 }
 
 // recountFrom is recount for an entry that held prev before the change
 // being recorded: a slice leaving the budget's classes is capped at what it
 // held as a member, and the cap only ever falls (once another class has
 // lowered its grant, raising it again is that class's business).
-func (b *books) recountFrom(key types.NamespacedName, e *entry, prev corev1.ResourceList) {
+// keptPods is whether its pods mattered before the change (keepsPods).
+func (b *books) recountFrom(key types.NamespacedName, e *entry, prev corev1.ResourceList, keptPods bool) {
 	member := e.seen && b.selects(e.class, e.labels)
 	switch {
 	case member:
@@ -284,8 +285,8 @@ func (b *books) recountFrom(key types.NamespacedName, e *entry, prev corev1.Reso
 		e.frozen = minList(e.frozen, e.held())
 	}
 	e.member = member
-	if b.podIndex != nil {
-		// Whether its pods matter may have changed (seen, joined, left).
+	if b.podIndex != nil && keptPods != e.keepsPods() {
+		// Its pods start or stop mattering (seen, joined, left).
 		for _, q := range e.quotas {
 			b.syncPodsOf(q.user)
 		}
@@ -496,6 +497,7 @@ func (b *books) observe(e *entry, s Slice) (movedConsumer bool) {
 		b.account(e, nil) // recounted below, as the new consumer's
 		e.consumer = s.Consumer
 	}
+	keptPods := e.keepsPods() // before it is seen
 	e.seen, e.uid, e.class, e.labels, e.rv, e.created = true, s.UID, s.Class, s.Labels, s.RV, s.Created
 	if s.Accepted {
 		e.grant = s.Grant.DeepCopy()
@@ -506,7 +508,7 @@ func (b *books) observe(e *entry, s Slice) (movedConsumer bool) {
 		e.initial = true
 	}
 	e.settle(s.RV)
-	b.recountFrom(s.Key, e, prev)
+	b.recountFrom(s.Key, e, prev, keptPods)
 	return movedConsumer
 }
 

@@ -177,10 +177,7 @@ func (b *books) pullPodsOf(user string, u *userUse) {
 			}
 		}
 		b.pods[rp.Key] = pod{user: user, charge: rp.Charge, meta: rp.Meta}
-		if u.pods == nil {
-			u.pods = map[types.NamespacedName]bool{}
-		}
-		u.pods[rp.Key] = true
+		b.podOfUser(user, rp.Key, true)
 		for n, q := range rp.Charge {
 			add(u.sum, n, q)
 		}
