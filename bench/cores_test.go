@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // childrenOf finds a process this one started, by its parent's pid in
@@ -28,7 +30,7 @@ func TestChildrenOfFindsAStartedProcess(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
-	assert.Eventually(t, func() bool { return statFields(cmd.Process.Pid) == nil }, 5*time.Second, 10*time.Millisecond)
+	assert.Eventually(t, func() bool { return statFields(cmd.Process.Pid) == nil }, testwait.Timeout, 10*time.Millisecond)
 	children, err = childrenOf(os.Getpid())
 	require.NoError(t, err)
 	assert.NotContains(t, children, cmd.Process.Pid)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // spreadOf counts a run's slices per tenant, per class, and per tenant and
@@ -224,16 +226,17 @@ func TestReplicaProcAwait(t *testing.T) {
 	events <- scaleEvent{Event: evFirst, At: 3}
 
 	// Events arrive in any order; one read past is kept for later.
-	if ev, err := p.await(evElected, time.Second); err != nil || ev.At != 2 {
+	if ev, err := p.await(evElected, testwait.Timeout); err != nil || ev.At != 2 {
 		t.Fatalf("await(elected) = %+v, %v; want the event at 2", ev, err)
 	}
-	if ev, err := p.await(evStart, time.Second); err != nil || ev.At != 1 {
+	if ev, err := p.await(evStart, testwait.Timeout); err != nil || ev.At != 1 {
 		t.Fatalf("await(start), read on the way to elected = %+v, %v; want the event at 1", ev, err)
 	}
+	// The time-out path, with a short deadline of its own: none is coming.
 	if _, err := p.await(evDecided, 20*time.Millisecond); err == nil || !strings.Contains(err.Error(), "within") {
 		t.Fatalf("await(decided) with none coming: %v, want a timeout", err)
 	}
-	if ev, err := p.await(evFirst, time.Second); err != nil || ev.At != 3 {
+	if ev, err := p.await(evFirst, testwait.Timeout); err != nil || ev.At != 3 {
 		t.Fatalf("await(first), read while timing out = %+v, %v; want the event at 3", ev, err)
 	}
 
@@ -241,7 +244,7 @@ func TestReplicaProcAwait(t *testing.T) {
 	p.exitErr = errors.New("exit status 1")
 	close(events)
 	close(exited)
-	if _, err := p.await(evMemory, time.Second); err == nil || !strings.Contains(err.Error(), `before "memory"`) || !strings.Contains(err.Error(), "exit status 1") {
+	if _, err := p.await(evMemory, testwait.Timeout); err == nil || !strings.Contains(err.Error(), `before "memory"`) || !strings.Contains(err.Error(), "exit status 1") {
 		t.Fatalf("await(memory) after the replica exited: %v, want an error naming memory and the exit", err)
 	}
 }

@@ -3,7 +3,6 @@ package resourceslice_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +17,7 @@ import (
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
@@ -60,7 +60,7 @@ func TestABudgetIsBoundToOneManager(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- first.Start(ctx) }()
-	syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
+	syncCtx, cancelSync := context.WithTimeout(ctx, testwait.Timeout)
 	require.True(t, first.GetCache().WaitForCacheSync(syncCtx))
 	cancelSync()
 	<-first.Elected()

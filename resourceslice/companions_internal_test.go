@@ -20,6 +20,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
@@ -65,7 +66,7 @@ func TestCompanionsGoWithTheirManager(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- mgr.Start(ctx) }()
-			syncCtx, cancelSync := context.WithTimeout(ctx, 30*time.Second)
+			syncCtx, cancelSync := context.WithTimeout(ctx, testwait.Timeout)
 			synced := mgr.GetCache().WaitForCacheSync(syncCtx)
 			cancelSync()
 			require.True(t, synced, "manager %d: cache synced", i)
@@ -79,7 +80,7 @@ func TestCompanionsGoWithTheirManager(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testwait.Timeout)
 	for {
 		left, goroutines := 0, settle()
 		for _, w := range alive {

@@ -23,6 +23,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -503,10 +504,11 @@ func TestMaxRetriesCountsOnlyFailuresInARow(t *testing.T) {
 }
 
 // reconcileUntilCalled reconciles rs every 20ms until the handler has been
-// called want times, and fails the test if that takes longer than timeout.
-func reconcileUntilCalled(t *testing.T, h *slicetest.Harness, rs *authv1beta1.ResourceSlice, calls *atomic.Int32, want int32, timeout time.Duration) {
+// called want times, and fails the test if that takes longer than
+// testwait.Timeout.
+func reconcileUntilCalled(t *testing.T, h *slicetest.Harness, rs *authv1beta1.ResourceSlice, calls *atomic.Int32, want int32) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, testwait.Timeout, true, func(context.Context) (bool, error) {
 		h.Reconcile(rs)
 		return calls.Load() >= want, nil
 	})
@@ -531,7 +533,7 @@ func TestMaxRetriesTriesAgainAtTheResyncPeriod(t *testing.T) {
 	require.NoError(t, h.Reconcile(rs).Err)
 	require.Equal(t, int32(2), calls.Load(), "precondition: given up, not called again at once")
 
-	reconcileUntilCalled(t, h, rs, &calls, 3, 5*time.Second)
+	reconcileUntilCalled(t, h, rs, &calls, 3)
 }
 
 // lateHandler blocks past its deadline and then accepts: the answer of a
@@ -565,13 +567,13 @@ func (l *lateHandler) Handle(ctx context.Context, rs *authv1beta1.ResourceSlice)
 }
 
 // waitClosed waits for ch to be closed, for what, failing the test after
-// timeout.
-func waitClosed(t *testing.T, ch <-chan struct{}, timeout time.Duration, what string) {
+// testwait.Timeout.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(timeout):
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	case <-time.After(testwait.Timeout):
+		t.Fatalf("timed out after %s waiting for %s", testwait.Timeout, what)
 	}
 }
 
@@ -594,7 +596,7 @@ func TestHandlerTimeout(t *testing.T) {
 	assert.False(t, res.Terminal(), "an overrun is retried")
 	assert.Contains(t, res.Err.Error(), "timed out")
 	assert.GreaterOrEqual(t, elapsed, hold, "Reconcile waits for the late call, as controller-runtime's ReconciliationTimeout does")
-	waitClosed(t, late.returned, 5*time.Second, "the late handler to return its answer")
+	waitClosed(t, late.returned, "the late handler to return its answer")
 	assert.True(t, late.hadDeadline.Load(), "Handle's context carries the deadline")
 	if assert.Len(t, res.Events, 1) {
 		e := res.Events[0]

@@ -25,7 +25,7 @@ func TestPassesCoalesceAndStopWithTheirContext(t *testing.T) {
 	for range 100 {
 		p.request()
 	}
-	envkit.Eventually(t, 5*time.Second, "a burst to be one pass", func() bool { return ran.Load() == 1 })
+	envkit.Eventually(t, "a burst to be one pass", func() bool { return ran.Load() == 1 })
 	envkit.Consistently(t, 3*p.coalesce, "no second pass without a new request", func() bool { return ran.Load() == 1 })
 
 	p.request()

@@ -23,6 +23,7 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // A status write asked for after the reconcile's context ended sends
@@ -83,8 +84,8 @@ func TestWriteContextOutlivesItsReconcileByTheGrace(t *testing.T) {
 	select {
 	case <-wctx.Done():
 		assert.GreaterOrEqual(t, time.Since(stopAt), writeGrace, "the write's context ended before its grace")
-	case <-time.After(writeGrace + 10*time.Second):
-		t.Fatalf("the write's context did not end within %s of its reconcile's", writeGrace+10*time.Second)
+	case <-time.After(writeGrace + testwait.Timeout):
+		t.Fatalf("the write's context did not end within %s of its reconcile's", writeGrace+testwait.Timeout)
 	}
 
 	ctx, stop = context.WithCancel(context.Background())

@@ -94,9 +94,10 @@ func authenticate(rs *authv1beta1.ResourceSlice) {
 
 // WaitForDecision reads the slice at key until its Resources condition is
 // Accepted or Denied, and returns it. It waits as long as ctx allows: give it
-// a context with a deadline. A slice not found yet (e.g. c is a manager's
-// cache that has not seen it) is waited for; any other read error is returned
-// at once.
+// a context with a deadline (envkit.WaitTimeout where the test expects a
+// decision: it returns as soon as there is one). A slice not found yet (e.g.
+// c is a manager's cache that has not seen it) is waited for; any other read
+// error is returned at once.
 //
 // When ctx ends first, it returns the slice as last read (nil if it was never
 // found) and an error that wraps ctx.Err() and names the slice's conditions;

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -208,7 +209,7 @@ func TestWaitForDecisionSeesALateDecision(t *testing.T) {
 			return cl.Get(ctx, key, obj, opts...)
 		},
 	}, slice)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 	defer cancel()
 	got, err := slicetest.WaitForDecision(ctx, cl, client.ObjectKeyFromObject(slice))
 	require.NoError(t, err)
@@ -223,7 +224,7 @@ func TestWaitForDecisionReturnsAReadErrorAtOnce(t *testing.T) {
 			return refused
 		},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 	defer cancel()
 	_, err := slicetest.WaitForDecision(ctx, cl, client.ObjectKey{Namespace: slicetest.DefaultNamespace, Name: "s"})
 	assert.True(t, apierrors.IsForbidden(err), "want the read error, got %v", err)

@@ -91,7 +91,7 @@ func ExampleCreateAsLiqo() {
 	require.NoError(t, cp.CreateNamespace(context.Background(), slicetest.DefaultNamespace))
 	serveGold(t, cp)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancel()
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slice))
@@ -138,7 +138,7 @@ func ExampleAuthenticate() {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "decided before Liqo authenticated it")
 
 	require.NoError(t, slicetest.Authenticate(ctx, cp.Client, key))
-	late, cancel := context.WithTimeout(ctx, 30*time.Second)
+	late, cancel := context.WithTimeout(ctx, envkit.WaitTimeout)
 	defer cancel()
 	got, err := slicetest.WaitForDecision(late, cp.Client, key)
 	require.NoError(t, err)

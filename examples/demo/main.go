@@ -45,10 +45,15 @@ import (
 )
 
 const (
-	alice   = "alice"
-	bob     = "bob"
-	system  = "sliceclass-system" // where class Leases live
-	timeout = 60 * time.Second
+	alice  = "alice"
+	bob    = "bob"
+	system = "sliceclass-system" // where class Leases live
+	// timeout bounds each of the demo's waits for something to happen (a
+	// decision, an event, a pool's total, the manager's cache): each ends
+	// as soon as it happens, normally in well under a second, but on a
+	// loaded machine (CI runs the demo as a test) it can take tens of
+	// seconds. Past two minutes something is wrong.
+	timeout = 2 * time.Minute
 )
 
 func ns(consumer string) string { return "liqo-tenant-" + consumer }
@@ -83,7 +88,8 @@ func run(progress, out io.Writer) error {
 	}()
 	say("control plane up in %s", time.Since(start).Round(100*time.Millisecond))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
+	// Each wait below is bounded by timeout on its own.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := cp.Client
 	// The manager's scheme: the control plane's (client-go's and Liqo's
@@ -165,8 +171,11 @@ func run(progress, out io.Writer) error {
 	}
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return errors.New("manager cache did not sync")
+	syncCtx, cancelSync := context.WithTimeout(ctx, timeout)
+	synced := mgr.GetCache().WaitForCacheSync(syncCtx)
+	cancelSync()
+	if !synced {
+		return fmt.Errorf("manager cache did not sync within %s", timeout)
 	}
 	say("manager serving classes gold (capped at cpu=4, memory=8Gi) and shared (a budget of cpu=8, memory=16Gi)")
 

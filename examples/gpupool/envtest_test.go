@@ -30,7 +30,7 @@ import (
 // pool has 4 GPUs.
 func TestConsumerLimitOnANodePool(t *testing.T) {
 	cp.Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancel()
 	const ns = slicetest.DefaultNamespace
 	require.NoError(t, cp.CreateNamespace(ctx, ns))
@@ -61,7 +61,7 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 	})
 
 	decided := map[string]*authv1beta1.ResourceSlice{}
-	envkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "the 3 slices decided", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, "the 3 slices decided", func() bool {
 		for _, n := range names {
 			var rs authv1beta1.ResourceSlice
 			require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &rs))

@@ -3,7 +3,6 @@ package grantrecords_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,10 +45,12 @@ func TestOwnedAppliesOnAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	record, pc := objs[0].(*corev1.ConfigMap), objs[1].(*schedulingv1.PriorityClass)
 
-	envkit.Eventually(t, time.Minute, "the grant record and the PriorityClass applied", func() bool {
+	envkit.Eventually(t, "the grant record and the PriorityClass applied", func() bool {
 		return exists(ctx, t, cp.Client, record) && exists(ctx, t, cp.Client, pc)
 	})
-	decided, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(rs))
+	wctx, cancel := context.WithTimeout(ctx, envkit.WaitTimeout)
+	defer cancel()
+	decided, err := slicetest.WaitForDecision(wctx, cp.Client, client.ObjectKeyFromObject(rs))
 	require.NoError(t, err)
 	assert.True(t, conditions.IsAccepted(decided))
 	assert.Equal(t, "cpu=4", record.Data[grantrecords.KeyResources])
@@ -57,7 +58,7 @@ func TestOwnedAppliesOnAPIServer(t *testing.T) {
 	assert.Equal(t, grantrecords.DefaultPriority, pc.Value)
 
 	require.NoError(t, cp.Client.Delete(ctx, rs))
-	envkit.Eventually(t, time.Minute, "the record and the PriorityClass deleted with the slice", func() bool {
+	envkit.Eventually(t, "the record and the PriorityClass deleted with the slice", func() bool {
 		return !exists(ctx, t, cp.Client, record) && !exists(ctx, t, cp.Client, pc)
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 func TestParseClassesFile(t *testing.T) {
@@ -213,7 +214,7 @@ func TestClassesFileFollowsTheFile(t *testing.T) {
 	waitFor := func(what string, name string, want int64) {
 		t.Helper()
 		get := grantedCPU(name)
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(context.Context) (bool, error) {
 			if ended, err := ended(); ended {
 				return false, errors.Join(errors.New("run returned"), err)
 			}
@@ -232,7 +233,7 @@ func TestClassesFileFollowsTheFile(t *testing.T) {
 		t.Helper()
 		before := testutil.ToFloat64(reloadsTotal.WithLabelValues(result))
 		write(content)
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(context.Context) (bool, error) {
 			return testutil.ToFloat64(reloadsTotal.WithLabelValues(result)) > before, nil
 		})
 		require.NoError(t, err, "waiting for the manager to read the file as %s", result)
@@ -318,7 +319,7 @@ classes:
 			slicetest.NewSlice(name, slicetest.WithClass("poolgold"), slicetest.WithRequest("cpu", "2"))))
 	}
 	reasons := map[string]int{}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 		clear(reasons)
 		for _, name := range []string{"p1", "p2"} {
 			var rs authv1beta1.ResourceSlice
@@ -371,16 +372,16 @@ func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
 			return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
 		}
 	}
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)), "g Accepted with 6")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer("", 6)), "g Accepted with 6")
 
 	before := testutil.ToFloat64(reloadsTotal.WithLabelValues("applied"))
 	write(file("    consumerLimits: [{consumer: " + ns + ", limits: {cpu: \"2\"}}]\n"))
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer(budget.ReasonReclaimed, 2)),
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer(budget.ReasonReclaimed, 2)),
 		"g shrunk to the consumer's new limit, reason Reclaimed")
 	assert.Greater(t, testutil.ToFloat64(reloadsTotal.WithLabelValues("applied")), before)
 
 	write(file(""))
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("", 6)),
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer("", 6)),
 		"the override removed: g's offer grows back")
 }
 
@@ -431,9 +432,9 @@ classes:
 		}
 	}
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("spot", slicetest.WithClass("prspot"), slicetest.WithRequest("cpu", "8"))))
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("spot", "", 8)), "spot Accepted with 8")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer("spot", "", 8)), "spot Accepted with 8")
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("gold", slicetest.WithClass("prgold"), slicetest.WithRequest("cpu", "6"))))
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("spot", budget.ReasonReclaimed, 4)),
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer("spot", budget.ReasonReclaimed, 4)),
 		"spot shrunk by what gold lacks, reason Reclaimed")
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, offer("gold", "", 6)), "gold Accepted with 6")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer("gold", "", 6)), "gold Accepted with 6")
 }

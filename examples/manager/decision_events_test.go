@@ -22,6 +22,7 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 func TestParseFlagsDecisionEvents(t *testing.T) {
@@ -95,7 +96,7 @@ func TestDecisionEventsReachEveryClass(t *testing.T) {
 				t.Helper()
 				rs := slicetest.NewSlice(name, append(opts, slicetest.WithNamespace(ns), slicetest.WithClass(class))...)
 				require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
-				wctx, stop := context.WithTimeout(ctx, 30*time.Second)
+				wctx, stop := context.WithTimeout(ctx, envkit.WaitTimeout)
 				defer stop()
 				got, err := slicetest.WaitForDecision(wctx, cp.Client, types.NamespacedName{Namespace: ns, Name: name})
 				require.NoError(t, err, "waiting for %s to be decided", name)
@@ -112,7 +113,7 @@ func TestDecisionEventsReachEveryClass(t *testing.T) {
 			}
 
 			var events corev1.EventList
-			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 				if err := cp.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
 					return false, err
 				}

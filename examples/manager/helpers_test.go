@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // serve runs the manager with o against cfg until the test ends, then stops
-// it and fails the test unless it stops cleanly within 30 s. ended tells,
-// without waiting, whether run has returned early, and with what.
+// it and fails the test unless it stops cleanly within envkit.WaitTimeout.
+// ended tells, without waiting, whether run has returned early, and with
+// what.
 func serve(t *testing.T, o options, cfg *rest.Config) (ended func() (bool, error)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -28,7 +31,7 @@ func serve(t *testing.T, o options, cfg *rest.Config) (ended func() (bool, error
 			if err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("run: %v", err)
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(envkit.WaitTimeout):
 			t.Error("manager did not stop")
 		}
 	})

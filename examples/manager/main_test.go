@@ -29,6 +29,7 @@ import (
 	"github.com/sliceclass/sliceclass/examples/manager/flags"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -182,7 +183,7 @@ func TestRunDecidesOnARealAPIServer(t *testing.T) {
 	require.NoError(t, cp.Client.Status().Update(ctx, s))
 
 	var got authv1beta1.ResourceSlice
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 		if ended, err := ended(); ended {
 			return false, fmt.Errorf("run returned before deciding: %w", err)
 		}
@@ -214,7 +215,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 	go func() { done <- mgr.Start(ctx) }()
 	select {
 	case <-mgr.Elected():
-	case <-time.After(30 * time.Second):
+	case <-time.After(envkit.WaitTimeout):
 		require.Fail(t, "not elected leader")
 	}
 
@@ -223,7 +224,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 	c := mgr.GetClient()
 	namespaces := &metav1.PartialObjectMetadataList{}
 	namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 		return c.List(ctx, &authv1beta1.ResourceSliceList{}) == nil && c.List(ctx, &authv1beta1.TenantList{}) == nil &&
 			c.List(ctx, namespaces) == nil, nil
 	})
@@ -236,7 +237,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 
 	// The scheme holds only Liqo's types, yet leader election still records
 	// its event about the Lease.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 		var events corev1.EventList
 		if err := cp.Client.List(ctx, &events, client.InNamespace("default")); err != nil {
 			return false, err
@@ -254,7 +255,7 @@ func TestManagerCachesOnlyWhatTheSDKReads(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.NoError(t, err)
-	case <-time.After(30 * time.Second):
+	case <-time.After(envkit.WaitTimeout):
 		t.Error("manager did not stop")
 	}
 }
@@ -279,7 +280,7 @@ func TestGrantRecordsFlag(t *testing.T) {
 	s := slicetest.NewSlice("recorded", slicetest.WithClass("bronze"), slicetest.WithRequest("cpu", "2"))
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, s))
 	name := "bronze." + s.Namespace + ".recorded"
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 		if ended, err := ended(); ended {
 			return false, fmt.Errorf("run returned: %w", err)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // A class names a SliceBudget instead of a budget of its own, in either
@@ -174,7 +175,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 		select {
 		case err := <-done:
 			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
+		case <-time.After(envkit.WaitTimeout):
 			t.Error("manager did not stop")
 		}
 	})
@@ -184,7 +185,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 			slicetest.NewSlice(s.name, slicetest.WithClass(s.class), slicetest.WithRequest("cpu", "6"))))
 	}
 	reasons := map[string]string{}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 		for _, name := range []string{"gold-1", "spot-1"} {
 			var rs authv1beta1.ResourceSlice
 			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
@@ -207,7 +208,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 		t.Helper()
 		before := testutil.ToFloat64(reloadsTotal.WithLabelValues(result))
 		replaceFile(t, path, content)
-		require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, envkit.WaitTimeout, true, func(context.Context) (bool, error) {
 			return testutil.ToFloat64(reloadsTotal.WithLabelValues(result)) > before, nil
 		}), "waiting for the manager to read the file as %s", result)
 	}
@@ -217,7 +218,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 
 	rewrite("- {name: sbgold, caps: {cpu: 5}, sliceBudget: premium}\n- {name: sbbroken, caps: {cpu: 5}, sliceBudget: broken}\n", "failed")
 	assert.Equal(t, []string{"sbgold"}, set.Classes(), "a class whose budget cannot be built is not served")
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, envkit.WaitTimeout, true, func(context.Context) (bool, error) {
 		return objects.called("broken") >= 2, nil
 	}), "a budget that could not be built is tried again at the next read")
 	assert.Equal(t, 1, objects.called("premium"))

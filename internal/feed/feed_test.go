@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // A write whose answer was lost is settled by the budget's feed with one
@@ -53,6 +54,6 @@ func TestFeedSettlesLostAnswersWithoutTheClass(t *testing.T) {
 	go f.settleLoop(ctx)
 	defer f.settles.ShutDown()
 	f.SettleLater(key, rs.ResourceVersion, ledger.Unknown)
-	assert.Eventually(t, func() bool { u := l.Used(); return u.Cpu().IsZero() }, 5*time.Second, 10*time.Millisecond,
+	assert.Eventually(t, func() bool { u := l.Used(); return u.Cpu().IsZero() }, testwait.Timeout, 10*time.Millisecond,
 		"one read showing the base version settles it: not applied")
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
@@ -65,7 +66,7 @@ func TestBudgetsOfOneWatchKeepOnlyTheirUsersPods(t *testing.T) {
 		synced, detach, err := pods.attach(ctx, l)
 		require.NoError(t, err)
 		t.Cleanup(detach)
-		require.Eventually(t, synced, 10*time.Second, 10*time.Millisecond, "the watch's initial list delivered")
+		require.Eventually(t, synced, testwait.Timeout, 10*time.Millisecond, "the watch's initial list delivered")
 		ledgers = append(ledgers, l)
 		return l
 	}
@@ -84,7 +85,7 @@ func TestBudgetsOfOneWatchKeepOnlyTheirUsersPods(t *testing.T) {
 		return used.Cpu().String()
 	}
 	require.Eventually(t, func() bool { return inUse(a, "user-a") == "3" && inUse(b, "user-b") == "4" },
-		10*time.Second, 20*time.Millisecond, "each budget counts its user's pods: a %s, b %s", inUse(a, "user-a"), inUse(b, "user-b"))
+		testwait.Timeout, 20*time.Millisecond, "each budget counts its user's pods: a %s, b %s", inUse(a, "user-a"), inUse(b, "user-b"))
 	assert.Equal(t, 2, a.KeptPods(), "a keeps a's two pods only")
 	assert.Equal(t, 1, b.KeptPods(), "b keeps b's one pod only")
 
@@ -93,10 +94,10 @@ func TestBudgetsOfOneWatchKeepOnlyTheirUsersPods(t *testing.T) {
 	b2 := pod("b2", "user-b", "32")
 	require.NoError(t, cp.Client.Create(ctx, b2))
 	require.Eventually(t, func() bool { return inUse(a, "user-a") == "19" && inUse(b, "user-b") == "36" },
-		10*time.Second, 20*time.Millisecond, "watched pods: a %s, b %s", inUse(a, "user-a"), inUse(b, "user-b"))
+		testwait.Timeout, 20*time.Millisecond, "watched pods: a %s, b %s", inUse(a, "user-a"), inUse(b, "user-b"))
 	b2.Status.Phase = corev1.PodSucceeded
 	require.NoError(t, cp.Client.Status().Update(ctx, b2))
-	require.Eventually(t, func() bool { return inUse(b, "user-b") == "4" }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return inUse(b, "user-b") == "4" }, testwait.Timeout, 20*time.Millisecond,
 		"an ended pod counts nothing: b %s", inUse(b, "user-b"))
 	assert.Equal(t, 3, a.KeptPods())
 	assert.Equal(t, 1, b.KeptPods())

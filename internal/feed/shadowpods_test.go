@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
@@ -220,7 +221,7 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 	go func() { _ = c.Start(ctx) }()
 	_, err = c.GetInformer(ctx, &shadowPodCharge{})
 	require.NoError(t, err)
-	syncCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	syncCtx, stop := context.WithTimeout(ctx, testwait.Timeout)
 	defer stop()
 	require.True(t, c.WaitForCacheSync(syncCtx), "the ShadowPod cache syncs")
 	mu.Lock()
@@ -240,12 +241,12 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 		}
 		return out
 	}
-	require.Eventually(t, func() bool { return len(charges()) == 2 }, 10*time.Second, 20*time.Millisecond, "the watch brings the second pod")
+	require.Eventually(t, func() bool { return len(charges()) == 2 }, testwait.Timeout, 20*time.Millisecond, "the watch brings the second pod")
 	assert.Equal(t, map[string]string{"listed": "user-s 2 ", "watched": "user-s 3 "}, charges())
 
 	watched.Status.Phase = corev1.PodSucceeded
 	require.NoError(t, cp.Client.Status().Update(ctx, watched))
-	require.Eventually(t, func() bool { return charges()["watched"] == "user-s 3 Succeeded" }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return charges()["watched"] == "user-s 3 Succeeded" }, testwait.Timeout, 20*time.Millisecond,
 		"the watch brings the phase")
 	var got shadowPodCharge
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(watched), &got))
@@ -253,7 +254,7 @@ func TestShadowPodCacheOnTheServer(t *testing.T) {
 	assert.Empty(t, got.ManagedFields, "kept as keepCharge keeps it")
 
 	require.NoError(t, cp.Client.Delete(ctx, pod("listed", "2")))
-	require.Eventually(t, func() bool { return len(charges()) == 1 }, 10*time.Second, 20*time.Millisecond, "the watch takes the deleted pod out")
+	require.Eventually(t, func() bool { return len(charges()) == 1 }, testwait.Timeout, 20*time.Millisecond, "the watch takes the deleted pod out")
 }
 
 // BenchmarkShadowPodWatchEvent is what a ShadowPod watch event costs

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // A waiting slice is told what blocks it now: acme holds 5 of its 8-CPU
@@ -31,7 +32,7 @@ func TestWaiterToldWhatBlocksItNow(t *testing.T) {
 	w.take()
 
 	l.ForgetSlice(key("globex-1"), uid("globex-1"))
-	require.Eventually(t, func() bool { return contains(w.take(), "acme-2") }, 2*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return contains(w.take(), "acme-2") }, testwait.Timeout, 10*time.Millisecond,
 		"the waiter is woken when what blocks it changes")
 	r = refused(t, []*ledger.Ledger{l}, request("acme-2", "acme", at(3), cpu("4")))
 	assert.Equal(t, ledger.ReasonConsumerLimit, r.Reason)
@@ -64,7 +65,7 @@ func TestWaiterNotWokenByMovingFigures(t *testing.T) {
 	require.Eventually(t, func() bool {
 		woken = append(woken, w.take()...)
 		return contains(woken, "sentinel")
-	}, 2*time.Second, 10*time.Millisecond, "the sentinel is woken: acme's limit now blocks it too")
+	}, testwait.Timeout, 10*time.Millisecond, "the sentinel is woken: acme's limit now blocks it too")
 	assert.NotContains(t, append(woken, w.take()...), "b", "b's block did not change in kind: not woken")
 	r = refused(t, []*ledger.Ledger{l}, request("b", "", at(1), cpu("6")))
 	assert.Equal(t, want, r.Message, "2 free now, not 3: the message is the same")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // midReclaim is a new leader's ledger in the middle of a reclaim, as its
@@ -125,7 +126,7 @@ func TestReclaimingWaiterToldWhatIsStillInUse(t *testing.T) {
 	assert.Equal(t, told, r.Message, "the amount still in use fell; what blocks gold did not change in kind")
 
 	l.ForgetPod(podKey("p2")) // none
-	require.Eventually(t, func() bool { return contains(goldW.take(), "g") }, 2*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return contains(goldW.take(), "g") }, testwait.Timeout, 10*time.Millisecond,
 		"gold is woken once what was reclaimed for it is no longer in use")
 	admitted(t, []*ledger.Ledger{l}, goldAsk("g", cpu("6")))
 }

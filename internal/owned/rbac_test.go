@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/internal/owned"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
@@ -88,7 +89,7 @@ func userWith(t *testing.T, cp *controlplane.ControlPlane, user string, verbs []
 		}
 	}
 	// RBAC's authorizer follows roles through a watch: wait until it allows.
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, testwait.Timeout, true, func(ctx context.Context) (bool, error) {
 		for _, v := range verbs {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: v, Group: "scheduling.k8s.io", Resource: "priorityclasses"},

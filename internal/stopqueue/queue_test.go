@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // run has 20 workers add, take and finish items as a controller's workers
@@ -35,7 +37,7 @@ func run(q priorityqueue.PriorityQueue[int]) bool {
 	select {
 	case <-done:
 		return true
-	case <-time.After(20 * time.Second):
+	case <-time.After(testwait.Timeout):
 		return false
 	}
 }
@@ -87,7 +89,7 @@ func TestParkedTakerGetsNoWakeUpItem(t *testing.T) {
 		if !ok {
 			t.Fatal("the parked taker was handed an item, not a shutdown")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("the parked taker did not return")
 	}
 }

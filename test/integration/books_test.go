@@ -26,6 +26,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -69,7 +70,7 @@ func TestManagerControllerDefaultsApply(t *testing.T) {
 	for i := range 2 * workers {
 		create(t, sliceIn(ns, fmt.Sprintf("d-%d", i), class))
 	}
-	testkit.Every(20*time.Millisecond).Eventually(t, 30*time.Second, fmt.Sprintf("%d handler calls at once", workers), func() bool {
+	testkit.Every(20*time.Millisecond).Eventually(t, fmt.Sprintf("%d handler calls at once", workers), func() bool {
 		return inFlight.Load() == workers
 	})
 	open()
@@ -77,7 +78,7 @@ func TestManagerControllerDefaultsApply(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("d-%d", i)
 	}
-	testkit.Every(50*time.Millisecond).Eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Every(50*time.Millisecond).Eventually(t, "every slice decided", decided(ns, names...))
 	assert.Equal(t, int64(workers), peak.Load(), "at most the manager's MaxConcurrentReconciles at once")
 }
 
@@ -122,7 +123,7 @@ func TestStatusClassSlicesReleasedWhenDeleted(t *testing.T) {
 		create(t, rs)
 		setStatusClass(t, client.ObjectKeyFromObject(rs), class)
 	}
-	testkit.Eventually(t, time.Minute, "every slice Accepted", func() bool {
+	testkit.Eventually(t, "every slice Accepted", func() bool {
 		for _, name := range names {
 			if !conditions.IsAccepted(get(t, ns, name)) {
 				return false
@@ -131,7 +132,7 @@ func TestStatusClassSlicesReleasedWhenDeleted(t *testing.T) {
 		return true
 	})
 	require.NoError(t, cp.Client.DeleteAllOf(ctx, &authv1beta1.ResourceSlice{}, client.InNamespace(ns)))
-	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("Release called for all %d slices", n), func() bool {
+	testkit.Eventually(t, fmt.Sprintf("Release called for all %d slices", n), func() bool {
 		for _, name := range names {
 			if h.released.get(name) == 0 {
 				return false
@@ -139,7 +140,7 @@ func TestStatusClassSlicesReleasedWhenDeleted(t *testing.T) {
 		}
 		return true
 	})
-	testkit.Eventually(t, 10*time.Second, "the budget holds nothing", func() bool {
+	testkit.Eventually(t, "the budget holds nothing", func() bool {
 		used := b.Used()
 		return used.Cpu().IsZero()
 	})
@@ -171,7 +172,7 @@ func TestStatusClassSlicesCountAfterRestart(t *testing.T) {
 		create(t, rs)
 		setStatusClass(t, client.ObjectKeyFromObject(rs), class)
 	}
-	testkit.Eventually(t, 30*time.Second, "4 slices Accepted", func() bool { return countAccepted(t, ns, "") == 4 })
+	testkit.Eventually(t, "4 slices Accepted", func() bool { return countAccepted(t, ns, "") == 4 })
 	m.Stop()
 	for round := range 3 {
 		b := newBudget()
@@ -180,7 +181,7 @@ func TestStatusClassSlicesCountAfterRestart(t *testing.T) {
 		rs := sliceIn(ns, extra, "")
 		create(t, rs)
 		setStatusClass(t, client.ObjectKeyFromObject(rs), class)
-		got := waitForDecision(t, 30*time.Second, ns, extra)
+		got := waitForDecision(t, ns, extra)
 		c := conditions.Get(got, conditions.Resources)
 		assert.Equal(t, conditions.Denied, c.Status, "round %d: a fifth slice on a full budget: %s %s", round, c.Reason, c.Message)
 		assert.Equal(t, budget.ReasonExhausted, c.Reason, "round %d", round)
@@ -208,17 +209,17 @@ func TestWaitingSliceNamesWhatBlocksItNow(t *testing.T) {
 	})
 	create(t, sliceIn(acme, "acme-1", class, slicetest.WithConsumer("acme"), slicetest.WithRequest(corev1.ResourceCPU, "5")))
 	create(t, sliceIn(globex, "globex-1", class, slicetest.WithConsumer("globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "acme-1 and globex-1 Accepted", func() bool {
+	testkit.Eventually(t, "acme-1 and globex-1 Accepted", func() bool {
 		return conditions.IsAccepted(get(t, acme, "acme-1")) && conditions.IsAccepted(get(t, globex, "globex-1"))
 	})
 	create(t, sliceIn(acme, "acme-2", class, slicetest.WithConsumer("acme"), slicetest.WithRequest(corev1.ResourceCPU, "4")))
-	c := conditions.Get(waitForDecision(t, 30*time.Second, acme, "acme-2"), conditions.Resources)
+	c := conditions.Get(waitForDecision(t, acme, "acme-2"), conditions.Resources)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
 	assert.Equal(t, `budget books-shared: cpu: asked 4, waits until 4 is free (cpu: consumer "acme" would go over its limit 8 with what its other slices hold or are promised: `+
 		`it fits only if they release capacity or its limit is raised)`, c.Message, "freed capacity alone would not do: what else must change")
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, globex, "globex-1")))
-	testkit.Eventually(t, 10*time.Second, "acme-2 names its consumer limit", func() bool {
+	testkit.Eventually(t, "acme-2 names its consumer limit", func() bool {
 		c := conditions.Get(get(t, acme, "acme-2"), conditions.Resources)
 		return c.Status == conditions.Denied && c.Reason == budget.ReasonConsumerLimit &&
 			c.Message == `budget books-shared: consumer "acme" would go over its limit beside what its other slices hold or are promised: cpu: asked 4, limit 8 `+
@@ -271,12 +272,12 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 		if i == 0 {
 			// The first feed starts the informers every later one shares
 			// (slices, Quotas, ShadowPods): wait until it counts the slice.
-			testkit.Eventually(t, 30*time.Second, "the first budget counts the slice", func() bool {
+			testkit.Eventually(t, "the first budget counts the slice", func() bool {
 				used := b.Used()
 				return used.Cpu().Value() == 1
 			})
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 		defer cancel()
 		require.NoError(t, cs.Stop(ctx, class))
 		require.Zero(t, series(), "no series once no class draws from the budget")
@@ -308,9 +309,9 @@ func TestReplacingBudgetsLeavesNothingBehind(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cs.Serve(class, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule(),
 		resourceslice.WithMetricsRegisterer(reg)))
-	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "one"))
+	testkit.Eventually(t, "the slice decided", decided(ns, "one"))
 	// Decided long ago: the new budget counts it once its feed has synced.
-	testkit.Eventually(t, 30*time.Second, "the new budget counts the slice", func() bool {
+	testkit.Eventually(t, "the new budget counts the slice", func() bool {
 		used := b.Used()
 		return used.Cpu().Value() == 1
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -55,7 +56,7 @@ func BenchmarkBudgetDeletionToAdmission(b *testing.B) {
 		return ""
 	}
 	waitStatus := func(name, want string, poll time.Duration) {
-		require.NoError(b, wait.PollUntilContextTimeout(ctx, poll, 2*time.Minute, true,
+		require.NoError(b, wait.PollUntilContextTimeout(ctx, poll, testwait.Timeout, true,
 			func(context.Context) (bool, error) { return status(name) == want, nil }), "%s %s", name, want)
 	}
 	create := func(name string) {

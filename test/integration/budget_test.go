@@ -155,7 +155,7 @@ func TestBudgetNeverOverCommitsFromABacklog(t *testing.T) {
 	for i := range 80 {
 		names = append(names, fmt.Sprintf("s-%02d", i))
 	}
-	testkit.Eventually(t, 60*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Eventually(t, "every slice decided", decided(ns, names...))
 	held, items := heldByAccepted(t, ns, "pool")
 	accepted, exhausted := 0, 0
 	for _, rs := range items {
@@ -191,21 +191,21 @@ func TestBudgetReadmitsOldestFirst(t *testing.T) {
 	// Creation timestamps have one-second resolution: space the slices out
 	// so their age order is the order below.
 	create(t, cpuSlice(ns, "a", "fifo", 4))
-	testkit.Eventually(t, 30*time.Second, "a accepted", decision(ns, "a", "Accepted/Granted"))
+	testkit.Eventually(t, "a accepted", decision(ns, "a", "Accepted/Granted"))
 	for _, s := range []struct {
 		name string
 		cpu  int
 	}{{"b", 3}, {"c", 2}, {"d", 1}} {
 		waitNextSecond()
 		create(t, cpuSlice(ns, s.name, "fifo", s.cpu))
-		testkit.Eventually(t, 30*time.Second, s.name+" waiting", decision(ns, s.name, "Denied/"+budget.ReasonExhausted))
+		testkit.Eventually(t, s.name+" waiting", decision(ns, s.name, "Denied/"+budget.ReasonExhausted))
 	}
 	rvB := get(t, ns, "b").ResourceVersion
 	updatesOfB := countUpdates(t, ns, "b")
 
 	require.NoError(t, cp.Client.Delete(ctx, get(t, ns, "a")))
-	testkit.Eventually(t, 30*time.Second, "b (oldest, 3 CPU) admitted", decision(ns, "b", "Accepted/Granted"))
-	testkit.Eventually(t, 30*time.Second, "d (1 CPU) admitted past c, which does not fit", decision(ns, "d", "Accepted/Granted"))
+	testkit.Eventually(t, "b (oldest, 3 CPU) admitted", decision(ns, "b", "Accepted/Granted"))
+	testkit.Eventually(t, "d (1 CPU) admitted past c, which does not fit", decision(ns, "d", "Accepted/Granted"))
 	testkit.Consistently(t, time.Second, "c keeps waiting", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
 	assert.NotEqual(t, rvB, get(t, ns, "b").ResourceVersion)
 	assert.Equal(t, int32(1), updatesOfB.Load(), "b flipped to Accepted with one write")
@@ -309,7 +309,7 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 	for i := nSlice / 2; i < 3*nSlice/4; i++ {
 		add(i)
 	}
-	testkit.Eventually(t, 60*time.Second, "some slices accepted", func() bool {
+	testkit.Eventually(t, "some slices accepted", func() bool {
 		held, _ := heldByAccepted(t, ns, classes...)
 		return held.Sign() > 0
 	})
@@ -328,11 +328,11 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 			live = append(live, n)
 		}
 	}
-	testkit.Eventually(t, 120*time.Second, "every live slice decided", decided(ns, live...))
+	testkit.Eventually(t, "every live slice decided", decided(ns, live...))
 	deleteSome(5)
 
 	// Settled: every slice Accepted or waiting, and no waiting slice fits.
-	testkit.Eventually(t, 60*time.Second, "the budget settles: no waiting slice fits what is free", func() bool {
+	testkit.Eventually(t, "the budget settles: no waiting slice fits what is free", func() bool {
 		held, items := heldByAccepted(t, ns, classes...)
 		free := resource.MustParse(total)
 		free.Sub(held)

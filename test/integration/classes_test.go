@@ -37,8 +37,8 @@ func TestClassesAreIsolated(t *testing.T) {
 	for _, n := range []string{"b", "none", "def"} {
 		before[n] = get(t, ns, n).ResourceVersion
 	}
-	gold := waitForDecision(t, 30*time.Second, ns, "g")
-	silver := waitForDecision(t, 30*time.Second, ns, "s")
+	gold := waitForDecision(t, ns, "g")
+	silver := waitForDecision(t, ns, "s")
 	assert.Equal(t, "GoldPolicy", conditions.Get(gold, conditions.Resources).Reason, "gold slice decided by the wrong class")
 	assert.Equal(t, "SilverPolicy", conditions.Get(silver, conditions.Resources).Reason, "silver slice decided by the wrong class")
 
@@ -66,14 +66,14 @@ func TestClassMove(t *testing.T) {
 		return resourceslice.AddToManager(mgr, "move-b", accept("PolicyB", &cb))
 	})
 	create(t, sliceIn(ns, "m", "move-a"))
-	waitForDecision(t, 30*time.Second, ns, "m")
+	waitForDecision(t, ns, "m")
 	callsByA := ca.get("m")
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rs := get(t, ns, "m")
 		rs.Spec.Class = "move-b"
 		return cp.Client.Update(ctx, rs)
 	}))
-	testkit.Eventually(t, 30*time.Second, "decided by B", func() bool {
+	testkit.Eventually(t, "decided by B", func() bool {
 		c := conditions.Get(get(t, ns, "m"), conditions.Resources)
 		return c != nil && c.Reason == "PolicyB"
 	})

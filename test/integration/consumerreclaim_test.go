@@ -64,14 +64,14 @@ func TestOverLimitWaiterReclaimsNothing(t *testing.T) {
 			create(t, sliceIn(nsG, s1, spotC, slicetest.WithConsumer(globex), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 			waitNextSecond() // s2 is the newer
 			create(t, sliceIn(nsG, s2, spotC, slicetest.WithConsumer(globex), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-			testkit.Eventually(t, 30*time.Second, "globex's spot slices Accepted with 8 each, their Quotas at 8", func() bool {
+			testkit.Eventually(t, "globex's spot slices Accepted with 8 each, their Quotas at 8", func() bool {
 				return conditions.IsAccepted(get(t, nsG, s1)) && conditions.IsAccepted(get(t, nsG, s2)) &&
 					quotaIs(nsG, s1, "8")() && quotaIs(nsG, s2, "8")()
 			})
 
 			big, small := p+"-big", p+"-small"
 			create(t, sliceIn(nsA, big, goldC, slicetest.WithConsumer(acme), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-			c := conditions.Get(waitForDecision(t, 30*time.Second, nsA, big), conditions.Resources)
+			c := conditions.Get(waitForDecision(t, nsA, big), conditions.Resources)
 			assert.Equal(t, conditions.Denied, c.Status, "acme's 6 waits: %s", tc.reason)
 			assert.NotContains(t, c.Message, "waiting for reclaimed capacity", "nothing is reclaimed for it: %s", c.Message)
 			testkit.Consistently(t, 2*time.Second, "every spot slice keeps its 8 while acme's over-limit slice waits", func() bool {
@@ -88,8 +88,8 @@ func TestOverLimitWaiterReclaimsNothing(t *testing.T) {
 			assert.True(t, reclaiming.Cpu().IsZero(), "nothing being reclaimed: %v", reclaiming.Cpu())
 
 			create(t, sliceIn(nsA, small, goldC, slicetest.WithConsumer(acme), slicetest.WithRequest(corev1.ResourceCPU, "3")))
-			testkit.Eventually(t, 30*time.Second, "acme's 3-CPU slice Accepted", func() bool { return conditions.IsAccepted(get(t, nsA, small)) })
-			testkit.Eventually(t, 10*time.Second, "the budget full: spot's 13 and acme's 3", func() bool { u := b.Used(); return u.Cpu().Value() == 16 })
+			testkit.Eventually(t, "acme's 3-CPU slice Accepted", func() bool { return conditions.IsAccepted(get(t, nsA, small)) })
+			testkit.Eventually(t, "the budget full: spot's 13 and acme's 3", func() bool { u := b.Used(); return u.Cpu().Value() == 16 })
 			w.CaughtUp(t)
 			assert.Equal(t, []string{"none", "8"}, w.OffersOf(s1), "the older spot slice is not touched")
 			assert.Equal(t, []string{"none", "8", "5"}, w.OffersOf(s2), "the newer yields exactly the 3 acme's small slice lacked")
@@ -140,18 +140,18 @@ func TestWaiterThatCannotFitGivesBack(t *testing.T) {
 			create(t, sliceIn(nsG, s1, spotC, slicetest.WithConsumer(globex), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 			waitNextSecond() // s2 is the newer
 			create(t, sliceIn(nsG, s2, spotC, slicetest.WithConsumer(globex), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-			testkit.Eventually(t, 30*time.Second, "globex's spot slices Accepted with 8 each, their Quotas at 8", func() bool {
+			testkit.Eventually(t, "globex's spot slices Accepted with 8 each, their Quotas at 8", func() bool {
 				return conditions.IsAccepted(get(t, nsG, s1)) && conditions.IsAccepted(get(t, nsG, s2)) &&
 					quotaIs(nsG, s1, "8")() && quotaIs(nsG, s2, "8")()
 			})
 			user := sliceQuotaUser(t, nsG, s2)
 			runShadowPod(t, offloaded, "p1", user, "4")
 			runShadowPod(t, offloaded, "p2", user, "4")
-			testkit.Eventually(t, 10*time.Second, "the budget counts s2's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 16 })
+			testkit.Eventually(t, "the budget counts s2's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 16 })
 
 			big := p + "-big"
 			create(t, sliceIn(nsA, big, goldC, slicetest.WithConsumer(acme), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-			testkit.Eventually(t, 30*time.Second, "s2 shrunk to 2 for acme, whose 6 wait for s2's pods", func() bool {
+			testkit.Eventually(t, "s2 shrunk to 2 for acme, whose 6 wait for s2's pods", func() bool {
 				rs := get(t, nsG, s2)
 				g := conditions.Get(get(t, nsA, big), conditions.Resources)
 				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("2")) == 0 && g != nil && g.Status == conditions.Denied &&
@@ -159,7 +159,7 @@ func TestWaiterThatCannotFitGivesBack(t *testing.T) {
 			})
 
 			tc.leave(t, b, acme, nsA, big)
-			testkit.Eventually(t, 30*time.Second, fmt.Sprintf("s2 given its 8 back (%s)", tc.reason), func() bool {
+			testkit.Eventually(t, fmt.Sprintf("s2 given its 8 back (%s)", tc.reason), func() bool {
 				rs := get(t, nsG, s2)
 				rc := conditions.Get(rs, conditions.Resources)
 				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("8")) == 0 && rc.Reason != budget.ReasonReclaimed

@@ -110,7 +110,7 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 					resourceslice.WithMaxConcurrentReconciles(4))
 			}).Stop
 			for _, ns := range nss {
-				testkit.Eventually(t, 30*time.Second, "every slice of "+ns+" decided", decided(ns, names...))
+				testkit.Eventually(t, "every slice of "+ns+" decided", decided(ns, names...))
 			}
 			took := time.Since(start)
 			var got []string
@@ -136,7 +136,7 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 			for _, rs := range accepted {
 				before[rs.Name] = true
 			}
-			testkit.Eventually(t, 10*time.Second, "another slice of a admitted", func() bool {
+			testkit.Eventually(t, "another slice of a admitted", func() bool {
 				for _, rs := range sliceStates(t, nss[0], class)["Accepted/Granted"] {
 					if !before[rs.Name] {
 						return true
@@ -227,7 +227,7 @@ func TestConsumerIsTheTenantNamespace(t *testing.T) {
 	}
 	create(t, sliceIn(tenant, "lab", class, slicetest.WithConsumer("cluster-lab")))
 	create(t, sliceIn(tenant, "liar", class, slicetest.WithConsumer("cluster-other")))
-	testkit.Eventually(t, 10*time.Second, "every slice decided", func() bool {
+	testkit.Eventually(t, "every slice decided", func() bool {
 		return decided(plain, "c1", "c2", "c3")() && decided(tenant, "lab", "liar")()
 	})
 

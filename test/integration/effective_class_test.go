@@ -40,7 +40,7 @@ func TestEffectiveClassFromStatus(t *testing.T) {
 		}
 		return resourceslice.AddToManager(mgr, "eff-gold", accept("GoldPolicy", nil))
 	})
-	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "resolved"))
+	testkit.Eventually(t, "the slice decided", decided(ns, "resolved"))
 	got := get(t, ns, "resolved")
 	assert.Equal(t, "GoldPolicy", conditions.Get(got, conditions.Resources).Reason, "decided by the wrong class")
 	assert.NotEqual(t, rv, got.ResourceVersion)
@@ -68,7 +68,7 @@ func extendCRDWithStatusClass(t *testing.T) {
 
 func setStatusClass(t *testing.T, key types.NamespacedName, class string) {
 	t.Helper()
-	testkit.Eventually(t, 30*time.Second, "status.class kept by the server", func() bool {
+	testkit.Eventually(t, "status.class kept by the server", func() bool {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind))
 		if err := cp.Client.Get(context.Background(), key, u); err != nil {
@@ -110,7 +110,7 @@ func TestEffectiveClassStatusWinsOverSpec(t *testing.T) {
 		}
 		return resourceslice.AddToManager(mgr, "eff2-silver", accept("SilverPolicy", nil))
 	})
-	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "moved"))
+	testkit.Eventually(t, "the slice decided", decided(ns, "moved"))
 	assert.Equal(t, "SilverPolicy", conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason, "status.class names the class")
 	testkit.Consistently(t, time.Second, "the spec's class never decides it", func() bool {
 		return gold.get("moved") == 0 && conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason == "SilverPolicy"

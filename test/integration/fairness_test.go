@@ -173,7 +173,7 @@ func TestBudgetsSharedByClassesWithOwnBudgets(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	testkit.Eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Eventually(t, "every slice decided", decided(ns, names...))
 
 	heldA, _ := heldByAccepted(t, ns, classA)
 	heldB, _ := heldByAccepted(t, ns, classB)
@@ -245,7 +245,7 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 		names = append(names, fmt.Sprintf("x-%02d", i))
 		create(t, sliceIn(nsX, names[i], class, slicetest.WithConsumer(id+"-cluster-x")))
 	}
-	testkit.Eventually(t, 20*time.Second, "X's burst decided", decided(nsX, names...))
+	testkit.Eventually(t, "X's burst decided", decided(nsX, names...))
 	states := sliceStates(t, nsX, class)
 	require.Len(t, states["Accepted/Granted"], 4, "X fills the budget: %v", keysOf(states))
 	require.Len(t, states["Denied/"+budget.ReasonExhausted], burst-4, "the rest of X's burst waits: %v", keysOf(states))
@@ -253,7 +253,7 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 	// Y's single slice arrives later than all of X's.
 	waitNextSecond()
 	create(t, sliceIn(nsY, "y", class, slicetest.WithConsumer(id+"-cluster-y")))
-	testkit.Eventually(t, 10*time.Second, "y waits: the budget is full", decision(nsY, "y", "Denied/"+budget.ReasonExhausted))
+	testkit.Eventually(t, "y waits: the budget is full", decision(nsY, "y", "Denied/"+budget.ReasonExhausted))
 
 	// X's oldest waiter, as the line orders it: creation time, then name.
 	var oldest *authv1beta1.ResourceSlice
@@ -268,13 +268,13 @@ func fairnessRun(t *testing.T, id string, opts ...budget.Option) {
 	t.Logf("deleted X's Accepted %s; X's oldest waiter is %s (created %s), y created %s",
 		victim.Name, oldest.Name, oldest.CreationTimestamp.Format(time.RFC3339), get(t, nsY, "y").CreationTimestamp.Format(time.RFC3339))
 	if len(opts) == 0 {
-		testkit.Eventually(t, 10*time.Second, "y admitted: X holds 3 CPU, y's consumer nothing", decision(nsY, "y", "Accepted/Granted"))
+		testkit.Eventually(t, "y admitted: X holds 3 CPU, y's consumer nothing", decision(nsY, "y", "Accepted/Granted"))
 		testkit.Consistently(t, 2*time.Second, "y Accepted, X still at 3 Accepted, X's oldest waiter still waiting", func() bool {
 			return decision(nsY, "y", "Accepted/Granted")() && countAccepted(t, nsX, class) == 3 &&
 				decision(nsX, oldest.Name, "Denied/"+budget.ReasonExhausted)()
 		})
 	} else {
-		testkit.Eventually(t, 10*time.Second, "X's oldest waiter "+oldest.Name+" admitted", decision(nsX, oldest.Name, "Accepted/Granted"))
+		testkit.Eventually(t, "X's oldest waiter "+oldest.Name+" admitted", decision(nsX, oldest.Name, "Accepted/Granted"))
 		testkit.Consistently(t, 2*time.Second, "y keeps waiting, X back at 4 Accepted", func() bool {
 			return decision(nsY, "y", "Denied/"+budget.ReasonExhausted)() && countAccepted(t, nsX, class) == 4
 		})

@@ -37,7 +37,7 @@ func TestAuthenticationGate(t *testing.T) {
 		return !conditions.IsDecided(get(t, ns, "g")) && c.get("g") == 0
 	})
 	require.NoError(t, slicetest.Authenticate(context.Background(), cp.Client, types.NamespacedName{Namespace: ns, Name: "g"}))
-	waitForDecision(t, 10*time.Second, ns, "g")
+	waitForDecision(t, ns, "g")
 }
 
 // Faulty handlers: panic, no decision, error-then-success. Others are
@@ -68,13 +68,13 @@ func TestFaultyHandlers(t *testing.T) {
 	for _, n := range append([]string{"boom", "mute", "flaky"}, others...) {
 		create(t, sliceIn(ns, n, "faulty"))
 	}
-	testkit.Eventually(t, 30*time.Second, "healthy slices and flaky decided", decided(ns, append(others, "flaky")...))
+	testkit.Eventually(t, "healthy slices and flaky decided", decided(ns, append(others, "flaky")...))
 	for _, n := range []string{"boom", "mute"} {
 		assert.False(t, conditions.IsDecided(get(t, ns, n)), "%s must stay undecided", n)
 	}
-	testkit.Eventually(t, 30*time.Second, "HandlerPanicked event on boom", hasEvent(t, ns, "boom", "HandlerPanicked"))
-	testkit.Eventually(t, 30*time.Second, "NoDecision event on mute", hasEvent(t, ns, "mute", "NoDecision"))
-	testkit.Eventually(t, 30*time.Second, "HandlerFailed event on flaky", hasEvent(t, ns, "flaky", "HandlerFailed"))
+	testkit.Eventually(t, "HandlerPanicked event on boom", hasEvent(t, ns, "boom", "HandlerPanicked"))
+	testkit.Eventually(t, "NoDecision event on mute", hasEvent(t, ns, "mute", "NoDecision"))
+	testkit.Eventually(t, "HandlerFailed event on flaky", hasEvent(t, ns, "flaky", "HandlerFailed"))
 	require.Equal(t, 1, c.get("mute"), "a handler that decides nothing is called once")
 	testkit.Consistently(t, 2*time.Second, "a contract error is not retried", func() bool { return c.get("mute") == 1 })
 }
@@ -110,14 +110,14 @@ func TestInvalidInput(t *testing.T) {
 	create(t, sliceIn(ns, "absurd", "inv", slicetest.WithRequest(corev1.ResourceCPU, "1e15"), slicetest.WithRequest(corev1.ResourceMemory, "9e18")))
 	create(t, sliceIn(ns, "neg", "inv-neg"))
 
-	empty := waitForDecision(t, 30*time.Second, ns, "empty")
+	empty := waitForDecision(t, ns, "empty")
 	assert.True(t, conditions.IsDenied(empty), "an empty request must be denied, got %+v", empty.Status.Conditions)
-	abs := waitForDecision(t, 30*time.Second, ns, "absurd")
+	abs := waitForDecision(t, ns, "absurd")
 	assert.True(t, conditions.IsAccepted(abs), "absurd quantities are capped, not refused: %+v", abs.Status.Conditions)
 	assert.Zero(t, abs.Status.Resources.Cpu().Cmp(resource.MustParse("4")), "cpu capped at 4, got %v", abs.Status.Resources)
 	assert.Zero(t, abs.Status.Resources.Memory().Cmp(resource.MustParse("8Gi")), "memory capped at 8Gi, got %v", abs.Status.Resources)
 
-	testkit.Eventually(t, 30*time.Second, "InvalidResources event", hasEvent(t, ns, "neg", "InvalidResources"))
+	testkit.Eventually(t, "InvalidResources event", hasEvent(t, ns, "neg", "InvalidResources"))
 	testkit.Consistently(t, 2*time.Second, "no crash loop", func() bool {
 		if c.get("empty") > 3 || c.get("absurd") > 3 || cneg.get("neg") != 1 {
 			t.Logf("handler calls: empty=%d absurd=%d neg=%d", c.get("empty"), c.get("absurd"), cneg.get("neg"))

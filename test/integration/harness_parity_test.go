@@ -17,6 +17,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/envkit"
@@ -198,12 +199,12 @@ func playOnControlPlane(t *testing.T, sc parityScenario, consumer string, harnes
 	})
 	for _, s := range sc.steps {
 		require.NoError(t, s.do(ctx, cp.Client, ns, consumer), s.what)
-		envkit.Eventually(t, 30*time.Second, "every slice decided after "+s.what, func() bool {
+		envkit.Eventually(t, "every slice decided after "+s.what, func() bool {
 			return parityAllDecided(t, cp.Client, ns)
 		})
 	}
 	var got map[string]string
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(testwait.Timeout)
 	for {
 		got = parityDecisions(t, cp.Client, ns)
 		if parityEqual(got, harness) || time.Now().After(deadline) {

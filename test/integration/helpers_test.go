@@ -17,6 +17,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -62,11 +63,11 @@ func get(t *testing.T, ns, name string) *authv1beta1.ResourceSlice {
 	return &rs
 }
 
-// waitForDecision waits up to timeout for the slice's decision
+// waitForDecision waits up to testwait.Timeout for the slice's decision
 // (slicetest.WaitForDecision) and returns the decided slice.
-func waitForDecision(t *testing.T, timeout time.Duration, ns, name string) *authv1beta1.ResourceSlice {
+func waitForDecision(t *testing.T, ns, name string) *authv1beta1.ResourceSlice {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 	defer cancel()
 	rs, err := slicetest.WaitForDecision(ctx, cp.Client, types.NamespacedName{Namespace: ns, Name: name})
 	require.NoError(t, err)

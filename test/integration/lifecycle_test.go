@@ -224,7 +224,7 @@ func TestReleaseHookOnTheServer(t *testing.T) {
 		}
 		create(t, sliceIn(ns, name, class, opts...))
 	}
-	testkit.Eventually(t, 30*time.Second, "every slice decided", decided(ns, names...))
+	testkit.Eventually(t, "every slice decided", decided(ns, names...))
 	require.True(t, conditions.IsDenied(get(t, ns, "never")), "precondition: never is Denied")
 	testkit.Consistently(t, time.Second, "no Release while every slice stays as decided", p.releasedExactly(t, nil))
 
@@ -243,7 +243,7 @@ func TestReleaseHookOnTheServer(t *testing.T) {
 	deleteSlice(t, ns, "flaky")
 
 	want := map[string]int{"gone": 1, "denied": 1, "drained": 1, "moved": 1, "flaky": 3}
-	testkit.Eventually(t, 30*time.Second, "one release per exit, the failing one retried until it succeeds", p.releasedExactly(t, want))
+	testkit.Eventually(t, "one release per exit, the failing one retried until it succeeds", p.releasedExactly(t, want))
 	testkit.Consistently(t, 2*time.Second, "no further Release call (never, idle: none)", p.releasedExactly(t, want))
 	assert.True(t, decision(ns, "denied", "Denied/PolicyDenied")(), "denied is written Denied")
 	assert.True(t, decision(ns, "drained", "Denied/"+"TenantDrained")(), "drained is written Denied")
@@ -261,18 +261,18 @@ func TestReleaseAfterManagerRestart(t *testing.T) {
 	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, &lifecyclePolicy{})
 	}).Stop
-	testkit.Eventually(t, 30*time.Second, "a and b decided by the first manager", decided(ns, "a", "b"))
+	testkit.Eventually(t, "a and b decided by the first manager", decided(ns, "a", "b"))
 	stop()
 
 	p := &lifecyclePolicy{}
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, p)
 	})
-	testkit.Eventually(t, 30*time.Second, "the restarted manager re-evaluated a and b", func() bool {
+	testkit.Eventually(t, "the restarted manager re-evaluated a and b", func() bool {
 		return p.calls.get("a") > 0 && p.calls.get("b") > 0
 	})
 	deleteSlice(t, ns, "a")
-	testkit.Eventually(t, 30*time.Second, "a released by the restarted manager", p.releasedExactly(t, map[string]int{"a": 1}))
+	testkit.Eventually(t, "a released by the restarted manager", p.releasedExactly(t, map[string]int{"a": 1}))
 	testkit.Consistently(t, time.Second, "a released once, b not at all", p.releasedExactly(t, map[string]int{"a": 1}))
 }
 
@@ -287,7 +287,7 @@ func inventoryBeforeRestart(t *testing.T, ns, class string) {
 	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, &lifecyclePolicy{})
 	}).Stop
-	testkit.Eventually(t, 30*time.Second, "the first manager decided every slice", decided(ns, "gone", "kept", "denied"))
+	testkit.Eventually(t, "the first manager decided every slice", decided(ns, "gone", "kept", "denied"))
 	stop()
 	require.True(t, conditions.IsDenied(get(t, ns, "denied")), "precondition: denied is Denied")
 	require.True(t, conditions.IsAccepted(get(t, ns, "kept")), "precondition: kept is Accepted")
@@ -316,7 +316,7 @@ func TestInventorySweepReleasesSlicesGoneWhileDown(t *testing.T) {
 		return resourceslice.AddToManager(mgr, class, inv)
 	})
 	want := map[string]int{"gone": 1}
-	testkit.Eventually(t, 30*time.Second, "the sweep released gone", inv.releasedExactly(t, want))
+	testkit.Eventually(t, "the sweep released gone", inv.releasedExactly(t, want))
 	testkit.Consistently(t, 2*time.Second, "gone released once, kept never", inv.releasedExactly(t, want))
 	assert.Equal(t, int32(1), inv.sweeps.Load(), "one sweep after the cache synced (no resync period)")
 }
@@ -334,7 +334,7 @@ func TestInventorySweepReleasesDeniedKeepsAccepted(t *testing.T) {
 		return resourceslice.AddToManager(mgr, class, inv)
 	})
 	want := map[string]int{"denied": 1}
-	testkit.Eventually(t, 30*time.Second, "the sweep released denied", inv.releasedExactly(t, want))
+	testkit.Eventually(t, "the sweep released denied", inv.releasedExactly(t, want))
 	testkit.Consistently(t, 2*time.Second, "kept, Accepted in the class, is never released", inv.releasedExactly(t, want))
 	assert.Equal(t, int32(1), inv.sweeps.Load(), "one sweep after the cache synced (no resync period)")
 	assert.True(t, conditions.IsAccepted(get(t, ns, "kept")))
@@ -353,8 +353,8 @@ func TestInventorySweepAtTheResyncPeriod(t *testing.T) {
 		return resourceslice.AddToManager(mgr, class, inv, resourceslice.WithResyncPeriod(time.Second))
 	})
 	want := map[string]int{"gone": 1}
-	testkit.Eventually(t, 30*time.Second, "a sweep released gone", inv.releasedExactly(t, want))
-	testkit.Eventually(t, 10*time.Second, "a sweep after the first", func() bool { return inv.sweeps.Load() >= 2 })
+	testkit.Eventually(t, "a sweep released gone", inv.releasedExactly(t, want))
+	testkit.Eventually(t, "a sweep after the first", func() bool { return inv.sweeps.Load() >= 2 })
 	testkit.Consistently(t, 3*time.Second, "gone released once although swept again, kept never", inv.releasedExactly(t, want))
 }
 
@@ -381,11 +381,11 @@ func cappingPolicy(reader client.Reader, capsKey types.NamespacedName, c *calls)
 }
 
 // steady waits until n has not changed for quiet, failing the test after
-// timeout: the controller has finished what it was doing.
-func steady(t *testing.T, timeout, quiet time.Duration, what string, n func() int64) {
+// testwait.Timeout: the controller has finished what it was doing.
+func steady(t *testing.T, quiet time.Duration, what string, n func() int64) {
 	t.Helper()
 	last, since := n(), time.Now()
-	testkit.Eventually(t, timeout, what, func() bool {
+	testkit.Eventually(t, what, func() bool {
 		if v := n(); v != last {
 			last, since = v, time.Now()
 		}
@@ -437,12 +437,12 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 	passes := func() float64 {
 		return seriesValue(t, reg, "sliceclass_watch_passes_total", map[string]string{"class": class})
 	}
-	testkit.Eventually(t, 30*time.Second, "small slices offered 1 CPU", offeredCPU(t, ns, "1", small...))
-	testkit.Eventually(t, 30*time.Second, "big slices offered the cap, 4 CPU", offeredCPU(t, ns, "4", big...))
+	testkit.Eventually(t, "small slices offered 1 CPU", offeredCPU(t, ns, "1", small...))
+	testkit.Eventually(t, "big slices offered the cap, 4 CPU", offeredCPU(t, ns, "4", big...))
 	// The ConfigMap listed at start causes a pass; it may coincide with the
 	// slices' first reconciles, which the workqueue merges with it.
-	testkit.Eventually(t, 10*time.Second, "the pass for the ConfigMap seen at start", func() bool { return passes() >= 1 })
-	steady(t, 30*time.Second, time.Second, "the controller to finish the start-up pass", func() int64 { return c.total.Load() })
+	testkit.Eventually(t, "the pass for the ConfigMap seen at start", func() bool { return passes() >= 1 })
+	steady(t, time.Second, "the controller to finish the start-up pass", func() int64 { return c.total.Load() })
 	calledBefore := map[string]int{}
 	for _, name := range all {
 		calledBefore[name] = c.get(name)
@@ -453,9 +453,9 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 	caps.Data["cpu"] = "6"
 	require.NoError(t, cp.Client.Update(ctx, caps))
 	start := time.Now()
-	testkit.Eventually(t, 10*time.Second, "big slices offered the new cap, 6 CPU", offeredCPU(t, ns, "6", big...))
+	testkit.Eventually(t, "big slices offered the new cap, 6 CPU", offeredCPU(t, ns, "6", big...))
 	t.Logf("re-decided within %s of the ConfigMap edit", time.Since(start).Round(time.Millisecond))
-	testkit.Eventually(t, 10*time.Second, "every slice re-decided", func() bool {
+	testkit.Eventually(t, "every slice re-decided", func() bool {
 		for _, name := range all {
 			if c.get(name) <= calledBefore[name] {
 				return false
@@ -473,8 +473,12 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 	assert.Equal(t, 1.0, passes()-passesBefore, "one edit, one pass")
 	assert.True(t, offeredCPU(t, ns, "1", small...)(), "small slices keep their offer")
 
-	// A burst of 20 updates that leave the cap as it is: one pass (two if
-	// the burst straddles the coalescing window), no write.
+	// A burst of 20 updates that leave the cap as it is: one pass per
+	// coalescing window the burst spans, plus one if it straddles a window's
+	// end (two for a burst under a second), and no write. On a loaded
+	// machine the burst itself can take longer than a second: the bound
+	// follows what it took, rather than failing the test.
+	const coalesceWindow = time.Second // resourceslice's watchCoalesce
 	patchesBefore, passesBefore = statusPatches(t), passes()
 	burst := time.Now()
 	for i := range 20 {
@@ -482,14 +486,14 @@ func TestWatchRedecidesOnConfigMapChange(t *testing.T) {
 		require.NoError(t, cp.Client.Update(ctx, caps))
 	}
 	burstTook := time.Since(burst)
-	require.Less(t, burstTook, time.Second, "precondition: the 20 updates fit in a second")
-	testkit.Eventually(t, 10*time.Second, "a pass after the burst", func() bool { return passes() > passesBefore })
-	testkit.Consistently(t, 3*time.Second, "at most 2 passes and no write for the burst", func() bool {
-		return passes()-passesBefore <= 2 && statusPatches(t) == patchesBefore
+	most := 1 + float64((burstTook+coalesceWindow-1)/coalesceWindow)
+	testkit.Eventually(t, "a pass after the burst", func() bool { return passes() > passesBefore })
+	testkit.Consistently(t, 3*time.Second, fmt.Sprintf("at most %v passes and no write for the burst", most), func() bool {
+		return passes()-passesBefore <= most && statusPatches(t) == patchesBefore
 	})
 	got := passes() - passesBefore
 	assert.GreaterOrEqual(t, got, 1.0)
-	assert.LessOrEqual(t, got, 2.0, "20 updates within a second coalesced")
+	assert.LessOrEqual(t, got, most, "20 updates coalesced, one pass per window they span")
 	t.Logf("20 ConfigMap updates within %s caused %v pass(es)", burstTook.Round(time.Millisecond), got)
 }
 
@@ -525,13 +529,13 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 	// checks that it stays at want.
 	givesUpAt := func(want int, after string) {
 		t.Helper()
-		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("%d handler calls (%s)", want, after), func() bool { return c.get("a") >= want })
+		testkit.Eventually(t, fmt.Sprintf("%d handler calls (%s)", want, after), func() bool { return c.get("a") >= want })
 		testkit.Consistently(t, 2*time.Second, fmt.Sprintf("the controller stops at %d calls (%s)", want, after), func() bool {
 			return c.get("a") == want
 		})
 	}
 	givesUpAt(3, "the first three failures")
-	testkit.Eventually(t, 10*time.Second, "a GaveUp Warning event", gaveUp)
+	testkit.Eventually(t, "a GaveUp Warning event", gaveUp)
 	assert.False(t, conditions.IsDecided(get(t, ns, "a")))
 
 	updateSlice(t, ns, "a", func(rs *authv1beta1.ResourceSlice) { rs.Labels["retry"] = "please" })
@@ -574,11 +578,11 @@ func TestHandlerTimeoutOnTheServer(t *testing.T) {
 		return resourceslice.AddToManager(mgr, class, slow, fastBackoff(),
 			resourceslice.WithHandlerTimeout(100*time.Millisecond), resourceslice.WithMaxRetries(3))
 	})
-	testkit.Eventually(t, 30*time.Second, "a HandlerFailed Warning event saying the handler timed out",
+	testkit.Eventually(t, "a HandlerFailed Warning event saying the handler timed out",
 		hasEventWhere(t, ns, "a", func(_, typ, reason, note string) bool {
 			return typ == corev1.EventTypeWarning && reason == "HandlerFailed" && strings.Contains(note, "timed out")
 		}))
-	testkit.Eventually(t, 30*time.Second, "three late answers (WithMaxRetries(3))", func() bool { return late.Load() >= 3 })
+	testkit.Eventually(t, "three late answers (WithMaxRetries(3))", func() bool { return late.Load() >= 3 })
 	testkit.Consistently(t, 2*time.Second, "no late answer is written", func() bool {
 		return !conditions.IsDecided(get(t, ns, "a")) && statusPatches(t) == patchesBefore
 	})
@@ -625,10 +629,10 @@ func TestDryRunBesideLive(t *testing.T) {
 		})
 	}
 	for _, name := range grant {
-		testkit.Eventually(t, 30*time.Second, name+": a Normal DryRun event for the would-be acceptance", dryRunEvent(name, "Granted"))
+		testkit.Eventually(t, name+": a Normal DryRun event for the would-be acceptance", dryRunEvent(name, "Granted"))
 	}
 	for _, name := range deny {
-		testkit.Eventually(t, 30*time.Second, name+": a Normal DryRun event for the would-be denial", dryRunEvent(name, "PolicyDenied"))
+		testkit.Eventually(t, name+": a Normal DryRun event for the would-be denial", dryRunEvent(name, "PolicyDenied"))
 	}
 	testkit.Consistently(t, 2*time.Second, "the dry run writes no status", func() bool {
 		return statusPatches(t) == patchesBefore
@@ -652,8 +656,8 @@ func TestDryRunBesideLive(t *testing.T) {
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, class, live, resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()))
 	})
-	testkit.Eventually(t, 30*time.Second, "the live manager decided every slice", decided(ns, all...))
-	testkit.Eventually(t, 10*time.Second, "the API server to count the live manager's patches", func() bool {
+	testkit.Eventually(t, "the live manager decided every slice", decided(ns, all...))
+	testkit.Eventually(t, "the API server to count the live manager's patches", func() bool {
 		return statusPatches(t)-patchesBefore >= len(all)
 	})
 	testkit.Consistently(t, 3*time.Second, "one status PATCH per decision, all from the live manager", func() bool {
@@ -666,11 +670,11 @@ func TestDryRunBesideLive(t *testing.T) {
 	assert.Equal(t, wantDry, dryOutcomes(), "the live manager's writes cause no new dry-run decision")
 	// A budget counts what the cluster shows: the live manager's grants (one
 	// CPU for each of the 5 accepted), never a dry-run admission.
-	testkit.Eventually(t, 10*time.Second, "the dry run's budget to count what the live manager granted, and nothing more", func() bool {
+	testkit.Eventually(t, "the dry run's budget to count what the live manager granted, and nothing more", func() bool {
 		return poolCPU(pool).Cmp(resource.MustParse("5")) == 0
 	})
 
 	deleteSlice(t, ns, grant[0])
-	testkit.Eventually(t, 30*time.Second, "the live manager releases the deleted slice", live.releasedExactly(t, map[string]int{grant[0]: 1}))
+	testkit.Eventually(t, "the live manager releases the deleted slice", live.releasedExactly(t, map[string]int{grant[0]: 1}))
 	testkit.Consistently(t, time.Second, "the dry run never releases", dry.releasedExactly(t, nil))
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
@@ -31,8 +30,8 @@ func TestWithLoggerReceivesReconcileLogs(t *testing.T) {
 		return resourceslice.AddToManager(mgr, "logged", accept("Granted", nil), resourceslice.WithLogger(l))
 	})
 	create(t, sliceIn(ns, "a", "logged"))
-	testkit.Eventually(t, 30*time.Second, "a decided", decided(ns, "a"))
-	testkit.Eventually(t, 10*time.Second, "the decision logged through WithLogger's logger", func() bool {
+	testkit.Eventually(t, "a decided", decided(ns, "a"))
+	testkit.Eventually(t, "the decision logged through WithLogger's logger", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, line := range lines {

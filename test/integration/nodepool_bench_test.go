@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
@@ -69,7 +70,8 @@ func BenchmarkNodePool(b *testing.B) {
 		mctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- mgr.Start(mctx) }()
-		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Minute, true,
+		// Thousands of nodes and pods to list: bulk work.
+		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*testwait.Timeout, true,
 			func(context.Context) (bool, error) { return ready(), nil }))
 		after := heap()
 		return after - min(after, before), func() {
@@ -134,8 +136,8 @@ func BenchmarkNodePool(b *testing.B) {
 		t0 := time.Now()
 		require.NoError(b, cp.Client.Status().Update(ctx, &n))
 		for cpuOf(pool) != want {
-			if time.Since(t0) > 10*time.Second {
-				b.Fatalf("the pool's total did not follow node %s within 10s", n.Name)
+			if time.Since(t0) > testwait.Timeout {
+				b.Fatalf("the pool's total did not follow node %s within %s", n.Name, testwait.Timeout)
 			}
 			time.Sleep(200 * time.Microsecond)
 		}

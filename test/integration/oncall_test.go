@@ -43,17 +43,17 @@ func TestOneReclaimOneWarningAndAStableWaiter(t *testing.T) {
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "oc-spot", "oc-gold")
 	spotAndGold(t, b, "oc-spot", "oc-gold")
 	create(t, sliceIn(nsS, "s", "oc-spot", slicetest.WithConsumer("cluster-oncall-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+	testkit.Eventually(t, "spot Accepted with 8 and its Quota at 8", func() bool {
 		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
 	})
 	user := quotaUser(t, nsS)
 	p1 := runShadowPod(t, offloaded, "p1", user, "2")
 	p2 := runShadowPod(t, offloaded, "p2", user, "2")
 	runShadowPod(t, offloaded, "p3", user, "4")
-	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+	testkit.Eventually(t, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
 
 	create(t, sliceIn(nsG, "g", "oc-gold", slicetest.WithConsumer("cluster-oncall-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-	testkit.Eventually(t, 10*time.Second, "spot shrunk to 4, gold waiting for 4 still in use", func() bool {
+	testkit.Eventually(t, "spot shrunk to 4, gold waiting for 4 still in use", func() bool {
 		rs := get(t, nsS, "s")
 		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
 		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil &&
@@ -65,12 +65,12 @@ func TestOneReclaimOneWarningAndAStableWaiter(t *testing.T) {
 	told := conditions.Get(g, conditions.Resources).Message
 	assert.Equal(t, "budget oncall: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu", told)
 	require.NoError(t, cp.Client.Delete(ctx, p1))
-	testkit.Eventually(t, 10*time.Second, "the budget counts 6 in use once p1 ended", func() bool { u := b.Used(); return u.Cpu().Value() == 6 })
+	testkit.Eventually(t, "the budget counts 6 in use once p1 ended", func() bool { u := b.Used(); return u.Cpu().Value() == 6 })
 	testkit.Consistently(t, 1500*time.Millisecond, "gold's condition is not written again", func() bool {
 		return get(t, nsG, "g").ResourceVersion == g.ResourceVersion
 	})
 	require.NoError(t, cp.Client.Delete(ctx, p2))
-	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	testkit.Eventually(t, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
 	time.Sleep(2 * time.Second) // what a later reconcile of spot would add
 
 	var warnings, reclaimedNormal []string
@@ -110,10 +110,10 @@ func TestWaiterNamesWhatWouldHaveToChange(t *testing.T) {
 	})
 	create(t, sliceIn(nsA, "a1", "nf", slicetest.WithConsumer("cluster-nf-acme"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	create(t, sliceIn(nsB, "b1", "nf", slicetest.WithConsumer("cluster-nf-globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "both Accepted", decided(nsA, "a1"))
-	testkit.Eventually(t, 30*time.Second, "both Accepted", decided(nsB, "b1"))
+	testkit.Eventually(t, "both Accepted", decided(nsA, "a1"))
+	testkit.Eventually(t, "both Accepted", decided(nsB, "b1"))
 	create(t, sliceIn(nsA, "a2", "nf", slicetest.WithConsumer("cluster-nf-acme"), slicetest.WithRequest(corev1.ResourceCPU, "12")))
-	c := conditions.Get(waitForDecision(t, 30*time.Second, nsA, "a2"), conditions.Resources)
+	c := conditions.Get(waitForDecision(t, nsA, "a2"), conditions.Resources)
 	assert.Equal(t, conditions.Denied, c.Status)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
 	assert.Equal(t, `budget neverfits: cpu: asked 12, waits until 12 is free (cpu: consumer "cluster-nf-acme" would go over its limit 16 with what its other slices hold or are promised: `+
@@ -156,14 +156,14 @@ func TestRestartAsAVictimsPodEnds(t *testing.T) {
 			w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", spotC, goldC)
 			m := spotAndGold(t, newBudget(), spotC, goldC)
 			create(t, sliceIn(nsS, "s", spotC, slicetest.WithConsumer(fmt.Sprintf("cluster-rr%d-spot", i)), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-			testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+			testkit.Eventually(t, "spot Accepted with 8 and its Quota at 8", func() bool {
 				return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
 			})
 			user := quotaUser(t, nsS)
 			p1 := runShadowPod(t, offloaded, "p1", user, "4")
 			runShadowPod(t, offloaded, "p2", user, "4")
 			create(t, sliceIn(nsG, "g", goldC, slicetest.WithConsumer(fmt.Sprintf("cluster-rr%d-gold", i)), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-			testkit.Eventually(t, 30*time.Second, "spot shrunk to 4 and gold waiting", func() bool {
+			testkit.Eventually(t, "spot shrunk to 4 and gold waiting", func() bool {
 				rs := get(t, nsS, "s")
 				g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
 				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
@@ -173,7 +173,7 @@ func TestRestartAsAVictimsPodEnds(t *testing.T) {
 			b := newBudget()
 			spotAndGold(t, b, spotC, goldC)
 			require.NoError(t, cp.Client.Delete(ctx, p1)) // as the new leader starts
-			testkit.Eventually(t, 60*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+			testkit.Eventually(t, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
 			testkit.Consistently(t, time.Second, "spot keeps 4", func() bool {
 				return get(t, nsS, "s").Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
 			})
@@ -203,14 +203,14 @@ func TestOverGrantWhenPodsPassTheirGrant(t *testing.T) {
 		return resourceslice.AddToManager(mgr, "og", accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
 	})
 	create(t, sliceIn(ns, "s", "og", slicetest.WithConsumer("cluster-overgrant"), slicetest.WithRequest(corev1.ResourceCPU, "2")))
-	testkit.Eventually(t, 30*time.Second, "Accepted with 2 and its Quota at 2", func() bool {
+	testkit.Eventually(t, "Accepted with 2 and its Quota at 2", func() bool {
 		return conditions.IsAccepted(get(t, ns, "s")) && quotaIs(ns, "s", "2")()
 	})
 	user := quotaUser(t, ns)
 	runShadowPod(t, offloaded, "p1", user, "2")
 	runShadowPod(t, offloaded, "p2", user, "2")
-	testkit.Eventually(t, 10*time.Second, "the budget counts the pods' 4", func() bool { u := b.Used(); return u.Cpu().Value() == 4 })
-	testkit.Eventually(t, 10*time.Second, "an OverGrant Warning", hasEventWhere(t, ns, "s", func(_, typ, reason, note string) bool {
+	testkit.Eventually(t, "the budget counts the pods' 4", func() bool { u := b.Used(); return u.Cpu().Value() == 4 })
+	testkit.Eventually(t, "an OverGrant Warning", hasEventWhere(t, ns, "s", func(_, typ, reason, note string) bool {
 		return typ == corev1.EventTypeWarning && reason == "OverGrant" && strings.Contains(note, "by cpu 2")
 	}))
 }

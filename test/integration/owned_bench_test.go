@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -105,7 +106,8 @@ func BenchmarkOwnedObjects(b *testing.B) {
 		return len(cms.Items), len(pl.Items)
 	}
 	poll := func(what string, cond func() bool) {
-		require.NoError(b, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true,
+		// Thousands of slices, each applying objects: bulk work.
+		require.NoError(b, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*testwait.Timeout, true,
 			func(context.Context) (bool, error) { return cond(), nil }), what)
 	}
 	// reconciled waits until every slice was reconciled since Owned had

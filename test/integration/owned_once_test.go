@@ -69,7 +69,9 @@ func TestOwnedObjectsNotAppliedAgainWhenUnchanged(t *testing.T) {
 			resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()),
 			resourceslice.WithDecisionEvents(resourceslice.DecisionEventsNone))
 	})
-	testkit.Eventually(t, 5*time.Minute, "every slice accepted and its two objects applied", func() bool {
+	// Up to thousands of slices (SLICECLASS_OWNED_SLICES), each with two
+	// applies: bulk work.
+	testkit.EventuallyScaled(t, testkit.Poller{}, 3, "every slice accepted and its two objects applied", func() bool {
 		var list authv1beta1.ResourceSliceList
 		require.NoError(t, cp.Client.List(ctx, &list, client.InNamespace(ns)))
 		for i := range list.Items {
@@ -86,7 +88,7 @@ func TestOwnedObjectsNotAppliedAgainWhenUnchanged(t *testing.T) {
 	quiet := func(what string) {
 		t.Helper()
 		last, since := owns.Load(), time.Now()
-		testkit.Eventually(t, 2*time.Minute, what, func() bool {
+		testkit.Eventually(t, what, func() bool {
 			if now := owns.Load(); now != last {
 				last, since = now, time.Now()
 			}
@@ -100,7 +102,7 @@ func TestOwnedObjectsNotAppliedAgainWhenUnchanged(t *testing.T) {
 	before, owns0 := counter.take(), owns.Load()
 	t.Logf("start-up (%d slices): %v", n, before)
 	bump(t, trigger)
-	testkit.Eventually(t, 2*time.Minute, "every slice reconciled again by the pass", func() bool { return owns.Load()-owns0 >= int64(n) })
+	testkit.Eventually(t, "every slice reconciled again by the pass", func() bool { return owns.Load()-owns0 >= int64(n) })
 	quiet("the pass's reconciles over")
 	pass, reconciles := counter.take(), owns.Load()-owns0
 	total := 0
@@ -121,11 +123,11 @@ func TestOwnedObjectsNotAppliedAgainWhenUnchanged(t *testing.T) {
 	require.True(t, exists(t, grant))
 	grant.Data["cpu"] = "64"
 	require.NoError(t, cp.Client.Update(ctx, grant))
-	testkit.Eventually(t, time.Minute, "the PriorityClass deleted by hand restored", func() bool {
+	testkit.Eventually(t, "the PriorityClass deleted by hand restored", func() bool {
 		again := priorityClass("owned-once-s-0001")
 		return exists(t, again) && again.UID != pc.UID
 	})
-	testkit.Eventually(t, time.Minute, "the ConfigMap changed by hand restored", func() bool {
+	testkit.Eventually(t, "the ConfigMap changed by hand restored", func() bool {
 		again := configMap(ns, "grant-s-0002", nil)
 		return exists(t, again) && again.Data["cpu"] == "1"
 	})

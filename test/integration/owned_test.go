@@ -111,11 +111,11 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 			resourceslice.WithWatch(&corev1.ConfigMap{}, ownTrigger(ns)))
 	})
 	create(t, sliceIn(ns, "s", class))
-	rs := waitForDecision(t, 30*time.Second, ns, "s")
+	rs := waitForDecision(t, ns, "s")
 	require.True(t, conditions.IsAccepted(rs))
 
 	local, record, pc := configMap(ns, "local-s", nil), configMap(acct, "record-s", nil), priorityClass("owned-s")
-	testkit.Eventually(t, 30*time.Second, "the three owned objects applied", func() bool {
+	testkit.Eventually(t, "the three owned objects applied", func() bool {
 		return exists(t, local) && exists(t, record) && exists(t, pc)
 	})
 	for _, o := range []client.Object{local, record, pc} {
@@ -132,7 +132,7 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 
 	// Deleted by hand: restored, through the owned-type watch.
 	require.NoError(t, cp.Client.Delete(ctx, record))
-	testkit.Eventually(t, 30*time.Second, "the deleted record restored", func() bool {
+	testkit.Eventually(t, "the deleted record restored", func() bool {
 		r := configMap(acct, "record-s", nil)
 		return exists(t, r) && r.UID != record.UID
 	})
@@ -141,7 +141,7 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 	localUID := local.UID
 	p.update(func(*ownerPolicy) { withPC = false })
 	bump(t, trigger)
-	testkit.Eventually(t, 30*time.Second, "the dropped PriorityClass pruned", func() bool { return !exists(t, priorityClass("owned-s")) })
+	testkit.Eventually(t, "the dropped PriorityClass pruned", func() bool { return !exists(t, priorityClass("owned-s")) })
 	kept := configMap(ns, "local-s", nil)
 	require.True(t, exists(t, kept))
 	assert.Equal(t, localUID, kept.UID, "the objects still in the set are kept")
@@ -156,14 +156,14 @@ func TestOwnedObjectsFollowTheGrant(t *testing.T) {
 		}
 	})
 	bump(t, trigger)
-	testkit.Eventually(t, 30*time.Second, "the failed apply reported", hasEvent(t, ns, "s", "OwnedApplyFailed"))
+	testkit.Eventually(t, "the failed apply reported", hasEvent(t, ns, "s", "OwnedApplyFailed"))
 	testkit.Consistently(t, 2*time.Second, "nothing pruned after a failed apply", func() bool { return exists(t, configMap(ns, "local-s", nil)) })
 	assert.True(t, conditions.IsAccepted(get(t, ns, "s")), "the decision stands")
 
 	// Denied: everything removed.
 	p.update(func(p *ownerPolicy) { p.deny = true; broken = false })
 	bump(t, trigger)
-	testkit.Eventually(t, 30*time.Second, "a denial removes every owned object", func() bool {
+	testkit.Eventually(t, "a denial removes every owned object", func() bool {
 		return !exists(t, configMap(ns, "local-s", nil)) && !exists(t, configMap(acct, "record-s", nil))
 	})
 }
@@ -186,19 +186,19 @@ func TestOwnedObjectsSweptAfterRestart(t *testing.T) {
 	stop := testkit.StartManager(t, cp, register).Stop
 	create(t, sliceIn(ns, "gone", class))
 	create(t, sliceIn(ns, "live", class))
-	testkit.Eventually(t, 30*time.Second, "both slices' objects applied", func() bool {
+	testkit.Eventually(t, "both slices' objects applied", func() bool {
 		return exists(t, configMap(acct, "record-gone", nil)) && exists(t, priorityClass("sweep-gone")) &&
 			exists(t, configMap(acct, "record-live", nil)) && exists(t, priorityClass("sweep-live"))
 	})
 	stop()
 	require.NoError(t, cp.Client.Delete(ctx, get(t, ns, "gone")))
-	testkit.Eventually(t, 30*time.Second, "the slice gone", func() bool {
+	testkit.Eventually(t, "the slice gone", func() bool {
 		return apierrors.IsNotFound(cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gone"}, &authv1beta1.ResourceSlice{}))
 	})
 	require.True(t, exists(t, configMap(acct, "record-gone", nil)), "nothing removed them while the manager was down")
 
 	testkit.StartManager(t, cp, register)
-	testkit.Eventually(t, 30*time.Second, "the gone slice's objects swept", func() bool {
+	testkit.Eventually(t, "the gone slice's objects swept", func() bool {
 		return !exists(t, configMap(acct, "record-gone", nil)) && !exists(t, priorityClass("sweep-gone"))
 	})
 	assert.True(t, exists(t, configMap(acct, "record-live", nil)), "the live slice's objects kept")

@@ -91,16 +91,16 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	create(t, cpuSlice(ns, "a", "quota-growth", 4))
 	waitNextSecond()
 	create(t, cpuSlice(ns, "b", "quota-growth", 4))
-	testkit.Eventually(t, 30*time.Second, "a and b Accepted with Quotas of 4 CPU", func() bool {
+	testkit.Eventually(t, "a and b Accepted with Quotas of 4 CPU", func() bool {
 		return quotaIs(ns, "a", "4")() && quotaIs(ns, "b", "4")()
 	})
 
 	setCPURequest(t, ns, "a", "8")
-	testkit.Eventually(t, 30*time.Second, "a's growth refused with a BudgetExhausted Warning", hasEvent(t, ns, "a", budget.ReasonExhausted))
+	testkit.Eventually(t, "a's growth refused with a BudgetExhausted Warning", hasEvent(t, ns, "a", budget.ReasonExhausted))
 	// The Warning is recorded when the budget refuses, before the status
 	// write that follows it: wait for the write.
 	const waits = "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, waits until 4 more is free"
-	testkit.Eventually(t, 10*time.Second, "a's condition says its growth waits", func() bool {
+	testkit.Eventually(t, "a's condition says its growth waits", func() bool {
 		c := conditions.Get(get(t, ns, "a"), conditions.Resources)
 		return c != nil && c.Message == waits
 	})
@@ -121,12 +121,12 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 
 	waitNextSecond()
 	create(t, cpuSlice(ns, "c", "quota-growth", 6))
-	testkit.Eventually(t, 30*time.Second, "c waits: 8 of 10 CPU are still granted", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
+	testkit.Eventually(t, "c waits: 8 of 10 CPU are still granted", decision(ns, "c", "Denied/"+budget.ReasonExhausted))
 	testkit.Consistently(t, 2*time.Second, "a's Quota stays at 4 CPU while its growth waits", quotaIs(ns, "a", "4"))
 
 	patches := statusPatches(t)
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "b")))
-	testkit.Eventually(t, 30*time.Second, "a's growth admitted once b is gone, and Liqo's Quota follows", quotaIs(ns, "a", "8"))
+	testkit.Eventually(t, "a's growth admitted once b is gone, and Liqo's Quota follows", quotaIs(ns, "a", "8"))
 	assert.True(t, decision(ns, "c", "Denied/"+budget.ReasonExhausted)(), "c still waits: 2 CPU free")
 	assert.LessOrEqual(t, statusPatches(t)-patches, 2, "the growth is one write (c's re-evaluation at most one more)")
 	w.Check(t)
@@ -163,12 +163,12 @@ func TestQuotaDenialAfterAcceptance(t *testing.T) {
 			}
 			stop := testkit.StartManager(t, cp, register(mustBudget(t, "10"))).Stop
 			create(t, cpuSlice(ns, "x", class, 6))
-			testkit.Eventually(t, 30*time.Second, "x Accepted with a Quota of 6 CPU", quotaIs(ns, "x", "6"))
+			testkit.Eventually(t, "x Accepted with a Quota of 6 CPU", quotaIs(ns, "x", "6"))
 
 			deny.Store(true)
 			cm.Data["deny"] = "yes"
 			require.NoError(t, cp.Client.Update(context.Background(), cm))
-			testkit.Eventually(t, 30*time.Second, "x denied by the policy", decision(ns, "x", "Denied/PolicyChanged"))
+			testkit.Eventually(t, "x denied by the policy", decision(ns, "x", "Denied/PolicyChanged"))
 			assert.True(t, quotaIs(ns, "x", "6")(), "Liqo keeps x's Quota after the denial")
 
 			if restart {
@@ -176,16 +176,16 @@ func TestQuotaDenialAfterAcceptance(t *testing.T) {
 				rv := get(t, ns, "x").ResourceVersion
 				testkit.StartManager(t, cp, register(mustBudget(t, "10")))
 				create(t, cpuSlice(ns, "y", class, 8))
-				testkit.Eventually(t, 30*time.Second, "y waits: the restarted budget counts x's Quota", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+				testkit.Eventually(t, "y waits: the restarted budget counts x's Quota", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
 				assert.Equal(t, rv, get(t, ns, "x").ResourceVersion, "the restarted controller wrote nothing for x, whose decision holds")
 			} else {
 				create(t, cpuSlice(ns, "y", class, 8))
-				testkit.Eventually(t, 30*time.Second, "y waits: x's Quota still holds 6 CPU", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
+				testkit.Eventually(t, "y waits: x's Quota still holds 6 CPU", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
 			}
 			testkit.Consistently(t, 2*time.Second, "y keeps waiting", decision(ns, "y", "Denied/"+budget.ReasonExhausted))
 
 			require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, "x")))
-			testkit.Eventually(t, 30*time.Second, "y admitted once x is gone", quotaIs(ns, "y", "8"))
+			testkit.Eventually(t, "y admitted once x is gone", quotaIs(ns, "y", "8"))
 			w.Check(t)
 		})
 	}
@@ -276,7 +276,7 @@ func TestQuotaLostAnswersAndDeletions(t *testing.T) {
 	for i := range n {
 		create(t, cpuSlice(ns, fmt.Sprintf("s%02d", i), "quota-lost", 1))
 	}
-	testkit.Eventually(t, 60*time.Second, "10 slices Accepted", func() bool {
+	testkit.Eventually(t, "10 slices Accepted", func() bool {
 		held, _ := heldByAccepted(t, ns, "quota-lost")
 		return held.Cmp(resource.MustParse("10")) == 0
 	})
@@ -285,11 +285,11 @@ func TestQuotaLostAnswersAndDeletions(t *testing.T) {
 		require.NoError(t, cp.Client.Delete(context.Background(), get(t, ns, fmt.Sprintf("s%02d", i))))
 		time.Sleep(200 * time.Millisecond)
 	}
-	testkit.Eventually(t, 90*time.Second, "the 30 slices left hold exactly the 10 CPU of the budget", func() bool {
+	testkit.Eventually(t, "the 30 slices left hold exactly the 10 CPU of the budget", func() bool {
 		held, items := heldByAccepted(t, ns, "quota-lost")
 		return len(items) == n/2 && held.Cmp(resource.MustParse("10")) == 0
 	})
-	testkit.Eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
+	testkit.Eventually(t, "the budget counts exactly what is granted", func() bool {
 		used := usedCPU(b)
 		return used.Cmp(resource.MustParse("10")) == 0
 	})

@@ -61,16 +61,16 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "10", "ev-spot", "ev-gold")
 	spotAndGold(t, b, "ev-spot", "ev-gold")
 	create(t, sliceIn(nsS, "s", "ev-spot", slicetest.WithConsumer("cluster-evict-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+	testkit.Eventually(t, "spot Accepted with 8 and its Quota at 8", func() bool {
 		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
 	})
 	user := quotaUser(t, nsS)
 	pods := runShadowPodsByAge(t, offloaded, user, "4", "2", "2")
 	oldest, mid, newest := pods[0], pods[1], pods[2]
-	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+	testkit.Eventually(t, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
 
 	create(t, sliceIn(nsG, "g", "ev-gold", slicetest.WithConsumer("cluster-evict-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-	testkit.Every(20*time.Millisecond).Eventually(t, 10*time.Second, "spot shrunk to 4", func() bool {
+	testkit.Every(20*time.Millisecond).Eventually(t, "spot shrunk to 4", func() bool {
 		rs := get(t, nsS, "s")
 		c := conditions.Get(rs, conditions.Resources)
 		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
@@ -79,10 +79,10 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 	testkit.Consistently(t, d-time.Second, "no pod is deleted before d", func() bool {
 		return exists(t, oldest) && exists(t, mid) && exists(t, newest)
 	})
-	testkit.Eventually(t, 10*time.Second, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
+	testkit.Eventually(t, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
 	t.Logf("evicted %s after the shrink (d = %s)", time.Since(shrunk).Round(100*time.Millisecond), d)
 	assert.True(t, exists(t, oldest), "the oldest pod fits what spot keeps: it runs on")
-	testkit.Eventually(t, 10*time.Second, "an Evicted Warning per pod on spot's slice", func() bool {
+	testkit.Eventually(t, "an Evicted Warning per pod on spot's slice", func() bool {
 		n := 0
 		for _, e := range eventsFor(t, nsS, "s") {
 			if e.Reason == "Evicted" && e.Type == corev1.EventTypeWarning {
@@ -91,7 +91,7 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 		}
 		return n == 2
 	})
-	testkit.Eventually(t, 30*time.Second, "gold admitted", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	testkit.Eventually(t, "gold admitted", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
 	testkit.Consistently(t, time.Second, "nothing more is evicted", func() bool { return exists(t, oldest) })
 	w.Check(t)
 }
@@ -119,15 +119,15 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	b := newBudget()
 	m := spotAndGold(t, b, "mid-spot", "mid-gold")
 	create(t, sliceIn(nsS, "s", "mid-spot", slicetest.WithConsumer("cluster-mid-spot"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "spot Accepted with 8 and its Quota at 8", func() bool {
+	testkit.Eventually(t, "spot Accepted with 8 and its Quota at 8", func() bool {
 		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "8")()
 	})
 	user := quotaUser(t, nsS)
 	p1 := runShadowPod(t, offloaded, "p1", user, "4")
 	runShadowPod(t, offloaded, "p2", user, "4")
-	testkit.Eventually(t, 10*time.Second, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
+	testkit.Eventually(t, "the budget counts spot's pods", func() bool { u := b.Used(); return u.Cpu().Value() == 8 })
 	create(t, sliceIn(nsG, "g", "mid-gold", slicetest.WithConsumer("cluster-mid-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-	testkit.Eventually(t, 10*time.Second, "spot shrunk to 4 and gold waiting", func() bool {
+	testkit.Eventually(t, "spot shrunk to 4 and gold waiting", func() bool {
 		rs := get(t, nsS, "s")
 		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
 		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
@@ -152,7 +152,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 			t.Logf("the new leader's budget last counted %v CPU", used.Load())
 		}
 	})
-	testkit.Eventually(t, 30*time.Second, "the new leader counts spot's pods", func() bool {
+	testkit.Eventually(t, "the new leader counts spot's pods", func() bool {
 		u := b.Used()
 		used.Store(u.Cpu().String())
 		return u.Cpu().Value() == 8
@@ -165,7 +165,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 
 	b = newBudget()
 	spotAndGold(t, b, "mid-spot", "mid-gold")
-	testkit.Eventually(t, 30*time.Second, "after the restart gold waits for the reclaimed capacity in use", func() bool {
+	testkit.Eventually(t, "after the restart gold waits for the reclaimed capacity in use", func() bool {
 		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
 		return g.Status == conditions.Denied &&
 			g.Message == "budget midreclaim: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu"
@@ -176,7 +176,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	// that ends before a higher priority's first decision after a restart
 	// is TestRestartAsAVictimsPodEnds's case: the new leader holds spot's
 	// growth until gold is decided.)
-	testkit.Eventually(t, 30*time.Second, "gold waits in the new leader's budget", func() bool {
+	testkit.Eventually(t, "gold waits in the new leader's budget", func() bool {
 		return slices.Contains(ledger.Of(b).Waiting(), ledger.Holder{Class: "mid-gold", Key: types.NamespacedName{Namespace: nsG, Name: "g"}})
 	})
 	testkit.Consistently(t, 2*time.Second, "spot keeps 4, reason Reclaimed", func() bool {
@@ -185,7 +185,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 		return c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
 	})
 	require.NoError(t, cp.Client.Delete(ctx, p1))
-	testkit.Eventually(t, 30*time.Second, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
+	testkit.Eventually(t, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
 	// Spot is shrunk once. One full-suite run in three once saw it given
 	// its 8 back and shrunk again (none, 8, 4, 8, 4): gold's admission for
 	// reclaimed capacity was refused for a newer version, which lifted
@@ -252,10 +252,10 @@ func TestAShrinkingPoolReclaimsTheLowestPriority(t *testing.T) {
 		return resourceslice.AddToManager(mgr, "npshrink-gold", accept("Granted", nil), resourceslice.WithBudget(b),
 			resourceslice.WithoutTenantRule(), resourceslice.WithPriority(100))
 	})
-	testkit.Eventually(t, 10*time.Second, "the pool is 10 CPU", func() bool { return totalIs(b, units{corev1.ResourceCPU: 10}) })
+	testkit.Eventually(t, "the pool is 10 CPU", func() bool { return totalIs(b, units{corev1.ResourceCPU: 10}) })
 	create(t, sliceIn(nsS, "s", "npshrink-spot", slicetest.WithConsumer("cluster-npshrink-spot"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 	create(t, sliceIn(nsG, "g", "npshrink-gold", slicetest.WithConsumer("cluster-npshrink-gold"), slicetest.WithRequest(corev1.ResourceCPU, "4")))
-	testkit.Eventually(t, 30*time.Second, "spot Accepted with 6, gold with 4", func() bool {
+	testkit.Eventually(t, "spot Accepted with 6, gold with 4", func() bool {
 		return conditions.IsAccepted(get(t, nsS, "s")) && quotaIs(nsS, "s", "6")() &&
 			conditions.IsAccepted(get(t, nsG, "g")) && quotaIs(nsG, "g", "4")()
 	})
@@ -264,14 +264,14 @@ func TestAShrinkingPoolReclaimsTheLowestPriority(t *testing.T) {
 	oldest, newest := pods[0], pods[1]
 
 	changeNode(t, n2, false, func(n *corev1.Node) { n.Spec.Unschedulable = true })
-	testkit.Eventually(t, 10*time.Second, "spot shrunk to 1, reason Reclaimed", func() bool {
+	testkit.Eventually(t, "spot shrunk to 1, reason Reclaimed", func() bool {
 		rs := get(t, nsS, "s")
 		c := conditions.Get(rs, conditions.Resources)
 		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("1")) == 0
 	})
 	g := get(t, nsG, "g")
 	assert.True(t, conditions.IsAccepted(g) && g.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0, "gold, the higher priority, keeps its 4")
-	testkit.Eventually(t, 10*time.Second, "the newest pod is evicted", func() bool { return !exists(t, newest) })
+	testkit.Eventually(t, "the newest pod is evicted", func() bool { return !exists(t, newest) })
 	testkit.Consistently(t, time.Second, "the oldest fits what spot keeps: it runs on", func() bool { return exists(t, oldest) })
-	testkit.Eventually(t, 10*time.Second, "the pool counts 5 of 5", func() bool { u := b.Used(); return u.Cpu().Value() == 5 })
+	testkit.Eventually(t, "the pool counts 5 of 5", func() bool { u := b.Used(); return u.Cpu().Value() == 5 })
 }

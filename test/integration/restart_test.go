@@ -27,7 +27,7 @@ func TestRestart(t *testing.T) {
 	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "restart", accept("Granted", nil))
 	}).Stop
-	testkit.Eventually(t, 30*time.Second, "all decided", decided(ns, names...))
+	testkit.Eventually(t, "all decided", decided(ns, names...))
 	stop()
 
 	type snap struct{ rv, ltt string }
@@ -42,7 +42,7 @@ func TestRestart(t *testing.T) {
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "restart", accept("Granted", &c))
 	})
-	testkit.Eventually(t, 30*time.Second, "the new manager re-evaluated every slice", func() bool { return c.total.Load() >= n })
+	testkit.Eventually(t, "the new manager re-evaluated every slice", func() bool { return c.total.Load() >= n })
 	testkit.Consistently(t, time.Second, "the restarted manager writes no status", func() bool {
 		return statusPatches(t) == patches
 	})

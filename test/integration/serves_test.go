@@ -35,7 +35,7 @@ func TestTenantEventHonoursSelector(t *testing.T) {
 
 	create(t, sliceIn(ns, "local", "serves", slicetest.NotReplicated()))
 	create(t, sliceIn(ns, "replicated", "serves"))
-	testkit.Eventually(t, 30*time.Second, "the replicated slice accepted", decided(ns, "replicated"))
+	testkit.Eventually(t, "the replicated slice accepted", decided(ns, "replicated"))
 	localRV := get(t, ns, "local").ResourceVersion
 
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -46,7 +46,7 @@ func TestTenantEventHonoursSelector(t *testing.T) {
 		return cp.Client.Update(ctx, tenant)
 	}))
 	// The replicated slice being denied proves the Tenant event was handled.
-	testkit.Eventually(t, 30*time.Second, "the replicated slice denied after the drain", func() bool {
+	testkit.Eventually(t, "the replicated slice denied after the drain", func() bool {
 		c := conditions.Get(get(t, ns, "replicated"), conditions.Resources)
 		return c != nil && c.Reason == "TenantDrained"
 	})

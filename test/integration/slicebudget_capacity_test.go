@@ -47,10 +47,10 @@ func TestSliceBudgetCapacityBelowUsedCondition(t *testing.T) {
 
 	create(t, sliceIn(ns, "a", "sb-below", slicetest.WithRequest(corev1.ResourceCPU, "6")))
 	create(t, sliceIn(ns, "b", "sb-below", slicetest.WithRequest(corev1.ResourceCPU, "6")))
-	testkit.Eventually(t, 30*time.Second, "a and b Accepted", func() bool {
+	testkit.Eventually(t, "a and b Accepted", func() bool {
 		return conditions.IsAccepted(get(t, ns, "a")) && conditions.IsAccepted(get(t, ns, "b"))
 	})
-	testkit.Eventually(t, 10*time.Second, "used 12 of 12, CapacityBelowUsed False", func() bool {
+	testkit.Eventually(t, "used 12 of 12, CapacityBelowUsed False", func() bool {
 		st := sliceBudget(t, c, "sb-below").Status
 		cnd := meta(st.Conditions, "CapacityBelowUsed")
 		return cpuIs(st.Used, "12") && cnd != nil && cnd.Status == metav1.ConditionFalse
@@ -59,14 +59,14 @@ func TestSliceBudgetCapacityBelowUsedCondition(t *testing.T) {
 	assert.Empty(t, budgetEvents(t, "sb-below"), "no event while within capacity")
 
 	editSliceBudget(t, c, "sb-below", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("8") })
-	testkit.Eventually(t, 10*time.Second, "CapacityBelowUsed True", func() bool {
+	testkit.Eventually(t, "CapacityBelowUsed True", func() bool {
 		cnd := capacityBelowUsed(t, "sb-below")
 		return cnd != nil && cnd.Status == metav1.ConditionTrue
 	})
 	began := *capacityBelowUsed(t, "sb-below")
 	assert.Equal(t, "UsedExceedsCapacity", began.Reason)
 	assert.Contains(t, began.Message, "cpu 12 held of 8", "the message names the resource and the figures")
-	testkit.Eventually(t, 10*time.Second, "one CapacityBelowUsed event", func() bool {
+	testkit.Eventually(t, "one CapacityBelowUsed event", func() bool {
 		evs := budgetEvents(t, "sb-below")
 		return len(evs) == 1 && evs[0].Reason == "CapacityBelowUsed" && evs[0].Type == corev1.EventTypeWarning
 	})
@@ -81,9 +81,9 @@ func TestSliceBudgetCapacityBelowUsedCondition(t *testing.T) {
 	}
 	before := writes()
 	create(t, sliceIn(ns, "c", "sb-below", slicetest.WithRequest(corev1.ResourceCPU, "1")))
-	testkit.Eventually(t, 10*time.Second, "the waiter counted", func() bool { return sliceBudget(t, c, "sb-below").Status.Waiting == 1 })
+	testkit.Eventually(t, "the waiter counted", func() bool { return sliceBudget(t, c, "sb-below").Status.Waiting == 1 })
 	editSliceBudget(t, c, "sb-below", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("7") })
-	testkit.Eventually(t, 10*time.Second, "capacity 7 shown for the new generation", func() bool {
+	testkit.Eventually(t, "capacity 7 shown for the new generation", func() bool {
 		sb := sliceBudget(t, c, "sb-below")
 		return cpuIs(sb.Status.Capacity, "7") && sb.Status.ObservedGeneration == sb.Generation
 	})
@@ -96,11 +96,11 @@ func TestSliceBudgetCapacityBelowUsedCondition(t *testing.T) {
 	testkit.Consistently(t, 2*time.Second, "still one CapacityBelowUsed event", func() bool { return len(budgetEvents(t, "sb-below")) == 1 })
 
 	editSliceBudget(t, c, "sb-below", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("20") })
-	testkit.Eventually(t, 10*time.Second, "CapacityBelowUsed False once raised", func() bool {
+	testkit.Eventually(t, "CapacityBelowUsed False once raised", func() bool {
 		cnd := capacityBelowUsed(t, "sb-below")
 		return cnd != nil && cnd.Status == metav1.ConditionFalse && cnd.Reason == "WithinCapacity"
 	})
-	testkit.Eventually(t, 30*time.Second, "the waiter admitted", func() bool { return conditions.IsAccepted(get(t, ns, "c")) })
+	testkit.Eventually(t, "the waiter admitted", func() bool { return conditions.IsAccepted(get(t, ns, "c")) })
 	testkit.Consistently(t, 2*time.Second, "no event for the end of it", func() bool { return len(budgetEvents(t, "sb-below")) == 1 })
 }
 
@@ -113,10 +113,10 @@ func TestSliceBudgetTableShowsAGPUBudgetsFullness(t *testing.T) {
 	createSliceBudget(t, c, "sb-gpu", v1alpha1.SliceBudgetSpec{Total: v1alpha1.Quantities{resourceGPU: resource.MustParse("4")}})
 	objectClass(t, "sb-gpu", "sb-gpu")
 	create(t, sliceIn(ns, "a", "sb-gpu", slicetest.WithRequest(resourceGPU, "2")))
-	testkit.Eventually(t, 30*time.Second, "a Accepted", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
+	testkit.Eventually(t, "a Accepted", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
 
 	var cells map[string]any
-	testkit.Eventually(t, 10*time.Second, "the table shows nvidia.com/gpu 50% full", func() bool {
+	testkit.Eventually(t, "the table shows nvidia.com/gpu 50% full", func() bool {
 		cells = sliceBudgetRow(t, "sb-gpu")
 		return cells["Fullest"] == "nvidia.com/gpu" && cells["Full%"] == float64(50)
 	})

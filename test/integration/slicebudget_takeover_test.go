@@ -43,7 +43,7 @@ func TestSliceBudgetTakeoverWritesOnlyCounted(t *testing.T) {
 	for i := range held {
 		create(t, sliceIn(ns, fmt.Sprintf("s%02d", i), name))
 	}
-	testkit.Eventually(t, 60*time.Second, "status: 40 accepted, 40 CPU used", func() bool {
+	testkit.Eventually(t, "status: 40 accepted, 40 CPU used", func() bool {
 		st := sliceBudget(t, c, name).Status
 		return st.Accepted == held && cpuIs(st.Used, "40")
 	})
@@ -60,8 +60,8 @@ func TestSliceBudgetTakeoverWritesOnlyCounted(t *testing.T) {
 		return resourceslice.AddToManager(mgr, name, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithoutTenantRule())
 	})
 	create(t, sliceIn(ns, "late", name))
-	testkit.Eventually(t, 30*time.Second, "the new leader accepts a 41st slice", func() bool { return conditions.IsAccepted(get(t, ns, "late")) })
-	testkit.Eventually(t, 10*time.Second, "the new leader's status: 41 accepted, 41 CPU used", func() bool {
+	testkit.Eventually(t, "the new leader accepts a 41st slice", func() bool { return conditions.IsAccepted(get(t, ns, "late")) })
+	testkit.Eventually(t, "the new leader's status: 41 accepted, 41 CPU used", func() bool {
 		st := sliceBudget(t, c, name).Status
 		return st.Accepted == held+1 && cpuIs(st.Used, "41")
 	})

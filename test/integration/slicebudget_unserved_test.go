@@ -48,9 +48,9 @@ func TestMissingSliceBudgetCRDStopsOnlyItsClasses(t *testing.T) {
 	create(t, sliceIn(ns, "gold", "sb-nocrd-gold"))
 	created := time.Now()
 
-	free := waitForDecision(t, 30*time.Second, ns, "free")
+	free := waitForDecision(t, ns, "free")
 	assert.True(t, conditions.IsAccepted(free), "the class with no SliceBudget serves: %+v", conditions.Get(free, conditions.Resources))
-	gold := waitForDecision(t, 10*time.Second, ns, "gold")
+	gold := waitForDecision(t, ns, "gold")
 	t.Logf("the SliceBudget class's slice was told %s after it was created", time.Since(created).Round(10*time.Millisecond))
 	cond := conditions.Get(gold, conditions.Resources)
 	require.NotNil(t, cond)
@@ -63,7 +63,7 @@ func TestMissingSliceBudgetCRDStopsOnlyItsClasses(t *testing.T) {
 	// the same manager.
 	installSliceBudgetCRD(t)
 	createSliceBudget(t, c, "sb-nocrd", v1alpha1.SliceBudgetSpec{Total: cpuList("4")})
-	testkit.Eventually(t, time.Minute, "the gold slice admitted once the CRD and its SliceBudget exist", func() bool {
+	testkit.Eventually(t, "the gold slice admitted once the CRD and its SliceBudget exist", func() bool {
 		return conditions.IsAccepted(get(t, ns, "gold"))
 	})
 	assert.True(t, cpuIs(get(t, ns, "gold").Status.Resources, "1"))
@@ -82,7 +82,7 @@ func removeSliceBudgetCRD(t *testing.T) {
 	t.Cleanup(func() { installSliceBudgetCRD(t) })
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	require.NoError(t, err)
-	testkit.Eventually(t, time.Minute, "the SliceBudget CRD gone, and the API server serving no SliceBudgets", func() bool {
+	testkit.Eventually(t, "the SliceBudget CRD gone, and the API server serving no SliceBudgets", func() bool {
 		if !apierrors.IsNotFound(cp.Client.Get(ctx, client.ObjectKeyFromObject(sb), &apiextensionsv1.CustomResourceDefinition{})) {
 			return false
 		}
@@ -101,7 +101,7 @@ func installSliceBudgetCRD(t *testing.T) {
 	if err := cp.Client.Create(ctx, sb); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
-	testkit.Eventually(t, time.Minute, "SliceBudgets served", func() bool {
+	testkit.Eventually(t, "SliceBudgets served", func() bool {
 		return cp.Client.List(ctx, &v1alpha1.SliceBudgetList{}) == nil
 	})
 }
@@ -122,14 +122,14 @@ func TestSliceBudgetCountsEachSliceOnce(t *testing.T) {
 		create(t, sliceIn(ns, n, "sb-count"))
 	}
 	for _, n := range names {
-		require.True(t, conditions.IsAccepted(waitForDecision(t, 30*time.Second, ns, n)), n)
+		require.True(t, conditions.IsAccepted(waitForDecision(t, ns, n)), n)
 	}
 	for _, n := range names[:3] {
 		setCPURequest(t, ns, n, "3") // 2 more each, with 1 free: their growth waits
 	}
 	create(t, sliceIn(ns, "s9", "sb-count", slicetest.WithRequest(corev1.ResourceCPU, "2")))
-	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, 30*time.Second, ns, "s9"), conditions.Resources).Status)
-	testkit.Eventually(t, 10*time.Second, "the three growing slices told that their larger offer waits", func() bool {
+	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, ns, "s9"), conditions.Resources).Status)
+	testkit.Eventually(t, "the three growing slices told that their larger offer waits", func() bool {
 		for _, n := range names[:3] {
 			if cond := conditions.Get(get(t, ns, n), conditions.Resources); cond == nil || !strings.Contains(cond.Message, "the larger one waits") {
 				return false
@@ -139,7 +139,7 @@ func TestSliceBudgetCountsEachSliceOnce(t *testing.T) {
 	})
 
 	var st v1alpha1.SliceBudgetStatus
-	testkit.Eventually(t, 10*time.Second, "status: 9 accepted, 1 waiting", func() bool {
+	testkit.Eventually(t, "status: 9 accepted, 1 waiting", func() bool {
 		st = sliceBudget(t, c, "sb-count").Status
 		return cpuIs(st.Used, "9") && st.Accepted == 9 && st.Waiting == 1
 	})

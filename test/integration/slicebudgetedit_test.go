@@ -28,11 +28,11 @@ func TestSliceBudgetOneEditReclaimsNothingFalse(t *testing.T) {
 	objectClass(t, "sb-oneedit", "sb-oneedit")
 	create(t, sliceIn(ns, "s1", "sb-oneedit", slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	create(t, sliceIn(ns, "s2", "sb-oneedit", slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "both slices Accepted with 8", func() bool {
+	testkit.Eventually(t, "both slices Accepted with 8", func() bool {
 		return conditions.IsAccepted(get(t, ns, "s1")) && conditions.IsAccepted(get(t, ns, "s2"))
 	})
 	editSliceBudget(t, c, "sb-oneedit", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("10") })
-	testkit.Eventually(t, 10*time.Second, "the total of 10 applied", func() bool {
+	testkit.Eventually(t, "the total of 10 applied", func() bool {
 		sb := sliceBudget(t, c, "sb-oneedit")
 		return sb.Status.ObservedGeneration == sb.Generation && cpuIs(sb.Status.Capacity, "10")
 	})
@@ -41,7 +41,7 @@ func TestSliceBudgetOneEditReclaimsNothingFalse(t *testing.T) {
 		s.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}
 		s.Total = cpuList("16")
 	})
-	testkit.Eventually(t, 10*time.Second, "the edit applied", func() bool {
+	testkit.Eventually(t, "the edit applied", func() bool {
 		sb := sliceBudget(t, c, "sb-oneedit")
 		return sb.Status.ObservedGeneration == sb.Generation && cpuIs(sb.Status.Capacity, "16")
 	})

@@ -25,7 +25,7 @@ func TestSliceBudgetEvictionAfterZero(t *testing.T) {
 	createSliceBudget(t, c, "sb-evict0", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), EvictionAfterSeconds: ptr.To[int32](0)})
 	objectClass(t, "sb-evict0", "sb-evict0", withLiqoQuotas)
 	create(t, sliceIn(ns, "s", "sb-evict0", slicetest.WithConsumer("sb-evict0-globex"), slicetest.WithRequest(corev1.ResourceCPU, "8")))
-	testkit.Eventually(t, 30*time.Second, "globex's slice Accepted with 8 and its Quota at 8", func() bool {
+	testkit.Eventually(t, "globex's slice Accepted with 8 and its Quota at 8", func() bool {
 		return conditions.IsAccepted(get(t, ns, "s")) && quotaIs(ns, "s", "8")()
 	})
 	pods := runShadowPodsByAge(t, offloaded, quotaUser(t, ns), "2", "2", "4")
@@ -34,9 +34,9 @@ func TestSliceBudgetEvictionAfterZero(t *testing.T) {
 	editSliceBudget(t, c, "sb-evict0", func(s *v1alpha1.SliceBudgetSpec) {
 		s.ConsumerLimits = []v1alpha1.ConsumerLimitOverride{{Consumer: "sb-evict0-globex", Limits: cpuList("2")}}
 	})
-	testkit.Eventually(t, 30*time.Second, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
+	testkit.Eventually(t, "the two newest pods are evicted", func() bool { return !exists(t, newest) && !exists(t, mid) })
 	testkit.Consistently(t, time.Second, "the oldest fits what globex keeps: it runs on", func() bool { return exists(t, oldest) })
-	testkit.Eventually(t, 10*time.Second, "status: 2 in use, nothing reclaiming", func() bool {
+	testkit.Eventually(t, "status: 2 in use, nothing reclaiming", func() bool {
 		st := sliceBudget(t, c, "sb-evict0").Status
 		return cpuIs(st.InUse, "2") && cpuIs(st.Reclaiming, "0")
 	})

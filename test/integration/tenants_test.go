@@ -51,16 +51,16 @@ func TestTenantRule(t *testing.T) {
 	}
 
 	create(t, sliceIn(ns, "a", "ten"))
-	testkit.Eventually(t, 30*time.Second, "a accepted", is("a", "Accepted/Granted"))
+	testkit.Eventually(t, "a accepted", is("a", "Accepted/Granted"))
 
 	setTenant(authv1beta1.TenantConditionDrained)
-	testkit.Eventually(t, 30*time.Second, "a denied after drain", is("a", "Denied/"+"TenantDrained"))
+	testkit.Eventually(t, "a denied after drain", is("a", "Denied/"+"TenantDrained"))
 
 	setTenant(authv1beta1.TenantConditionActive)
-	testkit.Eventually(t, 30*time.Second, "a accepted again", is("a", "Accepted/Granted"))
+	testkit.Eventually(t, "a accepted again", is("a", "Accepted/Granted"))
 
 	setTenant(authv1beta1.TenantConditionCordoned)
 	create(t, sliceIn(ns, "b", "ten"))
-	testkit.Eventually(t, 30*time.Second, "new slice denied while cordoned", is("b", "Denied/"+"TenantCordoned"))
+	testkit.Eventually(t, "new slice denied while cordoned", is("b", "Denied/"+"TenantCordoned"))
 	testkit.Consistently(t, time.Second, "a cordoned tenant keeps what it has", is("a", "Accepted/Granted"))
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -24,7 +23,7 @@ func TestTrimmedCacheKeepsServerFields(t *testing.T) {
 	testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "trim", accept("Granted", nil))
 	})
-	got := waitForDecision(t, 30*time.Second, ns, "t")
+	got := waitForDecision(t, ns, "t")
 	assert.True(t, conditions.IsAccepted(got))
 	assert.Equal(t, "csr", string(got.Spec.CSR), "the trimmed csr was erased on the server")
 	if assert.NotNil(t, got.Status.AuthParams, "the trimmed authParams were erased on the server") {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -120,8 +121,8 @@ func (sw *statusWrites) seen(rs *authv1beta1.ResourceSlice, modified bool) {
 func (sw *statusWrites) in(ns string) int { return int(sw.counts[ns].Load()) }
 
 // untilQuiet waits until no status write was seen in namespaces for quiet
-// (at most max): the writes a change causes are over.
-func (sw *statusWrites) untilQuiet(tb testing.TB, quiet, limit time.Duration, namespaces ...string) {
+// (at most testwait.Timeout): the writes a change causes are over.
+func (sw *statusWrites) untilQuiet(tb testing.TB, quiet time.Duration, namespaces ...string) {
 	tb.Helper()
 	total := func() (n int) {
 		for _, ns := range namespaces {
@@ -129,10 +130,10 @@ func (sw *statusWrites) untilQuiet(tb testing.TB, quiet, limit time.Duration, na
 		}
 		return n
 	}
-	deadline := time.Now().Add(limit)
+	deadline := time.Now().Add(testwait.Timeout)
 	last, since := total(), time.Now()
 	for time.Since(since) < quiet {
-		require.True(tb, time.Now().Before(deadline), "status writes did not stop within %s", limit)
+		require.True(tb, time.Now().Before(deadline), "status writes did not stop within %s", testwait.Timeout)
 		time.Sleep(20 * time.Millisecond)
 		if n := total(); n != last {
 			last, since = n, time.Now()
@@ -157,7 +158,7 @@ func runWaitWrites(tb testing.TB, id string, n, changes int, pace time.Duration)
 
 	churn := types.NamespacedName{Namespace: churnNs, Name: "churn"}
 	require.NoError(tb, slicetest.CreateAsLiqo(ctx, cp.Client, sliceIn(churnNs, churn.Name, id, slicetest.WithRequest(corev1.ResourceCPU, "8"))))
-	testkit.Eventually(tb, 30*time.Second, "the changing slice Accepted with 8 CPU", grantIs(churn, "8"))
+	testkit.Eventually(tb, "the changing slice Accepted with 8 CPU", grantIs(churn, "8"))
 
 	// The waiters, created by a few writers at once.
 	names := make(chan string)
@@ -176,14 +177,15 @@ func runWaitWrites(tb testing.TB, id string, n, changes int, pace time.Duration)
 	}
 	close(names)
 	wg.Wait()
-	testkit.Every(200*time.Millisecond).Eventually(tb, 5*time.Minute, fmt.Sprintf("all %d waiters Denied %s", n, budget.ReasonExhausted), func() bool {
+	// Up to thousands of waiters (BenchmarkWaitingSliceWrites): bulk work.
+	testkit.EventuallyScaled(tb, testkit.Every(200*time.Millisecond), 3, fmt.Sprintf("all %d waiters Denied %s", n, budget.ReasonExhausted), func() bool {
 		return countReason(tb, waitNs, conditions.Denied, budget.ReasonExhausted) == n
 	})
 
 	sw := watchStatusWrites(tb, waitNs, churnNs)
 	run := waitWritesRun{waiters: n, changes: changes}
 	// Idle: nothing changes, nothing is written.
-	sw.untilQuiet(tb, 2*time.Second, 30*time.Second, waitNs, churnNs)
+	sw.untilQuiet(tb, 2*time.Second, waitNs, churnNs)
 	run.idle = sw.in(waitNs) + sw.in(churnNs)
 
 	before := requestCount(tb, "PATCH", "resourceslices", "status")
@@ -201,10 +203,10 @@ func runWaitWrites(tb testing.TB, id string, n, changes int, pace time.Duration)
 			rs.Spec.Resources[corev1.ResourceCPU] = resource.MustParse(want)
 			return cp.Client.Update(ctx, &rs)
 		}))
-		testkit.Every(5*time.Millisecond).Eventually(tb, 10*time.Second, "the changing slice granted "+want, grantIs(churn, want))
+		testkit.Every(5*time.Millisecond).Eventually(tb, "the changing slice granted "+want, grantIs(churn, want))
 		time.Sleep(time.Until(at.Add(pace))) // the pace of the changes, as the consumer made them
 	}
-	sw.untilQuiet(tb, time.Second, 60*time.Second, waitNs, churnNs)
+	sw.untilQuiet(tb, time.Second, waitNs, churnNs)
 	run.patches = requestCount(tb, "PATCH", "resourceslices", "status") - before
 	run.waiter = sw.in(waitNs) - run.idle
 	run.churn = sw.in(churnNs)

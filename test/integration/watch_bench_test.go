@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -41,7 +42,8 @@ func BenchmarkWatchPassNothingChanges(b *testing.B) {
 	require.NotNil(b, fx.cm, "fixture failed")
 	ctx, n := context.Background(), int64(watchBenchSlices)
 	waitCalls := func(want int64) {
-		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Minute, true,
+		// A pass over thousands of slices: bulk work.
+		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*testwait.Timeout, true,
 			func(context.Context) (bool, error) { return fx.calls.Load() >= want, nil }))
 	}
 	patches0, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
@@ -108,7 +110,8 @@ func setupWatchBench(b *testing.B, calls *atomic.Int64) *corev1.ConfigMap {
 		resourceslice.WithWatch(&corev1.ConfigMap{}), resourceslice.WithMaxConcurrentReconciles(4),
 		resourceslice.WithMetricsRegisterer(prometheus.NewRegistry()), resourceslice.WithDecisionEvents(resourceslice.DecisionEventsNone)))
 	go func() { _ = mgr.Start(ctx) }()
-	require.NoError(b, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+	// Thousands of slices decided: bulk work.
+	require.NoError(b, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*testwait.Timeout, true, func(context.Context) (bool, error) {
 		var list authv1beta1.ResourceSliceList
 		if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, nil
@@ -122,7 +125,7 @@ func setupWatchBench(b *testing.B, calls *atomic.Int64) *corev1.ConfigMap {
 	}), "every slice decided")
 	// Idle: no handler call for half a second (the start-up pass included).
 	last := calls.Load()
-	require.NoError(b, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, false, func(context.Context) (bool, error) {
+	require.NoError(b, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, testwait.Timeout, false, func(context.Context) (bool, error) {
 		now := calls.Load()
 		quiet := now == last
 		last = now

@@ -101,11 +101,11 @@ func wiringScenario(t *testing.T, class string) []string {
 	for _, n := range []string{"a", "b", "c"} {
 		create(t, sliceIn(okNS, n, class))
 	}
-	testkit.Eventually(t, 30*time.Second, class+": a, b, c decided", decided(okNS, "a", "b", "c"))
+	testkit.Eventually(t, class+": a, b, c decided", decided(okNS, "a", "b", "c"))
 	stages = append(stages, "budget: "+tally(okNS, "a", "b", "c"))
 
 	create(t, sliceIn(drainNS, "d", class))
-	testkit.Eventually(t, 30*time.Second, class+": d decided", decided(drainNS, "d"))
+	testkit.Eventually(t, class+": d decided", decided(drainNS, "d"))
 	stages = append(stages, "tenant: "+tally(drainNS, "d"))
 
 	var left []string
@@ -118,7 +118,7 @@ func wiringScenario(t *testing.T, class string) []string {
 		}
 		left = append(left, n)
 	}
-	testkit.Eventually(t, 30*time.Second, class+": the waiting slice admitted", func() bool {
+	testkit.Eventually(t, class+": the waiting slice admitted", func() bool {
 		return conditions.IsAccepted(get(t, okNS, left[0])) && conditions.IsAccepted(get(t, okNS, left[1]))
 	})
 	stages = append(stages, "after a deletion: "+tally(okNS, left...))
@@ -134,7 +134,7 @@ func wiringScenario(t *testing.T, class string) []string {
 		ns.Labels["liqo.io/remote-cluster-id"] = "someone-else"
 		return cp.Client.Update(ctx, &ns)
 	}))
-	testkit.Eventually(t, 30*time.Second, class+": the relabelled namespace's slices refused", func() bool {
+	testkit.Eventually(t, class+": the relabelled namespace's slices refused", func() bool {
 		for _, n := range left {
 			if conditions.Get(get(t, okNS, n), conditions.Resources).Reason != "ConsumerMismatch" {
 				return false
@@ -177,7 +177,7 @@ func TestClassSetStopIsBoundedByItsContext(t *testing.T) {
 	})
 	require.NoError(t, cs.Serve(class, blocking))
 	create(t, sliceIn(ns, "s", class))
-	testkit.Eventually(t, 30*time.Second, "the handler called", started.Load)
+	testkit.Eventually(t, "the handler called", started.Load)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -189,10 +189,10 @@ func TestClassSetStopIsBoundedByItsContext(t *testing.T) {
 	assert.True(t, errors.Is(err, resourceslice.ErrClassRegistered), "the class is not released while a call is in flight: %v", err)
 
 	close(release)
-	testkit.Eventually(t, 30*time.Second, "the class released once the call returned", func() bool {
+	testkit.Eventually(t, "the class released once the call returned", func() bool {
 		return cs.Serve(class, accept("Prompt", nil)) == nil
 	})
-	testkit.Eventually(t, 30*time.Second, "the slice decided", decided(ns, "s"))
+	testkit.Eventually(t, "the slice decided", decided(ns, "s"))
 	assert.Equal(t, int32(1), maxInFlight.Load(), "never two calls at once")
 	require.NoError(t, cs.Stop(context.Background(), class))
 }

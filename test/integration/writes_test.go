@@ -99,8 +99,8 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("s-%03d", i)
 	}
-	testkit.Eventually(t, 120*time.Second, "all slices decided", decided(ns, names...))
-	testkit.Eventually(t, 120*time.Second, "the Liqo writer to finish a full round", func() bool { return rounds.Load() >= 1 })
+	testkit.Eventually(t, "all slices decided", decided(ns, names...))
+	testkit.Eventually(t, "the Liqo writer to finish a full round", func() bool { return rounds.Load() >= 1 })
 	stopWriter.Store(true)
 	wg.Wait()
 	require.Len(t, last, n, "the Liqo writer must have written every slice")
@@ -145,7 +145,7 @@ func TestUnknownStatusFieldsSurvive(t *testing.T) {
 	u.SetGroupVersionKind(authv1beta1.GroupVersion.WithKind("ResourceSlice"))
 	// Wait until the API server serves the new schema: the field survives a
 	// status write and read.
-	testkit.Eventually(t, 30*time.Second, "status.class served", func() bool {
+	testkit.Eventually(t, "status.class served", func() bool {
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), u); err != nil {
 			return false
 		}
@@ -161,7 +161,7 @@ func TestUnknownStatusFieldsSurvive(t *testing.T) {
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "unk", accept("Granted", nil))
 	})
-	waitForDecision(t, 30*time.Second, ns, "newer")
+	waitForDecision(t, ns, "newer")
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), u))
 	v, _, _ := unstructured.NestedString(u.Object, "status", "class")
 	assert.Equal(t, "unk", v, "status.class was erased by the controller's write")
@@ -183,8 +183,8 @@ func TestOneWritePerDecisionAndNoneIdle(t *testing.T) {
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "writes", accept("Granted", nil), resourceslice.WithMaxConcurrentReconciles(4))
 	})
-	testkit.Eventually(t, 60*time.Second, "all decided", decided(ns, names...))
-	testkit.Eventually(t, 10*time.Second, "the API server to count a status PATCH per decision", func() bool {
+	testkit.Eventually(t, "all decided", decided(ns, names...))
+	testkit.Eventually(t, "the API server to count a status PATCH per decision", func() bool {
 		return statusPatches(t)-before >= n
 	})
 	testkit.Consistently(t, 5*time.Second, "exactly one status PATCH per decision, and none while idle", func() bool {
@@ -224,7 +224,7 @@ func TestShrinkingOfferOnTheServer(t *testing.T) {
 			rs.Labels["step"] = step
 			require.NoError(t, cp.Client.Update(context.Background(), rs))
 		}
-		testkit.Eventually(t, 30*time.Second, "offer "+step, func() bool {
+		testkit.Eventually(t, "offer "+step, func() bool {
 			c := conditions.Get(get(t, ns, "s"), conditions.Resources)
 			return c != nil && c.Reason == "Offer"+step
 		})
@@ -255,14 +255,14 @@ func TestForeignChangesDiscarded(t *testing.T) {
 	})
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "foreign", h) })
 	create(t, sliceIn(ns, "f", "foreign"))
-	got := waitForDecision(t, 30*time.Second, ns, "f")
+	got := waitForDecision(t, ns, "f")
 	assert.NotContains(t, got.Labels, "meddled", "the handler's label reached the server")
 	assert.Equal(t, int64(1), got.Spec.Resources.Cpu().Value(), "the handler's spec change reached the server: %v", got.Spec.Resources)
 	if assert.NotNil(t, got.Status.AuthParams) {
 		assert.Equal(t, "crt", string(got.Status.AuthParams.SignedCRT), "the handler's authParams reached the server")
 	}
 	assert.True(t, conditions.IsAuthenticated(got), "the handler's Authentication condition reached the server: %+v", got.Status.Conditions)
-	testkit.Eventually(t, 30*time.Second, "ChangesDiscarded event", hasEvent(t, ns, "f", "ChangesDiscarded"))
+	testkit.Eventually(t, "ChangesDiscarded event", hasEvent(t, ns, "f", "ChangesDiscarded"))
 }
 
 // A handler's RequeueAfter brings the slice back, and re-deciding the same
@@ -278,7 +278,7 @@ func TestRequeueAfterWithoutWrites(t *testing.T) {
 	})
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "requeue", h) })
 	create(t, sliceIn(ns, "q", "requeue"))
-	rv := waitForDecision(t, 30*time.Second, ns, "q").ResourceVersion
-	testkit.Eventually(t, 10*time.Second, "handler called again by RequeueAfter", func() bool { return c.get("q") >= 4 })
+	rv := waitForDecision(t, ns, "q").ResourceVersion
+	testkit.Eventually(t, "handler called again by RequeueAfter", func() bool { return c.get("q") >= 4 })
 	assert.Equal(t, rv, get(t, ns, "q").ResourceVersion, "re-deciding the same answer wrote the slice")
 }

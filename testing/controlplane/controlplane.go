@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/config/crd"
 	"github.com/sliceclass/sliceclass/internal/sdkscheme"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 const (
@@ -149,11 +149,16 @@ func New() (*ControlPlane, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
+		// Waiting for the CRDs to be established (envtest's default: 10 s),
+		// for the control plane to start and to stop are waits for something
+		// to happen: they end as soon as it does, and give up at the tests'
+		// one deadline.
 		CRDInstallOptions: envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true,
-			CRDs: []*apiextensionsv1.CustomResourceDefinition{sliceBudgets}},
+			CRDs:    []*apiextensionsv1.CustomResourceDefinition{sliceBudgets},
+			MaxTime: testwait.Timeout},
 		Scheme:                   scheme,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
+		ControlPlaneStartTimeout: testwait.Timeout,
+		ControlPlaneStopTimeout:  testwait.Timeout,
 	}
 	// A directory of our own (envtest replaces a temporary one on each
 	// start) keeps the serving certificate and port across a restart.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -100,8 +101,10 @@ func TestRestartAPIServerKeepsObjectsAndClients(t *testing.T) {
 	defer w.Stop()
 
 	start := time.Now()
+	// envtest kills a server that outlasts its stop timeout, and the stop
+	// then fails: no error means the watch grace period stopped it.
 	require.NoError(t, cp.RestartAPIServer(), "an open watch (a running controller always holds some) must not hold the shutdown")
-	assert.Less(t, time.Since(start), 50*time.Second, "stopped by the watch grace period, not by envtest's one-minute kill")
+	t.Logf("kube-apiserver restarted in %s", time.Since(start).Round(time.Millisecond))
 
 	var rs authv1beta1.ResourceSlice
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: slicetest.DefaultNamespace, Name: "before"}, &rs),
@@ -136,5 +139,5 @@ func TestAddUserIsAuthorizedByRBAC(t *testing.T) {
 	require.NoError(t, cp.Client.Create(ctx, binding))
 	require.Eventually(t, func() bool {
 		return cl.List(ctx, &list, client.InNamespace(slicetest.DefaultNamespace)) == nil
-	}, 10*time.Second, 50*time.Millisecond, "the ServiceAccount user may list once a role is bound to it")
+	}, testwait.Timeout, 50*time.Millisecond, "the ServiceAccount user may list once a role is bound to it")
 }

@@ -36,7 +36,7 @@
 //		rs := slicetest.NewSlice("s1", slicetest.WithNamespace(ns), slicetest.WithConsumer("alice"),
 //			slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
 //		require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
-//		envkit.Eventually(t, time.Minute, "s1 decided", func() bool { ... })
+//		envkit.Eventually(t, "s1 decided", func() bool { ... })
 //	}
 //
 // The waits run their condition on the test's goroutine, so a condition may
@@ -44,6 +44,14 @@
 // require.Eventually runs it on a goroutine of its own, where FailNow is not
 // allowed.
 //
-// The package imports no other package of the SDK but testing/controlplane,
+// Every wait for something to happen (Eventually, StartManager's wait for
+// the cache, Stop's wait for the manager) returns as soon as it holds and
+// gives up after one deadline, WaitTimeout, far past what a loaded CI
+// machine takes: a test says that something happens, a benchmark says how
+// fast. Use WaitTimeout for your own waits too. Waits for nothing to happen
+// (Consistently, Holds) take their duration from the caller.
+//
+// The package imports no other package of the SDK but testing/controlplane
+// (and internal/testwait, the deadline it shares with the SDK's own tests),
 // so that any test, the SDK's own included, may import it.
 package envkit

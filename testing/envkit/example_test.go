@@ -67,7 +67,7 @@ func ExampleStartManager() {
 			slicetest.WithClass("gold"), slicetest.WithRequest(corev1.ResourceCPU, "6"))
 		require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
 	}
-	envkit.Eventually(t, time.Minute, "one slice Accepted, one waiting, one Quota", func() bool {
+	envkit.Eventually(t, "one slice Accepted, one waiting, one Quota", func() bool {
 		var slices authv1beta1.ResourceSliceList
 		require.NoError(t, cp.Client.List(ctx, &slices, client.InNamespace(ns)))
 		var quotas offloadingv1beta1.QuotaList
@@ -85,13 +85,14 @@ func ExampleStartManager() {
 	})
 }
 
-// A wait says what it waits for: on a timeout the test fails with
-// "timed out after 1s waiting for the third check". The condition runs on
-// the test's goroutine, so it may call require.
+// A wait says what it waits for: on a timeout (WaitTimeout, two minutes)
+// the test fails with "timed out after 2m0s waiting for the third check".
+// It returns at the first check that holds. The condition runs on the
+// test's goroutine, so it may call require.
 func ExampleEventually() {
 	t := &testing.T{} // in a test, your *testing.T
 	checks := 0
-	envkit.Eventually(t, time.Second, "the third check", func() bool {
+	envkit.Eventually(t, "the third check", func() bool {
 		checks++
 		return checks == 3
 	})

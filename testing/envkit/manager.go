@@ -22,11 +22,13 @@ import (
 
 const (
 	// SyncTimeout bounds how long StartManager waits for the manager's
-	// cache to sync: a test fails rather than hangs.
-	SyncTimeout = 2 * time.Minute
+	// cache to sync: a test fails rather than hangs. It is WaitTimeout:
+	// StartManager returns as soon as the cache syncs.
+	SyncTimeout = WaitTimeout
 	// StopTimeout bounds how long Manager.Stop waits for the manager's
-	// Start to return.
-	StopTimeout = time.Minute
+	// Start to return. It is WaitTimeout: Stop returns as soon as Start
+	// does.
+	StopTimeout = WaitTimeout
 )
 
 // ManagerOptions are the options of a manager in a test: scheme, no

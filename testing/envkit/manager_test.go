@@ -36,7 +36,7 @@ func TestStartManagerStopWaits(t *testing.T) {
 	// for this one, or Stop may come before it ever started.
 	select {
 	case <-started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(envkit.WaitTimeout):
 		t.Fatal("the runnable never started")
 	}
 	m.Stop()
@@ -80,7 +80,7 @@ func TestManagerEndsOnItsOwn(t *testing.T) {
 	close(fail)
 	select {
 	case <-m.Done():
-	case <-time.After(30 * time.Second):
+	case <-time.After(envkit.WaitTimeout):
 		t.Fatal("the manager did not end when its runnable failed")
 	}
 	assert.False(t, m.Running())
@@ -137,7 +137,7 @@ func TestStopShowsWhatDidNotStop(t *testing.T) {
 	// only once the stuck one runs, or it never starts and the stop is clean.
 	select {
 	case <-started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(envkit.WaitTimeout):
 		t.Fatal("the runnable did not start")
 	}
 	r.run(func(testing.TB) { m.Stop() })

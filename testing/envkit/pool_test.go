@@ -3,7 +3,6 @@ package envkit_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
@@ -73,7 +72,7 @@ func TestKitTogether(t *testing.T) {
 	}
 	var slices authv1beta1.ResourceSliceList
 	var quotas offloadingv1beta1.QuotaList
-	envkit.Eventually(t, time.Minute, "both slices decided and one Quota", func() bool {
+	envkit.Eventually(t, "both slices decided and one Quota", func() bool {
 		require.NoError(t, cp.Client.List(ctx, &slices, client.InNamespace(ns)))
 		require.NoError(t, cp.Client.List(ctx, &quotas, client.InNamespace(ns)))
 		decided := 0

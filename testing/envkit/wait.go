@@ -3,7 +3,19 @@ package envkit
 import (
 	"testing"
 	"time"
+
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
+
+// WaitTimeout is how long Eventually waits for its condition before it
+// fails the test: two minutes. A wait that normally ends in 100 ms can take
+// tens of seconds on a loaded machine (a load average of 28 on 2 cores, in
+// CI); past two minutes something is wrong. A wait returns as soon as its
+// condition holds, so the deadline costs a passing test nothing: speed is
+// for benchmarks to measure, not for a test's deadline. Use it for your own
+// waits too (a context.WithTimeout around a call that waits), so that every
+// wait of a test suite gives up at the same, generous, deadline.
+const WaitTimeout = testwait.Timeout
 
 // DefaultInterval is how often Eventually and Consistently check, and
 // what the zero Poller uses.
@@ -31,8 +43,15 @@ func (p Poller) every() time.Duration {
 
 // Eventually checks cond at once and then at every tick until it holds,
 // and fails the test, naming what it waited for, if it still does not after
-// timeout. cond runs on the test's goroutine.
-func (p Poller) Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// WaitTimeout. cond runs on the test's goroutine.
+func (p Poller) Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	p.eventually(t, WaitTimeout, what, cond)
+}
+
+// eventually is Eventually with the deadline timeout: envkit's own tests
+// use a short one to test the time-out.
+func (p Poller) eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(p.every())
@@ -74,17 +93,20 @@ func (p Poller) Consistently(t testing.TB, d time.Duration, what string, cond fu
 }
 
 // Eventually checks cond every DefaultInterval until it holds, and fails
-// the test, naming what it waited for, if it still does not after timeout.
-// cond may call require: it runs on the test's goroutine.
+// the test, naming what it waited for, if it still does not after
+// WaitTimeout. It returns as soon as cond holds: it says that something
+// happens, not how fast (that is a benchmark's job; log a duration you
+// care about with t.Logf). cond may call require: it runs on the test's
+// goroutine.
 //
-//	envkit.Eventually(t, 30*time.Second, "slice a Accepted", func() bool {
+//	envkit.Eventually(t, "slice a Accepted", func() bool {
 //		var rs authv1beta1.ResourceSlice
 //		require.NoError(t, cp.Client.Get(ctx, key, &rs))
 //		return conditions.IsAccepted(&rs)
 //	})
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	Poller{}.Eventually(t, timeout, what, cond)
+	Poller{}.Eventually(t, what, cond)
 }
 
 // Consistently checks cond every DefaultInterval for d and fails the test,

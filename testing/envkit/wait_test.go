@@ -36,7 +36,7 @@ func TestEventually(t *testing.T) {
 			r := &recorder{TB: t}
 			calls := 0
 			r.run(func(tb testing.TB) {
-				envkit.Every(10*time.Millisecond).Eventually(tb, 200*time.Millisecond, "slice a Accepted", func() bool {
+				envkit.EventuallyWithin(envkit.Every(10*time.Millisecond), tb, 200*time.Millisecond, "slice a Accepted", func() bool {
 					calls++
 					return tc.trueAt > 0 && calls >= tc.trueAt
 				})
@@ -56,14 +56,14 @@ func TestEventuallyConditionMayFailTheTest(t *testing.T) {
 	r := &recorder{TB: t}
 	start := time.Now()
 	r.run(func(tb testing.TB) {
-		envkit.Eventually(tb, time.Minute, "a read that fails", func() bool {
+		envkit.Eventually(tb, "a read that fails", func() bool {
 			require.FailNow(tb, "reading the slice: not found")
 			return false
 		})
 	})
 	_, fatal := r.failures()
 	assert.Equal(t, "FailNow", fatal)
-	assert.Less(t, time.Since(start), 10*time.Second, "the failure ends the wait, not the minute's timeout")
+	assert.Less(t, time.Since(start), envkit.WaitTimeout, "the failure ends the wait, not WaitTimeout")
 }
 
 func TestConsistently(t *testing.T) {
@@ -80,7 +80,7 @@ func TestConsistently(t *testing.T) {
 	assert.Contains(t, fatal, "no second write: stopped holding after ", "the failure names what stopped holding")
 	assert.Contains(t, fatal, "of 1m0s")
 	assert.Equal(t, 3, calls, "the first check that fails ends the wait")
-	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Less(t, time.Since(start), time.Minute, "not the minute's wait")
 
 	r = &recorder{TB: t}
 	r.run(func(tb testing.TB) {

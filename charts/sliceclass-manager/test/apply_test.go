@@ -4,12 +4,13 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // installOrder is the order the tests apply kinds in, as helm does:
@@ -28,9 +29,10 @@ var installOrder = []string{
 // template is not applied in a surprising order.
 func install(t *testing.T, objs []rendered) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancel()
-	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/servicemonitor-crd.yaml", chartCRDs}, ErrorIfPathMissing: true})
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: []string{"testdata/servicemonitor-crd.yaml", chartCRDs}, ErrorIfPathMissing: true,
+		MaxTime: envkit.WaitTimeout}) // envtest's default: 10 s for the CRDs to be established
 	require.NoError(t, err)
 	for _, r := range objs {
 		require.Contains(t, installOrder, r.obj.GetKind(), "%s: a kind the test does not know", r.template)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
@@ -57,7 +56,8 @@ classes:
 				_ = cp.Client.Delete(context.Background(), &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: budget}})
 			})
 			p := serve(t, ns, objs, managerBinary(t, m.dir, m.pkg))
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			// Each wait below gives up after envkit.WaitTimeout on its own.
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p.ready(ctx, t)
 

@@ -45,7 +45,8 @@ func TestRepeatedEventLands(t *testing.T) {
 		return resourceslice.AddToManager(mgr, class, h, resourceslice.WithRetryBackoff(10*time.Millisecond, 100*time.Millisecond))
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Each wait below gives up after envkit.WaitTimeout on its own.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rs := consumerSlice(ctx, t, ns, "repeat", class)
 	eventually(ctx, t, "the HandlerFailed event on the slice as a series of at least 2", func() bool {

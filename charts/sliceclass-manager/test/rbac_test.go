@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -19,6 +18,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // provenRBAC is the RBAC test/reliability/privilege proves: the manager
@@ -362,7 +363,7 @@ rbac:
 	install(t, objs)
 	sa := only(t, objs, "ServiceAccount", 1)[0]
 	user := "system:serviceaccount:" + sa.GetNamespace() + ":" + sa.GetName()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancel()
 	for _, tc := range []struct {
 		reason string

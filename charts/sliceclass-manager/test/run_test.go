@@ -47,7 +47,8 @@ func TestDefaultsServe(t *testing.T) {
 	v := parseArgs(t, c)
 	m := serve(t, ns, objs, managerBinary(t, repoRoot, "./examples/manager"))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Each wait below gives up after envkit.WaitTimeout on its own.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.ready(ctx, t)
 
@@ -60,8 +61,7 @@ func TestDefaultsServe(t *testing.T) {
 
 	// A consumer's slice of the default class, within its caps.
 	rs := consumerSlice(ctx, t, ns, "chart", "gold")
-	decided, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(rs))
-	require.NoError(t, err)
+	decided := decision(ctx, t, rs)
 	cond := conditions.Get(decided, conditions.Resources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, cond.Status, "%s: %s", cond.Reason, cond.Message)
@@ -113,20 +113,20 @@ rbac:
 	_, c := managerContainer(t, objs)
 	assert.Equal(t, "billing-manager:test", c.Image)
 	install(t, objs) // creates the billing and rates namespaces, which hold the Roles
-	setup, cancelSetup := context.WithTimeout(context.Background(), time.Minute)
+	setup, cancelSetup := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancelSetup()
 	require.NoError(t, cp.Client.Create(setup, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: rates, Name: "rates"}, Data: map[string][]byte{"cpu": []byte("0.04")},
 	}))
 	m := serve(t, ns, objs, managerBinary(t, "testdata/billingmanager", "."))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Each wait below gives up after envkit.WaitTimeout on its own.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.ready(ctx, t)
 
 	rs := consumerSlice(ctx, t, ns, "own", "gold")
-	decided, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(rs))
-	require.NoError(t, err)
+	decided := decision(ctx, t, rs)
 	cond := conditions.Get(decided, conditions.Resources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, cond.Status, "%s: %s", cond.Reason, cond.Message)
@@ -241,7 +241,8 @@ func (m *process) ready(ctx context.Context, t *testing.T) {
 }
 
 // stop stops the manager as the kubelet does, with SIGTERM, and checks a
-// clean exit, with no request refused by the chart's RBAC on the way.
+// clean exit (within envkit.WaitTimeout), with no request refused by the
+// chart's RBAC on the way.
 func (m *process) stop(ctx context.Context, t *testing.T) {
 	t.Helper()
 	require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
@@ -251,6 +252,8 @@ func (m *process) stop(ctx context.Context, t *testing.T) {
 		require.NoError(t, err, "the manager's exit")
 	case <-ctx.Done():
 		t.Fatal("the manager did not stop on SIGTERM")
+	case <-time.After(envkit.WaitTimeout):
+		t.Fatalf("the manager did not stop within %s of SIGTERM", envkit.WaitTimeout)
 	}
 	assert.NotContains(t, strings.ToLower(m.log.String()), "forbidden", "a request refused with the chart's RBAC")
 }
@@ -311,10 +314,23 @@ func httpOK(url string) bool {
 	return ok
 }
 
+// decision waits for rs's decision (slicetest.WaitForDecision), for up to
+// envkit.WaitTimeout, and returns the decided slice.
+func decision(ctx context.Context, t *testing.T, rs *authv1beta1.ResourceSlice) *authv1beta1.ResourceSlice {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, envkit.WaitTimeout)
+	defer cancel()
+	decided, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(rs))
+	require.NoError(t, err, "waiting for slice %s/%s's decision", rs.Namespace, rs.Name)
+	return decided
+}
+
 // eventually polls cond until it holds, failing the test with what it
-// waited for when ctx ends first.
+// waited for when ctx ends or envkit.WaitTimeout passes first.
 func eventually(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, envkit.WaitTimeout)
+	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {

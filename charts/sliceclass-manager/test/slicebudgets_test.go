@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/config/crd"
+	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
 // sliceBudgetCRD is the CRD `make crds` generates, which the chart ships a
@@ -124,7 +124,7 @@ classes:
     - {name: gold, caps: {cpu: "8"}, sliceBudget: sc-sb-premium, priority: 100}
     - {name: spot, caps: {cpu: "8"}, sliceBudget: sc-sb-premium}
 `))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancel()
 	c, err := client.New(cp.Config, client.Options{Scheme: cp.Scheme})
 	require.NoError(t, err)

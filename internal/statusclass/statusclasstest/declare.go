@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/internal/statusclass"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // Declare adds status.class to the ResourceSlice CRD's schema (declared)
@@ -50,7 +51,7 @@ func Declare(ctx context.Context, c client.Client, cfg *rest.Config, declared bo
 	if err != nil {
 		return err
 	}
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, testwait.Timeout, true, func(context.Context) (bool, error) {
 		has, err := statusclass.Published(dc)
 		return err == nil && has == declared, nil
 	})

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
@@ -194,13 +195,13 @@ func (w *Watcher) record(ev watch.Event) {
 
 // catchUp waits until the watches have delivered, for every object a
 // fresh list shows, the version it shows (a watch may lag the API
-// server's answers the test acted on), for at most catchUpWithin.
+// server's answers the test acted on), for at most testwait.Timeout.
 func (w *Watcher) catchUp(t *testing.T) {
 	t.Helper()
 	if w.list == nil {
 		return // not started: nothing to wait for
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), catchUpWithin)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 	defer cancel()
 	var behind string
 	for ctx.Err() == nil {
@@ -227,11 +228,8 @@ func (w *Watcher) catchUp(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Errorf("grant watcher: the watches did not catch up with the API server within %s: %s", catchUpWithin, behind)
+	t.Errorf("grant watcher: the watches did not catch up with the API server within %s: %s", testwait.Timeout, behind)
 }
-
-// catchUpWithin bounds how long Check and CaughtUp wait for the watches.
-const catchUpWithin = 10 * time.Second
 
 // CaughtUp waits until the watches have delivered what the API server
 // shows now, so that OffersOf and OfferLog tell the whole story so far.

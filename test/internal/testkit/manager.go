@@ -41,10 +41,25 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, opts manager.Options, regi
 // Every is envkit.Every.
 func Every(interval time.Duration) Poller { return envkit.Every(interval) }
 
-// Eventually is envkit.Eventually.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// Eventually is envkit.Eventually: it waits up to envkit.WaitTimeout.
+func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	envkit.Eventually(t, timeout, what, cond)
+	envkit.Eventually(t, what, cond)
+}
+
+// EventuallyScaled is p.Eventually for bulk work that takes minutes even on
+// an idle machine (thousands of slices decided or re-evaluated, a soak's
+// fleet): it gives up after times × envkit.WaitTimeout instead, so that
+// these deadlines too follow the tests' one deadline (internal/testwait).
+// Like Eventually, it returns at the first check at which cond holds.
+func EventuallyScaled(t testing.TB, p Poller, times int, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.Duration(times) * envkit.WaitTimeout
+	// Holds ends at the first check that fails: the first at which cond
+	// holds. It holds throughout only if cond never did.
+	if p.Holds(timeout, func() bool { return !cond() }) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
 }
 
 // Consistently is envkit.Consistently.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
@@ -45,11 +45,6 @@ const (
 	legacyQuantity  = "1e-100000000"
 	legacyFinalizer = "test.sliceclass.io/keep"
 )
-
-// activeTimeout bounds the wait for the API server to enforce a policy just
-// created: policies and bindings reach the admission plugin through an
-// informer, a second or so later; the machine may be loaded.
-const activeTimeout = 2 * time.Minute
 
 var (
 	setUpOnce sync.Once
@@ -118,19 +113,21 @@ func applyPolicy(ctx context.Context) error {
 }
 
 // waitUntilEnforced tries, as a dry run, to create a slice the policy
-// refuses until the API server refuses it with the policy's message.
+// refuses until the API server refuses it with the policy's message:
+// policies and bindings reach the admission plugin through an informer, a
+// second or so later, so it waits up to testwait.Timeout.
 func waitUntilEnforced(ctx context.Context) error {
 	probe := sliceWithRequests("probe", legacyNamespace, map[string]any{"cpu": "1e-100000000"})
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, activeTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, testwait.Timeout, true, func(ctx context.Context) (bool, error) {
 		last = cp.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return isRefusal(last, "spec", "cpu"), nil
 	})
 	if err != nil {
 		if last == nil {
-			return fmt.Errorf("timed out after %s waiting for the policy to refuse a slice: it is still admitted", activeTimeout)
+			return fmt.Errorf("timed out after %s waiting for the policy to refuse a slice: it is still admitted", testwait.Timeout)
 		}
-		return fmt.Errorf("timed out after %s waiting for the policy to refuse a slice (last answer: %w)", activeTimeout, last)
+		return fmt.Errorf("timed out after %s waiting for the policy to refuse a slice (last answer: %w)", testwait.Timeout, last)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func leaderFailover(t *testing.T, warm bool) {
 		return replicaSpec{name: name, electionID: "leader-" + ns, namespace: ns, warmup: warm, register: budgetedClass(class, ns, total)}
 	}
 	a := startReplica(t, spec("replica-a"))
-	testkit.Eventually(t, 60*time.Second, "replica-a to lead", a.leads)
+	testkit.Eventually(t, "replica-a to lead", a.leads)
 	b := startReplica(t, spec("replica-b"))
 
 	// Slices stream in, 20 a second, across the failover.
@@ -96,19 +96,19 @@ func leaderFailover(t *testing.T, warm bool) {
 		produced <- nil
 	}()
 
-	testkit.Eventually(t, 60*time.Second, fmt.Sprintf("replica-a to decide %d slices", crashAfter),
+	testkit.Eventually(t, fmt.Sprintf("replica-a to decide %d slices", crashAfter),
 		func() bool { return a.tap.patches.Load() >= crashAfter })
-	testkit.Eventually(t, 30*time.Second, "replica-a to hold the class Lease",
+	testkit.Eventually(t, "replica-a to hold the class Lease",
 		func() bool { return leaseHolder(t, ns, classlease.Name(class)) == "replica-a" })
 	require.False(t, b.leads(), "replica-b leads while replica-a is alive")
 
 	vanished := a.crash(t)
 	fromA := a.tap.patches.Load()
 
-	testkit.Eventually(t, 60*time.Second, "replica-b to lead", b.leads)
+	testkit.Eventually(t, "replica-b to lead", b.leads)
 	require.NoError(t, <-produced, "creating slices")
-	testkit.Eventually(t, 120*time.Second, "every slice decided", func() bool { return decidedCount(t, ns) == slices })
-	testkit.Eventually(t, 30*time.Second, "the class Lease held by replica-b",
+	testkit.Eventually(t, "every slice decided", func() bool { return decidedCount(t, ns) == slices })
+	testkit.Eventually(t, "the class Lease held by replica-b",
 		func() bool { return leaseHolder(t, ns, classlease.Name(class)) == "replica-b" })
 	firstByB := at(b.tap.firstPatch.Load()).Sub(vanished)
 	allByB := at(b.tap.lastPatch.Load()).Sub(vanished)
@@ -141,7 +141,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	assert.Equal(t, total, accepted, "Accepted slices: the budget was rebuilt wrongly or over-committed")
 	assert.Equal(t, slices-total, exhausted, "slices waiting with %s", budget.ReasonExhausted)
 	assert.LessOrEqual(t, held.MilliValue(), int64(total*1000), "CPU held by Accepted slices")
-	testkit.Eventually(t, 10*time.Second, "the watcher to see every acceptance", func() bool {
+	testkit.Eventually(t, "the watcher to see every acceptance", func() bool {
 		now, _, _, _ := watcher.snapshot()
 		return now == held.MilliValue()
 	})

@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
@@ -202,15 +204,15 @@ func (r *replica) crash(t *testing.T) time.Time {
 	t.Helper()
 	r.tap.cut.Store(true)
 	vanished := time.Now()
-	testkit.Eventually(t, 30*time.Second, "the crashed replica's writes in flight to be answered",
+	testkit.Eventually(t, "the crashed replica's writes in flight to be answered",
 		func() bool { return r.tap.writing.Load() == 0 })
 	r.cancel()
 	r.stopped = true
 	select {
 	case err := <-r.done:
 		t.Logf("crashed replica %s stopped (error expected): %v", r.name, err)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("crashed replica %s did not stop within 60s", r.name)
+	case <-time.After(testwait.Timeout):
+		t.Fatalf("crashed replica %s did not stop within %s", r.name, testwait.Timeout)
 	}
 	return vanished
 }
@@ -225,7 +227,7 @@ func (r *replica) stop() error {
 	select {
 	case err := <-r.done:
 		return err
-	case <-time.After(60 * time.Second):
-		return errors.New("did not stop within 60s")
+	case <-time.After(testwait.Timeout):
+		return fmt.Errorf("did not stop within %s", testwait.Timeout)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
@@ -130,16 +131,16 @@ func warmupRound(t *testing.T, class string, round int, warm bool, served int) f
 	a := startReplica(t, spec("replica-a", &aCalls))
 	// The leader has re-evaluated every slice (a steady state, as a leader
 	// that has run for a while) when the standby starts.
-	testkit.Eventually(t, 120*time.Second, fmt.Sprintf("replica-a to lead and re-evaluate the %d slices", served),
+	testkit.Eventually(t, fmt.Sprintf("replica-a to lead and re-evaluate the %d slices", served),
 		func() bool { return aCalls.Load() >= int64(served) })
 	b := startReplica(t, spec("replica-b", &bCalls))
 	// A manager runs leader election after it has started its warmup.
-	testkit.Eventually(t, 120*time.Second, "replica-b to ask for the leader-election Lease",
+	testkit.Eventually(t, "replica-b to ask for the leader-election Lease",
 		func() bool { return b.tap.electionTried.Load() != 0 })
 	if warm {
-		testkit.Eventually(t, 60*time.Second, "the standby (EnableWarmup) to start its slice informer before it leads",
+		testkit.Eventually(t, "the standby (EnableWarmup) to start its slice informer before it leads",
 			func() bool { return b.tap.sliceRead.Load() != 0 })
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 		defer cancel()
 		require.True(t, b.mgr.GetCache().WaitForCacheSync(ctx), "the standby's cache did not sync")
 	}
@@ -154,11 +155,13 @@ func warmupRound(t *testing.T, class string, round int, warm bool, served int) f
 		fresh = append(fresh, oneCPU(ns, fmt.Sprintf("f-%02d", i), class))
 	}
 	createAll(t, fresh)
-	testkit.Eventually(t, 180*time.Second, "replica-b to decide the fresh slices", func() bool { return decidedCount(t, ns) == freshSlices })
+	// Behind the new leader's initial list of the whole backlog (2000
+	// slices with SLICECLASS_RELIABILITY_FULL): bulk work.
+	testkit.EventuallyScaled(t, testkit.Poller{}, 2, "replica-b to decide the fresh slices", func() bool { return decidedCount(t, ns) == freshSlices })
 
 	assert.Zero(t, a.tap.patches.Load(), "replica-a wrote, though the backlog was decided")
 	assert.Equal(t, int64(freshSlices), b.tap.patches.Load(), "status patches of replica-b: one per fresh slice, none for the backlog")
-	testkit.Eventually(t, 180*time.Second, "replica-b to re-evaluate every slice", func() bool { return bCalls.Load() >= int64(served+freshSlices) })
+	testkit.EventuallyScaled(t, testkit.Poller{}, 2, "replica-b to re-evaluate every slice", func() bool { return bCalls.Load() >= int64(served+freshSlices) })
 	run := failoverRun{
 		toLeader: at(b.elected.Load()).Sub(vanished),
 		toFirst:  at(b.tap.firstPatch.Load()).Sub(vanished),
@@ -188,11 +191,11 @@ func TestClassSetStandbyWarmsUp(t *testing.T) {
 			}}
 	}
 	a := startReplica(t, spec("replica-a"))
-	testkit.Eventually(t, 120*time.Second, "replica-a to lead", a.leads)
+	testkit.Eventually(t, "replica-a to lead", a.leads)
 	b := startReplica(t, spec("replica-b"))
-	testkit.Eventually(t, 120*time.Second, "replica-b to ask for the leader-election Lease",
+	testkit.Eventually(t, "replica-b to ask for the leader-election Lease",
 		func() bool { return b.tap.electionTried.Load() != 0 })
-	testkit.Eventually(t, 30*time.Second, "the standby (EnableWarmup, ClassSet) to start its slice informer before it leads",
+	testkit.Eventually(t, "the standby (EnableWarmup, ClassSet) to start its slice informer before it leads",
 		func() bool { return b.tap.sliceRead.Load() != 0 })
 	require.False(t, b.leads(), "replica-b leads while replica-a is alive")
 }

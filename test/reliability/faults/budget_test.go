@@ -69,7 +69,7 @@ func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
 		}
 		return n, list.Items
 	}
-	poll.Eventually(t, 2*time.Minute, fmt.Sprintf("%d slices Accepted", total), func() bool { n, _ := accepted(); return n == total })
+	poll.Eventually(t, fmt.Sprintf("%d slices Accepted", total), func() bool { n, _ := accepted(); return n == total })
 
 	// Delete every third slice over a few seconds, Accepted ones among them.
 	deleted := 0
@@ -80,11 +80,11 @@ func TestFaultsBudgetNeitherOverCommitsNorLeaks(t *testing.T) {
 		deleted++
 		time.Sleep(150 * time.Millisecond)
 	}
-	poll.Eventually(t, 2*time.Minute, fmt.Sprintf("the %d slices left hold exactly the budget", slices-deleted), func() bool {
+	poll.Eventually(t, fmt.Sprintf("the %d slices left hold exactly the budget", slices-deleted), func() bool {
 		n, items := accepted()
 		return len(items) == slices-deleted && n == total
 	})
-	poll.Eventually(t, 30*time.Second, "the budget counts exactly what is granted", func() bool {
+	poll.Eventually(t, "the budget counts exactly what is granted", func() bool {
 		used := b.Used()[corev1.ResourceCPU]
 		return used.Cmp(*resource.NewQuantity(total, resource.DecimalSI)) == 0
 	})

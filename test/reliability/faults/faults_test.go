@@ -155,7 +155,7 @@ func runFaults(t *testing.T, name string, rates faultRates, seed int64) faultsRu
 	start := time.Now()
 	require.NoError(t, createAll(ctx, cp.Client, specs, func(s sliceSpec) { liqo.add(s.key()) }))
 	created := time.Now()
-	waitDecided(t, cp.Client, 5*time.Minute, specs)
+	waitDecided(t, cp.Client, specs)
 	last := in.writes.lastApplied()
 	run := faultsRun{slices: len(specs), in: in, converge: last.Sub(start), tail: last.Sub(created)}
 

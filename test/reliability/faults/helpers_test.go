@@ -218,11 +218,13 @@ func undecided(ctx context.Context, c client.Reader, specs []sliceSpec) (int, er
 // server, whose load the suite measures.
 var poll = testkit.Every(100 * time.Millisecond)
 
-// waitDecided waits until every slice of specs has a decision on the server.
-func waitDecided(t *testing.T, c client.Reader, timeout time.Duration, specs []sliceSpec) {
+// waitDecided waits until every slice of specs has a decision on the
+// server: hundreds of slices under injected faults, bulk work, so for up to
+// three times the tests' one deadline.
+func waitDecided(t *testing.T, c client.Reader, specs []sliceSpec) {
 	t.Helper()
 	left := len(specs)
-	poll.Eventually(t, timeout, fmt.Sprintf("every one of %d slices decided", len(specs)), func() bool {
+	testkit.EventuallyScaled(t, poll, 3, fmt.Sprintf("every one of %d slices decided", len(specs)), func() bool {
 		n, err := undecided(context.Background(), c, specs)
 		if err == nil {
 			left = n

@@ -67,7 +67,7 @@ func TestAPIServerRestartMidBacklog(t *testing.T) {
 			resourceslice.WithRetryBackoff(10*time.Millisecond, time.Second))
 	})
 	appliedNow := func() int { n, _, _ := in.writes.totals(); return n }
-	poll.Eventually(t, 2*time.Minute, "a fifth of the backlog decided", func() bool { return appliedNow() >= backlog/5 })
+	poll.Eventually(t, "a fifth of the backlog decided", func() bool { return appliedNow() >= backlog/5 })
 
 	serverBefore, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestAPIServerRestartMidBacklog(t *testing.T) {
 	require.Less(t, atBack, backlog, "the backlog was decided before the API server was back: slow the handler")
 	require.NoError(t, createAll(ctx, plane.Client, specs[backlog:], func(sliceSpec) {}))
 
-	waitDecided(t, plane.Client, 5*time.Minute, specs)
+	waitDecided(t, plane.Client, specs)
 	last := in.writes.lastApplied()
 	settled := appliedNow()
 	quiet := poll.Holds(3*time.Second, func() bool { return appliedNow() == settled })

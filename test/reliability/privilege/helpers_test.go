@@ -7,15 +7,18 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // pollInterval is how often the waits check.
 const pollInterval = 100 * time.Millisecond
 
 // waitFor checks cond every pollInterval until it holds, ctx ends, or
-// timeout passes; the error says what it waited for and the last error cond
-// returned.
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+// testwait.Timeout passes; the error says what it waited for and the last
+// error cond returned.
+func waitFor(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) error {
+	const timeout = testwait.Timeout
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)

@@ -18,10 +18,6 @@ import (
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
-// stepTimeout bounds each step of the scenario: generous, for a loaded
-// 2-core machine; a class Lease is renewed every 10s.
-const stepTimeout = 60 * time.Second
-
 // managerKubeconfig writes a kubeconfig that authenticates as the deploy's
 // ServiceAccount with a client certificate.
 func managerKubeconfig(t *testing.T) string {
@@ -69,7 +65,7 @@ func TestShippedRoleSuffices(t *testing.T) {
 	applyRoles(t, m, shipped(m))
 	kubeconfig := managerKubeconfig(t)
 
-	out := runScenario(t, newWorld("shipped"), kubeconfig, stepTimeout, false)
+	out := runScenario(t, newWorld("shipped"), kubeconfig, false)
 	t.Logf("RELIABILITY: privilege shipped role: %d/%d steps held, %d requests refused (403), %d stderr lines saying forbidden, %s",
 		len(out.passed), len((&run{}).steps()), out.forbidden, len(out.refusals), out.elapsed.Round(100*time.Millisecond))
 	for _, s := range out.passed {
@@ -99,7 +95,7 @@ func TestEveryRuleIsNeeded(t *testing.T) {
 	var unneeded []string
 	for i, v := range vs {
 		applyRoles(t, m, v)
-		out := runScenario(t, newWorld(fmt.Sprintf("v%02d", i+1)), kubeconfig, stepTimeout, true)
+		out := runScenario(t, newWorld(fmt.Sprintf("v%02d", i+1)), kubeconfig, true)
 		verdict := "fails"
 		if out.ok() {
 			verdict = "PASSES"

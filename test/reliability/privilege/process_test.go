@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
 // managerProcess is the example manager running as a subprocess.
@@ -43,9 +45,10 @@ func startBinary(t *testing.T, args []string, env []string, onForbidden func(lin
 	return p
 }
 
-// stop sends SIGTERM and waits up to timeout for the exit; it returns the
-// exit code, or an error if the process did not exit in time.
-func (p *managerProcess) stop(timeout time.Duration) (int, error) {
+// stop sends SIGTERM and waits up to testwait.Timeout for the exit; it
+// returns the exit code, or an error if the process did not exit in time.
+func (p *managerProcess) stop() (int, error) {
+	const timeout = testwait.Timeout
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return -1, err
 	}

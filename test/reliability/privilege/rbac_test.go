@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -23,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
@@ -230,10 +230,10 @@ func applyRoles(t *testing.T, m manifests, v variant) {
 		require.Eventually(t, func() bool {
 			err := cp.Client.Create(ctx, obj.DeepCopyObject().(client.Object))
 			return err == nil
-		}, 30*time.Second, pollInterval, "recreating %T %s", obj, obj.GetName())
+		}, testwait.Timeout, pollInterval, "recreating %T %s", obj, obj.GetName())
 	}
 	perms := permissions(m)
-	testkit.Every(pollInterval).Eventually(t, 30*time.Second, "the authorizer to apply the roles of variant "+v.name, func() bool {
+	testkit.Every(pollInterval).Eventually(t, "the authorizer to apply the roles of variant "+v.name, func() bool {
 		for _, p := range perms {
 			allowed, err := sarAllowed(ctx, p)
 			if err != nil || allowed != p.allowedBy(v) {

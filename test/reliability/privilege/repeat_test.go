@@ -81,7 +81,7 @@ func refuseStatus(ctx context.Context, tag string) error {
 		return fmt.Errorf("creating the policy's probe slice: %w", err)
 	}
 	defer func() { _ = cp.Client.Delete(context.Background(), probe) }()
-	return waitFor(ctx, stepTimeout, "the status-refusing policy enforced", func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "the status-refusing policy enforced", func(ctx context.Context) (bool, error) {
 		var rs authv1beta1.ResourceSlice
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(probe), &rs); err != nil {
 			return false, err
@@ -109,7 +109,7 @@ func (w world) refusedSlice() *authv1beta1.ResourceSlice {
 // show as a series of at least two: the repeat was patched in.
 func (r *run) eventRepeated(ctx context.Context) error {
 	what := fmt.Sprintf("a %s event regarding slice %s/%s repeated as a series", reasonStatusRejected, r.w.tenantNS, sliceRefused)
-	return waitFor(ctx, r.timeout, what, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, what, func(ctx context.Context) (bool, error) {
 		var list eventsv1.EventList
 		if err := cp.Client.List(ctx, &list, client.InNamespace(r.w.tenantNS)); err != nil {
 			return false, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/budget"
@@ -124,9 +125,8 @@ func (w world) setup(ctx context.Context) error {
 // run is one run of the scenario: the manager process and what the steps
 // observed.
 type run struct {
-	w       world
-	p       *managerProcess
-	timeout time.Duration
+	w world
+	p *managerProcess
 
 	mu sync.Mutex
 	// leaderRenew is the leader-election Lease's renew time when first seen.
@@ -157,7 +157,7 @@ func (r *run) steps() []step {
 }
 
 func (r *run) leaderAcquired(ctx context.Context) error {
-	return waitFor(ctx, r.timeout, "Lease "+r.w.leaderLease+" held", func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "Lease "+r.w.leaderLease+" held", func(ctx context.Context) (bool, error) {
 		lease, err := getLease(ctx, r.w.leaderLease)
 		if err != nil || lease == nil || !held(lease) {
 			return false, err
@@ -224,7 +224,7 @@ func (r *run) tenantFollowed(ctx context.Context) error {
 }
 
 func (r *run) leaderEvent(ctx context.Context) error {
-	return waitFor(ctx, r.timeout, "a LeaderElection event on Lease "+r.w.leaderLease, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "a LeaderElection event on Lease "+r.w.leaderLease, func(ctx context.Context) (bool, error) {
 		var list corev1.EventList
 		if err := cp.Client.List(ctx, &list, client.InNamespace(saNamespace)); err != nil {
 			return false, err
@@ -242,7 +242,7 @@ func (r *run) leaderRenewed(ctx context.Context) error {
 	r.mu.Lock()
 	first := r.leaderRenew
 	r.mu.Unlock()
-	return waitFor(ctx, r.timeout, "Lease "+r.w.leaderLease+" renewed", func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "Lease "+r.w.leaderLease+" renewed", func(ctx context.Context) (bool, error) {
 		lease, err := getLease(ctx, r.w.leaderLease)
 		if err != nil || lease == nil || !held(lease) {
 			return false, err
@@ -253,7 +253,7 @@ func (r *run) leaderRenewed(ctx context.Context) error {
 
 func (r *run) classLeaseRenewed(ctx context.Context) error {
 	var first time.Time
-	if err := waitFor(ctx, r.timeout, "class Lease "+r.w.classLease+" held by "+r.w.podName, func(ctx context.Context) (bool, error) {
+	if err := waitFor(ctx, "class Lease "+r.w.classLease+" held by "+r.w.podName, func(ctx context.Context) (bool, error) {
 		lease, err := getLease(ctx, r.w.classLease)
 		if err != nil || lease == nil || !held(lease) || *lease.Spec.HolderIdentity != r.w.podName {
 			return false, err
@@ -263,7 +263,7 @@ func (r *run) classLeaseRenewed(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return waitFor(ctx, r.timeout, "class Lease "+r.w.classLease+" renewed", func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "class Lease "+r.w.classLease+" renewed", func(ctx context.Context) (bool, error) {
 		lease, err := getLease(ctx, r.w.classLease)
 		if err != nil || lease == nil || lease.Spec.RenewTime == nil {
 			return false, err
@@ -273,7 +273,7 @@ func (r *run) classLeaseRenewed(ctx context.Context) error {
 }
 
 func (r *run) cleanShutdown(ctx context.Context) error {
-	code, err := r.p.stop(r.timeout)
+	code, err := r.p.stop()
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (r *run) cleanShutdown(ctx context.Context) error {
 // waitDecision waits for the slice to carry the decision.
 func (r *run) waitDecision(ctx context.Context, ns, name string, status authv1beta1.ResourceSliceConditionStatus, reason string) error {
 	what := fmt.Sprintf("slice %s/%s %s with reason %s", ns, name, status, reason)
-	return waitFor(ctx, r.timeout, what, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, what, func(ctx context.Context) (bool, error) {
 		rs := r.slice(ctx, ns, name)
 		c := conditions.Get(rs, conditions.Resources)
 		return c != nil && c.Status == status && c.Reason == reason, nil
@@ -312,7 +312,7 @@ func (r *run) slice(ctx context.Context, ns, name string) *authv1beta1.ResourceS
 // waitEvent waits for an events.k8s.io event with reason regarding the slice.
 func (r *run) waitEvent(ctx context.Context, ns, name, reason string) error {
 	what := fmt.Sprintf("a %s event regarding slice %s/%s", reason, ns, name)
-	return waitFor(ctx, r.timeout, what, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, what, func(ctx context.Context) (bool, error) {
 		var list eventsv1.EventList
 		if err := cp.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -379,7 +379,7 @@ func (o outcome) ok() bool {
 // every step. With failFast, the run ends at the first refusal (a 403 on the
 // API server's counter or "forbidden" in the manager's stderr) and the
 // manager is killed: what matters then is that it failed, not how.
-func runScenario(t *testing.T, w world, kubeconfig string, timeout time.Duration, failFast bool) outcome {
+func runScenario(t *testing.T, w world, kubeconfig string, failFast bool) outcome {
 	t.Helper()
 	start := time.Now()
 	base := context.Background()
@@ -414,7 +414,9 @@ func runScenario(t *testing.T, w world, kubeconfig string, timeout time.Duration
 		if !failFast {
 			return
 		}
-		_ = waitFor(ctx, 10*timeout, "a 403", func(ctx context.Context) (bool, error) {
+		// Watches for a 403 as long as the run lasts: the run's end
+		// cancels ctx.
+		_ = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 			n, err := forbiddenCount(ctx)
 			return err == nil && n > before, nil
 		})
@@ -422,7 +424,7 @@ func runScenario(t *testing.T, w world, kubeconfig string, timeout time.Duration
 			refused(errors.New("the API server answered 403"))
 		}
 	}()
-	r := &run{w: w, p: p, timeout: timeout}
+	r := &run{w: w, p: p}
 	out := outcome{stderr: p.stderr}
 	for _, s := range r.steps() {
 		if err := s.check(ctx); err != nil {

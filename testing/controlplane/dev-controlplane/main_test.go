@@ -60,7 +60,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile, testr.New(t)) }()
-	envkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the control plane's kubeconfig and instructions", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, "the control plane's kubeconfig and instructions", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run ended before it printed its instructions: %v\n%s", err, output())
@@ -90,7 +90,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 		}))
 	})
 	createExampleSlice(t, output(), path, cfg, cl)
-	wait, cancel := context.WithTimeout(context.Background(), time.Minute)
+	wait, cancel := context.WithTimeout(context.Background(), envkit.WaitTimeout)
 	defer cancel()
 	got, err := slicetest.WaitForDecision(wait, cl, types.NamespacedName{Namespace: "liqo-tenant-acme", Name: exampleSlice})
 	require.NoError(t, err)
@@ -104,8 +104,8 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err, "stopping")
-	case <-time.After(2 * time.Minute):
-		t.Fatal("run did not return within 2 minutes of the interruption")
+	case <-time.After(envkit.WaitTimeout):
+		t.Fatalf("run did not return within %s of the interruption", envkit.WaitTimeout)
 	}
 	assert.NoFileExists(t, path, "the kubeconfig of a stopped control plane is removed")
 	for _, want := range []string{"KUBECONFIG=" + path + " go run ./yourmanager", "kubectl get resourceslices.authentication.liqo.io -A",
@@ -134,7 +134,7 @@ func checkPlaysLiqo(t *testing.T, cl client.Client) {
 			assert.Equal(t, authv1beta1.TenantConditionActive, tenants.Items[0].Spec.TenantCondition)
 		}
 	}
-	envkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "Liqo's QuotaCreator's Quota for the Accepted slice", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, "Liqo's QuotaCreator's Quota for the Accepted slice", func() bool {
 		var quotas offloadingv1beta1.QuotaList
 		require.NoError(t, cl.List(ctx, &quotas, client.InNamespace("liqo-tenant-acme")))
 		return len(quotas.Items) == 1
@@ -143,7 +143,7 @@ func checkPlaysLiqo(t *testing.T, cl client.Client) {
 	stray := slicetest.NewSlice("stray", slicetest.Unauthenticated(), slicetest.WithClass(exampleClass),
 		slicetest.WithNamespace("liqo-tenant-acme"), slicetest.WithConsumer("globex"))
 	require.NoError(t, cl.Create(ctx, stray))
-	envkit.Every(100*time.Millisecond).Eventually(t, time.Minute, "globex's slice in acme's tenant namespace denied authentication", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, "globex's slice in acme's tenant namespace denied authentication", func() bool {
 		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(stray), stray))
 		c := conditions.Get(stray, conditions.Authentication)
 		return c != nil && c.Status == conditions.Denied

@@ -213,12 +213,12 @@ func TestOnCallWalk(t *testing.T) {
 		select {
 		case <-done:
 			assert.NoError(t, runErr, "stopping the dev control plane")
-		case <-time.After(2 * time.Minute):
-			t.Error("the dev control plane did not stop within 2 minutes")
+		case <-time.After(envkit.WaitTimeout):
+			t.Errorf("the dev control plane did not stop within %s", envkit.WaitTimeout)
 		}
 		_ = out.Close()
 	})
-	envkit.Every(100*time.Millisecond).Eventually(t, 3*time.Minute, "the dev control plane's instructions", func() bool {
+	envkit.Every(100*time.Millisecond).Eventually(t, "the dev control plane's instructions", func() bool {
 		select {
 		case <-done:
 			t.Fatalf("the dev control plane ended: %v\n%s", runErr, printed())
@@ -232,9 +232,10 @@ func TestOnCallWalk(t *testing.T) {
 
 	env := append(os.Environ(), "PATH="+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var exports []string
-	// The first decision waits for the manager's build (go run); the rest
-	// for a decision or a status write.
-	timeout := 5 * time.Minute
+	// The first decision waits for the manager's build (go run) too, which
+	// on a loaded machine takes minutes of its own; the rest for a decision
+	// or a status write.
+	timeout := 3 * envkit.WaitTimeout
 	for _, s := range w.steps {
 		cmd := rewrite(s.command)
 		if strings.HasPrefix(cmd, "export ") {
@@ -266,7 +267,7 @@ func TestOnCallWalk(t *testing.T) {
 			t.Fatalf("docs/budgets.md's walk: %s\nwant:\n%s\ngot, after %v:\n%s", s.command, strings.Join(s.want, "\n"), timeout, last)
 		}
 		if strings.Contains(cmd, " get ") || strings.Contains(cmd, " describe ") {
-			timeout = time.Minute
+			timeout = envkit.WaitTimeout
 		}
 	}
 }
@@ -295,9 +296,9 @@ func startManager(t *testing.T, script, logPath string) <-chan struct{} {
 		select {
 		case err := <-exited:
 			t.Logf("the manager's shell ended: %v", err) // killed: an error is expected
-		case <-time.After(time.Minute):
+		case <-time.After(envkit.WaitTimeout):
 			_ = syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
-			t.Errorf("the manager did not stop within a minute of SIGTERM: killed (%v)", <-exited)
+			t.Errorf("the manager did not stop within %s of SIGTERM: killed (%v)", envkit.WaitTimeout, <-exited)
 		}
 		_ = log.Close()
 		if t.Failed() {
