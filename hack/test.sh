@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
 # Runs go test -race -count=1 over the packages given (default ./...), as
-# make test does, with one change: the integration suite (test/integration),
-# whose tests run one after another on one control plane and take far longer
-# than any other package, is split into TEST_SHARDS processes (default 3).
-# Each shard is the same test binary run with -test.run naming its share of
-# the suite's tests: a control plane of its own, its tests one after another
-# as before, so no two tests share anything they did not share already. The
-# shards run beside the other packages (the other suites under test/ in one
-# go test, every other package in another), which keeps both cores busy while
-# the suites' tests wait on the API server.
+# make test does, sized to the machine: first every test binary is built
+# (one go invocation, which compiles up to nproc packages at once), then the
+# binaries run from a pool of TEST_JOBS slots (default: nproc + 1; a test
+# on the API server spends much of its time waiting on it, so one slot more
+# than the cores keeps them busy without piling work on them). Building
+# first and running from one pool keeps the load near the core count: before,
+# the integration shards, the other suites and every other package each
+# compiled and ran at once, each sized to the whole machine (load 28 on 2
+# cores).
 #
-# Tests are dealt to shards longest first (hack/integration-weights names
-# the slow ones, in seconds of one sharded run; any other test counts
-# DEFAULT_WEIGHT), each to the shard with the least so far; a new test needs
-# no entry. TEST_SHARDS=1 runs the suite as one process, as go test would.
+# The integration suite (test/integration), whose tests run one after another
+# on one control plane and take far longer than any other package, is split
+# into TEST_SHARDS runs of its binary (default: the pool's size). Each shard
+# runs with -test.run naming its share of the suite's tests: a control plane
+# of its own, its tests one after another as before, so no two tests share
+# anything they did not share already. Tests are dealt to shards longest
+# first (hack/integration-weights names the slow ones, in seconds of one
+# sharded run; any other test counts DEFAULT_WEIGHT), each to the shard with
+# the least so far; a new test needs no entry. The pool starts the longest
+# runs first: the shards, then the other suites under test/, then every
+# other package.
+#
+# Each run prints go test's own closing line (ok or FAIL, the package, the
+# seconds) and, when it fails, its whole output first.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-SHARDS="${TEST_SHARDS:-3}"
+CORES="$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)"
+JOBS="${TEST_JOBS:-$((CORES + 1))}"
+SHARDS="${TEST_SHARDS:-$JOBS}"
 TIMEOUT="${TEST_TIMEOUT:-30m}"
 DEFAULT_WEIGHT=3
 
@@ -26,73 +38,131 @@ mod="$(go list -m)"
 suite="$mod/test/integration"
 patterns=("$@")
 if ((${#patterns[@]} == 0)); then patterns=(./...); fi
-mapfile -t all < <(go list "${patterns[@]}")
-# The other suites under test/ (reliability, soak) run long too: they get a
-# go test of their own, started with the shards, so that they do not start
-# last behind every unit-test package.
-others=()
-suites=()
-sharded=0
-for p in "${all[@]}"; do
-  if [[ "$p" == "$suite" ]]; then
-    sharded=1
-  elif [[ "$p" == "$mod/test/"* ]]; then
-    suites+=("$p")
-  else
-    others+=("$p")
-  fi
-done
-if ((!sharded)) || ((SHARDS <= 1)); then
-  exec go test -race -count=1 -timeout "$TIMEOUT" "${all[@]}"
+# Packages with tests, and their directories (a test binary runs in its
+# package's directory, as under go test).
+declare -A dirs=()
+pkgs=()
+while read -r p d; do
+  pkgs+=("$p")
+  dirs[$p]="$d"
+done < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "${patterns[@]}")
+if ((${#pkgs[@]} == 0)); then
+  echo "hack/test.sh: no package with tests in ${patterns[*]}" >&2
+  exit 1
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/sliceclass-test.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-bin="$work/integration.test"
-go test -race -c -o "$bin" ./test/integration
-# -test.short: list without starting a control plane (RunSuite skips it).
-mapfile -t tests < <(cd test/integration && "$bin" -test.short -test.list '^Test' | grep '^Test')
-
-# deal prints one line per shard: the -test.run pattern of its tests.
-deal() {
-  local t w
-  for t in "${tests[@]}"; do
-    w="$(awk -v t="$t" '$1 == t { print $2; exit }' hack/integration-weights)"
-    echo "${w:-$DEFAULT_WEIGHT} $t"
-  done | sort -k1,1nr -k2,2 | awk -v n="$SHARDS" '
-    { best = 0; for (i = 1; i < n; i++) if (load[i] < load[best]) best = i
-      load[best] += $1; names[best] = names[best] (names[best] == "" ? "" : "|") $2 }
-    END { for (i = 0; i < n; i++) print names[i] }'
-}
-mapfile -t runs < <(deal)
-
 pids=()
-if ((${#suites[@]} > 0)); then
-  go test -race -count=1 -timeout "$TIMEOUT" "${suites[@]}" &
-  pids+=($!)
-fi
-if ((${#others[@]} > 0)); then
-  go test -race -count=1 -timeout "$TIMEOUT" "${others[@]}" &
-  pids+=($!)
-fi
-for i in "${!runs[@]}"; do
-  [[ -n "${runs[$i]}" ]] || continue
-  n="$(tr '|' '\n' <<<"${runs[$i]}" | wc -l)"
-  (
-    start=$SECONDS
-    # The binary runs in its package's directory, as under go test.
-    if (cd test/integration && "$bin" -test.count=1 -test.timeout="$TIMEOUT" -test.run "^(${runs[$i]})\$") >"$work/shard$i.log" 2>&1; then
-      printf 'ok  \t%s (shard %d/%d, %d tests)\t%ds\n' "$suite" $((i + 1)) "$SHARDS" "$n" $((SECONDS - start))
-    else
-      cat "$work/shard$i.log"
-      printf 'FAIL\t%s (shard %d/%d, %d tests)\t%ds\n' "$suite" $((i + 1)) "$SHARDS" "$n" $((SECONDS - start))
-      exit 1
-    fi
-  ) &
-  pids+=($!)
+cleanup() {
+  for p in "${pids[@]}"; do pkill -TERM -P "$p" 2>/dev/null || true; kill -- "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# binary names a package's test binary: the package's import path with its
+# slashes turned to dots, so no two packages share one.
+binary() { echo "$work/bin/$(tr '/' '.' <<<"${1#"$mod"}" | sed 's/^\.//;s/^$/root/').test"; }
+
+start=$SECONDS
+mkdir -p "$work/bin" "$work/build" "$work/rc"
+# One go invocation builds them all (go test -c -o DIR/ names each binary
+# after its package's last element); packages that share a last element go
+# to separate invocations.
+declare -A byname=()
+groups=()
+for p in "${pkgs[@]}"; do
+  n="${p##*/}"
+  i="${byname[$n]:-0}"
+  byname[$n]=$((i + 1))
+  groups[i]="${groups[i]:-} $p"
 done
+for g in "${groups[@]}"; do
+  # shellcheck disable=SC2086 # g is a space-separated list of import paths
+  go test -race -c -o "$work/build/" $g
+  for p in $g; do
+    n="${p##*/}"
+    if [[ -f "$work/build/$n.test" ]]; then mv "$work/build/$n.test" "$(binary "$p")"; fi
+  done
+done
+echo "hack/test.sh: built ${#pkgs[@]} test binaries in $((SECONDS - start))s; running them $JOBS at a time ($CORES cores)" >&2
+
+# Jobs, longest first: "name|package|extra args" per line.
+jobs=()
+has_suite=0
+for p in "${pkgs[@]}"; do [[ "$p" == "$suite" ]] && has_suite=1; done
+if ((has_suite)) && ((SHARDS > 1)); then
+  bin="$(binary "$suite")"
+  # -test.short: list without starting a control plane (RunSuite skips it).
+  mapfile -t tests < <(cd "${dirs[$suite]}" && "$bin" -test.short -test.list '^Test' | grep '^Test')
+  mapfile -t runs < <(
+    for t in "${tests[@]}"; do
+      w="$(awk -v t="$t" '$1 == t { print $2; exit }' hack/integration-weights)"
+      echo "${w:-$DEFAULT_WEIGHT} $t"
+    done | sort -k1,1nr -k2,2 | awk -v n="$SHARDS" '
+      { best = 0; for (i = 1; i < n; i++) if (load[i] < load[best]) best = i
+        load[best] += $1; names[best] = names[best] (names[best] == "" ? "" : "|") $2 }
+      END { for (i = 0; i < n; i++) print names[i] }'
+  )
+  for i in "${!runs[@]}"; do
+    [[ -n "${runs[$i]}" ]] || continue
+    n="$(tr '|' '\n' <<<"${runs[$i]}" | wc -l)"
+    jobs+=("$suite (shard $((i + 1))/$SHARDS, $n tests)|$suite|-test.run=^(${runs[$i]})\$")
+  done
+elif ((has_suite)); then
+  jobs+=("$suite|$suite|")
+fi
+for p in "${pkgs[@]}"; do
+  [[ "$p" == "$mod/test/"* && "$p" != "$suite" ]] && jobs+=("$p|$p|")
+done
+for p in "${pkgs[@]}"; do
+  [[ "$p" != "$mod/test/"* ]] && jobs+=("$p|$p|")
+done
+
+# run N NAME PKG ARG: one test binary, its closing line as go test prints
+# it; its exit code goes to $work/rc/N.
+run() {
+  local rc=0
+  run1 "$2" "$3" "$4" || rc=$?
+  echo "$rc" >"$work/rc/$1"
+}
+run1() {
+  local name="$1" pkg="$2" arg="$3" log began=$SECONDS bin args=()
+  bin="$(binary "$pkg")"
+  log="$work/log.$BASHPID"
+  if [[ ! -x "$bin" ]]; then
+    printf '?   \t%s\t[no test files]\n' "$name"
+    return 0
+  fi
+  args=(-test.count=1 -test.timeout="$TIMEOUT" -test.paniconexit0)
+  [[ -n "$arg" ]] && args+=("$arg")
+  if (cd "${dirs[$pkg]}" && "$bin" "${args[@]}") >"$log" 2>&1; then
+    printf 'ok  \t%s\t%ds\n' "$name" $((SECONDS - began))
+  else
+    cat "$log"
+    printf 'FAIL\t%s\t%ds\n' "$name" $((SECONDS - began))
+    return 1
+  fi
+}
+
+# The pool: a run's slot frees when its exit code is written; wait -n only
+# sleeps until some child ends.
+busy() {
+  local n=0 i
+  for i in "${running[@]}"; do [[ -f "$work/rc/$i" ]] || n=$((n + 1)); done
+  echo "$n"
+}
+running=()
+for i in "${!jobs[@]}"; do
+  while (($(busy) >= JOBS)); do wait -n 2>/dev/null || true; done
+  IFS='|' read -r name pkg arg <<<"${jobs[$i]}"
+  run "$i" "$name" "$pkg" "$arg" &
+  pids+=($!)
+  running+=("$i")
+done
+wait
 failed=0
-for p in "${pids[@]}"; do
-  wait "$p" || failed=1
+for i in "${!jobs[@]}"; do
+  [[ "$(cat "$work/rc/$i" 2>/dev/null || echo 1)" == 0 ]] || failed=1
 done
+echo "hack/test.sh: ran ${#jobs[@]} test runs in $((SECONDS - start))s" >&2
 exit "$failed"
