@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo dev-controlplane crds crds-check test test-oldest unit integration reliability soak long envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image
+.PHONY: all demo dev-controlplane crds crds-check test test-oldest unit integration reliability soak long envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image api-check
 
 all: test
 
@@ -31,10 +31,16 @@ crds:
 crds-check:
 	@hack/crdgen.sh --check
 
+## api-check: fail, with the diff, when hack/api.txt (the SDK's exported surface, one line per
+## exported name) differs from the code; go run ./hack/apitxt -w regenerates it (docs/api.md).
+api-check:
+	@$(GO) run ./hack/apitxt -check
+
 ## test: vet, format check, lint, and every test (unit + integration on a real API server) with -race,
-## then the Helm chart's tests (chart-test). hack/test.sh is go test -race -count=1 ./... with the
-## integration suite split into TEST_SHARDS processes (default 3), each on a control plane of its own.
-test: vet fmt lint
+## then the Helm chart's tests (chart-test). hack/test.sh is go test -race -count=1 ./..., sized to the
+## machine: it builds every test binary first, then runs them TEST_JOBS at a time (default nproc + 1),
+## the integration suite split into TEST_SHARDS runs (default TEST_JOBS), each on a control plane of its own.
+test: vet fmt lint api-check
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 hack/test.sh ./...
 	@$(MAKE) --no-print-directory chart-test
 
