@@ -53,12 +53,16 @@
 //   - budget: a finite capacity one or several classes draw from, counted
 //     from what the cluster shows each slice holds (its Accepted offer and
 //     Liqo's Quota for it), never over-committed; node pools whose total
-//     follows the provider's nodes, per-consumer limits and a fair order
-//     between consumers. Attach one or more with resourceslice.WithBudget.
+//     follows the provider's nodes, per-consumer limits, a fair order
+//     between consumers, cohorts of budgets that lend each other what they
+//     leave idle, and budgets that follow a SliceBudget object
+//     (FromObject). Attach one or more with resourceslice.WithBudget.
 //   - api/v1alpha1: the SliceBudget API (preview), a budget declared as a
 //     cluster-scoped object (kubectl get sb), validated by the API server;
-//     its CRD is config/crd/sliceclass.io_slicebudgets.yaml. No controller
-//     follows it yet.
+//     its CRD is config/crd/sliceclass.io_slicebudgets.yaml (the Helm
+//     chart ships it). budget.FromObject builds a budget that follows one
+//     live and writes its status; the example manager's classes file
+//     names one per class with sliceBudget.
 //   - testing (package slicetest): a harness to unit-test a Handler by
 //     running the real Reconciler on controller-runtime's fake client (with
 //     fault injection: conflicts, lost answers), and slice builders.

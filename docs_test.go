@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
@@ -28,6 +27,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
+	managerflags "github.com/sliceclass/sliceclass/examples/manager/flags"
 	"github.com/sliceclass/sliceclass/flags"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -54,7 +54,7 @@ func TestGoldOnAServer(t *testing.T) {
 	rs := slicetest.NewSlice("s1", slicetest.WithNamespace(ns), slicetest.WithConsumer("alice"),
 		slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, rs))
-	envkit.Eventually(t, time.Minute, "s1 capped at 8 CPU", func() bool {
+	envkit.Eventually(t, "s1 capped at 8 CPU", func() bool {
 		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), rs))
 		return conditions.IsAccepted(rs) && rs.Status.Resources.Cpu().Equal(resource.MustParse("8"))
 	})
@@ -116,6 +116,31 @@ func userMain() error {
 }
 
 var _ = userMain
+
+// TestDocDeployingListsEveryFlag checks the example manager's --help
+// paragraph of docs/deploying.md against the flag set the manager parses
+// (examples/manager/flags.NewFlagSet): every flag it has is named there,
+// and no flag it lacks.
+func TestDocDeployingListsEveryFlag(t *testing.T) {
+	raw, err := os.ReadFile("docs/deploying.md")
+	require.NoError(t, err)
+	_, para, ok := strings.Cut(string(raw), "`--help` lists every flag")
+	require.True(t, ok, "docs/deploying.md: the paragraph listing the example manager's flags is gone")
+	para, _, _ = strings.Cut(para, "\n\n")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`--([a-z][a-z-]*)").FindAllStringSubmatch(para, -1) {
+		named[m[1]] = true
+	}
+	has := map[string]bool{}
+	managerflags.NewFlagSet(&managerflags.Values{}).VisitAll(func(f *flag.Flag) { has[f.Name] = true })
+	require.NotEmpty(t, has, "the manager's flag set has no flag")
+	for name := range has {
+		assert.True(t, named[name], "docs/deploying.md: the --help paragraph does not name --%s", name)
+	}
+	for name := range named {
+		assert.True(t, has[name], "docs/deploying.md: the --help paragraph names --%s, which the manager does not have", name)
+	}
+}
 
 // docs/coming-from-the-template.md
 

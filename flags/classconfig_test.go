@@ -269,6 +269,8 @@ func TestParseClassesConfigNamesClassAndField(t *testing.T) {
 			[]string{`class "gold" (entry 1)`, "evictionAfterSeconds"}},
 		{"an unknown preemption policy", "- {name: gold, pool: {selector: {}}, preemption: {withinBudget: Always}}\n",
 			[]string{`class "gold"`, `preemption: withinBudget "Always" is not a policy: write Never or LowerPriority`}},
+		{"a cohort rule on a budget in no cohort", "budgets: [{name: p, total: {cpu: 8}, preemption: {reclaimWithinCohort: Any}}]\nclasses: []\n",
+			[]string{`budget "p"`, `preemption: reclaimWithinCohort "Any": a classes file's budget is in no cohort`}},
 		{"a typo in the preemption policy's field", "budgets: [{name: p, total: {cpu: 8}, preemption: {withinBudgt: LowerPriority}}]\nclasses: []\n",
 			[]string{`budget "p" (entry 1)`, `unknown field "withinBudgt"`}},
 		// The old shapes are refused, saying the new one.

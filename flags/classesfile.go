@@ -519,6 +519,11 @@ func validateBudget(b BudgetEntry) error {
 		default:
 			return fmt.Errorf("preemption: withinBudget %q is not a policy: write Never or LowerPriority", p.WithinBudget)
 		}
+		// A classes file's budget is in no cohort: a cohort's terms are a
+		// SliceBudget's (spec.cohort), so the rule would never apply.
+		if p.ReclaimWithinCohort != "" {
+			return fmt.Errorf("preemption: reclaimWithinCohort %q: a classes file's budget is in no cohort; a cohort and its rule are a SliceBudget's (sliceBudget: NAME)", p.ReclaimWithinCohort)
+		}
 	}
 	if n := b.EvictionAfterSeconds; n != nil && *n < 0 {
 		return fmt.Errorf("evictionAfterSeconds: %d is negative: write 0 to evict at once, or leave it out never to evict", *n)

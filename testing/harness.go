@@ -108,10 +108,11 @@ func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 }
 
 // AlsoServe adds class, decided by h with opts, to the harness: it is set
-// up in the same manager as New's class, as a second AddToManager would set
-// it up. Classes drawing from one *budget.Budget (resourceslice.WithBudget)
-// share it as in production: each counts the others' slices, a waiter of
-// one may be woken by a release of the other, and with
+// up in the same manager and class set as New's class, as a manager's main
+// serves a second class of its set. Classes drawing from one
+// *budget.Budget (resourceslice.WithBudget) share it as in production:
+// each counts the others' slices, a waiter of one may be woken by a
+// release of the other, and with
 // budget.WithPreemption a higher resourceslice.WithPriority reclaims from
 // a lower one. Harness.Reconcile reconciles a slice with the class its
 // spec.class names.
@@ -205,9 +206,10 @@ type Harness struct {
 // New builds a Harness serving class with h. It fails the test on a setup
 // error (e.g. a reserved class).
 //
-// Each class is set up as in a manager: resourceslice.NewReconciler on the
-// fake client, then SetupWithManager, which wires what AddToManager wires
-// (the budgets' feeds, which count the slices of every class drawing from
+// Each class is set up as in a manager, in one resourceslice.ClassSet
+// that all of the harness's classes share: resourceslice.NewReconciler on
+// the fake client, then SetupWithManager(set, builder), which wires what
+// AddToManager and ClassSet.Serve wire (the budgets' feeds, which count the slices of every class drawing from
 // a budget and Liqo's Quotas seeded in the fake API; the Tenant index; the
 // namespaces' consumers; the status.class view, which finds no
 // status.class, as on Liqo v1.2.0's CRD) and starts the controller. The harness holds the controller's

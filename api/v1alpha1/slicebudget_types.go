@@ -39,10 +39,11 @@ type SliceBudget struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the budget's configuration.
+	// spec is the budget's configuration: what it offers, and the rules it
+	// admits and takes capacity back by.
 	// +required
 	Spec SliceBudgetSpec `json:"spec"`
-	// Status is what the budget holds, written by the manager that serves it.
+	// status is what the budget holds, written by the manager that serves it.
 	// +optional
 	Status SliceBudgetStatus `json:"status,omitempty"`
 }
@@ -50,7 +51,9 @@ type SliceBudget struct {
 // SliceBudgetSpec configures a budget: exactly one of Total and NodePool
 // says what it offers; the other fields are the rules a Go-built budget
 // takes as options (budget.WithPreemption, budget.WithEvictionAfter,
-// budget.WithConsumerLimit, Budget.SetConsumerLimit).
+// budget.WithConsumerLimit, Budget.SetConsumerLimit; in a cohort,
+// budget.WithCohort, WithBorrowingLimit, WithLendingLimit and
+// WithReclaimWithinCohort).
 //
 // Every quantity is non-negative, every resource name a qualified name
 // (cpu, memory, nvidia.com/gpu): the API server refuses anything else.
@@ -60,67 +63,67 @@ type SliceBudget struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || !has(self.total) || self.lendingLimit.all(r, r in self.total)",message="lendingLimit names only resources of total"
 // +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || !has(self.total) || self.borrowingLimit.all(r, r in self.total)",message="borrowingLimit names only resources of total"
 type SliceBudgetSpec struct {
-	// Total is a fixed capacity. The budget limits exactly the resources it
+	// total is a fixed capacity. The budget limits exactly the resources it
 	// names: a resource it does not name is not limited, one named with 0
-	// admits none. Set it or NodePool, not both.
+	// admits none. Set it or nodePool, not both.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:MinProperties=1
 	Total Quantities `json:"total,omitempty"`
 
-	// NodePool makes the capacity follow the provider's nodes that match
-	// its selector, as budget.NewNodePool does. Set it or Total, not both.
+	// nodePool makes the capacity follow the provider's nodes that match
+	// its selector. Set it or total, not both.
 	// +optional
 	NodePool *NodePool `json:"nodePool,omitempty"`
 
-	// Preemption says which Accepted slices a slice that waits may reclaim
+	// preemption says which Accepted slices a slice that waits may reclaim
 	// capacity from. The API server defaults it to {withinBudget: Never}:
 	// the budget preempts nothing.
 	// +optional
 	// +kubebuilder:default={}
 	Preemption *SliceBudgetPreemption `json:"preemption,omitempty"`
 
-	// EvictionAfterSeconds lets the budget delete running pods of a slice
+	// evictionAfterSeconds lets the budget delete running pods of a slice
 	// it shrank that still use more than it keeps this many seconds after
-	// the shrink, the newest first, as budget.WithEvictionAfter does. Unset,
-	// no pod is ever evicted; 0 evicts as soon as the shrunk slice's pods
-	// are seen using more than it keeps. At most 2147483647, int32's
-	// largest (the API server checks the format's range only with this).
+	// the shrink, the newest first. Unset, no pod is ever evicted; 0 evicts
+	// as soon as the shrunk slice's pods are seen using more than it keeps.
+	// At most 2147483647, the largest 32-bit integer (the API server checks
+	// the format's range only with this bound).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	EvictionAfterSeconds *int32 `json:"evictionAfterSeconds,omitempty"`
 
-	// ConsumerLimit caps what any one consumer holds from the budget, per
-	// resource it names, as budget.WithConsumerLimit does. The consumer is
-	// the tenant namespace's liqo.io/remote-cluster-id, else the namespace.
+	// consumerLimit caps what any one consumer holds from the budget, per
+	// resource it names. The consumer is the tenant namespace's
+	// liqo.io/remote-cluster-id, else the namespace.
 	// +optional
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:MinProperties=1
 	ConsumerLimit Quantities `json:"consumerLimit,omitempty"`
 
-	// ConsumerLimits overrides ConsumerLimit for the consumers it names, one
-	// entry per consumer (at most 256), as Budget.SetConsumerLimit does. An
-	// override replaces ConsumerLimit for that consumer: a resource the
-	// override does not name is not limited for it.
+	// consumerLimits overrides consumerLimit for the consumers it names, one
+	// entry per consumer (at most 256). An override replaces consumerLimit
+	// for that consumer: a resource the override does not name is not
+	// limited for it.
 	// +optional
 	// +listType=map
 	// +listMapKey=consumer
 	// +kubebuilder:validation:MaxItems=256
 	ConsumerLimits []ConsumerLimitOverride `json:"consumerLimits,omitempty"`
 
-	// Cohort names the cohort the budget lends to and borrows from: the
+	// cohort names the cohort the budget lends to and borrows from: the
 	// SliceBudgets whose classes one class set of a manager serves (the
-	// chart's classes file, resourceslice.NewClassSet) and whose spec
-	// names the same cohort lend each other what they leave idle. Total
-	// is then what the budget is guaranteed. Unset, the budget is in no
+	// classes of one classes file, as the chart deploys it) and whose spec
+	// names the same cohort lend each other what they leave idle. total is
+	// then what the budget is guaranteed. Unset, the budget is in no
 	// cohort.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Cohort string `json:"cohort,omitempty"`
 
-	// BorrowingLimit caps, per resource it names, how much more than its
+	// borrowingLimit caps, per resource it names, how much more than its
 	// total the budget's slices may hold, borrowed from its cohort; a
 	// resource it does not name is limited only by what the cohort has
 	// idle. It needs a cohort.
@@ -129,7 +132,7 @@ type SliceBudgetSpec struct {
 	// +kubebuilder:validation:MinProperties=1
 	BorrowingLimit Quantities `json:"borrowingLimit,omitempty"`
 
-	// LendingLimit caps, per resource it names, how much of its total the
+	// lendingLimit caps, per resource it names, how much of its total the
 	// other budgets of its cohort may borrow; a resource it does not name
 	// lends all of it that is idle. The rest is guaranteed to the budget:
 	// never held by another budget's slices. A limit above the total
@@ -162,13 +165,13 @@ const (
 // SliceBudgetPreemption is a budget's preemption policy: from whom a
 // slice that waits may reclaim capacity.
 type SliceBudgetPreemption struct {
-	// WithinBudget is whom a slice that waits may reclaim from among the
+	// withinBudget is whom a slice that waits may reclaim from among the
 	// budget's own Accepted slices: Never (the default) or LowerPriority.
 	// +optional
 	// +kubebuilder:default=Never
 	WithinBudget PreemptionPolicy `json:"withinBudget,omitempty"`
 
-	// ReclaimWithinCohort is what the budget takes back of what it lent
+	// reclaimWithinCohort is what the budget takes back of what it lent
 	// to its cohort when a slice of its own waits while the budget holds
 	// less than its total: Never (as unset), LowerPriority (from the
 	// borrowers' slices of strictly lower priority) or Any. The borrowers'
@@ -201,17 +204,17 @@ const (
 // ConsumerLimitOverride is one consumer's own limit in a budget, in place
 // of SliceBudgetSpec.ConsumerLimit.
 type ConsumerLimitOverride struct {
-	// Consumer is the consumer: its cluster ID (the tenant namespace's
+	// consumer names the consumer: its cluster ID (the tenant namespace's
 	// liqo.io/remote-cluster-id), else the tenant namespace.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Consumer string `json:"consumer"`
 
-	// Limits caps what the consumer holds from the budget, per resource it
+	// limits caps what the consumer holds from the budget, per resource it
 	// names; a resource it does not name is not limited for the consumer.
 	// It names at least one resource: remove the entry to fall back to
-	// ConsumerLimit.
+	// consumerLimit.
 	// +required
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="an override names at least one resource: remove the entry to fall back to consumerLimit"
@@ -238,14 +241,15 @@ func (q Quantities) ResourceList() corev1.ResourceList {
 // NodePool is a capacity that follows the provider's nodes: the sum of the
 // allocatable of the Ready, schedulable, non-virtual nodes matching
 // Selector, times SharePercent, minus Reserve and, with LocalPods, minus
-// what the provider's own pods request, never below zero; the options of
-// budget.NewNodePool.
+// what the provider's own pods request, never below zero: budget.NewNodePool
+// with budget.WithResources, WithSharePercent, WithReserve and
+// WithLocalPods.
 type NodePool struct {
-	// Selector picks the pool's nodes by label; {} selects every node.
+	// selector picks the pool's nodes by label; {} selects every node.
 	// +required
 	Selector *NodeSelector `json:"selector"`
 
-	// Resources names the resources the budget limits (default cpu,
+	// resources names the resources the budget limits (default cpu,
 	// memory, pods). A named resource no node of the pool has is 0: it
 	// admits none, never unlimited.
 	// +optional
@@ -257,21 +261,20 @@ type NodePool struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
 	Resources []corev1.ResourceName `json:"resources,omitempty"`
 
-	// SharePercent offers this percent of the pool (1–100, default 100),
-	// before Reserve is taken.
+	// sharePercent offers this percent of the pool (1–100, default 100),
+	// before reserve is taken.
 	// +optional
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	SharePercent int32 `json:"sharePercent,omitempty"`
 
-	// Reserve is kept back from the pool for the provider's own use.
+	// reserve is kept back from the pool for the provider's own use.
 	// +optional
 	Reserve Quantities `json:"reserve,omitempty"`
 
-	// LocalPods subtracts what the provider's own pods on the pool's nodes
-	// request (those not offloaded through Liqo), as budget.WithLocalPods
-	// does.
+	// localPods subtracts what the provider's own pods on the pool's nodes
+	// request (those not offloaded through Liqo).
 	// +optional
 	LocalPods bool `json:"localPods,omitempty"`
 }
@@ -282,12 +285,12 @@ type NodePool struct {
 // In and NotIn with values, Exists and DoesNotExist without. Convert it
 // with LabelSelector.
 type NodeSelector struct {
-	// MatchLabels selects the nodes carrying every one of these labels.
+	// matchLabels selects the nodes carrying every one of these labels.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys such as pool or example.com/pool"
 	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
-	// MatchExpressions selects the nodes matching every expression.
+	// matchExpressions selects the nodes matching every expression.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -306,17 +309,17 @@ type LabelValue string
 //
 // +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="operators In and NotIn take values, Exists and DoesNotExist none"
 type NodeSelectorRequirement struct {
-	// Key is the label key.
+	// key is the label key.
 	// +required
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="key must be a label key such as pool or example.com/pool"
 	Key string `json:"key"`
-	// Operator relates the key to the values: In, NotIn, Exists or
+	// operator relates the key to the values: In, NotIn, Exists or
 	// DoesNotExist.
 	// +required
 	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
 	Operator metav1.LabelSelectorOperator `json:"operator"`
-	// Values are label values: at least one for In and NotIn, none for
+	// values are label values: at least one for In and NotIn, none for
 	// Exists and DoesNotExist.
 	// +optional
 	// +listType=atomic
@@ -351,30 +354,30 @@ func (s *NodeSelector) LabelSelector() *metav1.LabelSelector {
 // SliceBudgetStatus is what a budget holds, as the manager serving it
 // counts it. Every ResourceList names the resources the budget limits.
 type SliceBudgetStatus struct {
-	// Capacity is what the budget offers: Total, or what its node pool
+	// capacity is what the budget offers: its total, or what its node pool
 	// offers now.
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
-	// Used is what the budget's Accepted slices hold, as its books count
+	// used is what the budget's Accepted slices hold, as its books count
 	// it: the larger of each slice's grant and Liqo's Quota for it, plus
 	// admissions being written.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
-	// InUse is what the consumers' running pods use of the budget.
+	// inUse is what the consumers' running pods use of the budget.
 	// +optional
 	InUse corev1.ResourceList `json:"inUse,omitempty"`
-	// Reclaiming is capacity granted away from shrunk slices (to a higher
+	// reclaiming is capacity granted away from shrunk slices (to a higher
 	// priority, a lower consumer limit or a smaller capacity) that their
 	// running pods still use: it frees as those pods end.
 	// +optional
 	Reclaiming corev1.ResourceList `json:"reclaiming,omitempty"`
-	// Available is what is free to admit: Capacity minus Used, never
+	// available is what is free to admit: capacity minus used, never
 	// below zero; in a cohort, what the budget's slices may still take
 	// there (its idle guaranteed part and what the cohort has idle to
 	// lend, within its borrowing limit).
 	// +optional
 	Available corev1.ResourceList `json:"available,omitempty"`
-	// Fullest is the resource of Capacity of which Used holds the largest
+	// fullest is the resource of capacity of which used holds the largest
 	// share, whatever the resource (cpu, memory, nvidia.com/gpu): how full
 	// the budget is, at a glance; ties go to the first name in order. A
 	// resource offered at 0 that nothing holds is left out (it admits none
@@ -382,44 +385,43 @@ type SliceBudgetStatus struct {
 	// full. Unset while the budget limits nothing.
 	// +optional
 	Fullest *Fullness `json:"fullest,omitempty"`
-	// Borrowed is what the budget's slices hold beyond its capacity,
+	// borrowed is what the budget's slices hold beyond its capacity,
 	// borrowed from its cohort. Written for a budget in a cohort only.
 	// +optional
 	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
-	// Lent is what other budgets' slices hold of the budget's capacity:
+	// lent is what other budgets' slices hold of the budget's capacity:
 	// the cohort's borrowed amount split among the budgets that leave
 	// lendable capacity idle, in proportion to what each leaves. Written
 	// for a budget in a cohort only.
 	// +optional
 	Lent corev1.ResourceList `json:"lent,omitempty"`
 
-	// Accepted counts the slices that hold an acceptance from the budget
+	// accepted counts the slices that hold an acceptance from the budget
 	// (observed, or being written), whether or not a larger offer of
 	// theirs waits: an Accepted slice whose growth waits is counted here,
-	// not in Waiting. It and Waiting are written even when 0, so that
+	// not in waiting. It and waiting are written even when 0, so that
 	// kubectl shows 0 for a budget served and empty, and a blank cell only
 	// for one no manager serves.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Accepted int32 `json:"accepted"`
-	// Waiting counts the slices that hold no acceptance from the budget
+	// waiting counts the slices that hold no acceptance from the budget
 	// and wait for its capacity (denied for now, admitted when it frees).
-	// Accepted and Waiting never count one slice twice.
+	// accepted and waiting never count one slice twice.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Waiting int32 `json:"waiting"`
 
-	// Consumers are the consumers holding the most, the largest first (by
-	// their dominant share of the budget), at most MaxConsumers (20) of
-	// them.
+	// consumers are the consumers holding the most, the largest first (by
+	// their dominant share of the budget), at most 20 of them.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=20
 	Consumers []ConsumerStatus `json:"consumers,omitempty"`
 
-	// Conditions are the budget's conditions: Ready (the spec applied, or
-	// why not) and CapacityBelowUsed (True while Capacity is below Used for
+	// conditions are the budget's conditions: Ready (the spec applied, or
+	// why not) and CapacityBelowUsed (True while capacity is below used for
 	// some resource, its message naming them and the figures when it began;
 	// False otherwise).
 	// +optional
@@ -430,7 +432,7 @@ type SliceBudgetStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// ObservedGeneration is the spec's generation this status reflects.
+	// observedGeneration is the spec's generation this status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
@@ -438,16 +440,16 @@ type SliceBudgetStatus struct {
 // Fullness is how much of one resource's capacity a budget's Accepted
 // slices hold.
 type Fullness struct {
-	// Resource is the resource, as Capacity names it.
+	// resource names the resource, as capacity names it.
 	// +required
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
 	Resource corev1.ResourceName `json:"resource"`
-	// Percent is Used over Capacity for Resource, in percent rounded down:
-	// 100 is full, more is a capacity below what the slices hold (the
-	// CapacityBelowUsed condition says so), capped at MaxFullPercent, which
-	// a capacity of 0 that anything holds shows.
+	// percent is used over capacity for the resource, in percent rounded
+	// down: 100 is full, more is a capacity below what the slices hold (the
+	// CapacityBelowUsed condition says so), capped at 1000, which a
+	// capacity of 0 that anything holds shows.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
@@ -461,17 +463,17 @@ const MaxFullPercent = 1000
 // ConsumerStatus is what one consumer holds from a budget, and how many of
 // its slices wait.
 type ConsumerStatus struct {
-	// Name is the consumer: its cluster ID (the tenant namespace's
+	// name is the consumer: its cluster ID (the tenant namespace's
 	// liqo.io/remote-cluster-id), else the tenant namespace.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Used is what the consumer's Accepted slices hold of the budget.
+	// used is what the consumer's Accepted slices hold of the budget.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
-	// Waiting counts the consumer's slices that hold no acceptance and
-	// wait for capacity, as SliceBudgetStatus.Waiting counts them.
+	// waiting counts the consumer's slices that hold no acceptance and
+	// wait for capacity, as the budget's waiting counts them.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Waiting int32 `json:"waiting,omitempty"`
@@ -483,6 +485,6 @@ type ConsumerStatus struct {
 type SliceBudgetList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	// Items are the SliceBudgets.
+	// items are the SliceBudgets.
 	Items []SliceBudget `json:"items"`
 }
