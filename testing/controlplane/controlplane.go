@@ -170,6 +170,9 @@ func New() (*ControlPlane, error) {
 	if hasFlag(filepath.Join(assets, "kube-apiserver"), watchGraceFlag) {
 		env.ControlPlane.GetAPIServer().Configure().Set(watchGraceFlag, "2s")
 	}
+	// Both die with this process, however it ends (dieWithParent); where
+	// they cannot, they are stopped by Stop only, as envtest does.
+	_ = dieWithParent(env, assets, certDir)
 	cfg, err := env.Start()
 	if err != nil {
 		_ = os.RemoveAll(certDir)

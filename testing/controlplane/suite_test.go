@@ -1,13 +1,21 @@
 package controlplane_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
@@ -160,4 +168,110 @@ func TestRunSuite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChildHoldsTheControlPlane starts (through RunSuite) a control plane,
+// says so, and waits to be killed.
+func TestChildHoldsTheControlPlane(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("run by TestControlPlaneDiesWithItsTestProcess in a process of its own")
+	}
+	suite.Require(t)
+	fmt.Println("child: holding the control plane")
+	time.Sleep(envkit.WaitTimeout)
+}
+
+// A test process killed mid-run (SIGKILL: no deferred Stop, no TestMain
+// clean-up) takes its etcd and kube-apiserver with it.
+func TestControlPlaneDiesWithItsTestProcess(t *testing.T) {
+	envkit.SkipWithoutControlPlane(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv (util-linux): the control plane cannot be tied to its parent here")
+	}
+	assets, err := controlplane.AssetsDir()
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildHoldsTheControlPlane$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"=1", "KUBEBUILDER_ASSETS="+assets)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	ready := make(chan error, 1)
+	go func() {
+		scan := bufio.NewScanner(out)
+		for scan.Scan() {
+			if strings.Contains(scan.Text(), "child: holding the control plane") {
+				ready <- nil
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+		}
+		ready <- fmt.Errorf("the child ended before it held a control plane (%v)", scan.Err())
+	}()
+	select {
+	case err := <-ready:
+		require.NoError(t, err)
+	case <-time.After(envkit.WaitTimeout):
+		t.Fatal("timed out waiting for the child to start its control plane")
+	}
+	children := childrenOf(t, cmd.Process.Pid)
+	names := map[string]int{}
+	for _, pid := range children {
+		names[commOf(pid)] = pid
+	}
+	require.Contains(t, names, "etcd", "the child's processes: %v", names)
+	require.Contains(t, names, "kube-apiserver", "the child's processes: %v", names)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		pid := names[name]
+		envkit.Eventually(t, fmt.Sprintf("%s (pid %d) gone with its parent", name, pid), func() bool { return !alive(pid) })
+	}
+}
+
+// childrenOf lists pid's children (Linux: /proc/PID/task/*/children).
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	require.NoError(t, err)
+	var pids []int
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, p)
+			}
+		}
+	}
+	return pids
+}
+
+// commOf is a process's command name, "" once it is gone.
+func commOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// alive reports whether pid runs: a zombie (killed, not yet reaped by
+// whoever adopted it) does not.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name's closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
