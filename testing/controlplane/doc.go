@@ -18,7 +18,9 @@
 // # One control plane per test, or one per package
 //
 // Start gives a test a control plane of its own and stops it when the test
-// ends. RunSuite, as a TestMain body, shares one across a package; each test
+// ends. On Linux, etcd and kube-apiserver also die with the process that
+// started them however it ends (killed, timed out): they run under util-linux's
+// setpriv --pdeathsig, where it is installed (every Debian and Ubuntu). RunSuite, as a TestMain body, shares one across a package; each test
 // that uses it says so first with Require, so the package's unit tests (of a
 // Handler on the fake client, of a parser) share the package:
 //
