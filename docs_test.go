@@ -184,20 +184,25 @@ func TestTemplateAndExampleDiffer(t *testing.T) {
 	require.NoError(t, err)
 	gpus := slicetest.NewSlice("gpus", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"), slicetest.WithRequest("nvidia.com/gpu", "1000"))
 	empty := slicetest.NewSlice("empty", slicetest.WithClass("gold"))
+	// decide reconciles a copy of slice once, on a harness of its own.
+	decide := func(h handler.Handler, slice *authv1beta1.ResourceSlice) slicetest.Result {
+		slice = slice.DeepCopy()
+		return slicetest.New(t, "gold", h, slicetest.WithObjects(slice)).Reconcile(slice)
+	}
 
-	res := slicetest.Run(t, "gold", templateCapped(caps), gpus.DeepCopy())
+	res := decide(templateCapped(caps), gpus)
 	assert.Equal(t, conditions.Accepted, res.Decision)
 	gpu := res.Resources["nvidia.com/gpu"]
 	assert.Equal(t, int64(1000), gpu.Value(), "the template passes an uncapped resource through")
 	assert.True(t, res.Resources.Cpu().Equal(resource.MustParse("4")))
-	assert.Equal(t, conditions.Accepted, slicetest.Run(t, "gold", templateCapped(caps), empty.DeepCopy()).Decision,
+	assert.Equal(t, conditions.Accepted, decide(templateCapped(caps), empty).Decision,
 		"the template accepts an empty request")
 
-	res = slicetest.Run(t, "gold", example, gpus.DeepCopy())
+	res = decide(example, gpus)
 	assert.Equal(t, conditions.Accepted, res.Decision)
 	assert.NotContains(t, res.Resources, corev1.ResourceName("nvidia.com/gpu"), "the example drops it")
 	assert.Contains(t, res.Message, "nvidia.com/gpu", "and names it")
-	res = slicetest.Run(t, "gold", example, empty.DeepCopy())
+	res = decide(example, empty)
 	assert.Equal(t, conditions.Denied, res.Decision)
 	assert.Equal(t, cappedresources.ReasonNoResources, res.Reason)
 }

@@ -107,7 +107,7 @@ var capped = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice)
 
 func TestGoldCapsCPU(t *testing.T) {
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "64"))
-	res := slicetest.Run(t, "gold", capped, slice)
+	res := slicetest.New(t, "gold", capped, slicetest.WithObjects(slice)).Reconcile(slice)
 
 	require.NoError(t, res.Err)
 	require.Equal(t, conditions.Accepted, res.Decision)

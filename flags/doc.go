@@ -40,7 +40,8 @@
 // builds again with the ClassBuilder it holds.
 //
 // A manager that needs flags of its own binds them on the same flag set;
-// examples/manager/flags embeds Values and adds the capped policy's.
+// examples/manager/flags embeds *Values, set by Bind, and adds the capped
+// policy's.
 //
 // The package only reads flags and the classes file, and builds options
 // and the file's budgets (on the manager it is given): it sets no global

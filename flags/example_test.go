@@ -21,7 +21,6 @@ func ExampleBind() {
 		"--zap-devel=false", "--zap-log-level=info",
 	})
 	opts := v.ManagerOptions(runtime.NewScheme())
-	classes, _ := v.Classes()
-	fmt.Println(classes, opts.LeaderElectionID, opts.LeaderElectionNamespace, len(v.ClassOptions()))
+	fmt.Println(v.ClassNames, opts.LeaderElectionID, opts.LeaderElectionNamespace, len(v.ClassOptions()))
 	// Output: [gold] sliceclass-gold liqo 3
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
-// Values holds the standard flags as given. Adding a flag takes a field
-// here and one line in Bind.
+// Values holds the standard flags as given, once Bind has bound them and
+// the flag set is parsed. Adding a flag takes a field here and one line in
+// Bind.
 type Values struct {
 	// ClassNames are the --class-name values.
 	ClassNames ClassList
@@ -84,17 +85,17 @@ func (c *ClassList) Set(v string) error {
 	return nil
 }
 
-// Bind returns Values bound to fs: one call gives a main the standard
-// flags.
+// Bind registers every standard flag on fs and returns the Values they
+// write into, with its defaults set: one call gives a main the standard
+// flags, read once fs is parsed.
+//
+//	v := flags.Bind(flag.CommandLine)
+//	flag.Parse()
+//
+// A command line of its own embeds *Values and binds its flags on the
+// same set (examples/manager/flags).
 func Bind(fs *flag.FlagSet) *Values {
 	v := &Values{}
-	v.Bind(fs)
-	return v
-}
-
-// Bind registers every standard flag on fs, writing into v, and sets v's
-// defaults.
-func (v *Values) Bind(fs *flag.FlagSet) {
 	fs.Var(&v.ClassNames, "class-name", "ResourceSlice class to serve (repeatable, or comma separated); this or --classes-file is required")
 	fs.StringVar(&v.ClassesFile, "classes-file", "", "YAML file of the classes to serve, instead of --class-name: a list of {name, ...}, or {classes: [{name, ...}], ...}")
 	fs.StringVar(&v.ClassLeaseNamespace, "class-lease-namespace", "", "hold a Lease sliceclass-class-<class> per served class in this namespace (default: none)")
@@ -123,6 +124,7 @@ func (v *Values) Bind(fs *flag.FlagSet) {
 	}
 	v.Zap = zap.Options{Development: true}
 	v.Zap.BindFlags(fs)
+	return v
 }
 
 // ParseDecisionEvents maps a --decision-events value (all, denied, none)

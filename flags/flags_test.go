@@ -141,7 +141,10 @@ func TestLeaderElectionName(t *testing.T) {
 	assert.Equal(t, "mine", parse(t, "--classes-file=/c", "--leader-election-id=mine").LeaderElectionName())
 }
 
-func TestReadClassNames(t *testing.T) {
+// ReadClassesConfig reads either form of the file the chart renders, and
+// its errors name the file. The names of the classes to serve are its
+// Classes' (ClassConfigs serves them whole).
+func TestReadClassesConfig(t *testing.T) {
 	for _, tc := range []struct {
 		reason, file string
 		want         []string
@@ -151,16 +154,16 @@ func TestReadClassNames(t *testing.T) {
 		{reason: "the object form, with shared budgets", file: "budgets:\n  - {name: p, total: {cpu: \"8\"}}\nclasses:\n  - {name: gold, budgets: [p]}\n", want: []string{"gold"}},
 		{reason: "an explicit empty list serves no class", file: "[]\n", want: []string{}},
 		{reason: "an object with an empty list serves no class", file: "classes: []\n", want: []string{}},
-		{reason: "an empty file is a mistake", file: "\n", err: "empty: write [] for no class"},
-		{reason: "an object without classes", file: "budgets: []\n", err: "no classes field"},
-		{reason: "a class without a name", file: "- caps: {cpu: \"1\"}\n", err: "class 1"},
-		{reason: "a class twice", file: "[{name: gold}, {name: gold}]", err: `class "gold" listed twice`},
+		{reason: "an empty file is a mistake", file: "\n", err: "the file is empty (write [] to serve no class)"},
+		{reason: "an object without classes", file: "budgets: []\n", err: "the file has no classes"},
+		{reason: "a class without a name", file: "- caps: {cpu: \"1\"}\n", err: "entry 1"},
+		{reason: "a class twice", file: "[{name: gold}, {name: gold}]", err: `class "gold" given twice`},
 		{reason: "Liqo's own class", file: "[{name: default}]", err: "default"},
-		{reason: "not YAML of either form", file: "- [1, 2]\n", err: "a list of classes"},
+		{reason: "not YAML of either form", file: "- [1, 2]\n", err: "entry 1"},
 	} {
 		path := filepath.Join(t.TempDir(), "classes.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(tc.file), 0o600))
-		got, err := flags.ReadClassNames(path)
+		cfg, err := flags.ReadClassesConfig(path)
 		if tc.err != "" {
 			if assert.Error(t, err, tc.reason) {
 				assert.Contains(t, err.Error(), tc.err, tc.reason)
@@ -169,19 +172,14 @@ func TestReadClassNames(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err, tc.reason)
-		assert.Equal(t, tc.want, got, tc.reason)
-		v := flags.Values{ClassesFile: path}
-		fromValues, err := v.Classes()
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, fromValues, "%s: Classes reads the file", tc.reason)
+		names := []string{}
+		for _, c := range cfg.Classes {
+			names = append(names, c.Name)
+		}
+		assert.Equal(t, tc.want, names, tc.reason)
 	}
-	_, err := flags.ReadClassNames(filepath.Join(t.TempDir(), "nope"))
+	_, err := flags.ReadClassesConfig(filepath.Join(t.TempDir(), "nope"))
 	assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
-
-	v := flags.Values{ClassNames: flags.ClassList{"gold"}}
-	got, err := v.Classes()
-	require.NoError(t, err)
-	assert.Equal(t, []string{"gold"}, got, "without a file, --class-name")
 }
 
 // withoutKubeconfig leaves the process with no way to find an API server:

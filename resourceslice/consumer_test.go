@@ -134,7 +134,7 @@ func TestConsumerIsTheTrustedOne(t *testing.T) {
 				objs = append(objs, tc.ns)
 			}
 			rs := slicetest.NewSlice("s", slicetest.WithNamespace(ns), slicetest.WithClass("gold"), slicetest.WithConsumer(tc.claim))
-			res := slicetest.Run(t, "gold", h, rs, objs...)
+			res := slicetest.New(t, "gold", h, slicetest.WithObjects(append(objs, rs)...)).Reconcile(rs)
 			require.NoError(t, res.Err)
 			assert.Equal(t, tc.want, got, tc.reason)
 		})

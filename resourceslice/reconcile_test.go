@@ -194,7 +194,7 @@ func TestReconcileDecisions(t *testing.T) {
 
 func TestPatchCarriesOnlyOwnedFieldsAndResourceVersion(t *testing.T) {
 	s := goldSlice("a")
-	res := slicetest.Run(t, gold, acceptAll("Granted"), s)
+	res := slicetest.New(t, gold, acceptAll("Granted"), slicetest.WithObjects(s)).Reconcile(s)
 	if len(res.Writes) != 1 {
 		t.Fatalf("want 1 write, got %d", len(res.Writes))
 	}
@@ -321,7 +321,7 @@ func TestForeignChangesAreDiscarded(t *testing.T) {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})
-	res := slicetest.Run(t, gold, h, s)
+	res := slicetest.New(t, gold, h, slicetest.WithObjects(s)).Reconcile(s)
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
@@ -388,7 +388,7 @@ func TestTransitionTimeKeptWhenStatusUnchanged(t *testing.T) {
 	past := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	s := goldSlice("a", slicetest.Decided(conditions.Accepted, "Old"))
 	conditions.Get(s, conditions.Resources).LastTransitionTime = past
-	res := slicetest.Run(t, gold, acceptAll("New"), s)
+	res := slicetest.New(t, gold, acceptAll("New"), slicetest.WithObjects(s)).Reconcile(s)
 	if res.Reason != "New" || len(res.Writes) != 1 {
 		t.Fatalf("want one write with the new reason, got %q and %d writes", res.Reason, len(res.Writes))
 	}
@@ -406,7 +406,7 @@ func TestRequeueAfter(t *testing.T) {
 		return ctrl.Result{RequeueAfter: time.Hour}, nil
 	})
 	s := goldSlice("a")
-	if got := slicetest.Run(t, gold, h, s).Result.RequeueAfter; got != time.Hour {
+	if got := slicetest.New(t, gold, h, slicetest.WithObjects(s)).Reconcile(s).Result.RequeueAfter; got != time.Hour {
 		t.Errorf("handler's RequeueAfter: want 1h, got %s", got)
 	}
 	hs := slicetest.New(t, gold, h, slicetest.WithObjects(s), slicetest.WithReconcilerOptions(resourceslice.WithResyncPeriod(time.Minute)))

@@ -78,7 +78,25 @@ func WithNamespace(ns string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) { rs.Namespace = ns }
 }
 
-// WithConsumer sets the consumer cluster ID (spec and the origin label).
+// WithConsumer makes id the slice's consumer. It sets the cluster ID the
+// slice claims (spec.consumerClusterID and the liqo.io/originID label)
+// and, for a slice still in DefaultNamespace, puts it in id's tenant
+// namespace, liqo-tenant-<id>, as Liqo's replicator does; a WithNamespace
+// given after it puts the slice there instead.
+//
+// The SDK trusts no claim: a slice's consumer (resourceslice.Consumer,
+// which consumer limits and a budget's fair order key on) is its
+// namespace's liqo.io/remote-cluster-id label, or the namespace itself.
+// So a Harness makes the tenant namespace of a slice's consumer, labelled
+// as Liqo labels it, when the slice is in it and the namespace does not
+// exist: for the slices it is seeded with (WithObjects) and those the
+// test creates through Harness.Client. A consumer limit on id then applies
+// to the slice. On a control plane, create the namespace
+// (envkit.CreateConsumer).
+//
+// DefaultNamespace is never made: a slice left in it, as NewSlice leaves
+// it, has the namespace as its consumer (WithConsumer(DefaultConsumer)
+// too), unless the test seeds it labelled.
 func WithConsumer(id string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
 		c := liqov1beta1.ClusterID(id)
@@ -87,6 +105,36 @@ func WithConsumer(id string) SliceOption {
 			rs.Labels = map[string]string{}
 		}
 		rs.Labels["liqo.io/originID"] = id
+		if rs.Namespace == DefaultNamespace {
+			rs.Namespace = tenantNamespace(id)
+		}
+	}
+}
+
+// Liqo's labels on a tenant namespace (as envkit's, which this package
+// does not import).
+const (
+	labelRemoteClusterID = "liqo.io/remote-cluster-id"
+	labelTenantNamespace = "liqo.io/tenant-namespace"
+)
+
+// tenantNamespace is the name Liqo gives the tenant namespace of consumer.
+func tenantNamespace(consumer string) string { return "liqo-tenant-" + consumer }
+
+// tenantNamespaceOf is the tenant namespace of rs's claimed consumer,
+// labelled as Liqo labels it, when rs is in it (WithConsumer puts it
+// there); nil otherwise, and for DefaultNamespace (see WithConsumer).
+func tenantNamespaceOf(rs *authv1beta1.ResourceSlice) *corev1.Namespace {
+	id := rs.Spec.ConsumerClusterID
+	if id == nil || *id == "" || rs.Namespace == DefaultNamespace || rs.Namespace != tenantNamespace(string(*id)) {
+		return nil
+	}
+	return &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   rs.Namespace,
+			Labels: map[string]string{labelRemoteClusterID: string(*id), labelTenantNamespace: "true"},
+		},
 	}
 }
 

@@ -35,19 +35,19 @@ var policy = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice)
 
 func TestPolicy(t *testing.T) {
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
-	res := slicetest.Run(t, "gold", policy, slice)
+	res := slicetest.New(t, "gold", policy, slicetest.WithObjects(slice)).Reconcile(slice)
 	require.NoError(t, res.Err)
 	assert.Equal(t, conditions.Denied, res.Decision)
 	assert.Equal(t, "TooLarge", res.Reason)
 	assert.Len(t, res.Writes, 1)
 }
 
-// Run reconciles one slice with the real reconciler on a fake API and says
-// what happened. In a test, pass your *testing.T.
-func ExampleRun() {
+// A Harness seeded with a slice reconciles it with the real reconciler on a
+// fake API and says what happened. In a test, pass your *testing.T.
+func ExampleHarness_Reconcile() {
 	t := &testing.T{}
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
-	res := slicetest.Run(t, "gold", policy, slice)
+	res := slicetest.New(t, "gold", policy, slicetest.WithObjects(slice)).Reconcile(slice)
 	fmt.Println(res.Decision, res.Reason, len(res.Writes), res.Events[0].Type)
 	// Output: Accepted Granted 1 Normal
 }

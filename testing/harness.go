@@ -165,7 +165,9 @@ type Harness struct {
 	// watches (the budgets, the Tenant index, the controllers' queues)
 	// sees it as a watch event at the next Reconcile or ReconcilePending.
 	// A SliceBudget's metadata.generation advances when its spec changes,
-	// as the API server advances it (the fake client alone does not).
+	// as the API server advances it (the fake client alone does not). A
+	// slice created through it in its consumer's tenant namespace
+	// (WithConsumer) finds that namespace made, as a seeded one does.
 	Client client.Client
 	// Reconciler is New's class's Reconciler: NewReconciler built it and
 	// SetupWithManager completed it, and the controller runs it. Pass and
@@ -244,6 +246,10 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	if err := resourceslice.AddToScheme(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
+	// Liqo makes a consumer's tenant namespace before any of its slices:
+	// the namespace of a seeded slice's consumer (WithConsumer), unless
+	// the test seeds it.
+	hs.seed = append(hs.seed, tenantNamespaces(hs.seed)...)
 	// The fake client gives seeded objects no UID; the API server always
 	// does, and the SDK keys owned objects and budgets on it.
 	for _, o := range hs.seed {
@@ -315,6 +321,29 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	return hs
 }
 
+// tenantNamespaces are the tenant namespaces of the seeded slices'
+// consumers (tenantNamespaceOf) that seed does not hold, each once.
+func tenantNamespaces(seed []client.Object) []client.Object {
+	have := map[string]bool{}
+	for _, o := range seed {
+		if _, ok := o.(*corev1.Namespace); ok || o.GetObjectKind().GroupVersionKind().Kind == "Namespace" {
+			have[o.GetName()] = true
+		}
+	}
+	var out []client.Object
+	for _, o := range seed {
+		rs, ok := o.(*authv1beta1.ResourceSlice)
+		if !ok {
+			continue
+		}
+		if ns := tenantNamespaceOf(rs); ns != nil && !have[ns.Name] {
+			have[ns.Name] = true
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
 // classSpec is a class to set up: New's, or one AlsoServe added.
 type classSpec struct {
 	class string
@@ -360,14 +389,6 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 		}
 	}
 	return nil, fmt.Errorf("class %q: SetupWithManager added no controller to the manager", sp.class)
-}
-
-// Run is the one-call path: it builds a Harness serving class with h, seeded
-// with slice and objs, and reconciles slice once.
-func Run(t testing.TB, class string, h handler.Handler, slice *authv1beta1.ResourceSlice, objs ...client.Object) Result {
-	t.Helper()
-	hs := New(t, class, h, WithObjects(append([]client.Object{slice}, objs...)...))
-	return hs.Reconcile(slice)
 }
 
 // Reconcile runs the reconciler once for slice (only its namespace and
@@ -527,6 +548,15 @@ func (h *Harness) interceptors() interceptor.Funcs {
 	key := client.ObjectKeyFromObject
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if rs, ok := obj.(*authv1beta1.ResourceSlice); ok {
+				// As for a seeded slice: its consumer's tenant namespace
+				// first, unless it exists (not a write of the reconcile's).
+				if ns := tenantNamespaceOf(rs); ns != nil {
+					if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+						return err
+					}
+				}
+			}
 			createGeneration(obj)
 			w := Write{Verb: "create", Object: key(obj)}
 			return h.record(w, c.Create(ctx, obj, opts...))

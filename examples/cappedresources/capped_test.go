@@ -76,7 +76,7 @@ func TestPolicy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := slicetest.NewSlice("s", append([]slicetest.SliceOption{slicetest.WithClass("gold")}, tc.req...)...)
-			res := slicetest.Run(t, "gold", p, s)
+			res := slicetest.New(t, "gold", p, slicetest.WithObjects(s)).Reconcile(s)
 			require.NoError(t, res.Err, tc.reason)
 			assert.Equal(t, tc.wantDecision, res.Decision, "%s (%s)", tc.reason, res.Message)
 			assert.Equal(t, tc.wantReason, res.Reason, "%s (%s)", tc.reason, res.Message)

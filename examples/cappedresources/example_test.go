@@ -13,7 +13,7 @@ func ExamplePolicy() {
 	policy, _ := cappedresources.New(caps)
 
 	slice := slicetest.NewSlice("big", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
-	res := slicetest.Run(&testing.T{}, "gold", policy, slice)
+	res := slicetest.New(&testing.T{}, "gold", policy, slicetest.WithObjects(slice)).Reconcile(slice)
 	cpu := res.Resources["cpu"]
 	fmt.Println(res.Decision, res.Reason, cpu.String(), len(res.Writes))
 	// Output: Accepted ResourcesCapped 4 1
@@ -27,11 +27,11 @@ func ExamplePolicy_notOffered() {
 
 	slice := slicetest.NewSlice("gpus", slicetest.WithClass("gold"),
 		slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("nvidia.com/gpu", "100"))
-	res := slicetest.Run(&testing.T{}, "gold", policy, slice)
+	res := slicetest.New(&testing.T{}, "gold", policy, slicetest.WithObjects(slice)).Reconcile(slice)
 	fmt.Println(res.Decision, res.Reason, len(res.Resources), res.Message)
 
 	only := slicetest.NewSlice("only-gpus", slicetest.WithClass("gold"), slicetest.WithRequest("nvidia.com/gpu", "1"))
-	res = slicetest.Run(&testing.T{}, "gold", policy, only)
+	res = slicetest.New(&testing.T{}, "gold", policy, slicetest.WithObjects(only)).Reconcile(only)
 	fmt.Println(res.Decision, res.Reason, res.Message)
 	// Output:
 	// Accepted ResourcesCapped 1 not offered: nvidia.com/gpu

@@ -97,7 +97,7 @@ func TestPolicySetupErrors(t *testing.T) {
 	for name, pool := range map[string]*budget.Budget{"not a node pool": plain, "no GPU counted": noGPU, "selector not key=value": notKeyValue} {
 		t.Run(name, func(t *testing.T) {
 			s := slicetest.NewSlice("s", slicetest.WithClass(class), slicetest.WithRequest(gpupool.GPU, "1"))
-			res := slicetest.Run(t, class, gpupool.New(pool), s)
+			res := slicetest.New(t, class, gpupool.New(pool), slicetest.WithObjects(s)).Reconcile(s)
 			assert.True(t, res.Terminal(), "want a terminal error, got %v", res.Err)
 			assert.Empty(t, res.Decision)
 		})

@@ -34,6 +34,12 @@ func (r *recorder) Logf(format string, args ...any) {
 	r.logs = append(r.logs, fmt.Sprintf(format, args...))
 }
 
+func (r *recorder) Log(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprint(args...))
+}
+
 // logged returns what was logged.
 func (r *recorder) logged() []string {
 	r.mu.Lock()

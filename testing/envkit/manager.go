@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -34,8 +35,13 @@ const (
 // ManagerOptions are the options of a manager in a test: scheme, no
 // metrics or health-probe listener (tests of one process would fight for
 // the ports), controller names that may repeat (each test starts its own
-// manager, often serving a class an earlier test served), and
-// controller-runtime's logger named after the test. Change what your test
+// manager, often serving a class an earlier test served), and a logger on
+// the test: the manager, its controllers and what the SDK logs through
+// them write with t.Log (testr), shown by go test -v or when the test
+// fails, and never through controller-runtime's global logger (which,
+// never set in a test, prints "log.SetLogger(...) was never called" with a
+// stack after 30 seconds). A line logged once the test and its cleanups
+// are done is dropped, where t.Log would panic. Change what your test
 // needs and pass them to StartManagerWith.
 func ManagerOptions(t testing.TB, scheme *runtime.Scheme) manager.Options {
 	return manager.Options{
@@ -43,8 +49,41 @@ func ManagerOptions(t testing.TB, scheme *runtime.Scheme) manager.Options {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:                 log.Log.WithName(t.Name()),
+		Logger:                 testLogger(t),
 	}
+}
+
+// testLogger is a logger writing through t.Log until the test and its
+// cleanups are done (a manager stops in a cleanup), and dropping what a
+// goroutine left behind logs after.
+func testLogger(t testing.TB) logr.Logger {
+	l := &testLog{t: t}
+	// Registered before the manager's Stop, so run after it.
+	t.Cleanup(l.close)
+	return testr.NewWithInterface(l, testr.Options{})
+}
+
+// testLog is the testr.TestingT of testLogger.
+type testLog struct {
+	t    testing.TB
+	mu   sync.RWMutex
+	done bool
+}
+
+func (l *testLog) Helper() { l.t.Helper() }
+
+func (l *testLog) Log(args ...any) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.done {
+		l.t.Log(args...)
+	}
+}
+
+func (l *testLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
 }
 
 // Manager is a manager started by StartManager, stopped when the test ends

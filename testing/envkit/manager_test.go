@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/testing/envkit"
@@ -156,4 +158,32 @@ func TestStopShowsWhatDidNotStop(t *testing.T) {
 func stuckRunnable(release <-chan struct{}) error {
 	<-release
 	return nil
+}
+
+// A manager of the kit logs through the test (t.Log), never through
+// controller-runtime's global logger, which a test never sets (it prints
+// "log.SetLogger(...) was never called" with a stack after 30 seconds);
+// once the test and its cleanups are done, a late line is dropped, where
+// t.Log would panic.
+func TestManagersLogThroughTheTest(t *testing.T) {
+	r := &recorder{TB: t}
+	loggers := map[string]logr.Logger{
+		"ManagerOptions":     envkit.ManagerOptions(r, runtime.NewScheme()).Logger,
+		"UnreachableManager": envkit.UnreachableManager(r).GetLogger(),
+	}
+	for name, log := range loggers {
+		assert.NotSame(t, ctrllog.Log.GetSink(), log.GetSink(), "%s: not controller-runtime's global logger", name)
+		before := len(r.logged())
+		log.WithName("resourceslice-gold").Info("decided", "by", name)
+		logs := r.logged()
+		require.Len(t, logs, before+1, "%s: logged through the test", name)
+		assert.Contains(t, logs[before], `"by"="`+name+`"`)
+		assert.Contains(t, logs[before], "resourceslice-gold")
+	}
+	r.runCleanups()
+	n := len(r.logged())
+	for _, log := range loggers {
+		log.Info("after the test")
+	}
+	assert.Len(t, r.logged(), n, "dropped once the test is done")
 }

@@ -45,6 +45,7 @@ func UnreachableManager(t testing.TB) manager.Manager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:                 testLogger(t), // not controller-runtime's global one
 	})
 	if err != nil {
 		t.Fatalf("envkit: building a manager: %v", err)

@@ -258,7 +258,7 @@ func TestRenderRefuses(t *testing.T) {
 // default, without helm's "skipped value ... Not a table" warning (which
 // the map form gave when the default was a list), and checks that the
 // classes file names the classes given, as a manager reads it
-// (flags.ReadClassNames).
+// (flags.ReadClassesConfig, which ClassConfigs reads).
 func TestClassesForms(t *testing.T) {
 	for _, tc := range []struct {
 		reason, values string
@@ -285,8 +285,12 @@ func TestClassesForms(t *testing.T) {
 		d, c := managerContainer(t, objs)
 		path := filepath.Join(t.TempDir(), "classes.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)), 0o600))
-		names, err := sdkflags.ReadClassNames(path)
+		cfg, err := sdkflags.ReadClassesConfig(path)
 		require.NoError(t, err, tc.reason)
+		names := []string{}
+		for _, c := range cfg.Classes {
+			names = append(names, c.Name)
+		}
 		assert.Equal(t, tc.want, names, tc.reason)
 	}
 }

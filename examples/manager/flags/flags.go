@@ -9,11 +9,13 @@ import (
 )
 
 // Values holds the flags as given: the SDK's standard flags
-// (github.com/sliceclass/sliceclass/flags), which the chart renders for any
-// manager, and the example manager's own. Adding a flag of its own takes a
-// field here and one line in Bind.
+// (github.com/sliceclass/sliceclass/flags, bound by sdkflags.Bind), which
+// the chart renders for any manager, and the example manager's own. Adding
+// a flag of its own takes a field here and one line in Bind. Read it once
+// Bind has bound it (NewFlagSet, Parse): before, the standard flags' Values
+// is nil.
 type Values struct {
-	sdkflags.Values
+	*sdkflags.Values
 	// Cap is --cap, unparsed: the capped policy's caps, which are also the
 	// only resources it offers.
 	Cap string
@@ -29,10 +31,10 @@ type Values struct {
 // ClassList is the SDK's repeatable, comma-separated --class-name flag.
 type ClassList = sdkflags.ClassList
 
-// Bind registers every flag on fs, writing into v: the standard ones, and
-// the example's.
+// Bind registers every flag on fs, writing into v: the standard ones
+// (sdkflags.Bind), and the example's.
 func (v *Values) Bind(fs *flag.FlagSet) {
-	v.Values.Bind(fs)
+	v.Values = sdkflags.Bind(fs)
 	fs.StringVar(&v.Cap, "cap", "", "caps of the capped policy, which offers only the resources it caps, e.g. cpu=4,memory=8Gi,pods=110; required with --class-name (with --classes-file: for classes without caps)")
 	fs.StringVar(&v.SharedBudget, "budget", "", "a budget shared by all served classes (with --classes-file: those without a budget), e.g. cpu=64,memory=256Gi (default: none)")
 	fs.StringVar(&v.GrantRecordsNamespace, "grant-records-namespace", "", "give each accepted slice of every served class a ConfigMap recording its grant in this namespace and a PriorityClass (owned objects; needs RBAC on configmaps and priorityclasses) (default: none)")

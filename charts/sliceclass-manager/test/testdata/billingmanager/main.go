@@ -86,7 +86,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	classes, err := v.Classes()
+	classes, err := v.ClassConfigs(mgr)
 	if err != nil {
 		return err
 	}
@@ -100,13 +100,15 @@ func run() error {
 		}
 	}
 	policy := billing{namespace: *billingNS, rate: rate}
-	for _, class := range classes {
-		opts := append(v.ClassOptions(), resourceslice.WithOwnedTypes(&corev1.ConfigMap{}))
-		if err := resourceslice.AddToManager(mgr, class, policy, opts...); err != nil {
+	names := make([]string, 0, len(classes))
+	for _, c := range classes {
+		opts := append(c.Options, resourceslice.WithOwnedTypes(&corev1.ConfigMap{}))
+		if err := resourceslice.AddToManager(mgr, c.Name, policy, opts...); err != nil {
 			return err
 		}
+		names = append(names, c.Name)
 	}
-	ctrl.Log.Info("serving", "classes", classes, "billingNamespace", *billingNS)
+	ctrl.Log.Info("serving", "classes", names, "billingNamespace", *billingNS)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
