@@ -32,7 +32,8 @@ type column struct {
 // and lends" at a glance, for a budget of any resource (its fullest resource
 // and the percent held; borrowed and lent per resource); -o wide adds CPU
 // and memory, the cohort, the Ready condition's reason and whom waiting
-// slices may preempt (spec.preemption.withinBudget).
+// slices may preempt, both rules (spec.preemption: withinBudget and, in a
+// cohort, reclaimWithinCohort).
 var wantColumns = []column{
 	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"Fullest", 0}, {"Full%", 0},
 	{"CPU Used", 1}, {"CPU Capacity", 1}, {"Borrowed", 0}, {"Lent", 0}, {"Cohort", 1},
@@ -64,6 +65,9 @@ func table(t *testing.T, path string) metav1.Table {
 func TestPrinterColumns(t *testing.T) {
 	c := server(t)
 	full, idle, unserved, gpu := newBudget("printed"), newBudget("printed-idle"), newBudget("printed-unserved"), newBudget("printed-gpu")
+	// A cohort member: the Preemption column shows both of its rules.
+	gpu.Spec.Cohort = "tiers"
+	gpu.Spec.Preemption.ReclaimWithinCohort = v1alpha1.CohortReclaimAny
 	for _, sb := range []*v1alpha1.SliceBudget{full, idle, unserved, gpu} {
 		require.NoError(t, c.Create(t.Context(), sb))
 		cleanup(t, c, sb)
@@ -98,16 +102,16 @@ func TestPrinterColumns(t *testing.T) {
 	want := map[string][]any{
 		// JSON numbers decode as float64.
 		// Borrowed, lent and cohort are blank: a budget in no cohort.
-		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", nil, nil, nil, "200Gi", "256Gi", "Serving", "LowerPriority"},
+		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", nil, nil, nil, "200Gi", "256Gi", "Serving", `{"withinBudget":"LowerPriority"}`},
 		// Served and empty: zeros, not blanks.
-		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", nil, nil, nil, "0", "256Gi", nil, "LowerPriority"},
+		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", nil, nil, nil, "0", "256Gi", nil, `{"withinBudget":"LowerPriority"}`},
 		// A budget of GPUs only: how full it is, not blank CPU cells; what
 		// it borrows and lends, per resource of any name.
-		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, `{"nvidia.com/gpu":"1"}`, `{"nvidia.com/gpu":"0"}`, nil, nil, nil, nil, "LowerPriority"},
+		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, `{"nvidia.com/gpu":"1"}`, `{"nvidia.com/gpu":"0"}`, "tiers", nil, nil, nil, `{"reclaimWithinCohort":"Any","withinBudget":"LowerPriority"}`},
 		// A budget no manager serves yet: the API server prints no value
 		// (kubectl leaves the cell blank) for the status columns, and 0 is
 		// never claimed for what nobody counted.
-		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "LowerPriority"},
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, `{"withinBudget":"LowerPriority"}`},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

@@ -33,7 +33,7 @@ const MaxConsumers = 20
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
-// +kubebuilder:printcolumn:name="Preemption",type=string,JSONPath=`.spec.preemption.withinBudget`,priority=1,description="Whom waiting slices may reclaim from within the budget: Never or LowerPriority"
+// +kubebuilder:printcolumn:name="Preemption",type=string,JSONPath=`.spec.preemption`,priority=1,description="Both preemption rules: whom waiting slices may reclaim from within the budget (withinBudget) and from borrowers in its cohort (reclaimWithinCohort)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SliceBudget struct {
 	metav1.TypeMeta   `json:",inline"`

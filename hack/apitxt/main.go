@@ -78,37 +78,37 @@ func run(args []string, root string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fset.NArg() > 0 || (*write && *check) {
-		fmt.Fprintln(stderr, "usage: go run ./hack/apitxt [-w | -check]")
+		_, _ = fmt.Fprintln(stderr, "usage: go run ./hack/apitxt [-w | -check]")
 		return 2
 	}
 	lines, err := moduleLines(root)
 	if err != nil {
-		fmt.Fprintln(stderr, "apitxt:", err)
+		_, _ = fmt.Fprintln(stderr, "apitxt:", err)
 		return 1
 	}
 	file := filepath.Join(root, filepath.FromSlash(apiFile))
 	switch {
 	case *write:
 		if err := os.WriteFile(file, []byte(render(lines)), 0o644); err != nil {
-			fmt.Fprintln(stderr, "apitxt:", err)
+			_, _ = fmt.Fprintln(stderr, "apitxt:", err)
 			return 1
 		}
 	case *check:
 		have, err := os.ReadFile(file)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintln(stderr, "apitxt:", err)
+			_, _ = fmt.Fprintln(stderr, "apitxt:", err)
 			return 1
 		}
 		want := render(lines)
 		if string(have) == want {
 			return 0
 		}
-		fmt.Fprint(stderr, diff(splitLines(string(have)), splitLines(want)))
-		fmt.Fprintln(stderr, staleMessage)
+		_, _ = fmt.Fprint(stderr, diff(splitLines(string(have)), splitLines(want)))
+		_, _ = fmt.Fprintln(stderr, staleMessage)
 		return 1
 	default:
 		for _, l := range lines {
-			fmt.Fprintln(stdout, l)
+			_, _ = fmt.Fprintln(stdout, l)
 		}
 	}
 	return 0

@@ -211,7 +211,7 @@ func TestControlPlaneDiesWithItsTestProcess(t *testing.T) {
 				return
 			}
 		}
-		ready <- fmt.Errorf("the child ended before it held a control plane (%v)", scan.Err())
+		ready <- fmt.Errorf("the child ended before it held a control plane: %w", scan.Err())
 	}()
 	select {
 	case err := <-ready:
