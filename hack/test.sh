@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs go test -race -count=1 over the packages given (default ./...), as
-# make test does, sized to the machine: first every test binary is built
-# (one go invocation, which compiles up to nproc packages at once), then the
-# binaries run from a pool of TEST_JOBS slots (default: nproc + 1; a test
-# on the API server spends much of its time waiting on it, so one slot more
-# than the cores keeps them busy without piling work on them). Building
-# first and running from one pool keeps the load near the core count: before,
-# the integration shards, the other suites and every other package each
-# compiled and ran at once, each sized to the whole machine (load 28 on 2
-# cores).
+# make test does, sized to the machine: the test binaries run from one pool
+# of TEST_JOBS slots (default: nproc + 1; a test on the API server spends
+# much of its time waiting on it, so one slot more than the cores keeps them
+# busy without piling work on them), and are built by one go invocation at a
+# time (which compiles up to nproc packages at once). The integration
+# suite's binary is built first and its shards start at once; every other
+# binary is built beside them, in one go invocation, and runs when built.
+# Before, the integration shards, the other suites and every other package
+# each compiled and ran at once, each sized to the whole machine (load 28 on
+# 2 cores).
 #
 # The integration suite (test/integration), whose tests run one after another
 # on one control plane and take far longer than any other package, is split
@@ -65,31 +66,39 @@ binary() { echo "$work/bin/$(tr '/' '.' <<<"${1#"$mod"}" | sed 's/^\.//;s/^$/roo
 
 start=$SECONDS
 mkdir -p "$work/bin" "$work/build" "$work/rc"
-# One go invocation builds them all (go test -c -o DIR/ names each binary
-# after its package's last element); packages that share a last element go
-# to separate invocations.
-declare -A byname=()
-groups=()
-for p in "${pkgs[@]}"; do
-  n="${p##*/}"
-  i="${byname[$n]:-0}"
-  byname[$n]=$((i + 1))
-  groups[i]="${groups[i]:-} $p"
-done
-for g in "${groups[@]}"; do
-  # shellcheck disable=SC2086 # g is a space-separated list of import paths
-  go test -race -c -o "$work/build/" $g
-  for p in $g; do
+# build PKG...: builds the packages' test binaries into $work/bin in one go
+# invocation per group of packages sharing a last element (go test -c -o
+# DIR/ names each binary after it).
+build() {
+  local -A byname=()
+  local groups=() p n i g
+  for p in "$@"; do
     n="${p##*/}"
-    if [[ -f "$work/build/$n.test" ]]; then mv "$work/build/$n.test" "$(binary "$p")"; fi
+    i="${byname[$n]:-0}"
+    byname[$n]=$((i + 1))
+    groups[i]="${groups[i]:-} $p"
   done
-done
-echo "hack/test.sh: built ${#pkgs[@]} test binaries in $((SECONDS - start))s; running them $JOBS at a time ($CORES cores)" >&2
+  for g in "${groups[@]}"; do
+    mkdir -p "$work/build/$$"
+    # shellcheck disable=SC2086 # g is a space-separated list of import paths
+    go test -race -c -o "$work/build/$$/" $g || return 1
+    for p in $g; do
+      n="${p##*/}"
+      if [[ -f "$work/build/$$/$n.test" ]]; then mv "$work/build/$$/$n.test" "$(binary "$p")"; fi
+    done
+  done
+}
 
 # Jobs, longest first: "name|package|extra args" per line.
 jobs=()
 has_suite=0
 for p in "${pkgs[@]}"; do [[ "$p" == "$suite" ]] && has_suite=1; done
+rest=()
+for p in "${pkgs[@]}"; do [[ "$p" != "$suite" ]] && rest+=("$p"); done
+if ((has_suite)); then
+  build "$suite"
+  echo "hack/test.sh: built the integration suite in $((SECONDS - start))s; its shards start, the other ${#rest[@]} binaries build beside them; runs $JOBS at a time ($CORES cores)" >&2
+fi
 if ((has_suite)) && ((SHARDS > 1)); then
   bin="$(binary "$suite")"
   # -test.short: list without starting a control plane (RunSuite skips it).
@@ -151,10 +160,32 @@ busy() {
   for i in "${running[@]}"; do [[ -f "$work/rc/$i" ]] || n=$((n + 1)); done
   echo "$n"
 }
+# The other binaries build in the background (their exit code in
+# $work/rc/build); the pool waits for it before it starts the first of them.
+if ((${#rest[@]} > 0)); then
+  (
+    rc=0
+    b=$SECONDS
+    build "${rest[@]}" || rc=$?
+    echo "hack/test.sh: built the other ${#rest[@]} test binaries in $((SECONDS - b))s (${SECONDS}s in all)" >&2
+    echo "$rc" >"$work/rc/build"
+  ) &
+  pids+=($!)
+else
+  echo 0 >"$work/rc/build"
+fi
 running=()
 for i in "${!jobs[@]}"; do
   while (($(busy) >= JOBS)); do wait -n 2>/dev/null || true; done
   IFS='|' read -r name pkg arg <<<"${jobs[$i]}"
+  if [[ "$pkg" != "$suite" ]]; then
+    while [[ ! -f "$work/rc/build" ]]; do wait -n 2>/dev/null || true; done
+    if [[ "$(cat "$work/rc/build")" != 0 ]]; then
+      echo "hack/test.sh: building the test binaries failed" >&2
+      wait
+      exit 1
+    fi
+  fi
   run "$i" "$name" "$pkg" "$arg" &
   pids+=($!)
   running+=("$i")
