@@ -117,7 +117,8 @@ soak:
 ## TestRestartAsAVictimsPodEnds with -race (LONG_RESTART_ROUNDS, default 3; CI runs 1), the failover
 ## warm-up at full size (SLICECLASS_RELIABILITY_FULL=1: 2,000 slices, three rounds per setting; CI runs
 ## the small version), then the soak at full size (10,000 slices, SLICECLASS_SOAK_DURATION of churn,
-## default 3m; CI does not run it); the soak alone takes about 5 minutes.
+## default 3m; CI does not run it); the soak alone takes about 5 minutes; then make compat (CI does
+## not run it: two more cold builds of the module).
 LONG_RESTART_ROUNDS ?= 3
 long:
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 \
@@ -127,6 +128,7 @@ long:
 		SLICECLASS_RELIABILITY_FULL=1 $(GO) test -count=1 -timeout 30m -v -run '^TestLeaderFailoverWarmup$$' \
 		./test/reliability/failover/
 	@$(MAKE) --no-print-directory soak SLICECLASS_SOAK_SLICES=10000
+	@$(MAKE) --no-print-directory compat
 
 vet:
 	$(GO) vet ./...
