@@ -41,7 +41,8 @@ api-check:
 ## machine: it builds every test binary first, then runs them TEST_JOBS at a time (default nproc + 1),
 ## the integration suite split into TEST_SHARDS runs (default TEST_JOBS), each on a control plane of its own.
 test: vet fmt lint api-check
-	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 hack/test.sh ./...
+	@kubectl_later="$$([[ -z "$${KUBEBUILDER_ASSETS:-}" ]] && echo 1 || true)" && assets="$$(ENVTEST_KUBECTL=0 hack/envtest.sh)" && \
+		KUBEBUILDER_ASSETS="$$assets" SLICECLASS_REQUIRE_ENVTEST=1 TEST_BUILD_KUBECTL="$$kubectl_later" hack/test.sh ./...
 	@$(MAKE) --no-print-directory chart-test
 
 ## chart-test: the Helm chart's tests, a module of their own (charts/sliceclass-manager/test): render

@@ -23,6 +23,14 @@
 # runs first: the shards, then the other suites under test/, then every
 # other package.
 #
+# kubectl (for the test of docs/budgets.md's on-call walk, in
+# testing/controlplane/dev-controlplane) is not on the way to the first test:
+# make test asks hack/envtest.sh for etcd and kube-apiserver only and sets
+# TEST_BUILD_KUBECTL=1, and kubectl is built here beside the tests, into the
+# same directory (install-envtest -kubectl; under CI its background build
+# holds the cache's lock and this waits for it). Only the walk test's
+# package waits for it.
+#
 # Each run prints go test's own closing line (ok or FAIL, the package, the
 # seconds) and, when it fails, its whole output first.
 set -euo pipefail
@@ -175,6 +183,18 @@ if ((${#rest[@]} > 0)); then
 else
   echo 0 >"$work/rc/build"
 fi
+walk="$mod/testing/controlplane/dev-controlplane"
+if [[ "${TEST_BUILD_KUBECTL:-}" == 1 ]]; then
+  (
+    rc=0
+    KUBEBUILDER_ASSETS= hack/envtest.sh >/dev/null 2>"$work/kubectl.log" || rc=$?
+    if ((rc != 0)); then cat "$work/kubectl.log" >&2; fi
+    echo "$rc" >"$work/rc/kubectl"
+  ) &
+  pids+=($!)
+else
+  echo 0 >"$work/rc/kubectl"
+fi
 running=()
 for i in "${!jobs[@]}"; do
   while (($(busy) >= JOBS)); do wait -n 2>/dev/null || true; done
@@ -186,6 +206,9 @@ for i in "${!jobs[@]}"; do
       wait
       exit 1
     fi
+  fi
+  if [[ "$pkg" == "$walk" ]]; then
+    while [[ ! -f "$work/rc/kubectl" ]]; do wait -n 2>/dev/null || true; done
   fi
   run "$i" "$name" "$pkg" "$arg" &
   pids+=($!)
