@@ -331,3 +331,49 @@ func promIncrease(samples []float64) float64 {
 	}
 	return sum
 }
+
+// Leader only: of two replicas of one election, the standby exports no
+// consumer series while the leader does; when the leader stops, the
+// standby is elected and exports the consumer's counter from zero (a
+// failover is a reset, as a restart is).
+func TestMeteringOnTheLeaderOnly(t *testing.T) {
+	cp.Require(t)
+	const (
+		id = "meter-leader"
+		c  = "cluster-meter-leader"
+	)
+	ns := tenantNamespace(t, id, c)
+	leases := testkit.Namespace(t, cp, id+"-leases")
+	create(t, sliceIn(ns, "s", id, slicetest.WithConsumer(c), slicetest.WithRequest(corev1.ResourceCPU, "3")))
+	opts := testkit.ManagerOptions(t, cp.Scheme)
+	opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaderElectionID = true, leases, id
+	opts.LeaderElectionReleaseOnCancel = true
+	replica := func() (*prometheus.Registry, *testkit.Manager) {
+		b, err := budget.New(id, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
+		require.NoError(t, err)
+		reg := prometheus.NewRegistry()
+		m := testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
+			return resourceslice.AddToManager(mgr, id, accept("Granted", nil), resourceslice.WithBudget(b), resourceslice.WithMetricsRegisterer(reg))
+		})
+		return reg, m
+	}
+	exports := func(reg *prometheus.Registry) func() bool {
+		return func() bool {
+			v, ok := meterSeries(t, reg, "sliceclass_consumer_granted", id, c)
+			return ok && v == 3
+		}
+	}
+	regA, a := replica()
+	testkit.Eventually(t, "the leader exports the consumer's 3 CPU", exports(regA))
+	regB, _ := replica()
+	testkit.Consistently(t, 3*time.Second, "the standby exports no consumer series", func() bool {
+		_, ok := meterSeries(t, regB, "sliceclass_consumer_granted_seconds_total", id, c)
+		return !ok
+	})
+	last := cpuSeconds(t, regA, id, c)
+	a.Stop()
+	testkit.Eventually(t, "the standby, elected, exports the consumer's 3 CPU", exports(regB))
+	first := cpuSeconds(t, regB, id, c)
+	assert.Less(t, first.v, last.v, "the new leader's counter starts from zero")
+	assert.Positive(t, first.v, "and counts from when it counted the slice")
+}
