@@ -117,7 +117,7 @@ func TestCountersIntegrateExactly(t *testing.T) {
 func TestOnlyTheLeaderCountsAndExports(t *testing.T) {
 	c := newClock()
 	m := New(c.now)
-	var r manager.Runnable = m.Leader()
+	r := m.Leader()
 	le, ok := r.(manager.LeaderElectionRunnable)
 	require.True(t, ok)
 	assert.True(t, le.NeedLeaderElection(), "started by the manager once elected")
