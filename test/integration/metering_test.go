@@ -98,7 +98,7 @@ func watchHolds(t *testing.T, nss ...string) *holdsWatch {
 	w := &holdsWatch{}
 	var done sync.WaitGroup
 	for _, ns := range nss {
-		for _, list := range []client.ObjectList{&authv1beta1.ResourceSliceList{}, &offloadingv1beta1.QuotaList{}} {
+		for _, list := range []client.ObjectList{&authv1beta1.ResourceSliceList{}, &offloadingv1beta1.QuotaList{}, &offloadingv1beta1.ShadowPodList{}} {
 			wi, err := wc.Watch(ctx, list, client.InNamespace(ns))
 			require.NoError(t, err)
 			done.Add(1)
@@ -179,6 +179,63 @@ func (w *holdsWatch) cpuSeconds(consumerOf map[string]string, from, to time.Time
 				continue
 			}
 			quotas[owner.UID] = o.Spec.Resources[corev1.ResourceCPU]
+		}
+	}
+	advance(to)
+	return out
+}
+
+// inUseSeconds integrates, per consumer, what the running ShadowPods of
+// its slices' Quota users were charged (their containers' CPU requests)
+// from from to to, in core-seconds: a pod counts from its creation until
+// it ends (Succeeded, Failed) or is deleted, as Liqo's webhook and the
+// books count it.
+func (w *holdsWatch) inUseSeconds(consumerOf map[string]string, from, to time.Time) map[string]float64 {
+	w.mu.Lock()
+	events := append([]holdEvent(nil), w.events...)
+	w.mu.Unlock()
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
+	type pod struct {
+		user string
+		cpu  resource.Quantity
+	}
+	pods := map[types.UID]pod{}
+	userOf := map[string]string{} // a Quota's user: its namespace's consumer
+	out := map[string]float64{}
+	last := from
+	advance := func(until time.Time) {
+		if until.Before(from) {
+			return
+		}
+		if until.After(to) {
+			until = to
+		}
+		if d := until.Sub(last).Seconds(); d > 0 {
+			for _, p := range pods {
+				if c, ok := userOf[p.user]; ok {
+					out[c] += p.cpu.AsApproximateFloat64() * d
+				}
+			}
+			last = until
+		}
+	}
+	for _, ev := range events {
+		advance(ev.at)
+		switch o := ev.obj.(type) {
+		case *offloadingv1beta1.Quota:
+			if ev.typ != watch.Deleted {
+				userOf[o.Spec.User] = consumerOf[o.Namespace]
+			}
+		case *offloadingv1beta1.ShadowPod:
+			if ev.typ == watch.Deleted || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+				delete(pods, o.UID)
+				continue
+			}
+			var cpu resource.Quantity
+			for _, c := range o.Spec.Pod.Containers {
+				cpu.Add(c.Resources.Requests[corev1.ResourceCPU])
+			}
+			pods[o.UID] = pod{user: o.Labels["liqo.io/creator-user"], cpu: cpu}
 		}
 	}
 	advance(to)
@@ -376,4 +433,66 @@ func TestMeteringOnTheLeaderOnly(t *testing.T) {
 	first := cpuSeconds(t, regB, id, c)
 	assert.Less(t, first.v, last.v, "the new leader's counter starts from zero")
 	assert.Positive(t, first.v, "and counts from when it counted the slice")
+}
+
+// What a consumer's pods use, over time: its slice holds 4; a pod of 1 CPU
+// runs, then one of 2 beside it, then the first is deleted. The in-use
+// counter rises, over the window, by what the test integrates from its own
+// watch of the ShadowPods, within 1%; the granted counter by the 4 held.
+func TestMeteringCountsWhatPodsUse(t *testing.T) {
+	cp.Require(t)
+	const (
+		id    = "meter-pods"
+		c     = "cluster-meter-pods"
+		phase = 8 * time.Second
+	)
+	ns := tenantNamespace(t, id, c)
+	offloaded := testkit.Namespace(t, cp, id+"-offloaded")
+	hw := watchHolds(t, ns, offloaded)
+	b, err := budget.New(id, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
+		if err := withLiqoQuotas(mgr); err != nil {
+			return err
+		}
+		return resourceslice.AddToManager(mgr, id, accept("Granted", nil), resourceslice.WithBudget(b),
+			resourceslice.WithoutTenantRule(), resourceslice.WithMetricsRegisterer(reg))
+	})
+	create(t, sliceIn(ns, "s", id, slicetest.WithConsumer(c), slicetest.WithRequest(corev1.ResourceCPU, "4")))
+	testkit.Eventually(t, "the slice Accepted with 4, its Quota at 4 and exported", func() bool {
+		v, ok := meterSeries(t, reg, "sliceclass_consumer_granted", id, c)
+		return quotaIs(ns, "s", "4")() && ok && v == 4
+	})
+	user := quotaUser(t, ns)
+	inUse := func() reading {
+		before := time.Now()
+		v, ok := meterSeries(t, reg, "sliceclass_consumer_in_use_seconds_total", id, c)
+		after := time.Now()
+		require.True(t, ok)
+		return reading{at: before.Add(after.Sub(before) / 2), v: v}
+	}
+	inUseIs := func(want float64) func() bool {
+		return func() bool {
+			v, ok := meterSeries(t, reg, "sliceclass_consumer_in_use", id, c)
+			return ok && v == want
+		}
+	}
+	r0, g0 := inUse(), cpuSeconds(t, reg, id, c)
+	p1 := runShadowPod(t, offloaded, "p1", user, "1")
+	testkit.Eventually(t, "1 CPU in use", inUseIs(1))
+	time.Sleep(phase)
+	runShadowPod(t, offloaded, "p2", user, "2")
+	testkit.Eventually(t, "3 CPU in use", inUseIs(3))
+	time.Sleep(phase)
+	require.NoError(t, cp.Client.Delete(context.Background(), p1))
+	testkit.Eventually(t, "2 CPU in use", inUseIs(2))
+	time.Sleep(phase)
+	r1, g1 := inUse(), cpuSeconds(t, reg, id, c)
+
+	want := hw.inUseSeconds(map[string]string{ns: c}, r0.at, r1.at)[c]
+	t.Logf("in use: counted %.3f core-s, observed %.3f", r1.v-r0.v, want)
+	require.Greater(t, want, (1+3+2)*phase.Seconds()*0.9, "the pods ran through the phases")
+	assert.InEpsilon(t, want, r1.v-r0.v, 0.01, "the pods' core-seconds over the window")
+	assert.InEpsilon(t, 4*g1.at.Sub(g0.at).Seconds(), g1.v-g0.v, 0.01, "the slice held its 4 (its pods used less) throughout")
 }
