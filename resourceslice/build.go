@@ -173,6 +173,9 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 	if with.views, err = mc.statusClasses(); err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
+	if err := mc.lead(st.meter); err != nil {
+		return nil, fmt.Errorf("class %q: %w", class, err)
+	}
 	for _, l := range st.ledgers {
 		p, f, err := feed.Acquire(mgr, l, with.views, with.namespaces, mc.pods, mc.cohorts)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/metering"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
 
@@ -48,6 +49,9 @@ type companions struct {
 	views *sliceview.Classes
 	// stopped is set when the manager stopped: nothing is kept any more.
 	stopped bool
+	// metered are the meters whose leader runnable the set added to its
+	// manager (see lead).
+	metered map[*metering.Meter]bool
 }
 
 var _ manager.Runnable = &companions{}
@@ -123,6 +127,27 @@ func (mc *companions) setNamed(class string) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	mc.named[class] = true
+}
+
+// lead adds m's leader runnable to the set's manager, once: m counts and
+// exports while the manager is elected.
+func (mc *companions) lead(m *metering.Meter) error {
+	if m == nil {
+		return nil
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if mc.metered[m] {
+		return nil
+	}
+	if err := mc.mgr.Add(m.Leader()); err != nil {
+		return fmt.Errorf("adding the consumer meter to the manager: %w", err)
+	}
+	if mc.metered == nil {
+		mc.metered = map[*metering.Meter]bool{}
+	}
+	mc.metered[m] = true
+	return nil
 }
 
 // statusClasses returns the set's status.class view, built on first use.

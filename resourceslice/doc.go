@@ -112,11 +112,17 @@
 //	sliceclass_budget_unavailable_total       counter    class               the same, by a budget that admits nothing new
 //	sliceclass_budget_consumer_limit          gauge      budget, consumer,   a consumer's own limit (budget.Budget.SetConsumerLimit),
 //	                                                     resource            while it lasts
+//	sliceclass_consumer_granted               gauge      budget, consumer,   what a consumer's slices hold now (leader only;
+//	                                                     resource            docs/metering.md)
+//	sliceclass_consumer_in_use                gauge      the same            what its running ShadowPods are charged now
+//	sliceclass_consumer_granted_seconds_total counter    the same            the first integrated over time (core-s, byte-s)
+//	sliceclass_consumer_in_use_seconds_total  counter    the same            the second integrated over time
 //	sliceclass_unserved_slices                gauge      class               AddUnservedReporter: slices nobody serves
 //	sliceclass_unserved_oldest_seconds        gauge      class               AddUnservedReporter: age of the oldest
 //
 // Label values come from the operator (registered classes, budgets,
-// SetConsumerLimit's consumers), except the unserved reporter's class,
+// SetConsumerLimit's consumers; the metering's consumers are the tenant
+// namespaces' IDs, and go 10 minutes after they last held nothing), except the unserved reporter's class,
 // which is a slice's spec.class: its series are deleted once the class has
 // no unserved slice, so classes consumers make up leave nothing behind.
 package resourceslice

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/metering"
 )
 
 // classState is what a class's Reconciler remembers between reconciles and
@@ -32,6 +33,9 @@ type classState struct {
 	// gives them back once.
 	exported   []exported
 	detachOnce sync.Once
+	// meter meters what each consumer holds in the class's budgets (nil
+	// without WithBudget, or with metering compiled out).
+	meter *metering.Meter
 	// seeded: without a feed, the ledger was told once what the client
 	// lists (see observe).
 	seedMu sync.Mutex
@@ -83,6 +87,11 @@ func newClassState(class string, cfg *config) (*classState, error) {
 		passes:     newPasses(),
 		queueReady: make(chan struct{}),
 	}
+	if len(cfg.budgets) > 0 && metering.Enabled {
+		if st.meter, err = register(cfg.registerer, metering.New(nil)); err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+	}
 	for _, b := range cfg.budgets {
 		c, err := m.registerBudget(b)
 		if err != nil {
@@ -96,6 +105,9 @@ func newClassState(class string, cfg *config) (*classState, error) {
 			return nil, err
 		}
 		st.ledgers = append(st.ledgers, l)
+		if st.meter != nil {
+			l.SetMeter(st.meter.Budget(b.Name(), l))
+		}
 	}
 	return st, nil
 }

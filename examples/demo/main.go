@@ -33,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
@@ -301,6 +302,12 @@ func run(progress, out io.Writer) error {
 	}); err != nil {
 		return err
 	}
+	// Metering: what alice's slices held in budget shared over the tour.
+	held, err := cpuSecondsOf("shared", ns(alice))
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(out, "\nmetering: consumer %s held %.1f CPU-seconds in budget shared over the tour (sliceclass_consumer_granted_seconds_total)\n", ns(alice), held)
 
 	cancel()
 	if err := <-mgrDone; err != nil && !errors.Is(err, context.Canceled) {
@@ -427,4 +434,29 @@ func printTable(out io.Writer, rows []row) {
 	_ = tw.Flush()
 	_, _ = fmt.Fprintf(out, "\n%d slices: %d Accepted, %d Denied, %d undecided\n",
 		len(rows), counts[string(conditions.Accepted)], counts[string(conditions.Denied)], counts["-"])
+}
+
+// cpuSecondsOf reads consumer's sliceclass_consumer_granted_seconds_total
+// for cpu in budgetName from controller-runtime's registry, where the
+// classes' metrics are (docs/metering.md).
+func cpuSecondsOf(budgetName, consumer string) (float64, error) {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sliceclass_consumer_granted_seconds_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["budget"] == budgetName && l["consumer"] == consumer && l["resource"] == "cpu" {
+				return m.GetCounter().GetValue(), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no metering of consumer %s in budget %s", consumer, budgetName)
 }

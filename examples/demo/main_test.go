@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +30,14 @@ func TestDemo(t *testing.T) {
 		// back the 2 it lacks, spot keeps its own 1 and 1 still lent.
 		"tier-spot  True   1         0        4         1             0              3             0",
 		"liqo-tenant-carol/spot-1  tier-spot  cpu=4      cpu=2    Accepted  Reclaimed",
-		"tier-gold  True   1         0        3         4             0              0             1"} {
+		"tier-gold  True   1         0        3         4             0              0             1",
+		// Metering: one consumer's CPU-seconds after the tour.
+		"metering: consumer liqo-tenant-alice held "} {
 		assert.Contains(t, out.String(), want, "demo output lacks %q", want)
 	}
+	m := regexp.MustCompile(`metering: consumer liqo-tenant-alice held ([0-9.]+) CPU-seconds`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, "the demo prints alice's CPU-seconds")
+	held, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	assert.Positive(t, held, "alice's shared slices held CPU during the tour")
 }

@@ -58,6 +58,7 @@ type books struct {
 	// changed is told of each change of what the books count (the
 	// Ledger refreshes its waiters' messages).
 	changed func()
+	meter   *meterHook // what each consumer holds, told as it changes (meter.go)
 }
 
 func newBooks(names []corev1.ResourceName, total corev1.ResourceList, changed func()) books {
@@ -330,6 +331,7 @@ func (b *books) account(e *entry, counted corev1.ResourceList) {
 	if empty {
 		delete(b.byConsumer, e.consumer)
 	}
+	b.meter.account(b, e)
 }
 
 // drop forgets e: what it counted and its unsettled attempts.

@@ -240,6 +240,11 @@ func TestDashboardReadsExportedMetrics(t *testing.T) {
 		}
 	}
 	t.Logf("the dashboard reads %v", slices.Sorted(maps.Keys(read)))
+	// The per-consumer panel: what each consumer holds now and its
+	// CPU-hours over the range (issue 52).
+	for _, m := range []string{"sliceclass_consumer_granted", "sliceclass_consumer_granted_seconds_total"} {
+		assert.True(t, read[m], "the dashboard shows %s", m)
+	}
 }
 
 // TestDashboardConfigMap checks the dashboard option: the JSON, verbatim,
