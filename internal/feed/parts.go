@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/budgethook"
+	"github.com/sliceclass/sliceclass/internal/cohorts"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
@@ -56,9 +57,9 @@ var errPartsClosed = errors.New("the budget's parts were torn down")
 // views, namespaces and pods are the status.class view, the namespace
 // store and the ShadowPod watch of the set of classes that asks: the feed
 // made here reads them while any class draws from the budget.
-func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods, cohorts *ledger.Cohorts) (*Parts, *Feed, error) {
+func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods) (*Parts, *Feed, error) {
 	for {
-		p, err := partsOf(mgr, l, cohorts)
+		p, err := partsOf(mgr, l)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -71,10 +72,16 @@ func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, na
 }
 
 // partsOf returns what l holds in mgr, binding l to mgr on first use:
-// from then on a budget that follows a SliceBudget joins the cohort its
-// spec names among cohorts, the manager's.
-func partsOf(mgr manager.Manager, l *ledger.Ledger, cohorts *ledger.Cohorts) (*Parts, error) {
+// from then on a budget that names a cohort (its SliceBudget's
+// spec.cohort, budget.WithCohort) joins the cohort of that name among the
+// manager's (internal/cohorts), where it meets every budget the manager
+// serves naming it, whichever classes draw from them.
+func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
 	p, err := l.Bind(mgr, func() (any, error) {
+		cs, err := cohorts.Of(mgr)
+		if err != nil {
+			return nil, fmt.Errorf("budget %q: %w", l.Name(), err)
+		}
 		bp := &Parts{mgr: mgr, l: l, done: make(chan struct{})}
 		if err := mgr.Add(lifetime{bp}); err != nil {
 			return nil, fmt.Errorf("budget %q: adding it to the manager: %w", l.Name(), err)
@@ -83,7 +90,7 @@ func partsOf(mgr manager.Manager, l *ledger.Ledger, cohorts *ledger.Cohorts) (*P
 			bp.teardown()
 			return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
 		}
-		l.SetCohorts(cohorts)
+		l.SetCohorts(cs)
 		return bp, nil
 	})
 	if err != nil {
