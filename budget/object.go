@@ -25,6 +25,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/internal/budgethook"
+	"github.com/sliceclass/sliceclass/internal/cohorts"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
@@ -115,6 +116,7 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 	ob := &objectBudget{
 		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: mgr.GetConfig(), scheme: scheme,
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
+		members:  func(cohort string) []string { return cohorts.Names(mgr, cohort) },
 		read:     make(chan struct{}),
 	}
 	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
@@ -203,6 +205,9 @@ type objectBudget struct {
 	cfg    *rest.Config
 	scheme *runtime.Scheme
 	pool   atomic.Pointer[nodePool]
+	// members are the names of the budgets the manager serves in the
+	// cohort named, for status.cohortMembers.
+	members func(cohort string) []string
 
 	mu sync.Mutex
 	// applied is what the last spec read made of the ledger, for the

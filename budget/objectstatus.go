@@ -107,7 +107,11 @@ func (w *statusWriter) sync(ctx context.Context) error {
 		return err
 	}
 	snap := ob.l.Snapshot()
-	desired := desiredStatus(&sb, a, snap, time.Now())
+	var members []string
+	if snap.Cohort != "" {
+		members = ob.members(snap.Cohort)
+	}
+	desired := desiredStatus(&sb, a, snap, members, time.Now())
 	if !snap.Counted && a.ok {
 		keepFigures(&desired, sb.Status) // never figures from books not yet counted
 	}
@@ -143,9 +147,10 @@ func (w *statusWriter) sync(ctx context.Context) error {
 // keepFigures puts back into desired the figures the object shows: the
 // books they would come from are not counted yet (a new leader whose feed
 // has not delivered its initial lists, or one that restarted), and would
-// show a budget holding nothing. Only the Ready condition and
-// observedGeneration are written until the books are counted (desiredStatus
-// leaves the CapacityBelowUsed condition as shown).
+// show a budget holding nothing. Only the Ready condition,
+// observedGeneration and cohortMembers (the manager's, not the books')
+// are written until the books are counted (desiredStatus leaves the
+// CapacityBelowUsed condition as shown).
 func keepFigures(desired *v1alpha1.SliceBudgetStatus, shown v1alpha1.SliceBudgetStatus) {
 	desired.Capacity, desired.Used, desired.InUse = shown.Capacity, shown.Used, shown.InUse
 	desired.Reclaiming, desired.Available, desired.Fullest = shown.Reclaiming, shown.Available, shown.Fullest
@@ -183,10 +188,12 @@ func statusPatch(base, obj *v1alpha1.SliceBudget) ([]byte, error) {
 }
 
 // desiredStatus is the status sb should show: the ledger's figures, the
-// fullest resource, the largest consumers, the Ready condition of the spec
-// last read (its transition time kept when its status did not change) and,
-// once the books are counted, the CapacityBelowUsed condition.
-func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, now time.Time) v1alpha1.SliceBudgetStatus {
+// fullest resource, the largest consumers, the members of its cohort
+// (members, the budgets the manager serves there), the Ready condition of
+// the spec last read (its transition time kept when its status did not
+// change) and, once the books are counted, the CapacityBelowUsed
+// condition.
+func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, members []string, now time.Time) v1alpha1.SliceBudgetStatus {
 	st := v1alpha1.SliceBudgetStatus{
 		Accepted: int32(min(snap.Accepted, 1<<31-1)), Waiting: int32(min(snap.Waiting, 1<<31-1)),
 		ObservedGeneration: a.generation,
@@ -197,6 +204,7 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 		st.Fullest = fullest(snap.Total, snap.Used)
 		if snap.Cohort != "" {
 			st.Borrowed, st.Lent = snap.Borrowed, snap.Lent
+			st.CohortMembers = cohortMembers(sb.Name, members)
 		}
 		for _, c := range snap.Consumers {
 			if len(st.Consumers) == v1alpha1.MaxConsumers {
@@ -227,6 +235,23 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 		setCapacityBelowUsed(&st.Conditions, short, a.generation, now)
 	}
 	return st
+}
+
+// maxCohortMembers is how many names status.cohortMembers holds at most
+// (the CRD's maxItems).
+const maxCohortMembers = 100
+
+// cohortMembers is status.cohortMembers: members, sorted, with self
+// (the budget counts itself even before the manager lists it), the first
+// maxCohortMembers by name.
+func cohortMembers(self string, members []string) []string {
+	out := append([]string{self}, members...)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > maxCohortMembers {
+		out = out[:maxCohortMembers]
+	}
+	return out
 }
 
 // belowUsed describes each resource whose capacity is below what the

@@ -37,7 +37,7 @@ func TestDesiredStatus(t *testing.T) {
 	sb.Generation = 3
 	applied := applied{read: true, generation: 3, ok: true, reason: reasonApplied, message: "spec applied: the budget admits by it"}
 
-	st := desiredStatus(sb, applied, snap, t0)
+	st := desiredStatus(sb, applied, snap, nil, t0)
 	assert.Equal(t, int32(1), st.Accepted)
 	assert.Equal(t, int32(1), st.Waiting)
 	assert.Equal(t, int64(3), st.ObservedGeneration)
@@ -51,20 +51,20 @@ func TestDesiredStatus(t *testing.T) {
 
 	// Later, same status: the transition time is kept.
 	sb.Status = st
-	again := desiredStatus(sb, applied, snap, t0.Add(time.Hour))
+	again := desiredStatus(sb, applied, snap, nil, t0.Add(time.Hour))
 	assert.True(t, again.Conditions[0].LastTransitionTime.Time.Equal(t0), "kept: %v", again.Conditions[0].LastTransitionTime)
 
 	// A refused spec with one in force: Ready False, the figures kept.
 	refused := applied
 	refused.generation, refused.reason, refused.message = 4, reasonSpecRefused, "spec.total names no resource"
-	st = desiredStatus(sb, refused, snap, t0.Add(time.Hour))
+	st = desiredStatus(sb, refused, snap, nil, t0.Add(time.Hour))
 	assert.Equal(t, metav1.ConditionFalse, st.Conditions[0].Status)
 	assert.Equal(t, "spec.total names no resource: the last spec applied stays in force", st.Conditions[0].Message)
 	assert.NotNil(t, st.Capacity)
 
 	// None in force: no figures, and the budget admits nothing new.
 	refused.ok = false
-	st = desiredStatus(sb, refused, snap, t0)
+	st = desiredStatus(sb, refused, snap, nil, t0)
 	assert.Nil(t, st.Capacity)
 	assert.Empty(t, st.Consumers)
 	assert.Equal(t, "spec.total names no resource: the budget admits nothing new", st.Conditions[0].Message)
@@ -147,14 +147,14 @@ func TestCapacityBelowUsedCondition(t *testing.T) {
 	a := applied{read: true, generation: 1, ok: true, reason: reasonApplied, message: "spec applied"}
 	sb := &v1alpha1.SliceBudget{}
 
-	sb.Status = desiredStatus(sb, a, counted("16", "12"), t0)
+	sb.Status = desiredStatus(sb, a, counted("16", "12"), nil, t0)
 	c := meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
 	require.NotNil(t, c, "written False when not below")
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Equal(t, reasonWithinCapacity, c.Reason)
 
 	t1 := t0.Add(time.Minute)
-	sb.Status = desiredStatus(sb, a, counted("8", "12"), t1)
+	sb.Status = desiredStatus(sb, a, counted("8", "12"), nil, t1)
 	c = meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, reasonUsedExceedsCapacity, c.Reason)
@@ -165,19 +165,41 @@ func TestCapacityBelowUsedCondition(t *testing.T) {
 	// The figures move, the state holds: the condition is what it was.
 	before := *c
 	a.generation = 2
-	st := desiredStatus(sb, a, counted("6", "11"), t1.Add(time.Minute))
+	st := desiredStatus(sb, a, counted("6", "11"), nil, t1.Add(time.Minute))
 	c = meta.FindStatusCondition(st.Conditions, conditionCapacityBelowUsed)
 	before.ObservedGeneration = 2
 	assert.Equal(t, before, *c, "only observedGeneration follows the spec")
 	sb.Status = st
 
 	t2 := t1.Add(time.Hour)
-	sb.Status = desiredStatus(sb, a, counted("20", "11"), t2)
+	sb.Status = desiredStatus(sb, a, counted("20", "11"), nil, t2)
 	c = meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.True(t, c.LastTransitionTime.Time.Equal(t2))
 
 	// Books not counted yet: the condition is left as shown.
-	st = desiredStatus(sb, a, ledger.Snapshot{Total: rl("cpu", "1"), Used: rl("cpu", "11")}, t2.Add(time.Hour))
+	st = desiredStatus(sb, a, ledger.Snapshot{Total: rl("cpu", "1"), Used: rl("cpu", "11")}, nil, t2.Add(time.Hour))
 	assert.Equal(t, sb.Status.Conditions, st.Conditions)
+}
+
+// status.cohortMembers: written for a member of a cohort only, sorted,
+// itself included even before the manager lists it, each name once, at
+// most maxCohortMembers.
+func TestDesiredStatusCohortMembers(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sb := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: "spot"}}
+	a := applied{read: true, ok: true, reason: reasonApplied, generation: 1}
+	alone := ledger.Snapshot{Total: cpuRL("1"), Used: cpuRL("0"), Counted: true}
+	assert.Nil(t, desiredStatus(sb, a, alone, []string{"gold"}, t0).CohortMembers, "a budget in no cohort lists none")
+	member := alone
+	member.Cohort = "tiers"
+	assert.Equal(t, []string{"gold", "spot"}, desiredStatus(sb, a, member, []string{"spot", "gold", "gold"}, t0).CohortMembers)
+	assert.Equal(t, []string{"spot"}, desiredStatus(sb, a, member, nil, t0).CohortMembers, "a cohort of one shows itself")
+	many := make([]string, 0, 2*maxCohortMembers)
+	for i := range 2 * maxCohortMembers {
+		many = append(many, fmt.Sprintf("b%03d", i))
+	}
+	got := desiredStatus(sb, a, member, many, t0).CohortMembers
+	assert.Len(t, got, maxCohortMembers, "bounded as the CRD bounds it")
+	assert.Equal(t, "b000", got[0])
 }

@@ -395,6 +395,15 @@ type SliceBudgetStatus struct {
 	// for a budget in a cohort only.
 	// +optional
 	Lent corev1.ResourceList `json:"lent,omitempty"`
+	// cohortMembers are the names of the SliceBudgets the manager serving
+	// this one serves in its cohort, sorted, this one included: who it
+	// lends to and borrows from. A cohort of one (a misspelt spec.cohort,
+	// or a member not served yet) shows only its own name. Unset for a
+	// budget in no cohort. At most 100 names, the first by name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	CohortMembers []string `json:"cohortMembers,omitempty"`
 
 	// accepted counts the slices that hold an acceptance from the budget
 	// (observed, or being written), whether or not a larger offer of

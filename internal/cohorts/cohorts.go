@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -13,50 +15,95 @@ import (
 
 var (
 	mu sync.Mutex
-	// byManager are the cohorts of each manager that has a budget served,
+	// byManager is what each manager that serves a budget holds here,
 	// until it stops.
-	byManager = map[manager.Manager]*ledger.Cohorts{}
+	byManager = map[manager.Manager]*served{}
 )
 
-// Of returns mgr's cohorts, made on first use, when the first budget mgr
-// serves is bound to it. It returns an error for a manager that cannot
-// be a map key or that stopped already (it cannot remove the entry).
-func Of(mgr manager.Manager) (*ledger.Cohorts, error) {
-	if mgr == nil {
-		return nil, fmt.Errorf("cohorts: nil manager")
-	}
-	if t := reflect.TypeOf(mgr); !t.Comparable() {
-		return nil, fmt.Errorf("cohorts: the manager's type %s cannot be compared: pass a pointer", t)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if cs := byManager[mgr]; cs != nil {
-		return cs, nil
-	}
-	// mu is held across Add: a runnable added to a manager that runs
-	// starts at once, and its Start, which takes mu when the manager
-	// stops, returns only then.
-	if err := mgr.Add(forget{mgr}); err != nil {
-		return nil, fmt.Errorf("adding the manager's cohorts to it: %w", err)
-	}
-	cs := ledger.NewCohorts()
-	byManager[mgr] = cs
-	return cs, nil
+// served is one manager's cohorts and the budgets it serves.
+type served struct {
+	cohorts *ledger.Cohorts
+	ledgers map[*ledger.Ledger]struct{}
 }
 
-// Members returns the sorted names of the budgets mgr serves in the
-// cohort named name, none when it serves none there (or name is "").
-func Members(mgr manager.Manager, name string) []string {
+// Join records that mgr serves l and gives l mgr's cohorts
+// (ledger.SetCohorts): from then on l is a member of the cohort its name
+// says (ledger.SetCohortName), among the budgets mgr serves. It returns
+// an error for a manager that cannot be a map key or that stopped already
+// (nothing could remove its entry).
+func Join(mgr manager.Manager, l *ledger.Ledger) error {
+	if mgr == nil {
+		return fmt.Errorf("cohorts: nil manager")
+	}
+	if t := reflect.TypeOf(mgr); !t.Comparable() {
+		return fmt.Errorf("cohorts: the manager's type %s cannot be compared: pass a pointer", t)
+	}
+	mu.Lock()
+	s := byManager[mgr]
+	if s == nil {
+		// mu is held across Add: a runnable added to a manager that runs
+		// starts at once, and its Start takes mu only once the manager
+		// stops.
+		if err := mgr.Add(forget{mgr}); err != nil {
+			mu.Unlock()
+			return fmt.Errorf("adding the manager's cohorts to it: %w", err)
+		}
+		s = &served{cohorts: ledger.NewCohorts(), ledgers: map[*ledger.Ledger]struct{}{}}
+		byManager[mgr] = s
+	}
+	s.ledgers[l] = struct{}{}
+	cs := s.cohorts
+	mu.Unlock()
+	l.SetCohorts(cs) // outside mu: it takes the ledgers' locks
+	return nil
+}
+
+// Leave records that mgr no longer serves l, which leaves its cohort.
+func Leave(mgr manager.Manager, l *ledger.Ledger) {
+	if mgr != nil && reflect.TypeOf(mgr).Comparable() {
+		mu.Lock()
+		if s := byManager[mgr]; s != nil {
+			delete(s.ledgers, l)
+		}
+		mu.Unlock()
+	}
+	l.SetCohorts(nil)
+}
+
+// Members returns the budgets mgr serves that are members of the cohort
+// named name now (ledger.Ledger.Cohort), sorted by name; none for "".
+func Members(mgr manager.Manager, name string) []*ledger.Ledger {
 	if name == "" || mgr == nil || !reflect.TypeOf(mgr).Comparable() {
 		return nil
 	}
 	mu.Lock()
-	cs := byManager[mgr]
-	mu.Unlock()
-	if cs == nil {
-		return nil
+	var all []*ledger.Ledger
+	if s := byManager[mgr]; s != nil {
+		all = make([]*ledger.Ledger, 0, len(s.ledgers))
+		for l := range s.ledgers {
+			all = append(all, l)
+		}
 	}
-	return cs.Members(name)
+	mu.Unlock()
+	var out []*ledger.Ledger
+	for _, l := range all { // outside mu: Cohort takes the ledger's lock
+		if l.Cohort() == name {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b *ledger.Ledger) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
+}
+
+// Names returns the sorted names of the budgets mgr serves in the cohort
+// named name, each once.
+func Names(mgr manager.Manager, name string) []string {
+	ms := Members(mgr, name)
+	out := make([]string, 0, len(ms))
+	for _, l := range ms {
+		out = append(out, l.Name())
+	}
+	return slices.Compact(out)
 }
 
 // size is how many managers have cohorts now.
@@ -66,7 +113,7 @@ func size() int {
 	return len(byManager)
 }
 
-// forget removes its manager's cohorts when the manager stops, on every
+// forget removes its manager's entry when the manager stops, on every
 // replica (the cohorts are the manager's, elected or not).
 type forget struct{ mgr manager.Manager }
 

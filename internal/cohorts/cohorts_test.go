@@ -7,26 +7,45 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
-// A manager's cohorts are one object for all its budgets, another
-// manager's are others, and they go when the manager stops: nothing is
-// kept for a stopped manager, and it is given none again.
+func newLedger(t *testing.T, name, cohort string) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.New(name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, ledger.Options{})
+	require.NoError(t, err)
+	l.SetCohortName(cohort)
+	return l
+}
+
+// Budgets one manager serves meet by cohort name, whoever joined them;
+// another manager's budgets are apart; a budget that leaves is no member;
+// and a manager's entry goes when it stops: nothing is kept for it, and
+// it is given none again.
 func TestCohortsAreTheManagersUntilItStops(t *testing.T) {
 	first, second := envkit.UnreachableManager(t), envkit.UnreachableManager(t)
-	a, err := Of(first)
-	require.NoError(t, err)
-	again, err := Of(first)
-	require.NoError(t, err)
-	assert.Same(t, a, again, "one manager, one set of cohorts")
-	b, err := Of(second)
-	require.NoError(t, err)
-	assert.NotSame(t, a, b, "another manager, other cohorts")
-	assert.Empty(t, Members(first, "tiers"), "no budget joined the cohort")
 	before := size()
+	spot, gold, typo := newLedger(t, "spot", "tiers"), newLedger(t, "gold", "tiers"), newLedger(t, "silver", "teirs")
+	other := newLedger(t, "bronze", "tiers")
+	for _, l := range []*ledger.Ledger{spot, gold, typo} {
+		require.NoError(t, Join(first, l))
+	}
+	require.NoError(t, Join(second, other))
+	assert.Equal(t, []string{"gold", "spot"}, Names(first, "tiers"), "one manager's budgets naming one cohort meet")
+	assert.Equal(t, "tiers", spot.Cohort())
+	assert.Equal(t, []string{"silver"}, Names(first, "teirs"), "a misspelt cohort is a cohort of one")
+	assert.Equal(t, []string{"bronze"}, Names(second, "tiers"), "another manager's cohort of the same name is its own")
+	assert.Empty(t, Names(first, ""), "no cohort, no members")
+	assert.Equal(t, before+2, size())
+
+	Leave(first, gold)
+	assert.Equal(t, []string{"spot"}, Names(first, "tiers"), "a budget no longer served leaves")
+	assert.Empty(t, gold.Cohort())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -38,10 +57,8 @@ func TestCohortsAreTheManagersUntilItStops(t *testing.T) {
 	case <-time.After(testwait.Timeout):
 		t.Fatal("the manager did not stop")
 	}
-	assert.Equal(t, before-1, size(), "the stopped manager's cohorts are gone")
-	_, err = Of(first)
-	assert.Error(t, err, "a stopped manager gets no cohorts it could never let go")
-	b2, err := Of(second)
-	require.NoError(t, err)
-	assert.Same(t, b, b2, "the other manager keeps its own")
+	assert.Equal(t, before+1, size(), "the stopped manager's entry is gone")
+	assert.Empty(t, Names(first, "tiers"))
+	assert.Error(t, Join(first, gold), "a stopped manager gets no entry it could never let go")
+	assert.Equal(t, []string{"bronze"}, Names(second, "tiers"), "the other manager keeps its own")
 }

@@ -1,6 +1,6 @@
 // Package cohorts is where the budgets one manager serves meet their
-// cohort: one set of cohorts by name per manager (ledger.Cohorts), kept
-// by the SDK, so that budgets naming one cohort meet however their
+// cohort: one set of cohorts by name per manager (ledger.Cohorts) and
+// the budgets it serves, kept by the SDK, so that budgets naming one cohort meet however their
 // classes were registered (resourceslice.AddToManager per class, one or
 // several ClassSets).
 //

@@ -78,19 +78,20 @@ func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, na
 // serves naming it, whichever classes draw from them.
 func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
 	p, err := l.Bind(mgr, func() (any, error) {
-		cs, err := cohorts.Of(mgr)
-		if err != nil {
-			return nil, fmt.Errorf("budget %q: %w", l.Name(), err)
-		}
 		bp := &Parts{mgr: mgr, l: l, done: make(chan struct{})}
 		if err := mgr.Add(lifetime{bp}); err != nil {
 			return nil, fmt.Errorf("budget %q: adding it to the manager: %w", l.Name(), err)
 		}
+		// On error the parts close (their runnables return) and l stays
+		// unbound; not teardown, which would Unbind under Bind's lock.
 		if err := mgr.Add(feedRunner{bp}); err != nil {
-			bp.teardown()
+			bp.close()
 			return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
 		}
-		l.SetCohorts(cs)
+		if err := cohorts.Join(mgr, l); err != nil {
+			bp.close()
+			return nil, fmt.Errorf("budget %q: %w", l.Name(), err)
+		}
 		return bp, nil
 	})
 	if err != nil {
@@ -153,7 +154,15 @@ func (p *Parts) Release() {
 // teardown ends the parts: the feed stops, the runnables
 // return, and the budget is unbound from the manager.
 func (p *Parts) teardown() {
+	p.close()
+	cohorts.Leave(p.mgr, p.l) // out of the manager, out of its cohorts
+	p.l.Unbind(p.mgr)
+}
+
+// close ends the parts' runnables and their feed's run.
+func (p *Parts) close() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
 		close(p.done)
@@ -162,9 +171,6 @@ func (p *Parts) teardown() {
 		p.runCancel()
 	}
 	p.run = nil
-	p.mu.Unlock()
-	p.l.SetCohorts(nil) // out of the manager, out of its cohorts
-	p.l.Unbind(p.mgr)
 }
 
 // goRun runs f until the parts' run context ends or f is stopped; p.mu is
