@@ -59,8 +59,8 @@ type options struct {
 	oldestFirst   bool
 	preemption    bool
 	evictAfter    time.Duration
-	// A cohort's member (New only; see cohort.go).
-	cohort             *Cohort
+	// A cohort's member (New only; see cohort.go): its name.
+	cohort             string
 	borrowing, lending corev1.ResourceList
 	reclaim            ReclaimPolicy
 	// Node pools only.
@@ -167,7 +167,7 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err == nil && len(o.poolOnly) > 0 {
 		err = fmt.Errorf("%s apply to NewNodePool only", strings.Join(o.poolOnly, ", "))
 	}
-	if c := o.cohortOptions(); err == nil && o.cohort == nil && len(c) > 0 {
+	if c := o.cohortOptions(); err == nil && o.cohort == "" && len(c) > 0 {
 		err = fmt.Errorf("%s: only for a member of a cohort (add WithCohort)", strings.Join(c, ", "))
 	}
 	if err != nil {
@@ -177,8 +177,8 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err != nil {
 		return nil, err
 	}
-	if o.cohort != nil {
-		l.JoinCohort(o.cohort.c)
+	if o.cohort != "" {
+		l.SetCohortName(o.cohort) // met once a manager serves the budget
 	}
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l}, nil
 }
@@ -195,7 +195,7 @@ func (b *Budget) Total() corev1.ResourceList { return b.l.Total() }
 func (b *Budget) Used() corev1.ResourceList { return b.l.Used() }
 
 // Free returns, per resource in Total, total − used, never below zero; for
-// a member of a cohort, what its slices may still take there (see Cohort).
+// a member of a cohort, what its slices may still take there (see WithCohort).
 func (b *Budget) Free() corev1.ResourceList { return b.l.Free() }
 
 // Borrowed returns what the budget's slices hold beyond its total, per
@@ -205,7 +205,7 @@ func (b *Budget) Borrowed() corev1.ResourceList { return b.l.Snapshot().Borrowed
 // Lent returns what other members' slices hold of the budget's total, per
 // limited resource (zero outside a cohort): the cohort's borrowed amount
 // split among the members that leave lendable capacity idle, in
-// proportion to what each leaves (see Cohort).
+// proportion to what each leaves (see WithCohort).
 func (b *Budget) Lent() corev1.ResourceList { return b.l.Snapshot().Lent }
 
 // SetTotal changes the capacity at run time. A resource the budget limits

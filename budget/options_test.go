@@ -75,25 +75,29 @@ func TestNewOptions(t *testing.T) {
 				budget.WithReclaimWithinCohort(budget.ReclaimAny)},
 			wantErr: "WithBorrowingLimit, WithLendingLimit, WithReclaimWithinCohort: only for a member of a cohort (add WithCohort)",
 		},
-		"NilCohort": {
-			reason: "A nil cohort is refused.",
-			opts:   []budget.Option{budget.WithCohort(nil)}, wantErr: "nil cohort",
+		"EmptyCohort": {
+			reason: "A cohort has a name.",
+			opts:   []budget.Option{budget.WithCohort("")}, wantErr: `cohort ""`,
+		},
+		"CohortNotADNSLabel": {
+			reason: "A cohort's name is a DNS label, as the API server wants spec.cohort.",
+			opts:   []budget.Option{budget.WithCohort("Gold_Tier")}, wantErr: `cohort "Gold_Tier"`,
 		},
 		"EmptyBorrowingLimit": {
 			reason: "An empty borrowing limit is refused: leave the option out for no limit.",
-			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(nil)}, wantErr: "empty borrowing limit",
+			opts:   []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(nil)}, wantErr: "empty borrowing limit",
 		},
 		"UnknownReclaimPolicy": {
 			reason: "A policy is one of three.",
-			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithReclaimWithinCohort("Always")}, wantErr: `reclaim within cohort "Always"`,
+			opts:   []budget.Option{budget.WithCohort("pool"), budget.WithReclaimWithinCohort("Always")}, wantErr: `reclaim within cohort "Always"`,
 		},
 		"BorrowingLimitOfAnotherResource": {
 			reason: "A limit names only resources the total limits.",
-			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(list("memory", "1"))}, wantErr: "borrowing limit names memory, which the total does not limit",
+			opts:   []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(list("memory", "1"))}, wantErr: "borrowing limit names memory, which the total does not limit",
 		},
 		"CohortMember": {
 			reason: "A member with every term.",
-			opts: []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
+			opts: []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
 				budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority)},
 		},
 	}
@@ -110,14 +114,6 @@ func TestNewOptions(t *testing.T) {
 			assert.Empty(t, cmp.Diff(tc.wantLimit, ledger.Of(b).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
 		})
 	}
-}
-
-// newCohort is an empty cohort.
-func newCohort(t *testing.T) *budget.Cohort {
-	t.Helper()
-	c, err := budget.NewCohort("pool")
-	require.NoError(t, err)
-	return c
 }
 
 // Every pool-only option given to New is an error, including the ones whose
