@@ -58,13 +58,13 @@ const (
 // most 63 lower-case letters, digits and '-'), as the API server refuses
 // such a spec.cohort.
 func WithCohort(name string) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 			o.errs = append(o.errs, fmt.Errorf("cohort %q: %s", name, strings.Join(errs, "; ")))
 			return
 		}
 		o.cohort = name
-	}
+	})
 }
 
 // WithBorrowingLimit caps, per resource it names, how much more than its
@@ -72,13 +72,13 @@ func WithCohort(name string) Option {
 // resource it does not name: no limit beyond what the cohort has idle).
 // It needs WithCohort, and names only resources the total names.
 func WithBorrowingLimit(limit corev1.ResourceList) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if len(limit) == 0 {
 			o.errs = append(o.errs, errors.New("empty borrowing limit"))
 			return
 		}
 		o.borrowing = limit.DeepCopy()
-	}
+	})
 }
 
 // WithLendingLimit caps, per resource it names, how much of its total the
@@ -87,13 +87,13 @@ func WithBorrowingLimit(limit corev1.ResourceList) Option {
 // held by another member's slices. It needs WithCohort, names only
 // resources the total names, and is at most the total.
 func WithLendingLimit(limit corev1.ResourceList) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if len(limit) == 0 {
 			o.errs = append(o.errs, errors.New("empty lending limit"))
 			return
 		}
 		o.lending = limit.DeepCopy()
-	}
+	})
 }
 
 // WithReclaimWithinCohort lets the budget take back what it lent when a
@@ -106,18 +106,18 @@ func WithLendingLimit(limit corev1.ResourceList) Option {
 // Taking back what was lent comes before WithPreemption's reclaim from the
 // budget's own lower priorities. It needs WithCohort.
 func WithReclaimWithinCohort(p ReclaimPolicy) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		switch p {
 		case ReclaimNever, ReclaimLowerPriority, ReclaimAny:
 			o.reclaim = p
 		default:
 			o.errs = append(o.errs, fmt.Errorf("reclaim within cohort %q: want %s, %s or %s", p, ReclaimNever, ReclaimLowerPriority, ReclaimAny))
 		}
-	}
+	})
 }
 
-// cohortOptions names the cohort options given without WithCohort, which
-// New refuses, and those NewNodePool and FromObject refuse.
+// cohortOptions names the cohort options given, which New refuses
+// without WithCohort.
 func (o options) cohortOptions() []string {
 	var out []string
 	if o.cohort != "" {

@@ -49,26 +49,6 @@ func TestNewOptions(t *testing.T) {
 			reason: "A nil option is ignored.",
 			opts:   []budget.Option{nil},
 		},
-		"WithResources": {
-			reason: "A pool-only option given to New is an error, not silently ignored.",
-			opts:   []budget.Option{budget.WithResources(corev1.ResourceCPU)}, wantErr: "apply to NewNodePool",
-		},
-		"WithReserve": {
-			reason: "A pool-only option given to New is an error.",
-			opts:   []budget.Option{budget.WithReserve(list("cpu", "1"))}, wantErr: "apply to NewNodePool",
-		},
-		"WithSharePercent": {
-			reason: "A pool-only option given to New is an error.",
-			opts:   []budget.Option{budget.WithSharePercent(50)}, wantErr: "apply to NewNodePool",
-		},
-		"WithLocalPods": {
-			reason: "A pool-only option given to New is an error.",
-			opts:   []budget.Option{budget.WithLocalPods()}, wantErr: "apply to NewNodePool",
-		},
-		"EmptyWithResources": {
-			reason: "A bad option is reported as such.",
-			opts:   []budget.Option{budget.WithResources()}, wantErr: "WithResources names no resource",
-		},
 		"CohortTermsWithoutCohort": {
 			reason: "Borrowing, lending and reclaim terms mean nothing outside a cohort: refused, not ignored.",
 			opts: []budget.Option{budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
@@ -112,21 +92,6 @@ func TestNewOptions(t *testing.T) {
 			}
 			require.NoError(t, err, tc.reason)
 			assert.Empty(t, cmp.Diff(tc.wantLimit, ledger.Of(b).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
-		})
-	}
-}
-
-// Every pool-only option given to New is an error, including the ones whose
-// value equals the pool's default.
-func TestNewRejectsDefaultValuedPoolOptions(t *testing.T) {
-	for name, opt := range map[string]budget.Option{
-		"WithSharePercent(100)": budget.WithSharePercent(100),
-		"WithReserve(nil)":      budget.WithReserve(nil),
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := budget.New("pool", list("cpu", "8"), opt)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "apply to NewNodePool")
 		})
 	}
 }
