@@ -114,7 +114,7 @@ func FromObject(mgr manager.Manager, name string, opts ...ObjectOption) (*Budget
 	ob := &objectBudget{
 		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: mgr.GetConfig(), scheme: scheme,
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
-		members:  func(cohort string) []string { return cohorts.Names(mgr, cohort) },
+		members:  func(cohort string) []*ledger.Ledger { return cohorts.Members(mgr, cohort) },
 		read:     make(chan struct{}),
 	}
 	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
@@ -182,9 +182,9 @@ type objectBudget struct {
 	cfg    *rest.Config
 	scheme *runtime.Scheme
 	pool   atomic.Pointer[nodePool]
-	// members are the names of the budgets the manager serves in the
-	// cohort named, for status.cohortMembers.
-	members func(cohort string) []string
+	// members are the budgets the manager serves in the cohort named, for
+	// what the status says of the cohort (objectcohort.go).
+	members func(cohort string) []*ledger.Ledger
 
 	mu sync.Mutex
 	// applied is what the last spec read made of the ledger, for the

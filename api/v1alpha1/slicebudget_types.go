@@ -432,7 +432,9 @@ type SliceBudgetStatus struct {
 	// conditions are the budget's conditions: Ready (the spec applied, or
 	// why not) and CapacityBelowUsed (True while capacity is below used for
 	// some resource, its message naming them and the figures when it began;
-	// False otherwise).
+	// for a member of a cohort, True with reason CohortOverCommitted while
+	// it holds more than its total and borrowingLimit, or the members hold
+	// more than their totals; False otherwise).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -95,17 +95,6 @@ func Members(mgr manager.Manager, name string) []*ledger.Ledger {
 	return out
 }
 
-// Names returns the sorted names of the budgets mgr serves in the cohort
-// named name, each once.
-func Names(mgr manager.Manager, name string) []string {
-	ms := Members(mgr, name)
-	out := make([]string, 0, len(ms))
-	for _, l := range ms {
-		out = append(out, l.Name())
-	}
-	return slices.Compact(out)
-}
-
 // size is how many managers have cohorts now.
 func size() int {
 	mu.Lock()

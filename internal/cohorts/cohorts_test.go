@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/testwait"
@@ -21,6 +22,15 @@ func newLedger(t *testing.T, name, cohort string) *ledger.Ledger {
 	require.NoError(t, err)
 	l.SetCohortName(cohort)
 	return l
+}
+
+// names are the names of Members(mgr, cohort).
+func names(mgr manager.Manager, cohort string) []string {
+	var out []string
+	for _, l := range Members(mgr, cohort) {
+		out = append(out, l.Name())
+	}
+	return out
 }
 
 // Budgets one manager serves meet by cohort name, whoever joined them;
@@ -36,15 +46,15 @@ func TestCohortsAreTheManagersUntilItStops(t *testing.T) {
 		require.NoError(t, Join(first, l))
 	}
 	require.NoError(t, Join(second, other))
-	assert.Equal(t, []string{"gold", "spot"}, Names(first, "tiers"), "one manager's budgets naming one cohort meet")
+	assert.Equal(t, []string{"gold", "spot"}, names(first, "tiers"), "one manager's budgets naming one cohort meet")
 	assert.Equal(t, "tiers", spot.Cohort())
-	assert.Equal(t, []string{"silver"}, Names(first, "teirs"), "a misspelt cohort is a cohort of one")
-	assert.Equal(t, []string{"bronze"}, Names(second, "tiers"), "another manager's cohort of the same name is its own")
-	assert.Empty(t, Names(first, ""), "no cohort, no members")
+	assert.Equal(t, []string{"silver"}, names(first, "teirs"), "a misspelt cohort is a cohort of one")
+	assert.Equal(t, []string{"bronze"}, names(second, "tiers"), "another manager's cohort of the same name is its own")
+	assert.Empty(t, names(first, ""), "no cohort, no members")
 	assert.Equal(t, before+2, size())
 
 	Leave(first, gold)
-	assert.Equal(t, []string{"spot"}, Names(first, "tiers"), "a budget no longer served leaves")
+	assert.Equal(t, []string{"spot"}, names(first, "tiers"), "a budget no longer served leaves")
 	assert.Empty(t, gold.Cohort())
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,7 +68,7 @@ func TestCohortsAreTheManagersUntilItStops(t *testing.T) {
 		t.Fatal("the manager did not stop")
 	}
 	assert.Equal(t, before+1, size(), "the stopped manager's entry is gone")
-	assert.Empty(t, Names(first, "tiers"))
+	assert.Empty(t, names(first, "tiers"))
 	assert.Error(t, Join(first, gold), "a stopped manager gets no entry it could never let go")
-	assert.Equal(t, []string{"bronze"}, Names(second, "tiers"), "the other manager keeps its own")
+	assert.Equal(t, []string{"bronze"}, names(second, "tiers"), "the other manager keeps its own")
 }

@@ -2,9 +2,13 @@ package integration
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
@@ -80,5 +84,60 @@ func TestCohortMeetsAcrossAddToManagerCalls(t *testing.T) {
 	testkit.Eventually(t, "the SliceBudgets show spot borrowing 3 and gold lending 3", func() bool {
 		g, s := sliceBudget(t, c, "meet-gold").Status, sliceBudget(t, c, "meet-spot").Status
 		return cpuIs(s.Borrowed, "3") && cpuIs(g.Lent, "3")
+	})
+}
+
+// Over its terms is a condition, never silence (issue 50): spot (2, may
+// borrow 10) holds 8, borrowing 6 of gold's 10; its borrowingLimit is cut
+// to 2, below what it borrows. Nothing is revoked by the edit, and spot's
+// SliceBudget says it is over: CapacityBelowUsed True, reason
+// CohortOverCommitted naming the cohort and the figures, and one Warning
+// event as it begins. Gold, within its terms and the cohort's 12, does
+// not. Before, spot stayed Ready with CapacityBelowUsed False.
+func TestCohortMemberOverItsBorrowingLimitSaysSo(t *testing.T) {
+	c := sbClient(t)
+	ns := testkit.Namespace(t, cp, "overc")
+	createSliceBudget(t, c, "overc-gold", v1alpha1.SliceBudgetSpec{Total: cpuList("10"), Cohort: "overc"})
+	createSliceBudget(t, c, "overc-spot", v1alpha1.SliceBudgetSpec{Total: cpuList("2"), Cohort: "overc", BorrowingLimit: cpuList("10")})
+	testkit.StartManagerWith(t, cp.Config, testkit.ManagerOptions(t, sbScheme()), func(mgr manager.Manager) error {
+		for _, name := range []string{"overc-gold", "overc-spot"} {
+			b, err := budget.FromObject(mgr, name)
+			if err != nil {
+				return err
+			}
+			if err := resourceslice.AddToManager(mgr, name, accept("Granted", nil), resourceslice.WithBudget(b),
+				resourceslice.WithoutTenantRule()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	create(t, sliceIn(ns, "s", "overc-spot", slicetest.WithRequest(corev1.ResourceCPU, "8")))
+	testkit.Eventually(t, "spot's slice Accepted with 8, borrowing 6", func() bool { return offerIs(t, ns, "s", "8", "") })
+	testkit.Eventually(t, "spot's SliceBudget shows it borrows 6, within its terms", func() bool {
+		st := sliceBudget(t, c, "overc-spot").Status
+		cond := capacityBelowUsed(t, "overc-spot")
+		return cpuIs(st.Borrowed, "6") && cond != nil && cond.Status == metav1.ConditionFalse
+	})
+
+	editSliceBudget(t, c, "overc-spot", func(s *v1alpha1.SliceBudgetSpec) { s.BorrowingLimit = cpuList("2") })
+	testkit.Eventually(t, "spot says it holds more than its terms allow", func() bool {
+		cond := capacityBelowUsed(t, "overc-spot")
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "CohortOverCommitted"
+	})
+	cond := capacityBelowUsed(t, "overc-spot")
+	assert.Contains(t, cond.Message, "budget overc-spot holds cpu 8, above its total 2 and borrowing limit 2 in cohort overc")
+	testkit.Eventually(t, "one Warning event on spot as it begins", func() bool {
+		var n int
+		for _, e := range budgetEvents(t, "overc-spot") {
+			if e.Reason == "CapacityBelowUsed" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "cohort overc") {
+				n++
+			}
+		}
+		return n == 1
+	})
+	testkit.Consistently(t, 2*time.Second, "spot keeps its 8, gold says nothing is over, one event", func() bool {
+		g := capacityBelowUsed(t, "overc-gold")
+		return offerIs(t, ns, "s", "8", "") && (g == nil || g.Status == metav1.ConditionFalse) && len(budgetEvents(t, "overc-spot")) == 1
 	})
 }
