@@ -41,10 +41,10 @@ type cohortView struct {
 
 // memberFigures are one member's figures.
 type memberFigures struct {
-	name             string
-	total, used      corev1.ResourceList
-	borrowing        corev1.ResourceList
-	borrowingLimited bool
+	name        string
+	total, used corev1.ResourceList
+	// borrowing is its borrowing limit, per resource it names.
+	borrowing corev1.ResourceList
 }
 
 // figuresOf reads a member's figures from its ledger.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -85,7 +84,10 @@ func calls(mgr manager.Manager, total corev1.ResourceList) {
 	require.NoError(t, err)
 	ov := filepath.Join(dir, "overlay.json")
 	require.NoError(t, os.WriteFile(ov, overlay, 0o600))
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-gcflags=-e", "-overlay="+ov, "-o", os.DevNull, "./zzoptions")
+	// go test puts its GOROOT/bin first on the test's PATH.
+	gocmd, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command")
+	cmd := exec.Command(gocmd, "build", "-gcflags=-e", "-overlay="+ov, "-o", os.DevNull, "./zzoptions")
 	cmd.Dir = wd
 	b, err := cmd.CombinedOutput()
 	return string(b), err
