@@ -93,7 +93,8 @@ func TestCohortMeetsAcrossAddToManagerCalls(t *testing.T) {
 // SliceBudget says it is over: CapacityBelowUsed True, reason
 // CohortOverCommitted naming the cohort and the figures, and one Warning
 // event as it begins. Gold, within its terms and the cohort's 12, does
-// not. Before, spot stayed Ready with CapacityBelowUsed False.
+// not. Then gold's total is cut below what the cohort holds: both say
+// so. Before, both stayed Ready with CapacityBelowUsed False.
 func TestCohortMemberOverItsBorrowingLimitSaysSo(t *testing.T) {
 	c := sbClient(t)
 	ns := testkit.Namespace(t, cp, "overc")
@@ -140,4 +141,30 @@ func TestCohortMemberOverItsBorrowingLimitSaysSo(t *testing.T) {
 		g := capacityBelowUsed(t, "overc-gold")
 		return offerIs(t, ns, "s", "8", "") && (g == nil || g.Status == metav1.ConditionFalse) && len(budgetEvents(t, "overc-spot")) == 1
 	})
+
+	// The limit back to 10: spot is within its terms again. Gold's total
+	// cut to 4: the members hold 8 of their 6, and each says so, gold
+	// with its own event, though gold's slices hold nothing.
+	editSliceBudget(t, c, "overc-spot", func(s *v1alpha1.SliceBudgetSpec) { s.BorrowingLimit = cpuList("10") })
+	testkit.Eventually(t, "spot within its terms again", func() bool {
+		cond := capacityBelowUsed(t, "overc-spot")
+		return cond != nil && cond.Status == metav1.ConditionFalse
+	})
+	editSliceBudget(t, c, "overc-gold", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("4") })
+	for _, name := range []string{"overc-gold", "overc-spot"} {
+		testkit.Eventually(t, name+" says the cohort holds more than its totals", func() bool {
+			cond := capacityBelowUsed(t, name)
+			return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "CohortOverCommitted" &&
+				strings.Contains(cond.Message, "cohort overc holds cpu 8, above its members' totals 6")
+		})
+	}
+	testkit.Eventually(t, "a Warning event on gold as it begins", func() bool {
+		for _, e := range budgetEvents(t, "overc-gold") {
+			if e.Reason == "CapacityBelowUsed" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "cohort overc") {
+				return true
+			}
+		}
+		return false
+	})
+	assert.True(t, offerIs(t, ns, "s", "8", ""), "the cut revokes nothing")
 }
