@@ -30,6 +30,7 @@ const MaxConsumers = 20
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,description="What the budget's slices hold beyond its capacity, borrowed from its cohort, per resource"
 // +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,description="What other budgets of its cohort hold of its capacity, per resource"
 // +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`,priority=1,description="The cohort the budget lends to and borrows from"
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.cohortMembers`,priority=1,description="The budgets the manager serving it serves in its cohort, itself included: a cohort of one from a misspelt cohort shows here"
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
