@@ -396,9 +396,10 @@ type SliceBudgetStatus struct {
 	// for a budget in a cohort only.
 	// +optional
 	Lent corev1.ResourceList `json:"lent,omitempty"`
-	// cohortMembers are the names of the SliceBudgets the manager serving
-	// this one serves in its cohort, sorted, this one included: who it
-	// lends to and borrows from. A cohort of one (a misspelt spec.cohort,
+	// cohortMembers are the names of the budgets the manager serving this
+	// one serves in its cohort (SliceBudgets, and budgets its code builds
+	// naming the cohort), sorted, this one included: who it lends to and
+	// borrows from. A cohort of one (a misspelt spec.cohort,
 	// or a member not served yet) shows only its own name. Unset for a
 	// budget in no cohort. At most 100 names, the first by name.
 	// +optional
