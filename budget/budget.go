@@ -51,16 +51,13 @@ type Budget struct {
 	object *objectBudget
 }
 
-// Option configures a budget.
-type Option func(*options)
-
 type options struct {
 	consumerLimit corev1.ResourceList
 	oldestFirst   bool
 	preemption    bool
 	evictAfter    time.Duration
-	// A cohort's member (New only; see cohort.go).
-	cohort             *Cohort
+	// A cohort's member (New only; see cohort.go): its name.
+	cohort             string
 	borrowing, lending corev1.ResourceList
 	reclaim            ReclaimPolicy
 	// Node pools only.
@@ -68,9 +65,7 @@ type options struct {
 	reserve   corev1.ResourceList
 	share     int
 	localPods bool
-	// poolOnly names the pool-only options given, which New refuses.
-	poolOnly []string
-	errs     []error
+	errs      []error
 }
 
 // WithConsumerLimit caps what one consumer holds from the budget, across
@@ -79,14 +74,14 @@ type options struct {
 // waits, and is admitted when that consumer's holding drops. The consumer is
 // the trusted one of resourceslice.Consumer: the tenant namespace's
 // liqo.io/remote-cluster-id, or the namespace, never a claim on the slice.
-func WithConsumerLimit(limit corev1.ResourceList) Option {
-	return func(o *options) {
+func WithConsumerLimit(limit corev1.ResourceList) SharedOption {
+	return optionFunc(func(o *options) {
 		if len(limit) == 0 {
 			o.errs = append(o.errs, errors.New("empty consumer limit"))
 			return
 		}
 		o.consumerLimit = limit.DeepCopy()
-	}
+	})
 }
 
 // WithOldestFirst admits waiting slices in plain creation order. By
@@ -95,8 +90,8 @@ func WithConsumerLimit(limit corev1.ResourceList) Option {
 // oldest first within one consumer, so that one consumer's burst cannot
 // starve another's single slice. With one consumer both orders are the
 // same.
-func WithOldestFirst() Option {
-	return func(o *options) { o.oldestFirst = true }
+func WithOldestFirst() ObjectOption {
+	return optionFunc(func(o *options) { o.oldestFirst = true })
 }
 
 // WithPreemption lets a slice that waits in the budget reclaim capacity
@@ -114,8 +109,8 @@ func WithOldestFirst() Option {
 // evicted. A waiter that leaves or can no longer fit (a limit or total cut
 // below it) gives its victims back what was taken for it, and one that
 // lacks less gives back the rest.
-func WithPreemption() Option {
-	return func(o *options) { o.preemption = true }
+func WithPreemption() SharedOption {
+	return optionFunc(func(o *options) { o.preemption = true })
 }
 
 // WithEvictionAfter lets the budget delete running pods, which it never
@@ -130,24 +125,14 @@ func WithPreemption() Option {
 // deletion is a Warning event EvictionFailed and is retried. d counts
 // from the shrink as the current leader saw it: a failover restarts it.
 // It returns an error from New or NewNodePool for d ≤ 0.
-func WithEvictionAfter(d time.Duration) Option {
-	return func(o *options) {
+func WithEvictionAfter(d time.Duration) SharedOption {
+	return optionFunc(func(o *options) {
 		if d <= 0 {
 			o.errs = append(o.errs, fmt.Errorf("eviction after %s: must be positive", d))
 			return
 		}
 		o.evictAfter = d
-	}
-}
-
-func build(opts []Option) (options, error) {
-	o := options{share: 100}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o, errors.Join(o.errs...)
+	})
 }
 
 // ledgerOptions are the ledger's options of o.
@@ -163,11 +148,8 @@ func (o options) ledgerOptions() ledger.Options {
 // an empty name, an empty total (it would limit nothing), a negative
 // quantity or a bad option.
 func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error) {
-	o, err := build(opts)
-	if err == nil && len(o.poolOnly) > 0 {
-		err = fmt.Errorf("%s apply to NewNodePool only", strings.Join(o.poolOnly, ", "))
-	}
-	if c := o.cohortOptions(); err == nil && o.cohort == nil && len(c) > 0 {
+	o, err := build(opts, Option.applyToNew)
+	if c := o.cohortOptions(); err == nil && o.cohort == "" && len(c) > 0 {
 		err = fmt.Errorf("%s: only for a member of a cohort (add WithCohort)", strings.Join(c, ", "))
 	}
 	if err != nil {
@@ -177,8 +159,8 @@ func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error
 	if err != nil {
 		return nil, err
 	}
-	if o.cohort != nil {
-		l.JoinCohort(o.cohort.c)
+	if o.cohort != "" {
+		l.SetCohortName(o.cohort) // met once a manager serves the budget
 	}
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l}, nil
 }
@@ -195,7 +177,7 @@ func (b *Budget) Total() corev1.ResourceList { return b.l.Total() }
 func (b *Budget) Used() corev1.ResourceList { return b.l.Used() }
 
 // Free returns, per resource in Total, total − used, never below zero; for
-// a member of a cohort, what its slices may still take there (see Cohort).
+// a member of a cohort, what its slices may still take there (see WithCohort).
 func (b *Budget) Free() corev1.ResourceList { return b.l.Free() }
 
 // Borrowed returns what the budget's slices hold beyond its total, per
@@ -205,7 +187,7 @@ func (b *Budget) Borrowed() corev1.ResourceList { return b.l.Snapshot().Borrowed
 // Lent returns what other members' slices hold of the budget's total, per
 // limited resource (zero outside a cohort): the cohort's borrowed amount
 // split among the members that leave lendable capacity idle, in
-// proportion to what each leaves (see Cohort).
+// proportion to what each leaves (see WithCohort).
 func (b *Budget) Lent() corev1.ResourceList { return b.l.Snapshot().Lent }
 
 // SetTotal changes the capacity at run time. A resource the budget limits

@@ -3,52 +3,13 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
-
-// Cohort is a set of budgets that lend each other what they leave idle
-// (Kueue's cohorts, with partial reclaim): a member's total is what it is
-// guaranteed; its slices may hold more, borrowed from what the other
-// members leave idle and may lend (WithBorrowingLimit, WithLendingLimit);
-// and a member may take back what it lent when its own slices wait
-// (WithReclaimWithinCohort), by shrinking the borrowers' slices, never by
-// evicting them. Per resource, for a member b with total T, lending limit
-// L (all of T when absent), guaranteed part G = T − L and borrowing limit
-// B (unbounded when absent), an offer of b fits while what b's slices
-// hold stays within T + B, and what they hold beyond G, with what the
-// other members hold beyond theirs, stays within the sum of the members'
-// L. So a cohort's slices never hold more than the sum of its totals by
-// an admission, and what a member may not lend is never held by another
-// member's slices.
-//
-// The budgets' status shows Borrowed (what a budget's slices hold beyond
-// its total) and Lent (what the others hold of it: the cohort's borrowed
-// amount split among the members that leave lendable capacity idle, in
-// proportion to it): see Borrowed and Lent. A Cohort is built by the
-// user, like a Budget, and handed to each member with WithCohort (New
-// only). Members decide under one lock, the cohort's.
-type Cohort struct {
-	c *ledger.Cohort
-}
-
-// NewCohort returns an empty cohort named name. It returns an error for an
-// empty name.
-func NewCohort(name string) (*Cohort, error) {
-	c, err := ledger.NewCohort(name)
-	if err != nil {
-		return nil, err
-	}
-	return &Cohort{c: c}, nil
-}
-
-// Name returns the cohort's name.
-func (c *Cohort) Name() string { return c.c.Name() }
-
-// Members returns the names of the cohort's budgets, sorted.
-func (c *Cohort) Members() []string { return c.c.Members() }
 
 // ReclaimPolicy is which borrowed capacity a member of a cohort takes back
 // for its own waiting slices (WithReclaimWithinCohort).
@@ -67,17 +28,43 @@ const (
 	ReclaimAny ReclaimPolicy = ReclaimPolicy(ledger.ReclaimAny)
 )
 
-// WithCohort makes the budget a member of c (New only). A budget of one
-// cohort may also be in a cohort of none else: a class's slice answers to
+// WithCohort makes the budget a member of the cohort named name (New
+// only): budgets of one cohort lend each other what they leave idle
+// (Kueue's cohorts, with partial reclaim). A member's total is what it is
+// guaranteed; its slices may hold more, borrowed from what the other
+// members leave idle and may lend (WithBorrowingLimit,
+// WithLendingLimit); and a member may take back what it lent when its own
+// slices wait (WithReclaimWithinCohort), by shrinking the borrowers'
+// slices, never by evicting them. Per resource, for a member b with total
+// T, lending limit L (all of T when absent), guaranteed part G = T − L and
+// borrowing limit B (unbounded when absent), an offer of b fits while
+// what b's slices hold stays within T + B, and what they hold beyond G,
+// with what the other members hold beyond theirs, stays within the sum of
+// the members' L. So a cohort's slices never hold more than the sum of
+// its totals by an admission, and what a member may not lend is never
+// held by another member's slices.
+//
+// The cohort is a name, as a SliceBudget's spec.cohort is: the budget
+// meets the members once a manager serves it (a class drawing from it is
+// added), and its members are the budgets that manager serves naming the
+// same cohort, Go-built or SliceBudgets, however their classes were
+// registered. Until then, and in another manager, it is a budget on its
+// own. Its status shows Borrowed (what its slices hold beyond its total)
+// and Lent (what the others hold of it). A budget of one cohort may also
+// be drawn from beside a budget in no cohort: a class's slice answers to
 // every budget its class draws from, each by its own terms.
-func WithCohort(c *Cohort) Option {
-	return func(o *options) {
-		if c == nil || c.c == nil {
-			o.errs = append(o.errs, errors.New("nil cohort: build one with NewCohort"))
+//
+// It returns an error from New for a name that is not a DNS label (at
+// most 63 lower-case letters, digits and '-'), as the API server refuses
+// such a spec.cohort.
+func WithCohort(name string) Option {
+	return optionFunc(func(o *options) {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			o.errs = append(o.errs, fmt.Errorf("cohort %q: %s", name, strings.Join(errs, "; ")))
 			return
 		}
-		o.cohort = c
-	}
+		o.cohort = name
+	})
 }
 
 // WithBorrowingLimit caps, per resource it names, how much more than its
@@ -85,13 +72,13 @@ func WithCohort(c *Cohort) Option {
 // resource it does not name: no limit beyond what the cohort has idle).
 // It needs WithCohort, and names only resources the total names.
 func WithBorrowingLimit(limit corev1.ResourceList) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if len(limit) == 0 {
 			o.errs = append(o.errs, errors.New("empty borrowing limit"))
 			return
 		}
 		o.borrowing = limit.DeepCopy()
-	}
+	})
 }
 
 // WithLendingLimit caps, per resource it names, how much of its total the
@@ -100,13 +87,13 @@ func WithBorrowingLimit(limit corev1.ResourceList) Option {
 // held by another member's slices. It needs WithCohort, names only
 // resources the total names, and is at most the total.
 func WithLendingLimit(limit corev1.ResourceList) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		if len(limit) == 0 {
 			o.errs = append(o.errs, errors.New("empty lending limit"))
 			return
 		}
 		o.lending = limit.DeepCopy()
-	}
+	})
 }
 
 // WithReclaimWithinCohort lets the budget take back what it lent when a
@@ -119,21 +106,21 @@ func WithLendingLimit(limit corev1.ResourceList) Option {
 // Taking back what was lent comes before WithPreemption's reclaim from the
 // budget's own lower priorities. It needs WithCohort.
 func WithReclaimWithinCohort(p ReclaimPolicy) Option {
-	return func(o *options) {
+	return optionFunc(func(o *options) {
 		switch p {
 		case ReclaimNever, ReclaimLowerPriority, ReclaimAny:
 			o.reclaim = p
 		default:
 			o.errs = append(o.errs, fmt.Errorf("reclaim within cohort %q: want %s, %s or %s", p, ReclaimNever, ReclaimLowerPriority, ReclaimAny))
 		}
-	}
+	})
 }
 
-// cohortOptions names the cohort options given without WithCohort, which
-// New refuses, and those NewNodePool and FromObject refuse.
+// cohortOptions names the cohort options given, which New refuses
+// without WithCohort.
 func (o options) cohortOptions() []string {
 	var out []string
-	if o.cohort != nil {
+	if o.cohort != "" {
 		out = append(out, "WithCohort")
 	}
 	if o.borrowing != nil {

@@ -10,49 +10,44 @@ import (
 )
 
 // A provider sells tiers from one pool of 16 CPU: gold is guaranteed 10
-// and lends them while idle, spot is guaranteed 2 and may borrow up to 14
-// more, silver is guaranteed 4 and lends 2 of them. Each budget's Free is
-// what its slices may still take in the cohort: spot may take all the
-// others may lend, but never silver's 2 it keeps; gold, which takes back
-// what it lent (WithReclaimWithinCohort), is admitted at once up to what
-// is idle, and shrinks borrowers for the rest of its 10.
+// and lends them while idle, taking them back when its slices need them;
+// spot is guaranteed 2 and may borrow up to 14 more; silver is guaranteed
+// 4 and lends 2 of them. Each budget names its cohort; they meet when one
+// manager serves them, however their classes are registered:
+//
+//	resourceslice.AddToManager(mgr, "gold", h, resourceslice.WithBudget(gold), resourceslice.WithPriority(100))
+//	resourceslice.AddToManager(mgr, "spot", h, resourceslice.WithBudget(spot))
+//	resourceslice.AddToManager(mgr, "silver", h, resourceslice.WithBudget(silver), resourceslice.WithPriority(50))
+//
+// Terms that cannot hold are refused when the budget is built.
 func ExampleWithCohort() {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	pool, err := budget.NewCohort("pool")
+	gold, err := budget.New("gold", cpu("10"), budget.WithCohort("pool"), budget.WithReclaimWithinCohort(budget.ReclaimAny))
 	if err != nil {
 		panic(err)
 	}
-	gold, err := budget.New("gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
+	spot, err := budget.New("spot", cpu("2"), budget.WithCohort("pool"), budget.WithBorrowingLimit(cpu("14")))
 	if err != nil {
 		panic(err)
 	}
-	spot, err := budget.New("spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))
-	if err != nil {
-		panic(err)
-	}
-	silver, err := budget.New("silver", cpu("4"), budget.WithCohort(pool), budget.WithLendingLimit(cpu("2")),
+	silver, err := budget.New("silver", cpu("4"), budget.WithCohort("pool"), budget.WithLendingLimit(cpu("2")),
 		budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(pool.Members())
-	for _, b := range []*budget.Budget{gold, spot, silver} {
-		free, borrowed := b.Free()[corev1.ResourceCPU], b.Borrowed()[corev1.ResourceCPU]
-		fmt.Printf("%s: free %s, borrowed %s\n", b.Name(), free.String(), borrowed.String())
-	}
+	fmt.Println(gold.Name(), spot.Name(), silver.Name())
 
-	// Terms that cannot hold are refused.
-	_, err = budget.New("bronze", cpu("2"), budget.WithCohort(pool), budget.WithLendingLimit(cpu("3")))
+	_, err = budget.New("bronze", cpu("2"), budget.WithCohort("pool"), budget.WithLendingLimit(cpu("3")))
 	fmt.Println(err)
 	_, err = budget.New("bronze", cpu("2"), budget.WithBorrowingLimit(cpu("3")))
 	fmt.Println(err)
+	_, err = budget.New("bronze", cpu("2"), budget.WithCohort("Pool"))
+	fmt.Println(err != nil)
 	// Output:
-	// [gold silver spot]
-	// gold: free 14, borrowed 0
-	// spot: free 14, borrowed 0
-	// silver: free 16, borrowed 0
+	// gold spot silver
 	// budget "bronze": lending limit above the total: cpu: 3 above the total 2
 	// budget "bronze": WithBorrowingLimit: only for a member of a cohort (add WithCohort)
+	// true
 }

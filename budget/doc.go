@@ -56,8 +56,9 @@
 // WithLendingLimit bound what it borrows and lends, and
 // WithReclaimWithinCohort takes back what it lent when its own slices wait,
 // by shrinking the borrowers' slices (never below their own totals) as
-// WithPreemption does. Borrowed and Lent say who holds what of whom. See
-// Cohort and docs/cohorts.md.
+// WithPreemption does. Borrowed and Lent say who holds what of whom. The
+// cohort is a name: a budget meets the budgets naming it that its manager
+// serves, SliceBudgets included. See WithCohort and docs/cohorts.md.
 //
 // # A budget as an object
 //

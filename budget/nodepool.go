@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -47,37 +46,32 @@ var defaultPoolResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.Reso
 // WithResources names the resources a node-pool budget limits (default cpu,
 // memory, pods). A named resource no node of the pool has is 0: it admits
 // none, never unlimited.
-func WithResources(names ...corev1.ResourceName) Option {
-	return func(o *options) {
-		o.poolOnly = append(o.poolOnly, "WithResources")
+func WithResources(names ...corev1.ResourceName) NodePoolOption {
+	return optionFunc(func(o *options) {
 		if len(names) == 0 {
 			o.errs = append(o.errs, errors.New("WithResources names no resource"))
 			return
 		}
 		o.resources = append([]corev1.ResourceName(nil), names...)
-	}
+	})
 }
 
 // WithReserve keeps reserve back from a node pool for the provider's own
 // use: the total is what the pool offers minus reserve, never below zero.
-func WithReserve(reserve corev1.ResourceList) Option {
-	return func(o *options) {
-		o.poolOnly = append(o.poolOnly, "WithReserve")
-		o.reserve = reserve.DeepCopy()
-	}
+func WithReserve(reserve corev1.ResourceList) NodePoolOption {
+	return optionFunc(func(o *options) { o.reserve = reserve.DeepCopy() })
 }
 
 // WithSharePercent offers p percent of a node pool (1–100, default 100),
 // before the reserve is taken.
-func WithSharePercent(p int) Option {
-	return func(o *options) {
-		o.poolOnly = append(o.poolOnly, "WithSharePercent")
+func WithSharePercent(p int) NodePoolOption {
+	return optionFunc(func(o *options) {
 		if p < minSharePercent || p > maxSharePercent {
 			o.errs = append(o.errs, fmt.Errorf("share percent %d is not within %d–%d", p, minSharePercent, maxSharePercent))
 			return
 		}
 		o.share = p
-	}
+	})
 }
 
 // WithLocalPods subtracts local pods' requests from a node pool's total:
@@ -86,11 +80,8 @@ func WithSharePercent(p int) Option {
 // liqo.io/managed-by=shadowpod (it is made from a ShadowPod) and is not
 // subtracted, since the consumer's grant already counts it; pods that
 // finished (Succeeded, Failed) hold nothing. It needs list and watch on pods.
-func WithLocalPods() Option {
-	return func(o *options) {
-		o.poolOnly = append(o.poolOnly, "WithLocalPods")
-		o.localPods = true
-	}
+func WithLocalPods() NodePoolOption {
+	return optionFunc(func(o *options) { o.localPods = true })
 }
 
 // NewNodePool returns a Budget whose total follows the nodes matching
@@ -107,17 +98,14 @@ func WithLocalPods() Option {
 // before mgr.Start. The manager's client needs list and watch on nodes,
 // and its scheme the core types (clientgoscheme.AddToScheme; a missing one
 // is an error naming that call).
-func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts ...Option) (*Budget, error) {
+func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts ...NodePoolOption) (*Budget, error) {
 	if mgr == nil {
 		return nil, fmt.Errorf("budget %q: nil manager", name)
 	}
 	if nodes == nil {
 		return nil, fmt.Errorf("budget %q: nil node selector; use labels.Everything() for every node", name)
 	}
-	o, err := build(opts)
-	if err == nil && len(o.cohortOptions()) > 0 {
-		err = fmt.Errorf("%s apply to New only: a node pool's total follows its nodes", strings.Join(o.cohortOptions(), ", "))
-	}
+	o, err := build(opts, NodePoolOption.applyToNodePool)
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}

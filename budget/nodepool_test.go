@@ -28,7 +28,7 @@ func TestNewNodePool(t *testing.T) {
 		reason    string
 		mgr       manager.Manager
 		nodes     labels.Selector
-		opts      []budget.Option
+		opts      []budget.NodePoolOption
 		wantErr   string
 		wantTotal corev1.ResourceList
 	}{
@@ -40,7 +40,7 @@ func TestNewNodePool(t *testing.T) {
 		"WithResources": {
 			reason: "WithResources names exactly the resources limited.",
 			mgr:    mgr, nodes: selector(t, "pool=gpu"),
-			opts:      []budget.Option{budget.WithResources("nvidia.com/gpu"), budget.WithSharePercent(50), budget.WithReserve(list("nvidia.com/gpu", "1")), budget.WithLocalPods(), budget.WithConsumerLimit(list("nvidia.com/gpu", "2")), budget.WithOldestFirst()},
+			opts:      []budget.NodePoolOption{budget.WithResources("nvidia.com/gpu"), budget.WithSharePercent(50), budget.WithReserve(list("nvidia.com/gpu", "1")), budget.WithLocalPods(), budget.WithConsumerLimit(list("nvidia.com/gpu", "2")), budget.WithOldestFirst()},
 			wantTotal: list("nvidia.com/gpu", "0"),
 		},
 		"NilManager": {
@@ -53,37 +53,37 @@ func TestNewNodePool(t *testing.T) {
 		},
 		"ShareZero": {
 			reason: "A share is 1–100.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithSharePercent(0)},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithSharePercent(0)},
 			wantErr: `budget "pool": share percent 0 is not within 1–100`,
 		},
 		"ShareOver100": {
 			reason: "A share is 1–100.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithSharePercent(101)},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithSharePercent(101)},
 			wantErr: `budget "pool": share percent 101 is not within 1–100`,
 		},
 		"ShareNegative": {
 			reason: "A share is 1–100.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithSharePercent(-5)},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithSharePercent(-5)},
 			wantErr: "share percent -5",
 		},
 		"NegativeReserve": {
 			reason: "A negative reserve would add capacity: refused, naming it.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithReserve(list("cpu", "-1"))},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithReserve(list("cpu", "-1"))},
 			wantErr: `budget "pool": negative reserve cpu=-1`,
 		},
 		"EmptyResources": {
 			reason: "A pool limiting nothing is refused.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithResources()},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithResources()},
 			wantErr: `budget "pool": WithResources names no resource`,
 		},
 		"EmptyConsumerLimit": {
 			reason: "WithConsumerLimit applies to node pools too, and is validated there.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithConsumerLimit(nil)},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithConsumerLimit(nil)},
 			wantErr: `budget "pool": empty consumer limit`,
 		},
 		"SeveralErrors": {
 			reason: "Every bad option is reported.",
-			mgr:    mgr, nodes: labels.Everything(), opts: []budget.Option{budget.WithSharePercent(0), budget.WithResources()},
+			mgr:    mgr, nodes: labels.Everything(), opts: []budget.NodePoolOption{budget.WithSharePercent(0), budget.WithResources()},
 			wantErr: "share percent 0 is not within 1–100\nWithResources names no resource",
 		},
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/internal/budgethook"
+	"github.com/sliceclass/sliceclass/internal/cohorts"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
@@ -66,9 +67,10 @@ import (
 // that fell below what the slices hold.
 //
 // Its settings come from the object, so of the options only
-// WithOldestFirst applies; WithPreemption, WithConsumerLimit,
-// WithEvictionAfter and the node-pool options are refused, naming the
-// spec field to set instead.
+// WithOldestFirst (an ObjectOption) applies: WithPreemption,
+// WithConsumerLimit, WithEvictionAfter, the cohort's and the node pool's
+// do not compile here (set spec.preemption, spec.consumerLimit,
+// spec.evictionAfterSeconds, spec.cohort and its limits, spec.nodePool).
 //
 // A spec.nodePool makes the capacity follow the provider's nodes as
 // NewNodePool does, through a cache of the pool's nodes (and, with
@@ -87,19 +89,16 @@ import (
 // changed. The manager's client needs get,
 // list and watch on slicebudgets, patch on slicebudgets/status, and create
 // and patch on events (events.k8s.io; a repeated event is a patch).
-func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, error) {
+func FromObject(mgr manager.Manager, name string, opts ...ObjectOption) (*Budget, error) {
 	if mgr == nil {
 		return nil, fmt.Errorf("budget %q: nil manager", name)
 	}
 	if name == "" {
 		return nil, errors.New("budget: empty SliceBudget name")
 	}
-	o, err := build(opts)
+	o, err := build(opts, ObjectOption.applyToObject)
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
-	}
-	if bad := o.specOptions(); len(bad) > 0 {
-		return nil, fmt.Errorf("budget %q follows SliceBudget %q, whose spec sets what these options would: %s", name, name, strings.Join(bad, "; "))
 	}
 	// A spec may name a node pool, with local pods, at any time.
 	scheme := mgr.GetScheme()
@@ -115,6 +114,7 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 	ob := &objectBudget{
 		name: name, l: l, cache: mgr.GetCache(), client: mgr.GetClient(), reader: mgr.GetAPIReader(), cfg: mgr.GetConfig(), scheme: scheme,
 		recorder: func() events.EventRecorder { return mgr.GetEventRecorder(recorderName) },
+		members:  func(cohort string) []*ledger.Ledger { return cohorts.Members(mgr, cohort) },
 		read:     make(chan struct{}),
 	}
 	l.SetUndecided(fmt.Sprintf("SliceBudget %q not read yet", name))
@@ -127,27 +127,6 @@ func FromObject(mgr manager.Manager, name string, opts ...Option) (*Budget, erro
 		return nil, fmt.Errorf("budget %q: adding its SliceBudget's status writer to the manager: %w", name, err)
 	}
 	return &Budget{ledgerHandle: ledger.NewHandle(l), l: l, object: ob}, nil
-}
-
-// specOptions names the options given that the object's spec sets.
-func (o options) specOptions() []string {
-	var bad []string
-	if o.preemption {
-		bad = append(bad, "WithPreemption: set spec.preemption.withinBudget: LowerPriority")
-	}
-	if o.consumerLimit != nil {
-		bad = append(bad, "WithConsumerLimit: set spec.consumerLimit")
-	}
-	if o.evictAfter > 0 {
-		bad = append(bad, "WithEvictionAfter: set spec.evictionAfterSeconds")
-	}
-	if len(o.poolOnly) > 0 {
-		bad = append(bad, strings.Join(o.poolOnly, ", ")+": set spec.nodePool")
-	}
-	if c := o.cohortOptions(); len(c) > 0 {
-		bad = append(bad, strings.Join(c, ", ")+": a cohort's members are built with New")
-	}
-	return bad
 }
 
 // recorderName is the reporting controller of a SliceBudget's events.
@@ -203,6 +182,9 @@ type objectBudget struct {
 	cfg    *rest.Config
 	scheme *runtime.Scheme
 	pool   atomic.Pointer[nodePool]
+	// members are the budgets the manager serves in the cohort named, for
+	// what the status says of the cohort (objectcohort.go).
+	members func(cohort string) []*ledger.Ledger
 
 	mu sync.Mutex
 	// applied is what the last spec read made of the ledger, for the

@@ -107,7 +107,18 @@ func (w *statusWriter) sync(ctx context.Context) error {
 		return err
 	}
 	snap := ob.l.Snapshot()
-	desired := desiredStatus(&sb, a, snap, time.Now())
+	var co cohortView
+	if snap.Cohort != "" {
+		var others []memberFigures
+		for _, l := range ob.members(snap.Cohort) {
+			if l != ob.l {
+				others = append(others, figuresOf(l))
+			}
+		}
+		borrowing, _, _ := ob.l.CohortTerms()
+		co = viewOf(snap.Cohort, memberFigures{name: ob.name, total: snap.Total, used: snap.Used, borrowing: borrowing}, others)
+	}
+	desired := desiredStatus(&sb, a, snap, co, time.Now())
 	if !snap.Counted && a.ok {
 		keepFigures(&desired, sb.Status) // never figures from books not yet counted
 	}
@@ -143,9 +154,10 @@ func (w *statusWriter) sync(ctx context.Context) error {
 // keepFigures puts back into desired the figures the object shows: the
 // books they would come from are not counted yet (a new leader whose feed
 // has not delivered its initial lists, or one that restarted), and would
-// show a budget holding nothing. Only the Ready condition and
-// observedGeneration are written until the books are counted (desiredStatus
-// leaves the CapacityBelowUsed condition as shown).
+// show a budget holding nothing. Only the Ready condition,
+// observedGeneration and cohortMembers (the manager's, not the books')
+// are written until the books are counted (desiredStatus leaves the
+// CapacityBelowUsed condition as shown).
 func keepFigures(desired *v1alpha1.SliceBudgetStatus, shown v1alpha1.SliceBudgetStatus) {
 	desired.Capacity, desired.Used, desired.InUse = shown.Capacity, shown.Used, shown.InUse
 	desired.Reclaiming, desired.Available, desired.Fullest = shown.Reclaiming, shown.Available, shown.Fullest
@@ -183,10 +195,12 @@ func statusPatch(base, obj *v1alpha1.SliceBudget) ([]byte, error) {
 }
 
 // desiredStatus is the status sb should show: the ledger's figures, the
-// fullest resource, the largest consumers, the Ready condition of the spec
-// last read (its transition time kept when its status did not change) and,
-// once the books are counted, the CapacityBelowUsed condition.
-func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, now time.Time) v1alpha1.SliceBudgetStatus {
+// fullest resource, the largest consumers, the members of its cohort
+// (co, what the manager serving it serves there), the Ready condition of
+// the spec last read (its transition time kept when its status did not
+// change) and, once the books are counted, the CapacityBelowUsed
+// condition.
+func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, co cohortView, now time.Time) v1alpha1.SliceBudgetStatus {
 	st := v1alpha1.SliceBudgetStatus{
 		Accepted: int32(min(snap.Accepted, 1<<31-1)), Waiting: int32(min(snap.Waiting, 1<<31-1)),
 		ObservedGeneration: a.generation,
@@ -197,6 +211,10 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 		st.Fullest = fullest(snap.Total, snap.Used)
 		if snap.Cohort != "" {
 			st.Borrowed, st.Lent = snap.Borrowed, snap.Lent
+			st.CohortMembers = co.members
+			if len(st.CohortMembers) == 0 { // not listed by the manager yet
+				st.CohortMembers = []string{sb.Name}
+			}
 		}
 		for _, c := range snap.Consumers {
 			if len(st.Consumers) == v1alpha1.MaxConsumers {
@@ -218,13 +236,20 @@ func desiredStatus(sb *v1alpha1.SliceBudget, a applied, snap ledger.Snapshot, no
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	if a.ok && snap.Counted {
-		short := belowUsed(snap.Total, snap.Used)
-		if snap.Cohort != "" {
-			// A member of a cohort holding more than its capacity is
-			// borrowing (status.borrowed), not short of capacity.
-			short = nil
+		reason, message := reasonWithinCapacity, ""
+		if short := belowUsed(snap.Total, snap.Used); snap.Cohort == "" && len(short) > 0 {
+			reason = reasonUsedExceedsCapacity
+			message = "capacity is below what the slices hold (" + strings.Join(short, ", ") +
+				"): nothing new is admitted until they hold less; with spec.preemption.withinBudget LowerPriority the lowest priorities are shrunk"
 		}
-		setCapacityBelowUsed(&st.Conditions, short, a.generation, now)
+		// A member of a cohort holding more than its capacity is
+		// borrowing (status.borrowed), not short of capacity: it is over
+		// only beyond its borrowing limit, or with its cohort beyond the
+		// members' totals.
+		if snap.Cohort != "" && len(co.over) > 0 {
+			reason, message = reasonCohortOverCommitted, overMessage(co.over)
+		}
+		setCapacityBelowUsed(&st.Conditions, reason, message, a.generation, now)
 	}
 	return st
 }
@@ -242,21 +267,19 @@ func belowUsed(capacity, used corev1.ResourceList) []string {
 	return short
 }
 
-// setCapacityBelowUsed sets the CapacityBelowUsed condition from short
-// (belowUsed's answer). Writes follow the state, not the figures: while
-// the condition's status holds, it is left as it is (its message keeps
-// the figures of when it began), only its observedGeneration follows the
-// spec's.
-func setCapacityBelowUsed(conds *[]metav1.Condition, short []string, generation int64, now time.Time) {
+// setCapacityBelowUsed sets the CapacityBelowUsed condition: True with
+// reason and message, or False for reasonWithinCapacity. Writes follow the
+// state, not the figures: while the condition's status and reason hold,
+// it is left as it is (its message keeps the figures of when it began),
+// only its observedGeneration follows the spec's.
+func setCapacityBelowUsed(conds *[]metav1.Condition, reason, message string, generation int64, now time.Time) {
 	c := metav1.Condition{Type: conditionCapacityBelowUsed, Status: metav1.ConditionFalse, Reason: reasonWithinCapacity,
 		Message: "the slices hold no more than the capacity", ObservedGeneration: generation,
 		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
-	if len(short) > 0 {
-		c.Status, c.Reason = metav1.ConditionTrue, reasonUsedExceedsCapacity
-		c.Message = "capacity is below what the slices hold (" + strings.Join(short, ", ") +
-			"): nothing new is admitted until they hold less; with spec.preemption.withinBudget LowerPriority the lowest priorities are shrunk"
+	if reason != reasonWithinCapacity {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, reason, message
 	}
-	if shown := meta.FindStatusCondition(*conds, conditionCapacityBelowUsed); shown != nil && shown.Status == c.Status {
+	if shown := meta.FindStatusCondition(*conds, conditionCapacityBelowUsed); shown != nil && shown.Status == c.Status && shown.Reason == c.Reason {
 		shown.ObservedGeneration = generation
 		return
 	}

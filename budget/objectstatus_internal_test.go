@@ -37,7 +37,7 @@ func TestDesiredStatus(t *testing.T) {
 	sb.Generation = 3
 	applied := applied{read: true, generation: 3, ok: true, reason: reasonApplied, message: "spec applied: the budget admits by it"}
 
-	st := desiredStatus(sb, applied, snap, t0)
+	st := desiredStatus(sb, applied, snap, cohortView{}, t0)
 	assert.Equal(t, int32(1), st.Accepted)
 	assert.Equal(t, int32(1), st.Waiting)
 	assert.Equal(t, int64(3), st.ObservedGeneration)
@@ -51,20 +51,20 @@ func TestDesiredStatus(t *testing.T) {
 
 	// Later, same status: the transition time is kept.
 	sb.Status = st
-	again := desiredStatus(sb, applied, snap, t0.Add(time.Hour))
+	again := desiredStatus(sb, applied, snap, cohortView{}, t0.Add(time.Hour))
 	assert.True(t, again.Conditions[0].LastTransitionTime.Time.Equal(t0), "kept: %v", again.Conditions[0].LastTransitionTime)
 
 	// A refused spec with one in force: Ready False, the figures kept.
 	refused := applied
 	refused.generation, refused.reason, refused.message = 4, reasonSpecRefused, "spec.total names no resource"
-	st = desiredStatus(sb, refused, snap, t0.Add(time.Hour))
+	st = desiredStatus(sb, refused, snap, cohortView{}, t0.Add(time.Hour))
 	assert.Equal(t, metav1.ConditionFalse, st.Conditions[0].Status)
 	assert.Equal(t, "spec.total names no resource: the last spec applied stays in force", st.Conditions[0].Message)
 	assert.NotNil(t, st.Capacity)
 
 	// None in force: no figures, and the budget admits nothing new.
 	refused.ok = false
-	st = desiredStatus(sb, refused, snap, t0)
+	st = desiredStatus(sb, refused, snap, cohortView{}, t0)
 	assert.Nil(t, st.Capacity)
 	assert.Empty(t, st.Consumers)
 	assert.Equal(t, "spec.total names no resource: the budget admits nothing new", st.Conditions[0].Message)
@@ -147,14 +147,14 @@ func TestCapacityBelowUsedCondition(t *testing.T) {
 	a := applied{read: true, generation: 1, ok: true, reason: reasonApplied, message: "spec applied"}
 	sb := &v1alpha1.SliceBudget{}
 
-	sb.Status = desiredStatus(sb, a, counted("16", "12"), t0)
+	sb.Status = desiredStatus(sb, a, counted("16", "12"), cohortView{}, t0)
 	c := meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
 	require.NotNil(t, c, "written False when not below")
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Equal(t, reasonWithinCapacity, c.Reason)
 
 	t1 := t0.Add(time.Minute)
-	sb.Status = desiredStatus(sb, a, counted("8", "12"), t1)
+	sb.Status = desiredStatus(sb, a, counted("8", "12"), cohortView{}, t1)
 	c = meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, reasonUsedExceedsCapacity, c.Reason)
@@ -165,19 +165,87 @@ func TestCapacityBelowUsedCondition(t *testing.T) {
 	// The figures move, the state holds: the condition is what it was.
 	before := *c
 	a.generation = 2
-	st := desiredStatus(sb, a, counted("6", "11"), t1.Add(time.Minute))
+	st := desiredStatus(sb, a, counted("6", "11"), cohortView{}, t1.Add(time.Minute))
 	c = meta.FindStatusCondition(st.Conditions, conditionCapacityBelowUsed)
 	before.ObservedGeneration = 2
 	assert.Equal(t, before, *c, "only observedGeneration follows the spec")
 	sb.Status = st
 
 	t2 := t1.Add(time.Hour)
-	sb.Status = desiredStatus(sb, a, counted("20", "11"), t2)
+	sb.Status = desiredStatus(sb, a, counted("20", "11"), cohortView{}, t2)
 	c = meta.FindStatusCondition(sb.Status.Conditions, conditionCapacityBelowUsed)
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.True(t, c.LastTransitionTime.Time.Equal(t2))
 
 	// Books not counted yet: the condition is left as shown.
-	st = desiredStatus(sb, a, ledger.Snapshot{Total: rl("cpu", "1"), Used: rl("cpu", "11")}, t2.Add(time.Hour))
+	st = desiredStatus(sb, a, ledger.Snapshot{Total: rl("cpu", "1"), Used: rl("cpu", "11")}, cohortView{}, t2.Add(time.Hour))
 	assert.Equal(t, sb.Status.Conditions, st.Conditions)
+}
+
+// status.cohortMembers: written for a member of a cohort only, sorted,
+// itself included even before the manager lists it, each name once, at
+// most maxCohortMembers.
+func TestDesiredStatusCohortMembers(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sb := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: "spot"}}
+	a := applied{read: true, ok: true, reason: reasonApplied, generation: 1}
+	alone := ledger.Snapshot{Total: cpuRL("1"), Used: cpuRL("0"), Counted: true}
+	self := memberFigures{name: "spot", total: cpuRL("1"), used: cpuRL("0")}
+	gold := memberFigures{name: "gold", total: cpuRL("4"), used: cpuRL("0")}
+	assert.Nil(t, desiredStatus(sb, a, alone, cohortView{}, t0).CohortMembers, "a budget in no cohort lists none")
+	member := alone
+	member.Cohort = "tiers"
+	assert.Equal(t, []string{"gold", "spot"}, desiredStatus(sb, a, member, viewOf("tiers", self, []memberFigures{self, gold, gold}), t0).CohortMembers)
+	assert.Equal(t, []string{"spot"}, desiredStatus(sb, a, member, viewOf("tiers", self, nil), t0).CohortMembers, "a cohort of one shows itself")
+	assert.Equal(t, []string{"spot"}, desiredStatus(sb, a, member, cohortView{}, t0).CohortMembers, "itself before the manager lists it")
+	var many []memberFigures
+	for i := range 2 * maxCohortMembers {
+		many = append(many, memberFigures{name: fmt.Sprintf("b%03d", i)})
+	}
+	got := desiredStatus(sb, a, member, viewOf("tiers", self, many), t0).CohortMembers
+	assert.Len(t, got, maxCohortMembers, "bounded as the CRD bounds it")
+	assert.Equal(t, "b000", got[0])
+}
+
+// A member of a cohort shows CapacityBelowUsed only beyond its cohort's
+// terms (reason CohortOverCommitted, the message naming the cohort and
+// the figures): past its total and borrowing limit, or with the members
+// past their totals together; borrowing within them is no shortfall.
+func TestDesiredStatusCohortOverCommitted(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sb := &v1alpha1.SliceBudget{ObjectMeta: metav1.ObjectMeta{Name: "spot"}}
+	a := applied{read: true, ok: true, reason: reasonApplied, generation: 1}
+	gold := memberFigures{name: "gold", total: cpuRL("10"), used: cpuRL("0")}
+	cases := map[string]struct {
+		reason     string
+		spot       memberFigures
+		gold       memberFigures
+		wantReason string
+		wantIn     []string
+	}{
+		"Borrowing": {reason: "Spot holds 8 of its 2, within 2 + 10 and the cohort's 12: borrowing, not over.",
+			spot: memberFigures{name: "spot", total: cpuRL("2"), used: cpuRL("8"), borrowing: cpuRL("10")}, gold: gold, wantReason: reasonWithinCapacity},
+		"NoBorrowingLimit": {reason: "No borrowing limit: spot may hold all the cohort leaves idle.",
+			spot: memberFigures{name: "spot", total: cpuRL("2"), used: cpuRL("8")}, gold: gold, wantReason: reasonWithinCapacity},
+		"OverItsBorrowingLimit": {reason: "The limit cut to 2 while spot holds 8: over its 4.",
+			spot: memberFigures{name: "spot", total: cpuRL("2"), used: cpuRL("8"), borrowing: cpuRL("2")}, gold: gold,
+			wantReason: reasonCohortOverCommitted, wantIn: []string{"budget spot holds cpu 8, above its total 2 and borrowing limit 2 in cohort tiers"}},
+		"CohortOverItsTotals": {reason: "Gold cut to 2 while spot holds 8: 8 held of the members' 4.",
+			spot:       memberFigures{name: "spot", total: cpuRL("2"), used: cpuRL("8"), borrowing: cpuRL("10")},
+			gold:       memberFigures{name: "gold", total: cpuRL("2"), used: cpuRL("0")},
+			wantReason: reasonCohortOverCommitted, wantIn: []string{"cohort tiers holds cpu 8, above its members' totals 4"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			snap := ledger.Snapshot{Cohort: "tiers", Total: tc.spot.total, Used: tc.spot.used, Counted: true}
+			st := desiredStatus(sb, a, snap, viewOf("tiers", tc.spot, []memberFigures{tc.gold}), t0)
+			c := meta.FindStatusCondition(st.Conditions, conditionCapacityBelowUsed)
+			require.NotNil(t, c, tc.reason)
+			assert.Equal(t, tc.wantReason, c.Reason, tc.reason)
+			assert.Equal(t, tc.wantReason != reasonWithinCapacity, c.Status == metav1.ConditionTrue, tc.reason)
+			for _, w := range tc.wantIn {
+				assert.Contains(t, c.Message, w, tc.reason)
+			}
+		})
+	}
 }

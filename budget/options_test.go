@@ -49,51 +49,35 @@ func TestNewOptions(t *testing.T) {
 			reason: "A nil option is ignored.",
 			opts:   []budget.Option{nil},
 		},
-		"WithResources": {
-			reason: "A pool-only option given to New is an error, not silently ignored.",
-			opts:   []budget.Option{budget.WithResources(corev1.ResourceCPU)}, wantErr: "apply to NewNodePool",
-		},
-		"WithReserve": {
-			reason: "A pool-only option given to New is an error.",
-			opts:   []budget.Option{budget.WithReserve(list("cpu", "1"))}, wantErr: "apply to NewNodePool",
-		},
-		"WithSharePercent": {
-			reason: "A pool-only option given to New is an error.",
-			opts:   []budget.Option{budget.WithSharePercent(50)}, wantErr: "apply to NewNodePool",
-		},
-		"WithLocalPods": {
-			reason: "A pool-only option given to New is an error.",
-			opts:   []budget.Option{budget.WithLocalPods()}, wantErr: "apply to NewNodePool",
-		},
-		"EmptyWithResources": {
-			reason: "A bad option is reported as such.",
-			opts:   []budget.Option{budget.WithResources()}, wantErr: "WithResources names no resource",
-		},
 		"CohortTermsWithoutCohort": {
 			reason: "Borrowing, lending and reclaim terms mean nothing outside a cohort: refused, not ignored.",
 			opts: []budget.Option{budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
 				budget.WithReclaimWithinCohort(budget.ReclaimAny)},
 			wantErr: "WithBorrowingLimit, WithLendingLimit, WithReclaimWithinCohort: only for a member of a cohort (add WithCohort)",
 		},
-		"NilCohort": {
-			reason: "A nil cohort is refused.",
-			opts:   []budget.Option{budget.WithCohort(nil)}, wantErr: "nil cohort",
+		"EmptyCohort": {
+			reason: "A cohort has a name.",
+			opts:   []budget.Option{budget.WithCohort("")}, wantErr: `cohort ""`,
+		},
+		"CohortNotADNSLabel": {
+			reason: "A cohort's name is a DNS label, as the API server wants spec.cohort.",
+			opts:   []budget.Option{budget.WithCohort("Gold_Tier")}, wantErr: `cohort "Gold_Tier"`,
 		},
 		"EmptyBorrowingLimit": {
 			reason: "An empty borrowing limit is refused: leave the option out for no limit.",
-			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(nil)}, wantErr: "empty borrowing limit",
+			opts:   []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(nil)}, wantErr: "empty borrowing limit",
 		},
 		"UnknownReclaimPolicy": {
 			reason: "A policy is one of three.",
-			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithReclaimWithinCohort("Always")}, wantErr: `reclaim within cohort "Always"`,
+			opts:   []budget.Option{budget.WithCohort("pool"), budget.WithReclaimWithinCohort("Always")}, wantErr: `reclaim within cohort "Always"`,
 		},
 		"BorrowingLimitOfAnotherResource": {
 			reason: "A limit names only resources the total limits.",
-			opts:   []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(list("memory", "1"))}, wantErr: "borrowing limit names memory, which the total does not limit",
+			opts:   []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(list("memory", "1"))}, wantErr: "borrowing limit names memory, which the total does not limit",
 		},
 		"CohortMember": {
 			reason: "A member with every term.",
-			opts: []budget.Option{budget.WithCohort(newCohort(t)), budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
+			opts: []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
 				budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority)},
 		},
 	}
@@ -108,29 +92,6 @@ func TestNewOptions(t *testing.T) {
 			}
 			require.NoError(t, err, tc.reason)
 			assert.Empty(t, cmp.Diff(tc.wantLimit, ledger.Of(b).ConsumerLimit(), byValue), "%s\nconsumer limit (-want +got)", tc.reason)
-		})
-	}
-}
-
-// newCohort is an empty cohort.
-func newCohort(t *testing.T) *budget.Cohort {
-	t.Helper()
-	c, err := budget.NewCohort("pool")
-	require.NoError(t, err)
-	return c
-}
-
-// Every pool-only option given to New is an error, including the ones whose
-// value equals the pool's default.
-func TestNewRejectsDefaultValuedPoolOptions(t *testing.T) {
-	for name, opt := range map[string]budget.Option{
-		"WithSharePercent(100)": budget.WithSharePercent(100),
-		"WithReserve(nil)":      budget.WithReserve(nil),
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := budget.New("pool", list("cpu", "8"), opt)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "apply to NewNodePool")
 		})
 	}
 }

@@ -83,7 +83,7 @@ func (v Values) ClassConfigs(mgr manager.Manager) ([]ClassConfig, error) {
 type ClassBuilder struct {
 	// NodePool builds a node-pool budget; NewClassBuilder sets
 	// budget.NewNodePool on the manager. A test may stand in for it.
-	NodePool func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error)
+	NodePool func(name string, nodes labels.Selector, opts ...budget.NodePoolOption) (*budget.Budget, error)
 	// FromObject builds the budget following the named SliceBudget;
 	// NewClassBuilder sets budget.FromObject on the manager. A test may
 	// stand in for it.
@@ -108,7 +108,7 @@ type builtBudget struct {
 // NewClassBuilder returns a builder of classes on mgr. It makes no API call.
 func NewClassBuilder(mgr manager.Manager) *ClassBuilder {
 	return &ClassBuilder{
-		NodePool: func(name string, nodes labels.Selector, opts ...budget.Option) (*budget.Budget, error) {
+		NodePool: func(name string, nodes labels.Selector, opts ...budget.NodePoolOption) (*budget.Budget, error) {
 			return budget.NewNodePool(mgr, name, nodes, opts...)
 		},
 		FromObject: func(name string) (*budget.Budget, error) { return budget.FromObject(mgr, name) },
@@ -208,9 +208,9 @@ func (b *ClassBuilder) budget(key string, e BudgetEntry, built map[string]builtB
 	var bb *budget.Budget
 	var err error
 	if e.Pool == nil {
-		bb, err = budget.New(e.Name, e.Total, opts...)
+		bb, err = budget.New(e.Name, e.Total, forNew(opts)...)
 	} else {
-		bb, err = b.NodePool(e.Name, labels.SelectorFromSet(e.Pool.Selector), append(opts, e.Pool.options()...)...)
+		bb, err = b.NodePool(e.Name, labels.SelectorFromSet(e.Pool.Selector), append(forPool(opts), e.Pool.options()...)...)
 	}
 	if err != nil {
 		return nil, err

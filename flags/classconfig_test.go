@@ -44,7 +44,7 @@ func (f *fakeBudgets) build(count map[string]int, name string) (*budget.Budget, 
 // builder returns a ClassBuilder building through f: no manager needed.
 func (f *fakeBudgets) builder() *flags.ClassBuilder {
 	b := flags.NewClassBuilder(nil)
-	b.NodePool = func(name string, _ labels.Selector, _ ...budget.Option) (*budget.Budget, error) {
+	b.NodePool = func(name string, _ labels.Selector, _ ...budget.NodePoolOption) (*budget.Budget, error) {
 		return f.build(f.pools, name)
 	}
 	b.FromObject = func(name string) (*budget.Budget, error) { return f.build(f.objects, name) }

@@ -465,9 +465,10 @@ func checkQuantity(q resource.Quantity) error {
 	return nil
 }
 
-// budgetOptions are the options of b's rules (not its pool's).
-func budgetOptions(b BudgetEntry) []budget.Option {
-	var opts []budget.Option
+// budgetOptions are the options of b's rules (not its pool's), which
+// budget.New and budget.NewNodePool both take (forNew, forPool).
+func budgetOptions(b BudgetEntry) []budget.SharedOption {
+	var opts []budget.SharedOption
 	if b.ConsumerLimit != nil {
 		opts = append(opts, budget.WithConsumerLimit(b.ConsumerLimit))
 	}
@@ -478,6 +479,24 @@ func budgetOptions(b BudgetEntry) []budget.Option {
 		opts = append(opts, budget.WithEvictionAfter(evictionAfter(*n)))
 	}
 	return opts
+}
+
+// forNew and forPool are opts as budget.New and budget.NewNodePool take
+// them.
+func forNew(opts []budget.SharedOption) []budget.Option {
+	out := make([]budget.Option, 0, len(opts))
+	for _, o := range opts {
+		out = append(out, o)
+	}
+	return out
+}
+
+func forPool(opts []budget.SharedOption) []budget.NodePoolOption {
+	out := make([]budget.NodePoolOption, 0, len(opts))
+	for _, o := range opts {
+		out = append(out, o)
+	}
+	return out
 }
 
 // preempts reports whether the policy p lets a waiter reclaim from lower
@@ -552,7 +571,7 @@ func validateBudget(b BudgetEntry) error {
 		}
 	}
 	if b.Pool == nil {
-		if _, err := budget.New(b.Name, b.Total, opts...); err != nil {
+		if _, err := budget.New(b.Name, b.Total, forNew(opts)...); err != nil {
 			return fmt.Errorf("budget: %w", err)
 		}
 		return nil
@@ -587,7 +606,7 @@ func validateBudget(b BudgetEntry) error {
 			return fmt.Errorf("pool: negative reserve %s=%s", n, q.String())
 		}
 	}
-	if _, err := budget.New(b.Name, zero, opts...); err != nil {
+	if _, err := budget.New(b.Name, zero, forNew(opts)...); err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
 	return nil
@@ -602,8 +621,8 @@ func (p *PoolEntry) resources() []corev1.ResourceName {
 }
 
 // options are the pool's budget options.
-func (p *PoolEntry) options() []budget.Option {
-	opts := []budget.Option{budget.WithResources(p.resources()...)}
+func (p *PoolEntry) options() []budget.NodePoolOption {
+	opts := []budget.NodePoolOption{budget.WithResources(p.resources()...)}
 	if p.Reserve != nil {
 		opts = append(opts, budget.WithReserve(p.Reserve))
 	}

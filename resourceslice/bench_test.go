@@ -21,6 +21,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -109,19 +110,19 @@ func BenchmarkReconcileFirstDecision(b *testing.B) {
 }
 
 // benchCohortBudget is benchBudget as one of n members of a cohort, the
-// others as large and idle, so the slice always fits.
+// others as large and idle, so the slice always fits. The benchmark's
+// Reconciler runs in no manager: the members are given one set of
+// cohorts, as a manager gives those it serves.
 func benchCohortBudget(b *testing.B, n int) *budget.Budget {
-	pool, err := budget.NewCohort("bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	cohorts := ledger.NewCohorts()
 	total := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti")}
 	var first *budget.Budget
 	for i := range n {
-		bg, err := budget.New(fmt.Sprintf("bench%d", i), total, budget.WithCohort(pool))
+		bg, err := budget.New(fmt.Sprintf("bench%d", i), total, budget.WithCohort("bench"))
 		if err != nil {
 			b.Fatal(err)
 		}
+		ledger.Of(bg).SetCohorts(cohorts)
 		if first == nil {
 			first = bg
 		}

@@ -177,7 +177,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
 	for _, l := range st.ledgers {
-		p, f, err := feed.Acquire(mgr, l, with.views, with.namespaces, mc.pods, mc.cohorts)
+		p, f, err := feed.Acquire(mgr, l, with.views, with.namespaces, mc.pods)
 		if err != nil {
 			return nil, fmt.Errorf("class %q: %w", class, err)
 		}

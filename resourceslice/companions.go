@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/feed"
-	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/metering"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
@@ -21,7 +20,9 @@ import (
 // finds it again through the manager: the user holds the set, and passes
 // it where it is needed (ClassSet.Serve, Reconciler.SetupWithManager).
 // What a budget holds (its feed) hangs off the budget (internal/feed);
-// namespaces and slices come from the manager's own cache.
+// namespaces and slices come from the manager's own cache; the cohorts
+// its budgets meet in are the manager's, whichever set serves them
+// (internal/cohorts).
 //
 // It is a runnable of the manager, which empties it when the manager
 // stops: the set outlives its manager only as long as the user holds it,
@@ -32,9 +33,6 @@ type companions struct {
 	mgr manager.Manager
 	// pods is the set's ShadowPod watch, shared by its budgets' feeds.
 	pods *feed.Pods
-	// cohorts are the set's cohorts by name, which budgets that follow a
-	// SliceBudget join by their spec.cohort.
-	cohorts *ledger.Cohorts
 
 	mu sync.Mutex
 	// claims are the classes the set serves: a class registered twice in
@@ -62,7 +60,7 @@ func newCompanions(mgr manager.Manager) (*companions, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := &companions{mgr: mgr, pods: pods, cohorts: ledger.NewCohorts(), claims: map[string]bool{}, named: map[string]bool{}}
+	mc := &companions{mgr: mgr, pods: pods, claims: map[string]bool{}, named: map[string]bool{}}
 	if err := mgr.Add(mc); err != nil {
 		return nil, fmt.Errorf("adding the classes' shared state to the manager: %w", err)
 	}

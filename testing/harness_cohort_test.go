@@ -27,8 +27,7 @@ func TestCohortReclaimThroughTheHarness(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	pool, err := budget.NewCohort("pool")
-	require.NoError(t, err)
+	pool := "pool"
 	gold, err := budget.New("gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
 	require.NoError(t, err)
 	spot, err := budget.New("spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))

@@ -31,12 +31,12 @@ type column struct {
 // wantColumns answer "does it admit, how full, who waits, what it borrows
 // and lends" at a glance, for a budget of any resource (its fullest resource
 // and the percent held; borrowed and lent per resource); -o wide adds CPU
-// and memory, the cohort, the Ready condition's reason and whom waiting
+// and memory, the cohort and its members, the Ready condition's reason and whom waiting
 // slices may preempt, both rules (spec.preemption: withinBudget and, in a
 // cohort, reclaimWithinCohort).
 var wantColumns = []column{
 	{"Name", 0}, {"Ready", 0}, {"Accepted", 0}, {"Waiting", 0}, {"Fullest", 0}, {"Full%", 0},
-	{"CPU Used", 1}, {"CPU Capacity", 1}, {"Borrowed", 0}, {"Lent", 0}, {"Cohort", 1},
+	{"CPU Used", 1}, {"CPU Capacity", 1}, {"Borrowed", 0}, {"Lent", 0}, {"Cohort", 1}, {"Members", 1},
 	{"Memory Used", 1}, {"Memory Capacity", 1}, {"Reason", 1}, {"Preemption", 1}, {"Age", 0},
 }
 
@@ -84,6 +84,7 @@ func TestPrinterColumns(t *testing.T) {
 		Accepted: 1, Fullest: &v1alpha1.Fullness{Resource: "nvidia.com/gpu", Percent: 50},
 		// As a member of a cohort that borrows GPUs and lends none.
 		Borrowed: list("nvidia.com/gpu", "1"), Lent: list("nvidia.com/gpu", "0"),
+		CohortMembers: []string{"printed-gpu", "printed-spot"},
 	}
 	require.NoError(t, c.Status().Update(t.Context(), gpu))
 
@@ -101,17 +102,17 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := map[string][]any{
 		// JSON numbers decode as float64.
-		// Borrowed, lent and cohort are blank: a budget in no cohort.
-		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", nil, nil, nil, "200Gi", "256Gi", "Serving", `{"withinBudget":"LowerPriority"}`},
+		// Borrowed, lent, cohort and members are blank: a budget in no cohort.
+		"printed": {"printed", "True", float64(12), float64(3), "cpu", float64(90), "58", "64", nil, nil, nil, nil, "200Gi", "256Gi", "Serving", `{"withinBudget":"LowerPriority"}`},
 		// Served and empty: zeros, not blanks.
-		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", nil, nil, nil, "0", "256Gi", nil, `{"withinBudget":"LowerPriority"}`},
+		"printed-idle": {"printed-idle", nil, float64(0), float64(0), "cpu", float64(0), "0", "64", nil, nil, nil, nil, "0", "256Gi", nil, `{"withinBudget":"LowerPriority"}`},
 		// A budget of GPUs only: how full it is, not blank CPU cells; what
 		// it borrows and lends, per resource of any name.
-		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, `{"nvidia.com/gpu":"1"}`, `{"nvidia.com/gpu":"0"}`, "tiers", nil, nil, nil, `{"reclaimWithinCohort":"Any","withinBudget":"LowerPriority"}`},
+		"printed-gpu": {"printed-gpu", nil, float64(1), float64(0), "nvidia.com/gpu", float64(50), nil, nil, `{"nvidia.com/gpu":"1"}`, `{"nvidia.com/gpu":"0"}`, "tiers", `["printed-gpu","printed-spot"]`, nil, nil, nil, `{"reclaimWithinCohort":"Any","withinBudget":"LowerPriority"}`},
 		// A budget no manager serves yet: the API server prints no value
 		// (kubectl leaves the cell blank) for the status columns, and 0 is
 		// never claimed for what nobody counted.
-		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, `{"withinBudget":"LowerPriority"}`},
+		"printed-unserved": {"printed-unserved", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, `{"withinBudget":"LowerPriority"}`},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

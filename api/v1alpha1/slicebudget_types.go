@@ -30,6 +30,7 @@ const MaxConsumers = 20
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,description="What the budget's slices hold beyond its capacity, borrowed from its cohort, per resource"
 // +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,description="What other budgets of its cohort hold of its capacity, per resource"
 // +kubebuilder:printcolumn:name="Cohort",type=string,JSONPath=`.spec.cohort`,priority=1,description="The cohort the budget lends to and borrows from"
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.cohortMembers`,priority=1,description="The budgets the manager serving it serves in its cohort, itself included: a cohort of one from a misspelt cohort shows here"
 // +kubebuilder:printcolumn:name="Memory Used",type=string,JSONPath=`.status.used.memory`,priority=1,description="Memory Accepted slices hold"
 // +kubebuilder:printcolumn:name="Memory Capacity",type=string,JSONPath=`.status.capacity.memory`,priority=1,description="Memory the budget offers"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the budget is Ready or not"
@@ -395,6 +396,16 @@ type SliceBudgetStatus struct {
 	// for a budget in a cohort only.
 	// +optional
 	Lent corev1.ResourceList `json:"lent,omitempty"`
+	// cohortMembers are the names of the budgets the manager serving this
+	// one serves in its cohort (SliceBudgets, and budgets its code builds
+	// naming the cohort), sorted, this one included: who it lends to and
+	// borrows from. A cohort of one (a misspelt spec.cohort,
+	// or a member not served yet) shows only its own name. Unset for a
+	// budget in no cohort. At most 100 names, the first by name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	CohortMembers []string `json:"cohortMembers,omitempty"`
 
 	// accepted counts the slices that hold an acceptance from the budget
 	// (observed, or being written), whether or not a larger offer of
@@ -423,7 +434,9 @@ type SliceBudgetStatus struct {
 	// conditions are the budget's conditions: Ready (the spec applied, or
 	// why not) and CapacityBelowUsed (True while capacity is below used for
 	// some resource, its message naming them and the figures when it began;
-	// False otherwise).
+	// for a member of a cohort, True with reason CohortOverCommitted while
+	// it holds more than its total and borrowingLimit, or the members hold
+	// more than their totals; False otherwise).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

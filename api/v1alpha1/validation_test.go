@@ -492,7 +492,7 @@ func TestValidSpecAccepted(t *testing.T) {
 // overrides to SetConsumerLimit, a node pool's selector and options to
 // budget.NewNodePool (on mgr, not started).
 func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSpec) error {
-	var opts []budget.Option
+	var opts []budget.SharedOption
 	if spec.Preemption != nil && spec.Preemption.WithinBudget == v1alpha1.PreemptionLowerPriority {
 		opts = append(opts, budget.WithPreemption())
 	}
@@ -509,20 +509,28 @@ func budgetAccepts(mgr manager.Manager, name string, spec v1alpha1.SliceBudgetSp
 		if err != nil {
 			return err
 		}
+		var pool []budget.NodePoolOption
+		for _, o := range opts {
+			pool = append(pool, o)
+		}
 		if p.Resources != nil {
-			opts = append(opts, budget.WithResources(p.Resources...))
+			pool = append(pool, budget.WithResources(p.Resources...))
 		}
 		if p.Reserve != nil {
-			opts = append(opts, budget.WithReserve(p.Reserve.ResourceList()))
+			pool = append(pool, budget.WithReserve(p.Reserve.ResourceList()))
 		}
 		if p.LocalPods {
-			opts = append(opts, budget.WithLocalPods())
+			pool = append(pool, budget.WithLocalPods())
 		}
-		opts = append(opts, budget.WithSharePercent(int(p.SharePercent)))
-		_, err = budget.NewNodePool(mgr, name, sel, opts...)
+		pool = append(pool, budget.WithSharePercent(int(p.SharePercent)))
+		_, err = budget.NewNodePool(mgr, name, sel, pool...)
 		return err
 	}
-	b, err := budget.New(name, spec.Total.ResourceList(), opts...)
+	newOpts := make([]budget.Option, 0, len(opts))
+	for _, o := range opts {
+		newOpts = append(newOpts, o)
+	}
+	b, err := budget.New(name, spec.Total.ResourceList(), newOpts...)
 	if err != nil {
 		return err
 	}

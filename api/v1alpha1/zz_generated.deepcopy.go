@@ -367,6 +367,11 @@ func (in *SliceBudgetStatus) DeepCopyInto(out *SliceBudgetStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.CohortMembers != nil {
+		in, out := &in.CohortMembers, &out.CohortMembers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Consumers != nil {
 		in, out := &in.Consumers, &out.Consumers
 		*out = make([]ConsumerStatus, len(*in))

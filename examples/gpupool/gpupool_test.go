@@ -23,9 +23,9 @@ import (
 const class = "gpu"
 
 // newPool is the GPU pool of the package Example, on a manager never started.
-func newPool(t *testing.T, opts ...budget.Option) *budget.Budget {
+func newPool(t *testing.T, opts ...budget.NodePoolOption) *budget.Budget {
 	t.Helper()
-	opts = append([]budget.Option{
+	opts = append([]budget.NodePoolOption{
 		budget.WithResources(gpupool.GPU, corev1.ResourceCPU, corev1.ResourceMemory),
 		budget.WithConsumerLimit(corev1.ResourceList{gpupool.GPU: resource.MustParse("2")}),
 	}, opts...)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/internal/budgethook"
+	"github.com/sliceclass/sliceclass/internal/cohorts"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
@@ -56,9 +57,9 @@ var errPartsClosed = errors.New("the budget's parts were torn down")
 // views, namespaces and pods are the status.class view, the namespace
 // store and the ShadowPod watch of the set of classes that asks: the feed
 // made here reads them while any class draws from the budget.
-func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods, cohorts *ledger.Cohorts) (*Parts, *Feed, error) {
+func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, namespaces *sliceview.Namespaces, pods *Pods) (*Parts, *Feed, error) {
 	for {
-		p, err := partsOf(mgr, l, cohorts)
+		p, err := partsOf(mgr, l)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -71,19 +72,26 @@ func Acquire(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, na
 }
 
 // partsOf returns what l holds in mgr, binding l to mgr on first use:
-// from then on a budget that follows a SliceBudget joins the cohort its
-// spec names among cohorts, the manager's.
-func partsOf(mgr manager.Manager, l *ledger.Ledger, cohorts *ledger.Cohorts) (*Parts, error) {
+// from then on a budget that names a cohort (its SliceBudget's
+// spec.cohort, budget.WithCohort) joins the cohort of that name among the
+// manager's (internal/cohorts), where it meets every budget the manager
+// serves naming it, whichever classes draw from them.
+func partsOf(mgr manager.Manager, l *ledger.Ledger) (*Parts, error) {
 	p, err := l.Bind(mgr, func() (any, error) {
 		bp := &Parts{mgr: mgr, l: l, done: make(chan struct{})}
 		if err := mgr.Add(lifetime{bp}); err != nil {
 			return nil, fmt.Errorf("budget %q: adding it to the manager: %w", l.Name(), err)
 		}
+		// On error the parts close (their runnables return) and l stays
+		// unbound; not teardown, which would Unbind under Bind's lock.
 		if err := mgr.Add(feedRunner{bp}); err != nil {
-			bp.teardown()
+			bp.close()
 			return nil, fmt.Errorf("budget %q: adding its feed to the manager: %w", l.Name(), err)
 		}
-		l.SetCohorts(cohorts)
+		if err := cohorts.Join(mgr, l); err != nil {
+			bp.close()
+			return nil, fmt.Errorf("budget %q: %w", l.Name(), err)
+		}
 		return bp, nil
 	})
 	if err != nil {
@@ -146,7 +154,15 @@ func (p *Parts) Release() {
 // teardown ends the parts: the feed stops, the runnables
 // return, and the budget is unbound from the manager.
 func (p *Parts) teardown() {
+	p.close()
+	cohorts.Leave(p.mgr, p.l) // out of the manager, out of its cohorts
+	p.l.Unbind(p.mgr)
+}
+
+// close ends the parts' runnables and their feed's run.
+func (p *Parts) close() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
 		close(p.done)
@@ -155,9 +171,6 @@ func (p *Parts) teardown() {
 		p.runCancel()
 	}
 	p.run = nil
-	p.mu.Unlock()
-	p.l.SetCohorts(nil) // out of the manager, out of its cohorts
-	p.l.Unbind(p.mgr)
 }
 
 // goRun runs f until the parts' run context ends or f is stopped; p.mu is

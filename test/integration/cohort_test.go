@@ -29,8 +29,8 @@ func tierBudgets(t *testing.T, cohort string) (gold, spot, silver *budget.Budget
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	pool, err := budget.NewCohort(cohort)
-	require.NoError(t, err)
+	pool := cohort + "-pool"
+	var err error
 	gold, err = budget.New(cohort+"-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
 	require.NoError(t, err)
 	spot, err = budget.New(cohort+"-spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))
