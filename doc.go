@@ -39,11 +39,9 @@
 //     It holds no controller machinery.
 //   - conditions: nil-safe helpers that read and set the Resources and
 //     Authentication conditions of a slice.
-//   - resourceslice: one way to build a class's controller, reached three
+//   - resourceslice: one way to build a class's controller, reached two
 //     ways: a ClassSet, the one object the manager's classes share (Serve,
-//     Stop, before or after start), AddToManager (a set of one class) and
-//     NewReconciler with Reconciler.SetupWithManager(set, builder) (the same
-//     decisions in a controller you build). AddToScheme adds what it reads
+//     Stop, before or after start), and AddToManager (a set of one class). AddToScheme adds what it reads
 //     and writes to your scheme, which it never writes. It fetches and filters slices, applies Liqo's tenant rule and
 //     authentication gate, calls the handler (once at a time per slice),
 //     validates its decision, writes only the status fields a class
@@ -64,7 +62,7 @@
 //     live and writes its status; the example manager's classes file
 //     names one per class with sliceBudget.
 //   - testing (package slicetest): a harness to unit-test a Handler by
-//     running the real Reconciler on controller-runtime's fake client (with
+//     running the real class controller on controller-runtime's fake client (with
 //     fault injection: conflicts, lost answers), and slice builders.
 //   - testing/controlplane: starts a real kube-apiserver and etcd with the
 //     Liqo CRDs installed, for integration tests; testing/controlplane/

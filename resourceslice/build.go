@@ -30,7 +30,8 @@ import (
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
-// and SetupWithManager (a user's own builder) all take from here:
+// and the test kit's harness (setupWithManager, on a builder of its own)
+// all take from here:
 //
 //   - the same sources (sources), each forwarding controller-runtime's
 //     isInInitialList, so that the initial replay is low priority on the
@@ -49,7 +50,7 @@ type classController struct {
 	// mc is what the class's set shares: where the class is claimed, its
 	// status.class view and ShadowPod watch.
 	mc   *companions
-	r    *Reconciler
+	r    *classReconciler
 	cfg  *config
 	ctrl controller.Controller
 	// reads are the objects the sources read from the manager's cache.
@@ -70,7 +71,7 @@ type classController struct {
 }
 
 // newClassController validates and claims class in mc's set, and builds
-// its Reconciler and controller. comesAndGoes names controllers that come
+// its reconciler and controller. comesAndGoes names controllers that come
 // and go (ClassSet): controller-runtime's process-wide name check is asked
 // the first time the set serves the class, not when it serves it again
 // after Stop (the name is the set's then).
@@ -118,7 +119,7 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 }
 
 // prepare validates a class's registration, claims it and builds its
-// Reconciler with the manager's client: shared by AddToManager and
+// reconciler with the manager's client: shared by AddToManager and
 // ClassSet, so both apply the same rules.
 func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*classController, error) {
 	if err := ValidateClass(class); err != nil {
@@ -134,16 +135,16 @@ func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*
 	return mc.bindClass(mc.mgr.GetClient(), class, h, cfg, nil)
 }
 
-// bindClass claims class in the set and gives the Reconciler that decides
+// bindClass claims class in the set and gives the reconciler that decides
 // it everything the set and its manager give beyond its client: the event
 // recorder (unless WithEventRecorder), the set's status.class view, the
 // budgets' feeds (on the set's ShadowPod watch), the namespace store and
 // the cache owned objects are read from. It first checks that the
-// manager's scheme has what the class reads and writes. r is the Reconciler a user built (NewReconciler, then
-// SetupWithManager): it is completed with those and is the one the
+// manager's scheme has what the class reads and writes. r is the reconciler the test kit built (buildReconciler, then
+// setupWithManager): it is completed with those and is the one the
 // controller runs; nil builds it (AddToManager, ClassSet) on c. On error
 // nothing stays claimed or held.
-func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, r *Reconciler) (_ *classController, err error) {
+func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, r *classReconciler) (_ *classController, err error) {
 	mgr := mc.mgr
 	if err := schemeNeedsOf(cfg).check(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
@@ -209,7 +210,7 @@ func (cc *classController) logger() logr.Logger {
 
 // sources are everything the class's decisions depend on: its slices, the
 // Tenants (tenant rule), the namespaces (the trusted consumer), status.class
-// (the effective class), the WithWatch inputs, and the Reconciler's own
+// (the effective class), the WithWatch inputs, and the reconciler's own
 // queue (budget re-admissions, passes, sweeps).
 func (cc *classController) sources() []source.Source {
 	r, cache := cc.r, cc.mgr.GetCache()
@@ -335,7 +336,7 @@ func (m managedClass) Warmup(ctx context.Context) error {
 }
 
 // besideRunnable runs what runs beside a controller a user built
-// (SetupWithManager), on the leader only; when the manager stops it takes
+// (setupWithManager), on the leader only; when the manager stops it takes
 // the controller's handlers off the informers before it returns.
 type besideRunnable struct{ cc *classController }
 
@@ -351,7 +352,7 @@ func (b besideRunnable) Start(ctx context.Context) error {
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (besideRunnable) NeedLeaderElection() bool { return true }
 
-// SetupWithManager completes b, a builder of the user's own (from
+// setupWithManager completes b, a builder of the test kit's own (from
 // ctrl.NewControllerManagedBy(mgr), with their options, event filters and
 // extra watches), into the controller that decides r's class in set's
 // manager with r: it names it ControllerName(class), adds every watch r
@@ -364,15 +365,15 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 // already serves it or set it up), but not served by it: set.Stop and
 // set.Classes do not see it.
 //
-// r is the Reconciler the controller runs, and it is completed here with
+// r is the reconciler the controller runs, and it is completed here with
 // what set and its manager give: the manager's event recorder (unless
 // WithEventRecorder), the set's status.class view and ShadowPod watch, the
 // budgets' feeds (which count the budgets from then on), and the manager's
 // namespace and owned-object caches. Its client, class, handler and options
-// stay those NewReconciler was given.
-func (r *Reconciler) SetupWithManager(set *ClassSet, b *builder.Builder) error {
+// stay those buildReconciler was given.
+func (r *classReconciler) setupWithManager(set *ClassSet, b *builder.Builder) error {
 	if set == nil || b == nil {
-		return fmt.Errorf("class %q: SetupWithManager needs a ClassSet and a builder", r.scope.class)
+		return fmt.Errorf("class %q: the harness needs a ClassSet and a builder", r.scope.class)
 	}
 	mgr, mc := set.mgr, set.mc
 	cc, err := mc.bindClass(r.client, r.scope.class, r.handler, r.cfg, r)

@@ -6,15 +6,11 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -85,44 +81,6 @@ func ExampleValidateClass() {
 	// Output:
 	// <nil>
 	// class "default" is reserved: Liqo's own controller serves it
-}
-
-// Wiring the Reconciler into your own controller, e.g. to choose its
-// workers and rate limiter or to add watches of your own: SetupWithManager
-// adds every watch the Reconciler needs to your builder (the class's
-// slices, Tenants, namespaces, status.class, budget re-admissions) and
-// completes it, so it decides exactly as AddToManager's controller would.
-// The set is the manager's one ClassSet: your controller shares its
-// watches with the classes it serves.
-func ExampleReconciler_SetupWithManager() {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
-	set, err := resourceslice.NewClassSet(mgr)
-	if err != nil {
-		panic(err)
-	}
-	gold, err := budget.New("gold", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
-	if err != nil {
-		panic(err)
-	}
-	policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
-		conditions.Accept(rs, "Granted", "")
-		return ctrl.Result{}, nil
-	})
-	r, err := resourceslice.NewReconciler(mgr.GetClient(), "gold", policy, resourceslice.WithBudget(gold))
-	if err != nil {
-		panic(err)
-	}
-	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 4})
-	if err := r.SetupWithManager(set, b); err != nil {
-		panic(err)
-	}
 }
 
 // Inside Handle, Consumer is the slice's trusted consumer: its namespace's

@@ -12,7 +12,7 @@ import (
 )
 
 // ErrClassRegistered is returned (wrapped) when a class is registered twice
-// in one ClassSet (Serve, SetupWithManager). Two sets (or two AddToManager
+// in one ClassSet (Serve). Two sets (or two AddToManager
 // calls) naming one class in one manager meet controller-runtime's
 // controller-name check instead, as any two controllers of one name do.
 var ErrClassRegistered = errors.New("class already registered in this ClassSet")

@@ -33,7 +33,7 @@ import (
 //   - the writer: writeStatus sends the patch through controller-runtime's
 //     client, Status().Patch, which updates the slice from the answer
 //     (its new resourceVersion included);
-//   - the write: Reconciler.write sends one and says what its outcome
+//   - the write: reconciler.write sends one and says what its outcome
 //     means for the budgets and the retry; dryRun reports what it would
 //     write.
 
@@ -347,7 +347,7 @@ func mapPatch[M ~map[K]V, K comparable, V any](from, to M, equal func(V, V) bool
 
 func stringsEqual(a, b string) bool { return a == b }
 
-// writeStatus is the one status writer, of every Reconciler, the SDK's and
+// writeStatus is the one status writer, of every reconciler, the SDK's and
 // the test harness's alike: the patch from current to desired, through c's
 // status client (Status().Patch). On success desired holds what the API
 // server answered, its new resourceVersion included; a conflict, a slice
@@ -367,7 +367,7 @@ const (
 // write patches desired's owned fields with one optimistic-lock merge patch
 // against current and records the decision transition. It returns what
 // became of the write for the budgets' attempts too (settle).
-func (r *Reconciler) write(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (writeOutcome, ledger.Outcome, error) {
+func (r *classReconciler) write(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (writeOutcome, ledger.Outcome, error) {
 	// Nothing is sent once the reconcile's context has ended (the
 	// controller stopping); a patch sent before is left writeGrace to be
 	// answered.
@@ -406,7 +406,7 @@ func (r *Reconciler) write(ctx context.Context, current, desired *authv1beta1.Re
 
 // dryRun reports what would be written: a Normal DryRun event and a
 // dry-run outcome for a would-be transition; nothing is written.
-func (r *Reconciler) dryRun(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+func (r *classReconciler) dryRun(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
 	if ownedEqual(current, desired) {
 		return
 	}

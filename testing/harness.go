@@ -34,6 +34,7 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/budgethook"
+	"github.com/sliceclass/sliceclass/internal/classhook"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -86,11 +87,6 @@ type Result struct {
 	// Result and Err are what Reconcile returned.
 	Result ctrl.Result
 	Err    error
-}
-
-// Terminal reports whether Err is a terminal error (not retried).
-func (r Result) Terminal() bool {
-	return r.Err != nil && isTerminal(r.Err)
 }
 
 // Option configures a Harness.
@@ -169,11 +165,6 @@ type Harness struct {
 	// slice created through it in its consumer's tenant namespace
 	// (WithConsumer) finds that namespace made, as a seeded one does.
 	Client client.Client
-	// Reconciler is New's class's Reconciler: NewReconciler built it and
-	// SetupWithManager completed it, and the controller runs it. Pass and
-	// SweepInventory on it act on the controller; Reconcile and
-	// ReconcilePending decide through the controller, as a worker does.
-	Reconciler *resourceslice.Reconciler
 
 	t          testing.TB
 	seed       []client.Object
@@ -300,7 +291,6 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 		}
 		hs.classes = append(hs.classes, hc)
 	}
-	hs.Reconciler = hs.classes[0].r
 	hs.holdBudgetTimers(mgr)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -354,7 +344,7 @@ type classSpec struct {
 // harnessClass is a class set up in the harness's manager.
 type harnessClass struct {
 	class string
-	r     *resourceslice.Reconciler
+	r     classhook.Class
 	// do is the controller SetupWithManager added to the manager: a
 	// reconcile goes through it (its shutdown policy), as a worker's does,
 	// to r.
@@ -369,10 +359,6 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 		resourceslice.WithEventRecorder(recorder{h}),
 		resourceslice.WithMetricsRegisterer(registry),
 	}, sp.opts...)
-	r, err := resourceslice.NewReconciler(mgr.client, sp.class, sp.h, ropts...)
-	if err != nil {
-		return nil, err
-	}
 	q := newPendingQueue()
 	b := builder.ControllerManagedBy(mgr).WithOptions(controller.Options{
 		NewQueue: func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
@@ -380,7 +366,12 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 		},
 	})
 	before := mgr.added()
-	if err := r.SetupWithManager(set, b); err != nil {
+	anyOpts := make([]any, len(ropts))
+	for i, o := range ropts {
+		anyOpts[i] = o
+	}
+	r, err := classhook.Build(mgr.client, sp.class, sp.h, anyOpts, set, b)
+	if err != nil {
 		return nil, err
 	}
 	for _, run := range mgr.addedSince(before) {

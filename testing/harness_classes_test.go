@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -251,23 +249,6 @@ func TestSeededQuotaCounts(t *testing.T) {
 	res = h.Reconcile(asking)
 	require.NoError(t, res.Err)
 	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
-}
-
-// One Reconciler per class: the one NewReconciler returned is the one the
-// controller runs once SetupWithManager completed it with the manager's
-// budget feeds, so calling it directly decides exactly as the controller
-// does, with the same budget.
-func TestTheSetUpReconcilerIsTheControllers(t *testing.T) {
-	asking := slicetest.NewSlice("asking", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
-	other := slicetest.NewSlice("other", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"))
-	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(asking, other),
-		slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "10"))))
-
-	_, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(asking)})
-	require.NoError(t, err, "the Reconciler the user holds decides")
-	assert.Equal(t, conditions.Accepted, h.Reconcile(asking).Decision, "and the controller agrees")
-	res := h.Reconcile(other)
-	assert.Equal(t, conditions.Denied, res.Decision, "the 4 its direct call admitted are counted by the same budget: %s", res.Message)
 }
 
 // A Tenant drained after a slice was accepted: its watch event queues the
