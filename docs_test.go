@@ -70,7 +70,7 @@ func TestGoldReclaimsFromSpot(t *testing.T) {
 
 	h := slicetest.New(t, "gold", capped, slicetest.WithObjects(spot, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", capped, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("spot", capped, resourceslice.WithBudget(b)))
 	require.Equal(t, conditions.Denied, h.Reconcile(gold).Decision) // 2 CPUs free: gold waits
 	h.ReconcilePending()                                            // the reclaim, then the waiter
 

@@ -188,7 +188,7 @@ func memChild(f flags) error {
 		},
 	}
 	if f.trim {
-		resourceslice.TrimCache(&opts.Cache)
+		resourceslice.DropUnreadSliceFields(&opts.Cache)
 	}
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {

@@ -198,7 +198,7 @@ func scaleManagerOptions(spec scaleChildSpec) manager.Options {
 			},
 		},
 	}
-	resourceslice.TrimCache(&opts.Cache)
+	resourceslice.DropUnreadSliceFields(&opts.Cache)
 	return opts
 }
 

@@ -122,7 +122,7 @@ func ExampleNewNodePool() {
 		}
 		policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
-			if err := pool.Pin(rs); err != nil {
+			if err := pool.PinToNodePool(rs); err != nil {
 				return ctrl.Result{}, err
 			}
 			conditions.Accept(rs, "Granted", "granted on the GPU pool")

@@ -199,7 +199,7 @@ type objectBudget struct {
 	// recorder gives the recorder of the object's events (guarded by mu).
 	recorder func() events.EventRecorder
 	// cfg and scheme build a node pool's cache (spec.nodePool); pool is
-	// the pool in force, for Pin.
+	// the pool in force, for PinToNodePool.
 	cfg    *rest.Config
 	scheme *runtime.Scheme
 	pool   atomic.Pointer[nodePool]

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
+	"github.com/sliceclass/sliceclass/internal/classname"
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 	"github.com/sliceclass/sliceclass/internal/stopqueue"
@@ -81,7 +82,7 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 		return nil, err
 	}
 	mgr, cfg := mc.mgr, cc.cfg
-	name := ControllerName(class)
+	name := controllerName(class)
 	copts := controller.Options{
 		Reconciler:     cc.shutdownPolicy(),
 		RateLimiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
@@ -122,7 +123,7 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 // reconciler with the manager's client: shared by AddToManager and
 // ClassSet, so both apply the same rules.
 func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*classController, error) {
-	if err := ValidateClass(class); err != nil {
+	if err := classname.Validate(class); err != nil {
 		return nil, err
 	}
 	if h == nil {
@@ -183,7 +184,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		cc.budgets = append(cc.budgets, p)
 	}
 	if cfg.recorder == nil {
-		with.recorder = mgr.GetEventRecorder(ControllerName(class))
+		with.recorder = mgr.GetEventRecorder(controllerName(class))
 	}
 	if r == nil {
 		if cc.r, err = newReconciler(c, class, h, cfg, st, with); err != nil {
@@ -205,7 +206,7 @@ func (cc *classController) logger() logr.Logger {
 	if cc.cfg.logger != nil {
 		base = *cc.cfg.logger
 	}
-	return base.WithValues("controller", ControllerName(cc.r.scope.class))
+	return base.WithValues("controller", controllerName(cc.r.scope.class))
 }
 
 // sources are everything the class's decisions depend on: its slices, the
@@ -355,7 +356,7 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 // setupWithManager completes b, a builder of the test kit's own (from
 // ctrl.NewControllerManagedBy(mgr), with their options, event filters and
 // extra watches), into the controller that decides r's class in set's
-// manager with r: it names it ControllerName(class), adds every watch r
+// manager with r: it names it controllerName(class), adds every watch r
 // needs (the class's slices, Tenants, namespaces, status.class, and r's own
 // queue for budget re-admissions and inventory sweeps, with the same
 // predicates and the same shutdown policy as AddToManager), and runs the
@@ -381,13 +382,13 @@ func (r *classReconciler) setupWithManager(set *ClassSet, b *builder.Builder) er
 		return err
 	}
 	class := r.scope.class
-	b = b.Named(ControllerName(class))
+	b = b.Named(controllerName(class))
 	for _, s := range cc.sources() {
 		b = b.WatchesRawSource(s)
 	}
 	if err := b.Complete(cc.shutdownPolicy()); err != nil {
 		cc.release()
-		return fmt.Errorf("class %q: building controller %q: %w", class, ControllerName(class), err)
+		return fmt.Errorf("class %q: building controller %q: %w", class, controllerName(class), err)
 	}
 	if err := mgr.Add(besideRunnable{cc: cc}); err != nil {
 		return fmt.Errorf("class %q: adding the inventory sweep to the manager: %w", class, err)

@@ -17,8 +17,14 @@
 //     manager starts, and ClassSet.Stop stops it, on the manager's
 //     informers;
 //   - AddToManager(mgr, class, h, opts...) is a ClassSet of one class: a
-//     controller named "resourceslice-<class>" that runs while the manager
-//     does.
+//     controller that runs while the manager does.
+//
+// Either way the class's controller is named "resourceslice-<class>" (the
+// controller label of controller-runtime's metrics, e.g.
+// controller_runtime_reconcile_errors_total{controller="resourceslice-gold"},
+// the "controller" key of its logs, the reporter of its events), and its
+// status patches' field manager is "sliceclass-<class>" (managedFields say
+// which class decided a slice).
 //
 // Both watch the same inputs with the same predicates (the class's
 // slices, old or new object; Tenants for the tenant rule; tenant

@@ -74,15 +74,6 @@ func ExampleAddToManager() {
 	}
 }
 
-// AddToManager refuses Liqo's own classes with an error naming the class.
-func ExampleValidateClass() {
-	fmt.Println(resourceslice.ValidateClass("gold"))
-	fmt.Println(resourceslice.ValidateClass("default"))
-	// Output:
-	// <nil>
-	// class "default" is reserved: Liqo's own controller serves it
-}
-
 // Inside Handle, Consumer is the slice's trusted consumer: its namespace's
 // liqo.io/remote-cluster-id label, or the namespace. A policy keyed on it
 // cannot be fooled by what a consumer writes on its slice.
@@ -100,13 +91,4 @@ func ExampleConsumer() {
 	_ = policy
 	fmt.Printf("%q\n", resourceslice.Consumer(context.Background()))
 	// Output: ""
-}
-
-// Each class is its own controller, named after the class: the name to
-// select in controller-runtime's metrics (controller="resourceslice-gold"),
-// in the logs (key "controller") and as the reporting controller of the
-// class's events. Here, an alert on the gold class's failing reconciles.
-func ExampleControllerName() {
-	fmt.Printf("rate(controller_runtime_reconcile_errors_total{controller=%q}[5m]) > 0\n", resourceslice.ControllerName("gold"))
-	// Output: rate(controller_runtime_reconcile_errors_total{controller="resourceslice-gold"}[5m]) > 0
 }

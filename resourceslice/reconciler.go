@@ -16,6 +16,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/classname"
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
@@ -69,7 +70,7 @@ var _ reconcile.Reconciler = &classReconciler{}
 // do not compile here. It returns an error naming the class for a reserved or invalid
 // class, a nil handler or client, or a bad option.
 func buildReconciler(c client.Client, class string, h handler.Handler, opts ...DecisionOption) (*classReconciler, error) {
-	if err := ValidateClass(class); err != nil {
+	if err := classname.Validate(class); err != nil {
 		return nil, err
 	}
 	all := make([]Option, len(opts))
@@ -152,7 +153,7 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 		handler:    h,
 		cfg:        cfg,
 		recorder:   rec,
-		fieldOwner: client.FieldOwner(FieldManager(class)),
+		fieldOwner: client.FieldOwner(fieldManager(class)),
 		owned:      o,
 		feeds:      with.feeds,
 		namespaces: with.namespaces,
@@ -183,10 +184,10 @@ func (r *classReconciler) complete(with collaborators) error {
 	return nil
 }
 
-// FieldManager is the field manager of every status patch the controller for
+// fieldManager is the field manager of every status patch the controller for
 // class makes: "sliceclass-<class>", so managedFields say which class
 // controller decided a slice.
-func FieldManager(class string) string { return "sliceclass-" + class }
+func fieldManager(class string) string { return "sliceclass-" + class }
 
 // Reconcile decides one slice, in three steps: fetch and guards, decide
 // (tenant rule or handler, then the budget), save. It returns an error only

@@ -182,7 +182,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 	desired.Status.Resources = desired.Spec.Resources.DeepCopy()
 	conditions.Accept(desired, "Granted", "granted as requested")
 	settleTransitionTime(current, desired)
-	if err := writeStatus(ctx, mgr.GetClient(), current, desired, client.FieldOwner(FieldManager("gold"))); err != nil {
+	if err := writeStatus(ctx, mgr.GetClient(), current, desired, client.FieldOwner(fieldManager("gold"))); err != nil {
 		t.Fatalf("writeStatus: %v", err)
 	}
 	server := &authv1beta1.ResourceSlice{}
@@ -201,14 +201,14 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 			owners = append(owners, m.Manager)
 		}
 	}
-	if !slices.Contains(owners, FieldManager("gold")) {
-		t.Errorf("status field managers = %v, want %s among them", owners, FieldManager("gold"))
+	if !slices.Contains(owners, fieldManager("gold")) {
+		t.Errorf("status field managers = %v, want %s among them", owners, fieldManager("gold"))
 	}
 
 	// A patch computed from the slice as it was before is refused.
 	stale := current.DeepCopy()
 	conditions.Deny(stale, "Late", "")
-	err = writeStatus(ctx, mgr.GetClient(), current, stale, client.FieldOwner(FieldManager("gold")))
+	err = writeStatus(ctx, mgr.GetClient(), current, stale, client.FieldOwner(fieldManager("gold")))
 	if !apierrors.IsConflict(err) {
 		t.Errorf("a patch at an old resourceVersion: err = %v, want a conflict", err)
 	}
@@ -218,7 +218,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 	}
 	gone := server.DeepCopy()
 	conditions.Deny(gone, "Late", "")
-	err = writeStatus(ctx, mgr.GetClient(), server, gone, client.FieldOwner(FieldManager("gold")))
+	err = writeStatus(ctx, mgr.GetClient(), server, gone, client.FieldOwner(fieldManager("gold")))
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a patch of a deleted slice: err = %v, want not found", err)
 	}

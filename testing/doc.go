@@ -4,7 +4,7 @@
 // status subresource), its classes served from one resourceslice.ClassSet
 // as a manager's main serves them (the budgets' feeds, the Tenant index,
 // the namespaces' consumers; several classes on one budget with
-// AlsoServe; a budget that follows a SliceBudget with WithSliceBudget,
+// WithAnotherClass; a budget that follows a SliceBudget with WithSliceBudget,
 // whose status Harness.SliceBudget reads), that reports the decision, the
 // resources, the events and every API write, with fault injection on
 // status writes.

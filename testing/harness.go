@@ -103,7 +103,7 @@ func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
 }
 
-// AlsoServe adds class, decided by h with opts, to the harness: it is set
+// WithAnotherClass adds class, decided by h with opts, to the harness: it is set
 // up in the same manager and class set as New's class, as a manager's main
 // serves a second class of its set. Classes drawing from one
 // *budget.Budget (resourceslice.WithBudget) share it as in production:
@@ -112,7 +112,7 @@ func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 // budget.WithPreemption a higher resourceslice.WithPriority reclaims from
 // a lower one. Harness.Reconcile reconciles a slice with the class its
 // spec.class names.
-func AlsoServe(class string, h handler.Handler, opts ...resourceslice.DecisionOption) Option {
+func WithAnotherClass(class string, h handler.Handler, opts ...resourceslice.DecisionOption) Option {
 	return func(hs *Harness) { hs.more = append(hs.more, classSpec{class: class, h: h, opts: opts}) }
 }
 
@@ -149,7 +149,7 @@ type answerLost struct{ error }
 func (a answerLost) Unwrap() error { return a.error }
 
 // Harness runs the real resourceslice.Reconciler of one class, or of
-// several (AlsoServe), on controller-runtime's fake client, set up the way
+// several (WithAnotherClass), on controller-runtime's fake client, set up the way
 // a manager sets a class up (see New), and records what they did. It is
 // safe for use by one test goroutine.
 type Harness struct {
@@ -177,7 +177,7 @@ type Harness struct {
 	sbSeeds      []sliceBudgetSeed
 	sliceBudgets map[string]*followedBudget
 	setupErrs    []error
-	// classes are New's class, then AlsoServe's, in order.
+	// classes are New's class, then WithAnotherClass's, in order.
 	classes []*harnessClass
 	cache   *watchCache
 	// feeds are the feeds of the budgets the classes draw from, whose
@@ -190,7 +190,7 @@ type Harness struct {
 	// applied and pruned name owned objects (Result.Applied, Result.Pruned).
 	applied, pruned []string
 	// unsettled are the status writes whose answer did not say whether
-	// they were applied (SettleLostAnswers).
+	// they were applied (ReadBackUnansweredWrites).
 	unsettled []unsettledWrite
 	// lastClass is the class that last reconciled each slice.
 	lastClass map[types.NamespacedName]string
@@ -334,7 +334,7 @@ func tenantNamespaces(seed []client.Object) []client.Object {
 	return out
 }
 
-// classSpec is a class to set up: New's, or one AlsoServe added.
+// classSpec is a class to set up: New's, or one WithAnotherClass added.
 type classSpec struct {
 	class string
 	h     handler.Handler

@@ -77,7 +77,7 @@ func TestSharedBudgetCountsTheOtherClassesSlices(t *testing.T) {
 			opts := []slicetest.Option{slicetest.WithObjects(silver, gold),
 				slicetest.WithReconcilerOptions(resourceslice.WithBudget(b))}
 			if tc.serveSilver {
-				opts = append(opts, slicetest.AlsoServe("silver", asked, resourceslice.WithBudget(b)))
+				opts = append(opts, slicetest.WithAnotherClass("silver", asked, resourceslice.WithBudget(b)))
 			}
 			h := slicetest.New(t, "gold", asked, opts...)
 
@@ -102,7 +102,7 @@ func TestHarnessReconcilesASliceWithItsClass(t *testing.T) {
 	})
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(silver, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b)),
-		slicetest.AlsoServe("silver", deny, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("silver", deny, resourceslice.WithBudget(b)))
 
 	res := h.Reconcile(silver)
 	require.NoError(t, res.Err)
@@ -119,7 +119,7 @@ func TestTwoPriorityReclaim(t *testing.T) {
 	waiter := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(victim, waiter),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", asked, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("spot", asked, resourceslice.WithBudget(b)))
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
@@ -174,7 +174,7 @@ func TestLostAnswerIsSettled(t *testing.T) {
 			require.Error(t, res.Err, "the write's error is returned: retried with backoff")
 			assertCPU(t, "3", b.Used(), "until settled, the write may have been applied: its offer counts")
 
-			h.SettleLostAnswers(b)
+			h.ReadBackUnansweredWrites(b)
 			if tc.applied {
 				assertCPU(t, "3", b.Used(), tc.reason)
 				assert.Equal(t, budget.ReasonExhausted, h.Reconcile(other).Reason)
@@ -214,7 +214,7 @@ func (r *releasing) Release(_ context.Context, key types.NamespacedName) error {
 func TestAGoneSliceIsReconciledByItsLastClass(t *testing.T) {
 	gold, silver := &releasing{}, &releasing{}
 	rs := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
-	h := slicetest.New(t, "gold", gold, slicetest.WithObjects(rs), slicetest.AlsoServe("silver", silver))
+	h := slicetest.New(t, "gold", gold, slicetest.WithObjects(rs), slicetest.WithAnotherClass("silver", silver))
 	require.Equal(t, conditions.Accepted, h.Reconcile(rs).Decision)
 
 	require.NoError(t, h.Client.Delete(context.Background(), rs))
@@ -258,7 +258,7 @@ func TestADrainedTenantQueuesItsSlices(t *testing.T) {
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
 	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "1"))
 	silver := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
-	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(tenant, gold, silver), slicetest.AlsoServe("silver", asked))
+	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(tenant, gold, silver), slicetest.WithAnotherClass("silver", asked))
 	first := h.ReconcilePending()
 	require.Len(t, first, 2, "the seeded slices are queued, each for its class")
 	for _, r := range first {

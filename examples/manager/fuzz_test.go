@@ -13,7 +13,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	sdkflags "github.com/sliceclass/sliceclass/flags"
-	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/internal/classname"
 )
 
 // FuzzClassesFile: parseClassesFile never panics on any file, in either
@@ -66,7 +66,7 @@ func FuzzClassesFile(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, s := range cfg.Classes {
-			assert.NoError(t, resourceslice.ValidateClass(s.Name), "accepted class name %q", s.Name)
+			assert.NoError(t, classname.Validate(s.Name), "accepted class name %q", s.Name)
 			assert.False(t, seen[s.Name], "class %q accepted twice", s.Name)
 			seen[s.Name] = true
 			if s.Caps != nil {

@@ -359,8 +359,8 @@ func TestSliceBudgetNodePool(t *testing.T) {
 		return cpuIs(st.Capacity, "10") && len(st.Capacity) == 1
 	})
 	rs := &authv1beta1.ResourceSlice{}
-	require.NoError(t, b.Pin(rs))
-	assert.Equal(t, map[string]string{"pool": "cpu", poolTestLabel: id}, rs.Status.NodeSelector, "Pin follows the spec's selector")
+	require.NoError(t, b.PinToNodePool(rs))
+	assert.Equal(t, map[string]string{"pool": "cpu", poolTestLabel: id}, rs.Status.NodeSelector, "PinToNodePool follows the spec's selector")
 
 	create(t, sliceIn(ns, "a", "sb-pool", slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, "a Accepted with 8", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
@@ -384,7 +384,7 @@ func TestSliceBudgetNodePool(t *testing.T) {
 		g := st.Capacity[resourceGPU]
 		return cpuIs(st.Capacity, "4") && g.Value() == 2 && st.ObservedGeneration == sliceBudget(t, c, "sb-pool").Generation
 	})
-	require.NoError(t, b.Pin(rs))
+	require.NoError(t, b.PinToNodePool(rs))
 	assert.Equal(t, "gpu", rs.Status.NodeSelector["pool"])
 
 	editSliceBudget(t, c, "sb-pool", func(s *v1alpha1.SliceBudgetSpec) { s.NodePool, s.Total = nil, cpuList("20") })
@@ -392,7 +392,7 @@ func TestSliceBudgetNodePool(t *testing.T) {
 		st := sliceBudget(t, c, "sb-pool").Status
 		return cpuIs(st.Capacity, "20") && len(st.Capacity) == 1 && cpuIs(st.Available, "12")
 	})
-	require.Error(t, b.Pin(rs), "no pool any more")
+	require.Error(t, b.PinToNodePool(rs), "no pool any more")
 	changeNode(t, "sb-pool-g", true, setReady(corev1.ConditionFalse))
 	testkit.Consistently(t, 2*time.Second, "the old pool no longer moves the total", func() bool { return cpuIs(b.Total(), "20") })
 }
