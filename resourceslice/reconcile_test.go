@@ -25,6 +25,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -256,7 +257,7 @@ func TestHandlerFailures(t *testing.T) {
 		"BadStatus": {
 			reason: "A Resources condition that is neither Accepted nor Denied is no decision.",
 			f: func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-				conditions.Set(rs, conditions.Resources, "Maybe", "Thinking", "")
+				sliceconds.Set(rs, conditions.Resources, "Maybe", "Thinking", "")
 				return ctrl.Result{}, nil
 			},
 			wantTerminal: true, wantEvent: "NoDecision",
@@ -316,7 +317,7 @@ func TestForeignChangesAreDiscarded(t *testing.T) {
 		rs.Spec.Class = "platinum"
 		rs.Labels["sneaky"] = "yes"
 		rs.Status.AuthParams.SignedCRT = []byte("forged")
-		conditions.Set(rs, conditions.Authentication, conditions.Denied, "Nope", "")
+		sliceconds.Set(rs, conditions.Authentication, conditions.Denied, "Nope", "")
 		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // The status write of a decision, in the order a write goes:
@@ -63,7 +64,7 @@ var statusFields = []statusField{
 		json: "conditions",
 		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
 			ca, cb := resourcesCondition(a), resourcesCondition(b)
-			return conditions.Equal(ca, cb) && (ca == nil || ca.LastTransitionTime.Equal(&cb.LastTransitionTime))
+			return sliceconds.Equal(ca, cb) && (ca == nil || ca.LastTransitionTime.Equal(&cb.LastTransitionTime))
 		},
 		theirs: func(a, b *authv1beta1.ResourceSliceStatus) bool {
 			return equality.Semantic.DeepEqual(otherConditions(a), otherConditions(b))
@@ -268,7 +269,7 @@ func settleTransitionTime(current, desired *authv1beta1.ResourceSlice) {
 		return
 	}
 	if d.LastTransitionTime.IsZero() {
-		d.LastTransitionTime = conditions.Now()
+		d.LastTransitionTime = sliceconds.Now()
 		return
 	}
 	d.LastTransitionTime.Time = d.LastTransitionTime.Truncate(time.Second)
