@@ -118,6 +118,9 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 	if err == nil && len(o.cohortOptions()) > 0 {
 		err = fmt.Errorf("%s apply to New only: a node pool's total follows its nodes", strings.Join(o.cohortOptions(), ", "))
 	}
+	if err == nil {
+		err = o.checkNames()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}

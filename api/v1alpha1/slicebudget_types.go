@@ -222,12 +222,15 @@ type ConsumerLimitOverride struct {
 }
 
 // Quantities is a ResourceList the API server checks: at most 32
-// resources, each a qualified name (cpu, memory, nvidia.com/gpu) with a
+// resources, each a standard resource name (cpu, memory,
+// ephemeral-storage, storage, pods, hugepages-<size>) or a domain-qualified
+// one (nvidia.com/gpu), as Kubernetes checks a container's, with a
 // non-negative quantity that Go parses at once (an exponent, if any, is an
 // integer of at most 3 digits). Convert it with ResourceList.
 //
 // +kubebuilder:validation:MaxProperties=32
 // +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+// +kubebuilder:validation:XValidation:rule="self.all(r, r.contains('/') || r in ['cpu', 'memory', 'ephemeral-storage', 'storage', 'pods'] || r.startsWith('hugepages-'))",message="resource names must be standard (cpu, memory, ephemeral-storage, storage, pods, hugepages-<size>) or domain-qualified such as nvidia.com/gpu: a budget limits only the resources it names, so a misspelt name would limit nothing"
 // +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : !self[r].startsWith('-'))",message="quantities must not be negative"
 type Quantities map[corev1.ResourceName]resource.Quantity
 
@@ -259,6 +262,7 @@ type NodePool struct {
 	// +kubebuilder:validation:items:Type=string
 	// +kubebuilder:validation:items:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r.contains('/') || r in ['cpu', 'memory', 'ephemeral-storage', 'storage', 'pods'] || r.startsWith('hugepages-'))",message="resource names must be standard (cpu, memory, ephemeral-storage, storage, pods, hugepages-<size>) or domain-qualified such as nvidia.com/gpu: a budget limits only the resources it names, so a misspelt name would limit nothing"
 	Resources []corev1.ResourceName `json:"resources,omitempty"`
 
 	// sharePercent offers this percent of the pool (1–100, default 100),

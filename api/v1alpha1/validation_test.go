@@ -67,25 +67,47 @@ func invalidSpecs() map[string]struct {
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(-2)}},
 			want:   []string{"spec.total", "quantities must not be negative"},
 		},
+		"QuantityInWords": {
+			reason: "8 cores is refused with what a quantity looks like, not with a regular expression",
+			spec:   map[string]any{"total": map[string]any{"cpu": "8 cores"}},
+			want:   []string{"spec.total[cpu]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi", "with no space"},
+		},
+		"UnknownResourceName": {
+			reason: "cpus is neither a standard resource name nor domain-qualified: a budget limits only what it names, so it would leave CPU unlimited",
+			spec:   map[string]any{"total": map[string]any{"cpus": "2"}},
+			want:   []string{"spec.total", "resource names must be standard (cpu, memory, ephemeral-storage, storage, pods, hugepages-<size>) or domain-qualified"},
+		},
+		"UnknownResourceNameInOverride": {
+			reason: "a consumer's override is checked as the budget's total is",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{"gpu": "1"}),
+			}},
+			want: []string{"spec.consumerLimits[0].limits", "resource names must be standard"},
+		},
+		"UnknownPoolResource": {
+			reason: "a node pool's resources follow the same rule",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "resources": []any{"cpu", "mem"}}},
+			want:   []string{"spec.nodePool.resources", "resource names must be standard"},
+		},
 		"GarbageQuantity": {
 			reason: "a quantity that does not parse could not be decoded by any client",
 			spec:   map[string]any{"total": map[string]any{"cpu": "lots"}},
-			want:   []string{"spec.total.cpu", "should match"},
+			want:   []string{"spec.total[cpu]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi"},
 		},
 		"DecimalExponent": {
 			reason: "1e1.5 passes controller-gen's quantity pattern but not Go's parser: stored, it would make the object undecodable",
 			spec:   map[string]any{"total": map[string]any{"cpu": "1e1.5"}},
-			want:   []string{"spec.total.cpu", "should match"},
+			want:   []string{"spec.total[cpu]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi"},
 		},
 		"HugeExponent": {
 			reason: "an exponent past int64 passes controller-gen's pattern but not Go's parser",
 			spec:   map[string]any{"total": map[string]any{"memory": "1e99999999999999999999"}},
-			want:   []string{"spec.total.memory", "should match"},
+			want:   []string{"spec.total[memory]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi"},
 		},
 		"SlowExponent": {
 			reason: "an 8-digit exponent parses, but takes Go seconds to minutes in every client that decodes the budget",
 			spec:   map[string]any{"total": map[string]any{"memory": "1e-99999999"}},
-			want:   []string{"spec.total.memory", "should match"},
+			want:   []string{"spec.total[memory]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi"},
 		},
 		"LongQuantity": {
 			reason: "a quantity is short; a bound keeps the rules' cost within the API server's budget",
@@ -134,14 +156,14 @@ func invalidSpecs() map[string]struct {
 			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
 				override("acme", map[string]any{"memory": "1 GB"}),
 			}},
-			want: []string{"spec.consumerLimits[0].limits.memory", "should match"},
+			want: []string{"spec.consumerLimits[0].limits[memory]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi"},
 		},
 		"DecimalExponentOverride": {
 			reason: "Go's parser is checked inside the list's entries too",
 			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
 				override("acme", map[string]any{"cpu": "2e0.5"}),
 			}},
-			want: []string{"spec.consumerLimits[0].limits.cpu", "should match"},
+			want: []string{"spec.consumerLimits[0].limits[cpu]", "must be a Kubernetes quantity such as 500m, 2 or 4Gi"},
 		},
 		"EmptyConsumerLimitsOverride": {
 			reason: "an empty override is ambiguous (no limit, or the default?): removing the entry says the latter",
@@ -395,6 +417,13 @@ func TestValidSpecAccepted(t *testing.T) {
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(64), "memory": "256Gi", "nvidia.com/gpu": "0"}},
 			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0"),
 				Preemption: preemption(v1alpha1.PreemptionNever)},
+		},
+		"StandardResourceNames": {
+			reason: "every standard resource name a budget may limit, and quantities with suffixes and exponents, are accepted",
+			spec: map[string]any{"total": map[string]any{"cpu": "500m", "memory": "1e3", "ephemeral-storage": "10Gi",
+				"storage": "1Ti", "pods": int64(110), "hugepages-2Mi": "1Gi"}},
+			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "500m", "memory", "1e3", "ephemeral-storage", "10Gi",
+				"storage", "1Ti", "pods", "110", "hugepages-2Mi", "1Gi"), Preemption: preemption(v1alpha1.PreemptionNever)},
 		},
 		"NodePool": {
 			reason: "every node-pool option budget.NewNodePool takes",
