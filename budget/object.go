@@ -544,6 +544,7 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	f.preemption = preemption
 	// CheckSettings accepted them: these cannot fail.
 	_ = ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides)
+	logUnknownConsumers(ctx, ob.name, ob.l.Snapshot(), overrides)
 	ob.l.SetEvictionAfter(evictAfter)
 	if spec.NodePool != nil {
 		ready, err := f.followPool(ctx, spec.NodePool, sel, pool, sb.Generation)
