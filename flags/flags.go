@@ -109,7 +109,7 @@ func Bind(fs *flag.FlagSet) *Values {
 	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "slices decided in parallel per class")
 	v.DecisionEvents = resourceslice.DecisionEventsAll
 	fs.Func("decision-events", "which decisions of every served class get an event: all, denied (denials only) or none; each event is an API write (default all)", func(s string) error {
-		mode, err := ParseDecisionEvents(s)
+		mode, err := parseDecisionEvents(s)
 		if err == nil {
 			v.DecisionEvents = mode
 		}
@@ -128,9 +128,9 @@ func Bind(fs *flag.FlagSet) *Values {
 	return v
 }
 
-// ParseDecisionEvents maps a --decision-events value (all, denied, none)
+// parseDecisionEvents maps a --decision-events value (all, denied, none)
 // to its mode.
-func ParseDecisionEvents(s string) (resourceslice.DecisionEvents, error) {
+func parseDecisionEvents(s string) (resourceslice.DecisionEvents, error) {
 	switch s {
 	case "all":
 		return resourceslice.DecisionEventsAll, nil
