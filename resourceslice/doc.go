@@ -94,7 +94,7 @@
 //
 // Registered once, on controller-runtime's registry unless
 // WithMetricsRegisterer; controller-runtime's own per-controller metrics
-// (named after ControllerName) come on top:
+// (named "resourceslice-<class>") come on top:
 //
 //	name                                      type       labels              what
 //	sliceclass_decisions_total                counter    class, outcome      decision transitions written (accepted, denied; dryrun-accepted, dryrun-denied)
