@@ -11,15 +11,17 @@
 //
 // Write a [handler.Handler] that decides one slice: set the Resources condition
 // to Accepted or Denied with [conditions.Accept] or [conditions.Deny] and fill
-// status.resources. Build your manager on a scheme with client-go's types
-// and the SDK's ([resourceslice.AddToScheme]; the SDK never writes your
-// scheme), and register the handler for a class with
+// status.resources. Build your manager on a scheme with client-go's types,
+// Liqo's and the SliceBudget's, each group's own AddToScheme (the SDK never
+// writes your scheme), and register the handler for a class with
 // [resourceslice.AddToManager] (one class) or a [resourceslice.ClassSet]
 // (many classes, one set):
 //
 //	scheme := runtime.NewScheme()
 //	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-//	utilruntime.Must(resourceslice.AddToScheme(scheme))
+//	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+//	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+//	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 //	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 //	if err != nil {
 //		return err

@@ -81,7 +81,7 @@ import (
 // until the pool is read, which opens it with no restart.
 //
 // The manager's scheme must hold sliceclass.io/v1alpha1
-// (resourceslice.AddToScheme) and the core Nodes and Pods a node pool reads
+// (v1alpha1.AddToScheme) and the core Nodes and Pods a node pool reads
 // (clientgoscheme.AddToScheme), since a spec may name a pool at any time: a
 // missing type is an error naming the call to add, and the scheme is never
 // changed. The manager's client needs get,

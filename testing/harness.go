@@ -35,6 +35,7 @@ import (
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/budgethook"
 	"github.com/sliceclass/sliceclass/internal/classhook"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -234,7 +235,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	// SliceBudgets, Leases), as a user's main adds it: the SDK never adds
 	// to a scheme. Quotas are served, so that a test may seed one;
 	// ShadowPods are not (see harnessManager).
-	if err := resourceslice.AddToScheme(scheme); err != nil {
+	if err := sdkscheme.Add(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
 	// Liqo makes a consumer's tenant namespace before any of its slices:

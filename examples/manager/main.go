@@ -138,7 +138,8 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 func managerOptions(o options) (manager.Options, error) {
 	// The scheme is the manager's, and the SDK never adds to it: this one
 	// holds what this manager's options use, no more (a full one is
-	// clientgoscheme.AddToScheme and resourceslice.AddToScheme). Liqo's
+	// clientgoscheme.AddToScheme, authv1beta1.AddToScheme,
+	// offloadingv1beta1.AddToScheme and v1alpha1.AddToScheme). Liqo's
 	// slices and Tenants, and its Quotas, which a budget counts.
 	scheme := runtime.NewScheme()
 	if err := authv1beta1.AddToScheme(scheme); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -34,11 +35,11 @@ import (
 // lack sliceclass.io/v1alpha1: FromObject adds it before start.
 
 // sbScheme is a manager's scheme: client-go's, Liqo's and the SDK's types
-// (resourceslice.AddToScheme, SliceBudget included), as a user's main
+// (sdkscheme.Add, SliceBudget included), as a user's main
 // builds it: the SDK never adds to it.
 func sbScheme() *runtime.Scheme {
 	s := noSBScheme()
-	if err := resourceslice.AddToScheme(s); err != nil {
+	if err := sdkscheme.Add(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -480,6 +481,6 @@ func TestFromObjectAfterStartNeedsTheTypes(t *testing.T) {
 	<-m.Elected()
 	_, err := budget.FromObject(m, "sb-late")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "sliceclass.io/v1alpha1 SliceBudget: call resourceslice.AddToScheme(scheme)")
+	assert.Contains(t, err.Error(), "sliceclass.io/v1alpha1 SliceBudget: call v1alpha1.AddToScheme(scheme)")
 	assert.False(t, m.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")), "the scheme is left as it was")
 }
