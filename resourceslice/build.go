@@ -138,7 +138,7 @@ func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*
 
 // bindClass claims class in the set and gives the reconciler that decides
 // it everything the set and its manager give beyond its client: the event
-// recorder (unless WithEventRecorder), the set's status.class view, the
+// recorder (unless withEventRecorder), the set's status.class view, the
 // budgets' feeds (on the set's ShadowPod watch), the namespace store and
 // the cache owned objects are read from. It first checks that the
 // manager's scheme has what the class reads and writes. r is the reconciler the test kit built (buildReconciler, then
@@ -368,7 +368,7 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 //
 // r is the reconciler the controller runs, and it is completed here with
 // what set and its manager give: the manager's event recorder (unless
-// WithEventRecorder), the set's status.class view and ShadowPod watch, the
+// withEventRecorder), the set's status.class view and ShadowPod watch, the
 // budgets' feeds (which count the budgets from then on), and the manager's
 // namespace and owned-object caches. Its client, class, handler and options
 // stay those buildReconciler was given.

@@ -48,7 +48,7 @@ func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 	require.NoError(t, r.setupWithManager(set, ctrl.NewControllerManagedBy(mgr)))
 
 	assert.Equal(t, before.client, r.client, "the client, which writes the status, is the one NewReconciler was given")
-	assert.NotEqual(t, before.recorder, r.recorder, "without WithEventRecorder, the manager's recorder records")
+	assert.NotEqual(t, before.recorder, r.recorder, "without withEventRecorder, the manager's recorder records")
 	assert.NotNil(t, r.scope.status, "the status.class view was given to r")
 	require.Len(t, r.feeds, 1, "r draws through the budget's feed")
 	assert.NotNil(t, r.namespaces, "the namespace store was given to r")

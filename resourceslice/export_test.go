@@ -7,6 +7,10 @@ import (
 	"github.com/sliceclass/sliceclass/handler"
 )
 
+// WithEventRecorder is withEventRecorder, for this package's external
+// tests.
+var WithEventRecorder = withEventRecorder
+
 // NewReconciler builds a class's reconciler on c alone, outside any
 // manager, for this package's external tests (the test kit's harness
 // reaches the same through internal/classhook).

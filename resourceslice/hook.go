@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,8 +17,8 @@ import (
 // a builder of its own and drives its passes and sweeps, which production
 // code reaches only through the controller.
 func init() {
-	classhook.Build = func(c client.Client, class string, h handler.Handler, opts []any, set any, b *builder.Builder) (classhook.Class, error) {
-		dopts := make([]DecisionOption, len(opts))
+	classhook.Build = func(c client.Client, class string, h handler.Handler, rec events.EventRecorder, opts []any, set any, b *builder.Builder) (classhook.Class, error) {
+		dopts := make([]DecisionOption, len(opts), len(opts)+1)
 		for i, o := range opts {
 			d, ok := o.(DecisionOption)
 			if !ok {
@@ -28,6 +29,9 @@ func init() {
 		cs, ok := set.(*ClassSet)
 		if !ok || cs == nil {
 			return nil, fmt.Errorf("class %q: the harness needs a *resourceslice.ClassSet, got %T", class, set)
+		}
+		if rec != nil {
+			dopts = append([]DecisionOption{withEventRecorder(rec)}, dopts...)
 		}
 		r, err := buildReconciler(c, class, h, dopts...)
 		if err != nil {

@@ -43,7 +43,7 @@ const (
 //   - decision options (WithSelector, WithoutAuthenticationGate,
 //     WithoutTenantRule, WithBudget, WithPriority, WithMaxRetries,
 //     WithHandlerTimeout, WithDryRun, WithDecisionEvents,
-//     WithEventRecorder, WithMetricsRegisterer, WithResyncPeriod,
+//     WithMetricsRegisterer, WithResyncPeriod,
 //     WithOwnedTypes) say how slices are decided and reported: they are
 //     DecisionOptions, which every constructor takes, the test kit's
 //     harness (package testing) included.
@@ -220,9 +220,10 @@ func WithResyncPeriod(d time.Duration) DecisionOption {
 	return func(c *config) { c.resync = d }
 }
 
-// WithEventRecorder (a decision option) overrides the recorder (by default the manager's, named
+// withEventRecorder (a decision option, for the test kit's harness, which
+// records the events it reports) overrides the recorder (by default the manager's, named
 // after the controller; the harness records its own).
-func WithEventRecorder(r events.EventRecorder) DecisionOption {
+func withEventRecorder(r events.EventRecorder) DecisionOption {
 	return func(c *config) {
 		if r == nil {
 			c.errs = append(c.errs, errors.New("nil event recorder"))

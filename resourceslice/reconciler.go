@@ -102,7 +102,7 @@ func buildReconciler(c client.Client, class string, h handler.Handler, opts ...D
 type collaborators struct {
 	// views is the manager's status.class view; nil outside a manager.
 	views *sliceview.Classes
-	// recorder records events; nil takes WithEventRecorder's, else none.
+	// recorder records events; nil takes withEventRecorder's, else none.
 	recorder events.EventRecorder
 	// ownedReader reads owned objects' metadata; nil reads through the
 	// client.

@@ -357,7 +357,6 @@ type harnessClass struct {
 // harness's event capture and registry before the test's options.
 func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp classSpec, registry prometheus.Registerer) (*harnessClass, error) {
 	ropts := append([]resourceslice.DecisionOption{
-		resourceslice.WithEventRecorder(recorder{h}),
 		resourceslice.WithMetricsRegisterer(registry),
 	}, sp.opts...)
 	q := newPendingQueue()
@@ -371,7 +370,7 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 	for i, o := range ropts {
 		anyOpts[i] = o
 	}
-	r, err := classhook.Build(mgr.client, sp.class, sp.h, anyOpts, set, b)
+	r, err := classhook.Build(mgr.client, sp.class, sp.h, recorder{h}, anyOpts, set, b)
 	if err != nil {
 		return nil, err
 	}

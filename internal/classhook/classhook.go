@@ -11,6 +11,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -32,8 +33,9 @@ type Class interface {
 }
 
 // Build builds class's reconciler reading and writing through c, deciding
-// with h under opts (each a resourceslice.DecisionOption), and completes b,
+// with h under opts (each a resourceslice.DecisionOption), recording its
+// events with rec, and completes b,
 // a builder of set's manager (set is a *resourceslice.ClassSet), into the
 // controller that runs it, with every watch AddToManager's controller has.
 // It is nil until package resourceslice is initialised.
-var Build func(c client.Client, class string, h handler.Handler, opts []any, set any, b *builder.Builder) (Class, error)
+var Build func(c client.Client, class string, h handler.Handler, rec events.EventRecorder, opts []any, set any, b *builder.Builder) (Class, error)

@@ -54,7 +54,7 @@ func TestByHandDecidesLikeAddToManager(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = classhook.Build(mgr.GetClient(), byHand, accept("Granted", nil), []any{resourceslice.WithBudget(budgets[byHand])},
+		_, err = classhook.Build(mgr.GetClient(), byHand, accept("Granted", nil), nil, []any{resourceslice.WithBudget(budgets[byHand])},
 			set, ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 2}))
 		return err
 	})
