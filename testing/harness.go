@@ -98,8 +98,9 @@ func WithObjects(objs ...client.Object) Option {
 	return func(h *Harness) { h.seed = append(h.seed, objs...) }
 }
 
-// WithReconcilerOptions passes options to resourceslice.NewReconciler:
-// decision options only, as NewReconciler takes.
+// WithReconcilerOptions passes options to New's class: decision options
+// only, since the harness runs the controller itself (a controller option,
+// such as resourceslice.WithMaxConcurrentReconciles, does not compile here).
 func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
 }
@@ -201,21 +202,21 @@ type Harness struct {
 // error (e.g. a reserved class).
 //
 // Each class is set up as in a manager, in one resourceslice.ClassSet
-// that all of the harness's classes share: resourceslice.NewReconciler on
-// the fake client, then SetupWithManager(set, builder), which wires what
-// AddToManager and ClassSet.Serve wire (the budgets' feeds, which count the slices of every class drawing from
+// that all of the harness's classes share, by the one builder AddToManager
+// and ClassSet.Serve use, on the fake client and a controller builder of
+// the harness's own, which wires what AddToManager and ClassSet.Serve wire (the budgets' feeds, which count the slices of every class drawing from
 // a budget and Liqo's Quotas seeded in the fake API; the Tenant index; the
 // namespaces' consumers; the status.class view, which finds no
 // status.class, as on Liqo v1.2.0's CRD) and starts the controller. The harness holds the controller's
 // queue: a reconcile happens when the test asks (Reconcile,
-// ReconcilePending), through the controller SetupWithManager built, as a
+// ReconcilePending), through the controller that builder built, as a
 // worker's does. Before and after each reconcile the cache delivers,
 // as watch events, every change made on the fake API server since the
 // last one. Status writes go through the fake client (a class AddToManager
 // builds sends the same patch over REST and reads only the answer's
 // resourceVersion). The inventory and owned-object sweeps a manager runs
 // at start do not run on their own: drive them with
-// Reconciler.SweepInventory. The controllers stop at the end of the test
+// Harness.SweepInventory. The controllers stop at the end of the test
 // (t.Cleanup).
 func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness {
 	t.Helper()
@@ -346,7 +347,7 @@ type classSpec struct {
 type harnessClass struct {
 	class string
 	r     classhook.Class
-	// do is the controller SetupWithManager added to the manager: a
+	// do is the controller the class's setup added to the manager: a
 	// reconcile goes through it (its shutdown policy), as a worker's does,
 	// to r.
 	do reconcile.Reconciler
@@ -379,7 +380,7 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 			return &harnessClass{class: sp.class, r: r, do: do, q: q}, nil
 		}
 	}
-	return nil, fmt.Errorf("class %q: SetupWithManager added no controller to the manager", sp.class)
+	return nil, fmt.Errorf("class %q: setting up the class added no controller to the manager", sp.class)
 }
 
 // Reconcile runs the reconciler once for slice (only its namespace and
