@@ -11,15 +11,17 @@
 //
 // Write a [handler.Handler] that decides one slice: set the Resources condition
 // to Accepted or Denied with [conditions.Accept] or [conditions.Deny] and fill
-// status.resources. Build your manager on a scheme with client-go's types
-// and the SDK's ([resourceslice.AddToScheme]; the SDK never writes your
-// scheme), and register the handler for a class with
+// status.resources. Build your manager on a scheme with client-go's types,
+// Liqo's and the SliceBudget's, each group's own AddToScheme (the SDK never
+// writes your scheme), and register the handler for a class with
 // [resourceslice.AddToManager] (one class) or a [resourceslice.ClassSet]
 // (many classes, one set):
 //
 //	scheme := runtime.NewScheme()
 //	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-//	utilruntime.Must(resourceslice.AddToScheme(scheme))
+//	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+//	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+//	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 //	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 //	if err != nil {
 //		return err
@@ -39,11 +41,9 @@
 //     It holds no controller machinery.
 //   - conditions: nil-safe helpers that read and set the Resources and
 //     Authentication conditions of a slice.
-//   - resourceslice: one way to build a class's controller, reached three
+//   - resourceslice: one way to build a class's controller, reached two
 //     ways: a ClassSet, the one object the manager's classes share (Serve,
-//     Stop, before or after start), AddToManager (a set of one class) and
-//     NewReconciler with Reconciler.SetupWithManager(set, builder) (the same
-//     decisions in a controller you build). AddToScheme adds what it reads
+//     Stop, before or after start), and AddToManager (a set of one class). AddToScheme adds what it reads
 //     and writes to your scheme, which it never writes. It fetches and filters slices, applies Liqo's tenant rule and
 //     authentication gate, calls the handler (once at a time per slice),
 //     validates its decision, writes only the status fields a class
@@ -64,7 +64,7 @@
 //     live and writes its status; the example manager's classes file
 //     names one per class with sliceBudget.
 //   - testing (package slicetest): a harness to unit-test a Handler by
-//     running the real Reconciler on controller-runtime's fake client (with
+//     running the real class controller on controller-runtime's fake client (with
 //     fault injection: conflicts, lost answers), and slice builders.
 //   - testing/controlplane: starts a real kube-apiserver and etcd with the
 //     Liqo CRDs installed, for integration tests; testing/controlplane/

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
@@ -70,7 +72,7 @@ func TestGoldReclaimsFromSpot(t *testing.T) {
 
 	h := slicetest.New(t, "gold", capped, slicetest.WithObjects(spot, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", capped, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("spot", capped, resourceslice.WithBudget(b)))
 	require.Equal(t, conditions.Denied, h.Reconcile(gold).Decision) // 2 CPUs free: gold waits
 	h.ReconcilePending()                                            // the reclaim, then the waiter
 
@@ -90,8 +92,14 @@ func userMain() error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil { // Kubernetes' types: node pools, owned ConfigMaps
 		return err
 	}
-	if err := resourceslice.AddToScheme(scheme); err != nil { // what the SDK reads and writes
-		return err
+	for _, add := range []func(*runtime.Scheme) error{
+		authv1beta1.AddToScheme,       // Liqo's ResourceSlices and Tenants
+		offloadingv1beta1.AddToScheme, // Liqo's Quotas, which budgets count
+		v1alpha1.AddToScheme,          // SliceBudgets
+	} {
+		if err := add(scheme); err != nil {
+			return err
+		}
 	}
 	mgr, err := v.NewManager(scheme) // validates, finds the API server, adds /healthz and /readyz
 	if err != nil {

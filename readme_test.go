@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
@@ -77,8 +79,10 @@ func setupBudget(set *resourceslice.ClassSet, grant handler.Handler) error {
 
 func run() error {
 	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // Kubernetes' types: node pools read Nodes and Pods
-	utilruntime.Must(resourceslice.AddToScheme(scheme))  // what the SDK reads and writes, SliceBudgets included
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))    // Kubernetes' types: node pools read Nodes and Pods
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		return err

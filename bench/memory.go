@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -172,7 +173,7 @@ func memChild(f flags) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := resourceslice.AddToScheme(scheme); err != nil {
+	if err := sdkscheme.Add(scheme); err != nil {
 		return err
 	}
 	const ns = "mem"
@@ -188,7 +189,7 @@ func memChild(f flags) error {
 		},
 	}
 	if f.trim {
-		resourceslice.TrimCache(&opts.Cache)
+		resourceslice.DropUnreadSliceFields(&opts.Cache)
 	}
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/conditions"
-	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 )
 
 // sbsChild runs the bench binary as one of the side by side's processes
@@ -45,7 +45,7 @@ func sbsChild(f flags) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := resourceslice.AddToScheme(scheme); err != nil {
+	if err := sdkscheme.Add(scheme); err != nil {
 		return err
 	}
 	switch f.sbsChild {

@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -177,7 +178,7 @@ func scaleChild(f flags) error {
 // provider would not have.
 func scaleManagerOptions(spec scaleChildSpec) manager.Options {
 	scheme := runtime.NewScheme()
-	_ = resourceslice.AddToScheme(scheme)
+	_ = sdkscheme.Add(scheme)
 	opts := manager.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -198,7 +199,7 @@ func scaleManagerOptions(spec scaleChildSpec) manager.Options {
 			},
 		},
 	}
-	resourceslice.TrimCache(&opts.Cache)
+	resourceslice.DropUnreadSliceFields(&opts.Cache)
 	return opts
 }
 

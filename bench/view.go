@@ -21,7 +21,7 @@ import (
 // beside the typed slice cache, at each count of -view-n: the cluster
 // holds that many realistic, decided slices of class "mem" in namespace
 // "mem", each with status.class set, and a memory child (memChild, with
-// the example manager's TrimCache) caching all of them runs twice, each a
+// the example manager's DropUnreadSliceFields) caching all of them runs twice, each a
 // fresh process: once with the ResourceSlice CRD as Liqo v1.2.0 ships it
 // (no status.class: the SDK does not start the view) and once with the CRD
 // declaring status.class (the view caches every slice in the cluster). The

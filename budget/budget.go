@@ -146,11 +146,19 @@ func (o options) ledgerOptions() ledger.Options {
 // the resources total names: a resource it does not name is not limited
 // by it, and one named with zero admits none of it. It returns an error for
 // an empty name, an empty total (it would limit nothing), a negative
-// quantity or a bad option.
+// quantity, a resource name Kubernetes refuses (neither standard, such as
+// cpu or hugepages-2Mi, nor domain-qualified, such as nvidia.com/gpu: "cpus"
+// would limit nothing) in total or an option, or a bad option.
 func New(name string, total corev1.ResourceList, opts ...Option) (*Budget, error) {
 	o, err := build(opts, Option.applyToNew)
 	if c := o.cohortOptions(); err == nil && o.cohort == "" && len(c) > 0 {
 		err = fmt.Errorf("%s: only for a member of a cohort (add WithCohort)", strings.Join(c, ", "))
+	}
+	if err == nil {
+		err = checkResourceNames("total", namesOf(total)...)
+	}
+	if err == nil {
+		err = o.checkNames()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
@@ -205,6 +213,9 @@ func (b *Budget) SetTotal(total corev1.ResourceList) error {
 	if b.object != nil {
 		return fmt.Errorf("budget %q follows SliceBudget %q: edit its spec.total", b.l.Name(), b.object.name)
 	}
+	if err := checkResourceNames("total", namesOf(total)...); err != nil {
+		return fmt.Errorf("budget %q: %w", b.l.Name(), err)
+	}
 	return b.l.SetTotal(total)
 }
 
@@ -235,6 +246,9 @@ func (b *Budget) SetConsumerLimit(consumer string, limit corev1.ResourceList) er
 	if b.object != nil {
 		return fmt.Errorf("budget %q follows SliceBudget %q: edit its spec.consumerLimits (kubectl edit slicebudget %s)",
 			b.l.Name(), b.object.name, b.object.name)
+	}
+	if err := checkResourceNames(fmt.Sprintf("consumer limit of %q", consumer), namesOf(limit)...); err != nil {
+		return fmt.Errorf("budget %q: %w", b.l.Name(), err)
 	}
 	return b.l.SetConsumerLimit(consumer, limit)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
@@ -92,8 +94,10 @@ func Example_sharedByTwoClasses() {
 	}
 
 	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))    // a node pool reads Nodes and Pods
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
@@ -122,7 +126,7 @@ func ExampleNewNodePool() {
 		}
 		policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
-			if err := pool.Pin(rs); err != nil {
+			if err := pool.PinToNodePool(rs); err != nil {
 				return ctrl.Result{}, err
 			}
 			conditions.Accept(rs, "Granted", "granted on the GPU pool")
@@ -132,8 +136,10 @@ func ExampleNewNodePool() {
 	}
 
 	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))    // a node pool reads Nodes and Pods
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
@@ -173,8 +179,10 @@ func ExampleWithConsumerLimit() {
 func ExampleWithEvictionAfter() {
 	var spot, gold handler.Handler // the two classes' policies
 	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))    // a node pool reads Nodes and Pods
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
@@ -240,8 +248,10 @@ func ExampleFromObject() {
 	}
 
 	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))    // a node pool reads Nodes and Pods
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)

@@ -106,6 +106,9 @@ func NewNodePool(mgr manager.Manager, name string, nodes labels.Selector, opts .
 		return nil, fmt.Errorf("budget %q: nil node selector; use labels.Everything() for every node", name)
 	}
 	o, err := build(opts, NodePoolOption.applyToNodePool)
+	if err == nil {
+		err = o.checkNames()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("budget %q: %w", name, err)
 	}
@@ -528,7 +531,7 @@ func trimPod(obj any) (any, error) {
 	return out, nil
 }
 
-// Pin pins an offer to a node-pool budget's nodes: it sets the slice's
+// PinToNodePool pins an offer to a node-pool budget's nodes: it sets the slice's
 // status.nodeSelector to the pool's selector, so that the consumer's
 // virtual kubelet asks for those nodes, and adds the selector's labels to
 // status.nodeLabels, so that the consumer's virtual node shows them. Call it
@@ -538,7 +541,7 @@ func trimPod(obj any) (any, error) {
 // pool whose selector is not made of key=value terms (a nodeSelector can
 // express no other). A budget from FromObject pins to its SliceBudget's
 // spec.nodePool once the pool is read.
-func (b *Budget) Pin(rs *authv1beta1.ResourceSlice) error {
+func (b *Budget) PinToNodePool(rs *authv1beta1.ResourceSlice) error {
 	p := b.pool
 	if p == nil && b.object != nil {
 		p = b.object.pool.Load() // its SliceBudget's spec.nodePool, once read

@@ -176,11 +176,11 @@ func TestPin(t *testing.T) {
 			require.NoError(t, err)
 			rs := &authv1beta1.ResourceSlice{Status: *tc.before.DeepCopy()}
 
-			err = b.Pin(rs)
+			err = b.PinToNodePool(rs)
 			if tc.wantErr != "" {
 				require.Error(t, err, tc.reason)
 				assert.Contains(t, err.Error(), tc.wantErr, tc.reason)
-				assert.Empty(t, cmp.Diff(tc.before, rs.Status), "%s\na failed Pin changes nothing (-want +got)", tc.reason)
+				assert.Empty(t, cmp.Diff(tc.before, rs.Status), "%s\na failed PinToNodePool changes nothing (-want +got)", tc.reason)
 				return
 			}
 			require.NoError(t, err, tc.reason)
@@ -193,7 +193,7 @@ func TestPin(t *testing.T) {
 func TestPinSelectsNothing(t *testing.T) {
 	b, err := budget.NewNodePool(envkit.UnreachableManager(t), "pool", labels.Nothing())
 	require.NoError(t, err)
-	err = b.Pin(&authv1beta1.ResourceSlice{})
+	err = b.PinToNodePool(&authv1beta1.ResourceSlice{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "selects nothing")
 }

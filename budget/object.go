@@ -83,7 +83,7 @@ import (
 // until the pool is read, which opens it with no restart.
 //
 // The manager's scheme must hold sliceclass.io/v1alpha1
-// (resourceslice.AddToScheme) and the core Nodes and Pods a node pool reads
+// (v1alpha1.AddToScheme) and the core Nodes and Pods a node pool reads
 // (clientgoscheme.AddToScheme), since a spec may name a pool at any time: a
 // missing type is an error naming the call to add, and the scheme is never
 // changed. The manager's client needs get,
@@ -178,7 +178,7 @@ type objectBudget struct {
 	// recorder gives the recorder of the object's events (guarded by mu).
 	recorder func() events.EventRecorder
 	// cfg and scheme build a node pool's cache (spec.nodePool); pool is
-	// the pool in force, for Pin.
+	// the pool in force, for PinToNodePool.
 	cfg    *rest.Config
 	scheme *runtime.Scheme
 	pool   atomic.Pointer[nodePool]
@@ -526,6 +526,7 @@ func (f *objectFollower) apply(ctx context.Context, sb *v1alpha1.SliceBudget) {
 	f.preemption = preemption
 	// CheckSettings accepted them: these cannot fail.
 	_ = ob.l.SetConsumerLimits(spec.ConsumerLimit.ResourceList(), overrides)
+	logUnknownConsumers(ctx, ob.name, ob.l.Snapshot(), overrides)
 	ob.l.SetEvictionAfter(evictAfter)
 	if spec.NodePool != nil {
 		ready, err := f.followPool(ctx, spec.NodePool, sel, pool, sb.Generation)

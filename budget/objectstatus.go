@@ -122,6 +122,7 @@ func (w *statusWriter) sync(ctx context.Context) error {
 	if !snap.Counted && a.ok {
 		keepFigures(&desired, sb.Status) // never figures from books not yet counted
 	}
+	desired.ConsumerLimits = limitsInForce(ob.l.ConsumerLimits(), snap, sb.Status.ConsumerLimits)
 	if equality.Semantic.DeepEqual(sb.Status, desired) {
 		return nil
 	}

@@ -24,7 +24,7 @@ func (k schemeKinds) check(s *runtime.Scheme) error {
 	const clientgo = "clientgoscheme.AddToScheme(scheme)"
 	var needs []sdkscheme.Need
 	if k.sliceBudgets {
-		needs = append(needs, sdkscheme.Need{GVK: v1alpha1.GroupVersion.WithKind("SliceBudget"), Call: "resourceslice.AddToScheme(scheme)"})
+		needs = append(needs, sdkscheme.Need{GVK: v1alpha1.GroupVersion.WithKind("SliceBudget"), Call: "v1alpha1.AddToScheme(scheme)"})
 	}
 	if k.nodes {
 		needs = append(needs, sdkscheme.Need{GVK: corev1.SchemeGroupVersion.WithKind("Node"), Call: clientgo})

@@ -6,11 +6,12 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 func decidedSlice() *authv1beta1.ResourceSlice {
 	rs := &authv1beta1.ResourceSlice{}
-	conditions.Set(rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ok")
+	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ok")
 	conditions.Accept(rs, "Granted", "granted")
 	return rs
 }

@@ -1,10 +1,9 @@
 package conditions
 
 import (
-	"time"
-
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // Condition types and statuses, re-exported for brevity.
@@ -29,46 +28,17 @@ func Get(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType
 	return nil
 }
 
-// Set sets the condition of type t to status, reason and message, adding it
-// when missing. LastTransitionTime moves to now (whole seconds) only when the
-// status changes. It reports whether anything changed; a nil rs changes
-// nothing.
-func Set(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType,
-	status authv1beta1.ResourceSliceConditionStatus, reason, message string) bool {
-	if rs == nil {
-		return false
-	}
-	if c := Get(rs, t); c != nil {
-		if c.Status == status && c.Reason == reason && c.Message == message {
-			return false
-		}
-		if c.Status != status || c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = Now()
-		}
-		c.Status, c.Reason, c.Message = status, reason, message
-		return true
-	}
-	rs.Status.Conditions = append(rs.Status.Conditions, authv1beta1.ResourceSliceCondition{
-		Type:               t,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		LastTransitionTime: Now(),
-	})
-	return true
-}
-
 // Accept sets the Resources condition to Accepted and reports whether
 // anything changed.
 func Accept(rs *authv1beta1.ResourceSlice, reason, message string) bool {
-	return Set(rs, Resources, Accepted, reason, message)
+	return sliceconds.Set(rs, Resources, Accepted, reason, message)
 }
 
 // Deny sets the Resources condition to Denied and reports whether anything
 // changed. Denying is a decision, not an error: a handler that denies returns
 // a nil error.
 func Deny(rs *authv1beta1.ResourceSlice, reason, message string) bool {
-	return Set(rs, Resources, Denied, reason, message)
+	return sliceconds.Set(rs, Resources, Denied, reason, message)
 }
 
 // IsAccepted reports whether the Resources condition is Accepted.
@@ -93,19 +63,4 @@ func IsDecided(rs *authv1beta1.ResourceSlice) bool {
 func IsAuthenticated(rs *authv1beta1.ResourceSlice) bool {
 	c := Get(rs, Authentication)
 	return c != nil && c.Status == Accepted
-}
-
-// Equal reports whether a and b have the same type, status, reason and
-// message, ignoring LastTransitionTime. Two nil conditions are equal.
-func Equal(a, b *authv1beta1.ResourceSliceCondition) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
-}
-
-// Now returns the current time truncated to whole seconds, the precision the
-// API server stores.
-func Now() metav1.Time {
-	return metav1.NewTime(time.Now().Truncate(time.Second))
 }

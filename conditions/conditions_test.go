@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 func TestNilSafe(t *testing.T) {
@@ -21,8 +22,8 @@ func TestNilSafe(t *testing.T) {
 	assert.False(t, conditions.IsDenied(nil))
 	assert.False(t, conditions.IsAuthenticated(nil))
 	assert.False(t, conditions.IsDecided(nil))
-	assert.True(t, conditions.Equal(nil, nil), "two nils are equal")
-	assert.False(t, conditions.Equal(nil, &authv1beta1.ResourceSliceCondition{}), "nil and non-nil are not")
+	assert.True(t, sliceconds.Equal(nil, nil), "two nils are equal")
+	assert.False(t, sliceconds.Equal(nil, &authv1beta1.ResourceSliceCondition{}), "nil and non-nil are not")
 }
 
 func TestSet(t *testing.T) {
@@ -88,7 +89,7 @@ func TestPredicates(t *testing.T) {
 	require.False(t, conditions.IsAuthenticated(rs), "an empty slice is not authenticated")
 	require.False(t, conditions.IsDecided(rs), "an empty slice is not decided")
 
-	conditions.Set(rs, conditions.Authentication, conditions.Accepted, "ok", "")
+	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "ok", "")
 	conditions.Deny(rs, "Full", "")
 	assert.True(t, conditions.IsAuthenticated(rs), "after auth accepted: %+v", rs.Status.Conditions)
 	assert.True(t, conditions.IsDenied(rs), "after deny: %+v", rs.Status.Conditions)
@@ -105,7 +106,7 @@ func TestEqualIgnoresTime(t *testing.T) {
 	a := authv1beta1.ResourceSliceCondition{Type: conditions.Resources, Status: conditions.Accepted, Reason: "r", LastTransitionTime: metav1.Now()}
 	b := a
 	b.LastTransitionTime = metav1.NewTime(a.LastTransitionTime.Add(time.Hour))
-	assert.True(t, conditions.Equal(&a, &b), "conditions differing only in time must be Equal")
+	assert.True(t, sliceconds.Equal(&a, &b), "conditions differing only in time must be Equal")
 	b.Message = "other"
-	assert.False(t, conditions.Equal(&a, &b), "conditions with different messages must not be Equal")
+	assert.False(t, sliceconds.Equal(&a, &b), "conditions with different messages must not be Equal")
 }

@@ -27,7 +27,7 @@ type ClassConfig struct {
 	Budgets []*budget.Budget
 	// Options serve the class as the file says: a WithBudget per budget
 	// and, when the entry has a priority, WithPriority. From
-	// Values.ClassConfigs they begin with the flags' ClassOptions.
+	// Values.ClassConfigs they begin with the flags' ClassDefaults.
 	Options []resourceslice.Option
 }
 
@@ -44,11 +44,11 @@ type ClassConfig struct {
 //		if err := set.Serve(c.Name, myPolicy, c.Options...); err != nil { ... }
 //	}
 //
-// With --class-name each class has the flags' ClassOptions only. With
+// With --class-name each class has the flags' ClassDefaults only. With
 // --classes-file it reads the file once (ReadClassesConfig) and builds its
 // budgets on mgr (a ClassBuilder): one budget per shared budget, per class
 // budget or pool and per SliceBudget named, however many classes draw from
-// it; each class's Options are ClassOptions followed by its own. A bad file
+// it; each class's Options are ClassDefaults followed by its own. A bad file
 // is an error naming the class (or budget) and the field; nothing is
 // served. A manager that follows the file as it changes holds a
 // ClassBuilder and builds again (examples/manager does).
@@ -56,7 +56,7 @@ func (v Values) ClassConfigs(mgr manager.Manager) ([]ClassConfig, error) {
 	if v.ClassesFile == "" {
 		out := make([]ClassConfig, 0, len(v.ClassNames))
 		for _, name := range v.ClassNames {
-			out = append(out, ClassConfig{Name: name, Entry: ClassEntry{Name: name}, Options: v.ClassOptions()})
+			out = append(out, ClassConfig{Name: name, Entry: ClassEntry{Name: name}, Options: v.ClassDefaults()})
 		}
 		return out, nil
 	}
@@ -69,7 +69,7 @@ func (v Values) ClassConfigs(mgr manager.Manager) ([]ClassConfig, error) {
 		return nil, fmt.Errorf("--classes-file %s: %w", v.ClassesFile, err)
 	}
 	for i := range classes {
-		classes[i].Options = append(v.ClassOptions(), classes[i].Options...)
+		classes[i].Options = append(v.ClassDefaults(), classes[i].Options...)
 	}
 	return classes, nil
 }

@@ -196,7 +196,7 @@ func TestClassConfigs(t *testing.T) {
 	require.Len(t, classes, 2)
 	assert.Equal(t, "gold", classes[0].Name)
 	assert.Equal(t, "silver", classes[1].Name)
-	assert.Len(t, classes[0].Options, len(v.ClassOptions()))
+	assert.Len(t, classes[0].Options, len(v.ClassDefaults()))
 	assert.Empty(t, classes[0].Budgets)
 
 	path := filepath.Join(t.TempDir(), "classes.yaml")
@@ -205,10 +205,10 @@ func TestClassConfigs(t *testing.T) {
 	classes, err = v.ClassConfigs(nil) // no pool and no SliceBudget: no manager needed
 	require.NoError(t, err)
 	require.Len(t, classes, 2)
-	assert.Len(t, classes[0].Options, len(v.ClassOptions())+2, "the flags', then its budget and priority")
+	assert.Len(t, classes[0].Options, len(v.ClassDefaults())+2, "the flags', then its budget and priority")
 	require.Len(t, classes[0].Budgets, 1)
 	assert.Equal(t, "gold", classes[0].Budgets[0].Name())
-	assert.Len(t, classes[1].Options, len(v.ClassOptions()))
+	assert.Len(t, classes[1].Options, len(v.ClassDefaults()))
 
 	require.NoError(t, os.WriteFile(path, []byte("classes: [{name: gold, sliceBudget: premium, consumerLimit: {cpu: \"4\"}}]\n"), 0o600))
 	_, err = v.ClassConfigs(nil)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/resourceslice"
+	"github.com/sliceclass/sliceclass/internal/classname"
 )
 
 // The bounds a SliceBudget's schema puts on consumerLimits
@@ -363,7 +363,7 @@ func (cfg ClassesConfig) validate() error {
 	}
 	seen := map[string]bool{}
 	for i, s := range cfg.Classes {
-		if err := resourceslice.ValidateClass(s.Name); err != nil {
+		if err := classname.Validate(s.Name); err != nil {
 			return fmt.Errorf("entry %d: %w", i+1, err)
 		}
 		if seen[s.Name] {

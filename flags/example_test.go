@@ -21,6 +21,6 @@ func ExampleBind() {
 		"--zap-devel=false", "--zap-log-level=info",
 	})
 	opts := v.ManagerOptions(runtime.NewScheme())
-	fmt.Println(v.ClassNames, opts.LeaderElectionID, opts.LeaderElectionNamespace, len(v.ClassOptions()))
+	fmt.Println(v.ClassNames, opts.LeaderElectionID, opts.LeaderElectionNamespace, len(v.ClassDefaults()))
 	// Output: [gold] sliceclass-gold liqo 3
 }

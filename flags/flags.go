@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/sliceclass/sliceclass/internal/classname"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -108,7 +109,7 @@ func Bind(fs *flag.FlagSet) *Values {
 	fs.IntVar(&v.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "slices decided in parallel per class")
 	v.DecisionEvents = resourceslice.DecisionEventsAll
 	fs.Func("decision-events", "which decisions of every served class get an event: all, denied (denials only) or none; each event is an API write (default all)", func(s string) error {
-		mode, err := ParseDecisionEvents(s)
+		mode, err := parseDecisionEvents(s)
 		if err == nil {
 			v.DecisionEvents = mode
 		}
@@ -127,9 +128,9 @@ func Bind(fs *flag.FlagSet) *Values {
 	return v
 }
 
-// ParseDecisionEvents maps a --decision-events value (all, denied, none)
+// parseDecisionEvents maps a --decision-events value (all, denied, none)
 // to its mode.
-func ParseDecisionEvents(s string) (resourceslice.DecisionEvents, error) {
+func parseDecisionEvents(s string) (resourceslice.DecisionEvents, error) {
 	switch s {
 	case "all":
 		return resourceslice.DecisionEventsAll, nil
@@ -153,7 +154,7 @@ func (v Values) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, c := range v.ClassNames {
-		if err := resourceslice.ValidateClass(c); err != nil {
+		if err := classname.Validate(c); err != nil {
 			return err
 		}
 		if seen[c] {
@@ -167,10 +168,10 @@ func (v Values) Validate() error {
 	return nil
 }
 
-// ClassOptions are the options every served class takes from the flags:
+// ClassDefaults are the options every served class takes from the flags:
 // --max-concurrent-reconciles, --decision-events and, when set,
 // --class-lease-namespace. Append a class's own options to them.
-func (v Values) ClassOptions() []resourceslice.Option {
+func (v Values) ClassDefaults() []resourceslice.Option {
 	opts := []resourceslice.Option{
 		resourceslice.WithMaxConcurrentReconciles(max(v.MaxConcurrentReconciles, 1)),
 		resourceslice.WithDecisionEvents(v.DecisionEvents),

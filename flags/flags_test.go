@@ -38,7 +38,7 @@ func TestDefaults(t *testing.T) {
 	assert.False(t, v.LeaderElect)
 	assert.True(t, v.EnableWarmup, "standbys are warm unless told otherwise")
 	assert.True(t, v.Zap.Development)
-	assert.Len(t, v.ClassOptions(), 2, "workers and decision events; no class Lease")
+	assert.Len(t, v.ClassDefaults(), 2, "workers and decision events; no class Lease")
 }
 
 // TestWarmup checks which standbys warm up: with leader election, all of
@@ -78,7 +78,7 @@ func TestEveryFlag(t *testing.T) {
 	assert.Equal(t, "/k", v.Kubeconfig)
 	assert.False(t, v.Zap.Development)
 	assert.NotNil(t, v.Zap.Level)
-	assert.Len(t, v.ClassOptions(), 3, "a class Lease too")
+	assert.Len(t, v.ClassDefaults(), 3, "a class Lease too")
 
 	opts := v.ManagerOptions(runtime.NewScheme())
 	assert.Equal(t, ":9090", opts.Metrics.BindAddress)

@@ -59,7 +59,7 @@ func leaseName(classes []string) string {
 // only after every controller has stopped), so that on a rolling update a
 // standby takes over at once instead of after the lease expires. Return
 // from main once the manager's Start returns. Change the rest (the cache,
-// say: resourceslice.TrimCache) before manager.New.
+// say: resourceslice.DropUnreadSliceFields) before manager.New.
 func (v Values) ManagerOptions(scheme *runtime.Scheme) manager.Options {
 	opts := manager.Options{
 		Scheme:                  scheme,

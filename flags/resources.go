@@ -54,9 +54,9 @@ func ParseResourceList(s string) (corev1.ResourceList, error) {
 	return out, nil
 }
 
-// FormatResourceList writes rl in ParseResourceList's form, names sorted:
+// formatResourceList writes rl in ParseResourceList's form, names sorted:
 // what ParseResourceList reads back equal.
-func FormatResourceList(rl corev1.ResourceList) string {
+func formatResourceList(rl corev1.ResourceList) string {
 	names := make([]string, 0, len(rl))
 	for name := range rl {
 		names = append(names, string(name))
@@ -83,7 +83,7 @@ func (r *ResourceList) String() string {
 	if r == nil {
 		return ""
 	}
-	return FormatResourceList(corev1.ResourceList(*r))
+	return formatResourceList(corev1.ResourceList(*r))
 }
 
 // Set implements flag.Value.

@@ -44,12 +44,13 @@ func TestParseResourceList(t *testing.T) {
 			g := got[name]
 			assert.Zero(t, g.Cmp(resource.MustParse(q)), "%s: %s=%s, want %s", tc.reason, name, g.String(), q)
 		}
-		again, err := flags.ParseResourceList(flags.FormatResourceList(got))
+		formatted := (*flags.ResourceList)(&got).String()
+		again, err := flags.ParseResourceList(formatted)
 		require.NoError(t, err, "%s: the formatted list parses", tc.reason)
-		assert.Equal(t, flags.FormatResourceList(got), flags.FormatResourceList(again), tc.reason)
+		assert.Equal(t, formatted, (*flags.ResourceList)(&again).String(), tc.reason)
 	}
-	assert.Equal(t, "cpu=4,memory=8Gi", flags.FormatResourceList(corev1.ResourceList{
-		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourceCPU: resource.MustParse("4")}), "names sorted")
+	assert.Equal(t, "cpu=4,memory=8Gi", (&flags.ResourceList{
+		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourceCPU: resource.MustParse("4")}).String(), "names sorted")
 }
 
 func TestResourceListFlag(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // Admission: everything between the handler's decision and the budgets'
 // ledgers. A reconcile reaches them at four points, all here: ready
 // before deciding (the ledgers are not ahead of the slice the cache shows;
-// outside a manager, they are told what the Reconciler reads); admit after
+// outside a manager, they are told what the reconciler reads); admit after
 // deciding (every budget of the class at once; applyCaps and short turn a
 // reclaim or a refusal into what is written); settle after the write (the
 // ticket admit left ends with the write's outcome); and leave / leaveLine
@@ -46,7 +46,7 @@ type ticket struct {
 // A budget whose books are being counted again (its feed stopped, the
 // manager stopping or its classes replaced) decides nothing: admit returns
 // an error and nothing is written.
-func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) (ticket, error) {
+func (r *classReconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) (ticket, error) {
 	t := ticket{key: req.NamespacedName, uid: current.UID, base: current.ResourceVersion, consumer: consumer.ID}
 	h := r.holder(req)
 	r.applyCaps(req, current, desired)
@@ -72,9 +72,9 @@ func (r *Reconciler) admit(req reconcile.Request, current, desired *authv1beta1.
 // budgets count an applied offer until the cluster shows it, forget a
 // refused one at once, and keep a lost one until the watch, or one read
 // of the slice (the feed's settleLater), shows whether it was applied. A
-// slice found gone is forgotten. With no feed, the Reconciler tells the
+// slice found gone is forgotten. With no feed, the reconciler tells the
 // budgets what the API server answered.
-func (r *Reconciler) settle(t ticket, w writeOutcome, o ledger.Outcome, answer *authv1beta1.ResourceSlice) {
+func (r *classReconciler) settle(t ticket, w writeOutcome, o ledger.Outcome, answer *authv1beta1.ResourceSlice) {
 	for i, a := range t.attempts {
 		r.ledgers[i].Done(a, o)
 	}
@@ -98,7 +98,7 @@ func (r *Reconciler) settle(t ticket, w writeOutcome, o ledger.Outcome, answer *
 // higher priority (budget.WithPreemption): its offer is at most what it
 // keeps, per resource, and its condition says so, with reason
 // budget.ReasonReclaimed and a Warning event when that is new.
-func (r *Reconciler) applyCaps(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
+func (r *classReconciler) applyCaps(req reconcile.Request, current, desired *authv1beta1.ResourceSlice) {
 	var msgs []string
 	for _, l := range r.ledgers {
 		c, ok := l.Cap(req.NamespacedName)
@@ -144,7 +144,7 @@ func shrinks(current, desired *authv1beta1.ResourceSlice) bool {
 // the slice's running pods use more than it was granted (a provider that
 // turned Liqo's enforcement off lets them; the budget counts what they
 // use).
-func (r *Reconciler) warnOverGrant(req reconcile.Request, current *authv1beta1.ResourceSlice) {
+func (r *classReconciler) warnOverGrant(req reconcile.Request, current *authv1beta1.ResourceSlice) {
 	for _, l := range r.ledgers {
 		over := l.OverGrantOf(req.NamespacedName)
 		if len(over) == 0 {
@@ -168,7 +168,7 @@ func (r *Reconciler) warnOverGrant(req reconcile.Request, current *authv1beta1.R
 // short turns desired into what the SDK writes when its offer does not fit
 // a budget: an Accepted slice keeps its current offer (a Warning event and
 // the condition's message name what is short), any other is denied.
-func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal *ledger.Refusal) {
+func (r *classReconciler) short(current, desired *authv1beta1.ResourceSlice, refusal *ledger.Refusal) {
 	if !conditions.IsAccepted(current) {
 		desired.Status.Resources = nil
 		conditions.Deny(desired, refusal.Reason, refusal.Message)
@@ -195,7 +195,7 @@ func (r *Reconciler) short(current, desired *authv1beta1.ResourceSlice, refusal 
 
 // countShort counts a slice kept from what it asked by a budget, by the
 // refusal's reason.
-func (r *Reconciler) countShort(reason string) {
+func (r *classReconciler) countShort(reason string) {
 	switch reason {
 	case budget.ReasonConsumerLimit:
 		r.metrics.consumerLimited.WithLabelValues(r.scope.class).Inc()
@@ -217,9 +217,9 @@ func isBudgetReason(reason string) bool {
 // (the cache has not seen the SDK's own last write, or an event the budget
 // feed delivered). Under a manager the feeds are the ledgers' one source of
 // observations, and settle the writes whose answers were lost; without one
-// (NewReconciler on a client of its own) the Reconciler tells them what it
+// (buildReconciler on a client of its own) the reconciler tells them what it
 // reads.
-func (r *Reconciler) ready(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
+func (r *classReconciler) ready(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice, consumer consumerInfo) (wait bool, err error) {
 	if len(r.ledgers) == 0 {
 		return false, nil
 	}
@@ -245,8 +245,8 @@ func (r *Reconciler) ready(ctx context.Context, req reconcile.Request, current *
 }
 
 // observeSlice tells the budgets what rs, whose trusted consumer is
-// consumer, shows: the Reconciler's own reads, when no feed does.
-func (r *Reconciler) observeSlice(rs *authv1beta1.ResourceSlice, consumer string) {
+// consumer, shows: the reconciler's own reads, when no feed does.
+func (r *classReconciler) observeSlice(rs *authv1beta1.ResourceSlice, consumer string) {
 	o := feed.Observation(rs, r.scope.classOf(rs), consumer)
 	for _, l := range r.ledgers {
 		l.ObserveSlice(o)
@@ -256,7 +256,7 @@ func (r *Reconciler) observeSlice(rs *authv1beta1.ResourceSlice, consumer string
 // leave takes a slice the class does not serve now out of the budgets'
 // waiting lines and, when no feed does, tells them about it: gone, being
 // deleted or moved away.
-func (r *Reconciler) leave(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
+func (r *classReconciler) leave(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
 	r.leaveLine(req)
 	if len(r.ledgers) == 0 || len(r.feeds) > 0 {
 		return nil // the feeds observe every slice, deletions included
@@ -278,7 +278,7 @@ func (r *Reconciler) leave(ctx context.Context, req reconcile.Request, current *
 // seedLedger tells the ledger, once, what every slice the client lists
 // holds: without a manager there is no feed, and a restarted controller
 // must count what its predecessor granted before admitting anything.
-func (r *Reconciler) seedLedger(ctx context.Context) error {
+func (r *classReconciler) seedLedger(ctx context.Context) error {
 	r.seedMu.Lock()
 	defer r.seedMu.Unlock()
 	if r.seeded {
@@ -301,13 +301,13 @@ func (r *Reconciler) seedLedger(ctx context.Context) error {
 
 // The budget's bookkeeping around a write; all no-ops without a budget.
 
-func (r *Reconciler) holder(req reconcile.Request) ledger.Holder {
+func (r *classReconciler) holder(req reconcile.Request) ledger.Holder {
 	return ledger.Holder{Class: r.scope.class, Key: req.NamespacedName}
 }
 
 // leaveLine takes the slice out of the budgets' waiting lines: its
 // reconcile ended without the budgets seeing an acceptance.
-func (r *Reconciler) leaveLine(req reconcile.Request) {
+func (r *classReconciler) leaveLine(req reconcile.Request) {
 	for _, l := range r.ledgers {
 		l.Leave(r.holder(req))
 	}

@@ -27,7 +27,7 @@ import (
 
 // benchSetup returns a reconciler over a fake client holding rs, and a
 // counter of the API writes it makes.
-func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice, opts ...resourceslice.DecisionOption) (*resourceslice.Reconciler, client.Client, *atomic.Int64) {
+func benchSetup(b *testing.B, rs *authv1beta1.ResourceSlice, opts ...resourceslice.DecisionOption) (reconcile.Reconciler, client.Client, *atomic.Int64) {
 	b.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -29,7 +30,7 @@ import (
 // still served.
 func TestBudgetRefusedWhereControllersSkipLeaderElection(t *testing.T) {
 	scheme := runtime.NewScheme()
-	require.NoError(t, resourceslice.AddToScheme(scheme))
+	require.NoError(t, sdkscheme.Add(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},

@@ -323,7 +323,7 @@ func TestBudgetSharedByTwoClasses(t *testing.T) {
 	g, s := budgetedSlice("g", "gold", "3", 0), budgetedSlice("s", "silver", "2", 1)
 	// One manager: a budget counts the slices of one manager's classes.
 	h := newBudgetHarness(t, "gold", &budgetPolicy{}, b, slicetest.WithObjects(g, s),
-		slicetest.AlsoServe("silver", &budgetPolicy{}, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("silver", &budgetPolicy{}, resourceslice.WithBudget(b)))
 
 	requireAccepted(t, h, g)
 	res := h.Reconcile(s)
@@ -512,8 +512,8 @@ func TestCohortBorrowedAndLentMetrics(t *testing.T) {
 	s := budgetedSlice("s", "spot", "3", 0)
 	h := newBudgetHarness(t, "spot", &budgetPolicy{}, spot, slicetest.WithObjects(s),
 		slicetest.WithReconcilerOptions(resourceslice.WithMetricsRegisterer(reg)),
-		slicetest.AlsoServe("gold", &budgetPolicy{}, resourceslice.WithBudget(gold), resourceslice.WithMetricsRegisterer(reg)),
-		slicetest.AlsoServe("other", &budgetPolicy{}, resourceslice.WithBudget(alone), resourceslice.WithMetricsRegisterer(reg)))
+		slicetest.WithAnotherClass("gold", &budgetPolicy{}, resourceslice.WithBudget(gold), resourceslice.WithMetricsRegisterer(reg)),
+		slicetest.WithAnotherClass("other", &budgetPolicy{}, resourceslice.WithBudget(alone), resourceslice.WithMetricsRegisterer(reg)))
 	requireAccepted(t, h, s)
 
 	gauges := func(name string) map[string]float64 {

@@ -24,13 +24,15 @@ import (
 
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/classlease"
+	"github.com/sliceclass/sliceclass/internal/classname"
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 	"github.com/sliceclass/sliceclass/internal/stopqueue"
 )
 
 // The one way a class's controller is built. AddToManager, ClassSet.Serve
-// and SetupWithManager (a user's own builder) all take from here:
+// and the test kit's harness (setupWithManager, on a builder of its own)
+// all take from here:
 //
 //   - the same sources (sources), each forwarding controller-runtime's
 //     isInInitialList, so that the initial replay is low priority on the
@@ -49,7 +51,7 @@ type classController struct {
 	// mc is what the class's set shares: where the class is claimed, its
 	// status.class view and ShadowPod watch.
 	mc   *companions
-	r    *Reconciler
+	r    *classReconciler
 	cfg  *config
 	ctrl controller.Controller
 	// reads are the objects the sources read from the manager's cache.
@@ -70,7 +72,7 @@ type classController struct {
 }
 
 // newClassController validates and claims class in mc's set, and builds
-// its Reconciler and controller. comesAndGoes names controllers that come
+// its reconciler and controller. comesAndGoes names controllers that come
 // and go (ClassSet): controller-runtime's process-wide name check is asked
 // the first time the set serves the class, not when it serves it again
 // after Stop (the name is the set's then).
@@ -80,7 +82,7 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 		return nil, err
 	}
 	mgr, cfg := mc.mgr, cc.cfg
-	name := ControllerName(class)
+	name := controllerName(class)
 	copts := controller.Options{
 		Reconciler:     cc.shutdownPolicy(),
 		RateLimiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](cfg.backoffBase, cfg.backoffMax),
@@ -118,10 +120,10 @@ func (mc *companions) newClassController(class string, h handler.Handler, opts [
 }
 
 // prepare validates a class's registration, claims it and builds its
-// Reconciler with the manager's client: shared by AddToManager and
+// reconciler with the manager's client: shared by AddToManager and
 // ClassSet, so both apply the same rules.
 func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*classController, error) {
-	if err := ValidateClass(class); err != nil {
+	if err := classname.Validate(class); err != nil {
 		return nil, err
 	}
 	if h == nil {
@@ -134,16 +136,16 @@ func (mc *companions) prepare(class string, h handler.Handler, opts []Option) (*
 	return mc.bindClass(mc.mgr.GetClient(), class, h, cfg, nil)
 }
 
-// bindClass claims class in the set and gives the Reconciler that decides
+// bindClass claims class in the set and gives the reconciler that decides
 // it everything the set and its manager give beyond its client: the event
-// recorder (unless WithEventRecorder), the set's status.class view, the
+// recorder (unless withEventRecorder), the set's status.class view, the
 // budgets' feeds (on the set's ShadowPod watch), the namespace store and
 // the cache owned objects are read from. It first checks that the
-// manager's scheme has what the class reads and writes. r is the Reconciler a user built (NewReconciler, then
-// SetupWithManager): it is completed with those and is the one the
+// manager's scheme has what the class reads and writes. r is the reconciler the test kit built (buildReconciler, then
+// setupWithManager): it is completed with those and is the one the
 // controller runs; nil builds it (AddToManager, ClassSet) on c. On error
 // nothing stays claimed or held.
-func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, r *Reconciler) (_ *classController, err error) {
+func (mc *companions) bindClass(c client.Client, class string, h handler.Handler, cfg *config, r *classReconciler) (_ *classController, err error) {
 	mgr := mc.mgr
 	if err := schemeNeedsOf(cfg).check(mgr.GetScheme()); err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
@@ -185,7 +187,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 		cc.budgets = append(cc.budgets, p)
 	}
 	if cfg.recorder == nil {
-		with.recorder = mgr.GetEventRecorder(ControllerName(class))
+		with.recorder = mgr.GetEventRecorder(controllerName(class))
 	}
 	if r == nil {
 		if cc.r, err = newReconciler(c, class, h, cfg, st, with); err != nil {
@@ -207,12 +209,12 @@ func (cc *classController) logger() logr.Logger {
 	if cc.cfg.logger != nil {
 		base = *cc.cfg.logger
 	}
-	return base.WithValues("controller", ControllerName(cc.r.scope.class))
+	return base.WithValues("controller", controllerName(cc.r.scope.class))
 }
 
 // sources are everything the class's decisions depend on: its slices, the
 // Tenants (tenant rule), the namespaces (the trusted consumer), status.class
-// (the effective class), the WithWatch inputs, and the Reconciler's own
+// (the effective class), the WithWatch inputs, and the reconciler's own
 // queue (budget re-admissions, passes, sweeps).
 func (cc *classController) sources() []source.Source {
 	r, cache := cc.r, cc.mgr.GetCache()
@@ -338,7 +340,7 @@ func (m managedClass) Warmup(ctx context.Context) error {
 }
 
 // besideRunnable runs what runs beside a controller a user built
-// (SetupWithManager), on the leader only; when the manager stops it takes
+// (setupWithManager), on the leader only; when the manager stops it takes
 // the controller's handlers off the informers before it returns.
 type besideRunnable struct{ cc *classController }
 
@@ -354,10 +356,10 @@ func (b besideRunnable) Start(ctx context.Context) error {
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (besideRunnable) NeedLeaderElection() bool { return true }
 
-// SetupWithManager completes b, a builder of the user's own (from
+// setupWithManager completes b, a builder of the test kit's own (from
 // ctrl.NewControllerManagedBy(mgr), with their options, event filters and
 // extra watches), into the controller that decides r's class in set's
-// manager with r: it names it ControllerName(class), adds every watch r
+// manager with r: it names it controllerName(class), adds every watch r
 // needs (the class's slices, Tenants, namespaces, status.class, and r's own
 // queue for budget re-admissions and inventory sweeps, with the same
 // predicates and the same shutdown policy as AddToManager), and runs the
@@ -367,15 +369,15 @@ func (besideRunnable) NeedLeaderElection() bool { return true }
 // already serves it or set it up), but not served by it: set.Stop and
 // set.Classes do not see it.
 //
-// r is the Reconciler the controller runs, and it is completed here with
+// r is the reconciler the controller runs, and it is completed here with
 // what set and its manager give: the manager's event recorder (unless
-// WithEventRecorder), the set's status.class view and ShadowPod watch, the
+// withEventRecorder), the set's status.class view and ShadowPod watch, the
 // budgets' feeds (which count the budgets from then on), and the manager's
 // namespace and owned-object caches. Its client, class, handler and options
-// stay those NewReconciler was given.
-func (r *Reconciler) SetupWithManager(set *ClassSet, b *builder.Builder) error {
+// stay those buildReconciler was given.
+func (r *classReconciler) setupWithManager(set *ClassSet, b *builder.Builder) error {
 	if set == nil || b == nil {
-		return fmt.Errorf("class %q: SetupWithManager needs a ClassSet and a builder", r.scope.class)
+		return fmt.Errorf("class %q: the harness needs a ClassSet and a builder", r.scope.class)
 	}
 	mgr, mc := set.mgr, set.mc
 	cc, err := mc.bindClass(r.client, r.scope.class, r.handler, r.cfg, r)
@@ -383,13 +385,13 @@ func (r *Reconciler) SetupWithManager(set *ClassSet, b *builder.Builder) error {
 		return err
 	}
 	class := r.scope.class
-	b = b.Named(ControllerName(class))
+	b = b.Named(controllerName(class))
 	for _, s := range cc.sources() {
 		b = b.WatchesRawSource(s)
 	}
 	if err := b.Complete(cc.shutdownPolicy()); err != nil {
 		cc.release()
-		return fmt.Errorf("class %q: building controller %q: %w", class, ControllerName(class), err)
+		return fmt.Errorf("class %q: building controller %q: %w", class, controllerName(class), err)
 	}
 	if err := mgr.Add(besideRunnable{cc: cc}); err != nil {
 		return fmt.Errorf("class %q: adding the inventory sweep to the manager: %w", class, err)

@@ -26,8 +26,8 @@ import (
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
-// One Reconciler per class (issue 36): SetupWithManager completes the
-// Reconciler it is called on with the manager's collaborators (its
+// One classReconciler per class (issue 36): SetupWithManager completes the
+// classReconciler it is called on with the manager's collaborators (its
 // client, recorder and state stay as NewReconciler built them), the
 // controller runs that one, and the class is claimed in the set.
 func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
@@ -39,23 +39,23 @@ func TestSetupWithManagerCompletesTheReconciler(t *testing.T) {
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})
-	r, err := NewReconciler(mgr.GetClient(), class, grant, WithBudget(b), WithMetricsRegisterer(prometheus.NewRegistry()))
+	r, err := buildReconciler(mgr.GetClient(), class, grant, WithBudget(b), WithMetricsRegisterer(prometheus.NewRegistry()))
 	require.NoError(t, err)
 	before := *r
 	set, err := NewClassSet(mgr)
 	require.NoError(t, err)
 
-	require.NoError(t, r.SetupWithManager(set, ctrl.NewControllerManagedBy(mgr)))
+	require.NoError(t, r.setupWithManager(set, ctrl.NewControllerManagedBy(mgr)))
 
 	assert.Equal(t, before.client, r.client, "the client, which writes the status, is the one NewReconciler was given")
-	assert.NotEqual(t, before.recorder, r.recorder, "without WithEventRecorder, the manager's recorder records")
+	assert.NotEqual(t, before.recorder, r.recorder, "without withEventRecorder, the manager's recorder records")
 	assert.NotNil(t, r.scope.status, "the status.class view was given to r")
 	require.Len(t, r.feeds, 1, "r draws through the budget's feed")
 	assert.NotNil(t, r.namespaces, "the namespace store was given to r")
 	assert.Same(t, before.classState, r.classState)
 
 	assert.True(t, set.mc.claims[class], "the class is claimed in the set")
-	err = r.SetupWithManager(set, ctrl.NewControllerManagedBy(mgr))
+	err = r.setupWithManager(set, ctrl.NewControllerManagedBy(mgr))
 	assert.ErrorIs(t, err, ErrClassRegistered, "a class set up twice in one set")
 }
 

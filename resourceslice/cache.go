@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// trimSlice is the transform TrimCache installs.
+// trimSlice is the transform DropUnreadSliceFields installs.
 func trimSlice(obj any) (any, error) {
 	rs, ok := obj.(*authv1beta1.ResourceSlice)
 	if !ok {
@@ -22,13 +22,13 @@ func trimSlice(obj any) (any, error) {
 
 var _ toolscache.TransformFunc = trimSlice
 
-// TrimCache makes a manager's cache drop from ResourceSlices what a class
+// DropUnreadSliceFields makes a manager's cache drop from ResourceSlices what a class
 // controller never reads (metadata.managedFields, spec.csr, and
 // status.authParams: the signed certificate, CA and API server address
 // Liqo hands back), whatever the scheme holds when it is called:
 //
 //	opts := manager.Options{...}
-//	resourceslice.TrimCache(&opts.Cache)
+//	resourceslice.DropUnreadSliceFields(&opts.Cache)
 //	mgr, err := manager.New(cfg, opts)
 //
 // It chains the trim after the cache's default transform (which applies to
@@ -43,7 +43,7 @@ var _ toolscache.TransformFunc = trimSlice
 // cache must not read spec.csr or status.authParams; everything else
 // (labels, spec.resources, spec.class, the consumer ID, conditions, the
 // offered status) is kept.
-func TrimCache(opts *cache.Options) {
+func DropUnreadSliceFields(opts *cache.Options) {
 	sliceType := reflect.TypeOf(&authv1beta1.ResourceSlice{})
 	for k, v := range opts.ByObject {
 		if reflect.TypeOf(k) != sliceType {

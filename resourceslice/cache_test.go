@@ -16,7 +16,7 @@ import (
 
 func TestTrimSlice(t *testing.T) {
 	var opts cache.Options
-	resourceslice.TrimCache(&opts)
+	resourceslice.DropUnreadSliceFields(&opts)
 	trim := opts.DefaultTransform
 	rs := goldSlice("a")
 	rs.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "liqo"}}
@@ -45,7 +45,7 @@ func TestTrimCacheKeepsExistingSettings(t *testing.T) {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&authv1beta1.ResourceSlice{}: {Label: sel, Transform: func(o any) (any, error) { called = true; return o, nil }},
 	}}
-	resourceslice.TrimCache(&opts)
+	resourceslice.DropUnreadSliceFields(&opts)
 	if len(opts.ByObject) != 1 {
 		t.Fatalf("want one ByObject entry, got %d", len(opts.ByObject))
 	}
@@ -59,13 +59,13 @@ func TestTrimCacheKeepsExistingSettings(t *testing.T) {
 		}
 	}
 	var empty cache.Options
-	resourceslice.TrimCache(&empty)
+	resourceslice.DropUnreadSliceFields(&empty)
 	if len(empty.ByObject) != 0 || empty.DefaultTransform == nil {
-		t.Errorf("TrimCache on empty options must need no scheme entry: want no ByObject entry and a default transform, got %d entries", len(empty.ByObject))
+		t.Errorf("DropUnreadSliceFields on empty options must need no scheme entry: want no ByObject entry and a default transform, got %d entries", len(empty.ByObject))
 	}
 	prior := false
 	withDefault := cache.Options{DefaultTransform: func(o any) (any, error) { prior = true; return o, nil }}
-	resourceslice.TrimCache(&withDefault)
+	resourceslice.DropUnreadSliceFields(&withDefault)
 	if out, _ := withDefault.DefaultTransform(goldSlice("a")); !prior || out.(*authv1beta1.ResourceSlice).Spec.CSR != nil {
 		t.Error("an existing default transform must run, then the trim")
 	}

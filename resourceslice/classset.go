@@ -68,8 +68,7 @@ func (sc *servedClass) release() { sc.released.Do(sc.cc.release) }
 
 // NewClassSet returns an empty ClassSet in mgr, the one object a
 // manager's classes share: build it once in main, next to the manager,
-// serve every class through it (Serve), and pass it to the controllers you
-// build yourself (Reconciler.SetupWithManager). opts are the defaults of
+// and serve every class through it (Serve). opts are the defaults of
 // every class it serves (a class's own options come after them). It
 // returns an error for a nil manager, a bad option, or a manager's scheme
 // that lacks Liqo's ResourceSlice (or coordination/v1 Lease, when the

@@ -18,7 +18,7 @@ import (
 // for all the budgets its classes draw from). A ClassSet holds its own; an
 // AddToManager class, a set of one, holds one of its own too. Nothing
 // finds it again through the manager: the user holds the set, and passes
-// it where it is needed (ClassSet.Serve, Reconciler.SetupWithManager).
+// it where it is needed (ClassSet.Serve, the harness's setupWithManager).
 // What a budget holds (its feed) hangs off the budget (internal/feed);
 // namespaces and slices come from the manager's own cache; the cohorts
 // its budgets meet in are the manager's, whichever set serves them

@@ -39,8 +39,8 @@ func withConsumer(ctx context.Context, c consumerInfo) context.Context {
 }
 
 // consumerOf reads the trusted consumer of rs from its namespace, through
-// the Reconciler's reader (the cache, with a manager).
-func (r *Reconciler) consumerOf(ctx context.Context, rs *authv1beta1.ResourceSlice) (consumerInfo, error) {
+// the reconciler's reader (the cache, with a manager).
+func (r *classReconciler) consumerOf(ctx context.Context, rs *authv1beta1.ResourceSlice) (consumerInfo, error) {
 	if s := r.namespaces; s != nil {
 		if c, ok := s.Consumer(ctx, rs.Namespace); ok {
 			return c, nil

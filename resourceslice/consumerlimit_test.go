@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -56,7 +57,7 @@ func (l *logLines) with(parts ...string) []string {
 func TestConsumerLimitIsVisible(t *testing.T) {
 	logs := &logLines{}
 	scheme := runtime.NewScheme()
-	require.NoError(t, resourceslice.AddToScheme(scheme))
+	require.NoError(t, sdkscheme.Add(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
 		Scheme:                 scheme,
 		Logger:                 funcr.New(logs.write, funcr.Options{}),

@@ -35,7 +35,7 @@ type decision struct {
 
 // remember keeps the handler's decision whose write did not go through, to
 // send it again if nothing changes before the retry.
-func (r *Reconciler) remember(req reconcile.Request, current *authv1beta1.ResourceSlice, d decision, err error) {
+func (r *classReconciler) remember(req reconcile.Request, current *authv1beta1.ResourceSlice, d decision, err error) {
 	if !d.handled || errors.Is(err, reconcile.TerminalError(nil)) {
 		return
 	}
@@ -48,7 +48,7 @@ func (r *Reconciler) remember(req reconcile.Request, current *authv1beta1.Resour
 
 // decide applies the tenant rule and, unless it settled the slice, calls the
 // handler and keeps the owned fields of its output.
-func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSlice) (decision, error) {
+func (r *classReconciler) decide(ctx context.Context, current *authv1beta1.ResourceSlice) (decision, error) {
 	consumer, mismatch, err := r.trustedConsumer(ctx, current)
 	if err != nil {
 		return decision{}, err
@@ -109,7 +109,7 @@ func (r *Reconciler) decide(ctx context.Context, current *authv1beta1.ResourceSl
 // applyTenantRule denies desired as Liqo would for a Drained tenant, or a
 // Cordoned one when the slice is undecided; settled reports that the
 // handler must not be called.
-func (r *Reconciler) applyTenantRule(ctx context.Context, current, desired *authv1beta1.ResourceSlice, consumer string) (settled bool, err error) {
+func (r *classReconciler) applyTenantRule(ctx context.Context, current, desired *authv1beta1.ResourceSlice, consumer string) (settled bool, err error) {
 	tc, err := r.tenantCondition(ctx, current, consumer)
 	if err != nil {
 		return false, err

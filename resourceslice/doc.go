@@ -10,20 +10,23 @@
 // The ClassSet is the one object a manager's classes share: build it once
 // in main with NewClassSet(mgr), next to the manager, and hold it; its
 // classes and their budgets share its status.class view and ShadowPod
-// watch. Many classes, one set. There is one way a class's controller is
-// built, reached three ways:
+// watch. Many classes, one set. A class's controller is built one way,
+// reached two ways:
 //
 //   - ClassSet.Serve(class, h, opts...) serves a class, before or after the
 //     manager starts, and ClassSet.Stop stops it, on the manager's
 //     informers;
 //   - AddToManager(mgr, class, h, opts...) is a ClassSet of one class: a
-//     controller named "resourceslice-<class>" that runs while the manager
-//     does;
-//   - NewReconciler(mgr.GetClient(), class, h, opts...) followed by
-//     Reconciler.SetupWithManager(set, builder) puts the same decisions in a
-//     controller you build (your workers, rate limiter, extra watches).
+//     controller that runs while the manager does.
 //
-// All three watch the same inputs with the same predicates (the class's
+// Either way the class's controller is named "resourceslice-<class>" (the
+// controller label of controller-runtime's metrics, e.g.
+// controller_runtime_reconcile_errors_total{controller="resourceslice-gold"},
+// the "controller" key of its logs, the reporter of its events), and its
+// status patches' field manager is "sliceclass-<class>" (managedFields say
+// which class decided a slice).
+//
+// Both watch the same inputs with the same predicates (the class's
 // slices, old or new object; Tenants for the tenant rule; tenant
 // namespaces for the trusted consumer; status.class; budget re-admissions),
 // decide the same way, and stop the same way: when the manager stops or
@@ -32,16 +35,13 @@
 // sent has two seconds to be answered, and everything the SDK started
 // (feeds, the evictor, class Leases, sweeps) has returned before the
 // manager's Start does; ClassSet.Stop alone, the process still leading,
-// lets a decision in flight finish and be written. They differ where the controller is
-// yours: AddToManager and ClassSet run the class Lease and the WithWatch
-// passes beside the controller and write status through the manager's
-// client; SetupWithManager runs the inventory sweep beside your controller
-// but no class Lease and no WithWatch pass (controller options, which
-// NewReconciler does not take), and writes status through the client you
-// gave NewReconciler. Options say what they configure, and
-// the compiler checks where they go: decision options (DecisionOption) go
-// everywhere; controller options (workers, backoff, logger, watches,
-// lease) are Options only, taken only where the SDK builds the controller.
+// lets a decision in flight finish and be written. The controller's
+// workers, rate limiter and logger are options (WithMaxConcurrentReconciles,
+// WithRetryBackoff, WithLogger), its extra inputs WithWatch. Options say
+// what they configure: decision options (DecisionOption) say how a slice is
+// decided; controller options (workers, backoff, logger, watches, lease)
+// say how the controller runs. Both are Options; the test kit (package
+// testing), which runs the controller itself, takes decision options only.
 //
 // # What a class controller does
 //
@@ -94,7 +94,7 @@
 //
 // Registered once, on controller-runtime's registry unless
 // WithMetricsRegisterer; controller-runtime's own per-controller metrics
-// (named after ControllerName) come on top:
+// (named "resourceslice-<class>") come on top:
 //
 //	name                                      type       labels              what
 //	sliceclass_decisions_total                counter    class, outcome      decision transitions written (accepted, denied; dryrun-accepted, dryrun-denied)

@@ -90,7 +90,7 @@ type scope struct {
 	class    string
 	selector labels.Selector
 	// status reads status.class, which the pinned Liqo types drop; nil
-	// outside a manager (NewReconciler), where classOf alone decides.
+	// outside a manager (buildReconciler), where classOf alone decides.
 	status *sliceview.Classes
 }
 

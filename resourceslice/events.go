@@ -81,13 +81,13 @@ func (discardRecorder) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) 
 
 var _ events.EventRecorder = discardRecorder{}
 
-func (r *Reconciler) warn(rs *authv1beta1.ResourceSlice, reason, action, format string, args ...any) {
+func (r *classReconciler) warn(rs *authv1beta1.ResourceSlice, reason, action, format string, args ...any) {
 	r.recorder.Eventf(rs, nil, corev1.EventTypeWarning, reason, action, "%s", truncate(fmt.Sprintf(format, args...)))
 }
 
 // decisionEvent records a Normal event for Accepted and a Warning for Denied,
 // with the decision's reason and message, as WithDecisionEvents allows.
-func (r *Reconciler) decisionEvent(rs *authv1beta1.ResourceSlice, c *authv1beta1.ResourceSliceCondition) {
+func (r *classReconciler) decisionEvent(rs *authv1beta1.ResourceSlice, c *authv1beta1.ResourceSliceCondition) {
 	eventType, reason := corev1.EventTypeNormal, c.Reason
 	if c.Status == conditions.Denied {
 		eventType = corev1.EventTypeWarning
@@ -170,7 +170,7 @@ func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {
 
 // recordTransition counts, logs and (per WithDecisionEvents) records an
 // event when the decision's status or reason changed.
-func (r *Reconciler) recordTransition(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+func (r *classReconciler) recordTransition(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
 	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
 	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
 		return

@@ -6,15 +6,13 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -27,7 +25,9 @@ import (
 func ExampleNewClassSet() {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
@@ -60,7 +60,9 @@ func ExampleNewClassSet() {
 func ExampleAddToManager() {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)
@@ -74,53 +76,6 @@ func ExampleAddToManager() {
 		panic(err)
 	}
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		panic(err)
-	}
-}
-
-// AddToManager refuses Liqo's own classes with an error naming the class.
-func ExampleValidateClass() {
-	fmt.Println(resourceslice.ValidateClass("gold"))
-	fmt.Println(resourceslice.ValidateClass("default"))
-	// Output:
-	// <nil>
-	// class "default" is reserved: Liqo's own controller serves it
-}
-
-// Wiring the Reconciler into your own controller, e.g. to choose its
-// workers and rate limiter or to add watches of your own: SetupWithManager
-// adds every watch the Reconciler needs to your builder (the class's
-// slices, Tenants, namespaces, status.class, budget re-admissions) and
-// completes it, so it decides exactly as AddToManager's controller would.
-// The set is the manager's one ClassSet: your controller shares its
-// watches with the classes it serves.
-func ExampleReconciler_SetupWithManager() {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
-	set, err := resourceslice.NewClassSet(mgr)
-	if err != nil {
-		panic(err)
-	}
-	gold, err := budget.New("gold", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
-	if err != nil {
-		panic(err)
-	}
-	policy := handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
-		conditions.Accept(rs, "Granted", "")
-		return ctrl.Result{}, nil
-	})
-	r, err := resourceslice.NewReconciler(mgr.GetClient(), "gold", policy, resourceslice.WithBudget(gold))
-	if err != nil {
-		panic(err)
-	}
-	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 4})
-	if err := r.SetupWithManager(set, b); err != nil {
 		panic(err)
 	}
 }
@@ -142,13 +97,4 @@ func ExampleConsumer() {
 	_ = policy
 	fmt.Printf("%q\n", resourceslice.Consumer(context.Background()))
 	// Output: ""
-}
-
-// Each class is its own controller, named after the class: the name to
-// select in controller-runtime's metrics (controller="resourceslice-gold"),
-// in the logs (key "controller") and as the reporting controller of the
-// class's events. Here, an alert on the gold class's failing reconciles.
-func ExampleControllerName() {
-	fmt.Printf("rate(controller_runtime_reconcile_errors_total{controller=%q}[5m]) > 0\n", resourceslice.ControllerName("gold"))
-	// Output: rate(controller_runtime_reconcile_errors_total{controller="resourceslice-gold"}[5m]) > 0
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -322,7 +323,7 @@ func TestReleaseErrorIsRetriedUntilItSucceeds(t *testing.T) {
 			for i := 1; i <= 2; i++ {
 				res := h.Reconcile(rs)
 				require.Error(t, res.Err, "%s\nreconcile %d: a failed Release is an error, so it is retried with backoff", tc.reason, i)
-				assert.False(t, res.Terminal(), "%s\na failed Release is retried, not terminal", tc.reason)
+				assert.False(t, errors.Is(res.Err, reconcile.TerminalError(nil)), "%s\na failed Release is retried, not terminal", tc.reason)
 				assert.Contains(t, res.Err.Error(), "node pool API unavailable", tc.reason)
 				assert.Contains(t, res.Err.Error(), `class "gold"`, tc.reason)
 				_, attempted := p.releases(keyOf(rs))
@@ -593,7 +594,7 @@ func TestHandlerTimeout(t *testing.T) {
 	res := h.Reconcile(rs)
 	elapsed := time.Since(start)
 	require.Error(t, res.Err, "a handler past its deadline is a failure")
-	assert.False(t, res.Terminal(), "an overrun is retried")
+	assert.False(t, errors.Is(res.Err, reconcile.TerminalError(nil)), "an overrun is retried")
 	assert.Contains(t, res.Err.Error(), "timed out")
 	assert.GreaterOrEqual(t, elapsed, hold, "Reconcile waits for the late call, as controller-runtime's ReconciliationTimeout does")
 	waitClosed(t, late.returned, "the late handler to return its answer")

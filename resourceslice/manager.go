@@ -9,10 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/classname"
 )
 
 // ErrClassRegistered is returned (wrapped) when a class is registered twice
-// in one ClassSet (Serve, SetupWithManager). Two sets (or two AddToManager
+// in one ClassSet (Serve). Two sets (or two AddToManager
 // calls) naming one class in one manager meet controller-runtime's
 // controller-name check instead, as any two controllers of one name do.
 var ErrClassRegistered = errors.New("class already registered in this ClassSet")
@@ -56,7 +57,7 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 	}
 	// Validated before the set's runnables are added: a refused class
 	// leaves nothing in the manager.
-	if err := ValidateClass(class); err != nil {
+	if err := classname.Validate(class); err != nil {
 		return err
 	}
 	mc, err := newCompanions(mgr)
@@ -69,7 +70,7 @@ func AddToManager(mgr manager.Manager, class string, h handler.Handler, opts ...
 	}
 	if err := mgr.Add(managedClass{cc: cc}); err != nil {
 		cc.release()
-		return fmt.Errorf("class %q: adding controller %q to the manager: %w", class, ControllerName(class), err)
+		return fmt.Errorf("class %q: adding controller %q to the manager: %w", class, controllerName(class), err)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -36,7 +37,7 @@ var grant = handler.Func(func(_ context.Context, rs *authv1beta1.ResourceSlice) 
 func unreachableManager(t *testing.T) manager.Manager {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	require.NoError(t, resourceslice.AddToScheme(scheme))
+	require.NoError(t, sdkscheme.Add(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -54,7 +55,7 @@ func unreachableManager(t *testing.T) manager.Manager {
 func nameCheckedManager(t *testing.T) manager.Manager {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	require.NoError(t, resourceslice.AddToScheme(scheme))
+	require.NoError(t, sdkscheme.Add(scheme))
 	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -134,7 +135,7 @@ func TestLeaseTypesNeededWhenLeasesAreUsed(t *testing.T) {
 	mgr := liqoOnly()
 	require.NoError(t, resourceslice.AddToManager(mgr, "gold", grant, resourceslice.WithoutTenantRule()), "no Lease type needed without WithClassLease")
 	err := resourceslice.AddToManager(mgr, "silver", grant, resourceslice.WithoutTenantRule(), resourceslice.WithClassLease("liqo"))
-	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease: call resourceslice.AddToScheme(scheme)", "WithClassLease writes Leases through the manager's client")
+	assert.ErrorContains(t, err, "coordination.k8s.io/v1 Lease: call clientgoscheme.AddToScheme(scheme)", "WithClassLease writes Leases through the manager's client")
 	assert.False(t, mgr.GetScheme().Recognizes(lease), "the scheme is not written")
 
 	_, err = resourceslice.NewClassSet(liqoOnly(), resourceslice.WithClassLease("liqo"))

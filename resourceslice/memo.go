@@ -89,7 +89,7 @@ func ownedCopy(rs *authv1beta1.ResourceSlice) *authv1beta1.ResourceSlice {
 }
 
 // inputsOf reads the decision inputs of rs.
-func (r *Reconciler) inputsOf(rs *authv1beta1.ResourceSlice, consumer string) decisionInputs {
+func (r *classReconciler) inputsOf(rs *authv1beta1.ResourceSlice, consumer string) decisionInputs {
 	in := decisionInputs{uid: rs.UID, generation: rs.Generation, labels: rs.Labels, annotations: rs.Annotations,
 		consumer: consumer, epoch: r.retries.currentEpoch()}
 	if c := conditions.Get(rs, conditions.Authentication); c != nil {

@@ -43,14 +43,15 @@ const (
 //   - decision options (WithSelector, WithoutAuthenticationGate,
 //     WithoutTenantRule, WithBudget, WithPriority, WithMaxRetries,
 //     WithHandlerTimeout, WithDryRun, WithDecisionEvents,
-//     WithEventRecorder, WithMetricsRegisterer, WithResyncPeriod,
+//     WithMetricsRegisterer, WithResyncPeriod,
 //     WithOwnedTypes) say how slices are decided and reported: they are
-//     DecisionOptions, which every constructor takes, NewReconciler
-//     included.
+//     DecisionOptions, which every constructor takes, the test kit's
+//     harness (package testing) included.
 //   - controller options (WithMaxConcurrentReconciles, WithRetryBackoff,
 //     WithLogger, WithWatch, WithClassLease) configure the controller the
 //     SDK builds and what runs beside it: they are Options only, so
-//     NewReconciler, which builds no controller, does not compile with one.
+//     the harness, which runs the controller itself, does not compile with
+//     one.
 //
 // Options are validated eagerly: a bad value is an error naming the class.
 // A list of both kinds is a []Option.
@@ -59,7 +60,7 @@ type Option interface {
 }
 
 // DecisionOption is an Option that says how a class's slices are decided
-// and reported, whoever builds the controller: NewReconciler takes these
+// and reported, whoever builds the controller: the test kit's harness takes these
 // only.
 type DecisionOption func(*config)
 
@@ -219,9 +220,10 @@ func WithResyncPeriod(d time.Duration) DecisionOption {
 	return func(c *config) { c.resync = d }
 }
 
-// WithEventRecorder (a decision option) overrides the recorder (by default the manager's, named
-// after the controller; none for a bare NewReconciler).
-func WithEventRecorder(r events.EventRecorder) DecisionOption {
+// withEventRecorder (a decision option, for the test kit's harness, which
+// records the events it reports) overrides the recorder (by default the manager's, named
+// after the controller; the harness records its own).
+func withEventRecorder(r events.EventRecorder) DecisionOption {
 	return func(c *config) {
 		if r == nil {
 			c.errs = append(c.errs, errors.New("nil event recorder"))

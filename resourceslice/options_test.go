@@ -52,8 +52,8 @@ func TestNewReconcilerRejectsBadSetup(t *testing.T) {
 }
 
 // The two kinds of option are told apart by the compiler: a controller
-// option is an Option and not a DecisionOption, so NewReconciler (which
-// takes DecisionOptions) does not compile with one, while AddToManager and
+// option is an Option and not a DecisionOption, so the test kit's harness
+// (which takes DecisionOptions) does not compile with one, while AddToManager and
 // ClassSet.Serve (which take Options) take both kinds.
 func TestControllerOptionsAreNotDecisionOptions(t *testing.T) {
 	controller := map[string]resourceslice.Option{
@@ -65,7 +65,7 @@ func TestControllerOptionsAreNotDecisionOptions(t *testing.T) {
 	}
 	for name, o := range controller {
 		if _, ok := o.(resourceslice.DecisionOption); ok {
-			t.Errorf("%s is a DecisionOption: NewReconciler would take it", name)
+			t.Errorf("%s is a DecisionOption: the harness would take it", name)
 		}
 	}
 	decision := []resourceslice.Option{

@@ -49,7 +49,7 @@ const (
 // only objects of declared types; others are refused with an event. The
 // manager's cache must be able to list and watch them (RBAC: get, list,
 // watch, create, patch, delete). A handler.Owner needs it: registering one
-// without it (AddToManager, ClassSet.Serve, NewReconciler) fails, and so
+// without it (AddToManager, ClassSet.Serve, buildReconciler) fails, and so
 // does giving it for a handler that is not an Owner.
 func WithOwnedTypes(objs ...client.Object) DecisionOption {
 	return func(c *config) {
@@ -131,7 +131,7 @@ func (o *ownedObjects) declared(objs []client.Object, c client.Client) error {
 // when it is Accepted by the class, everything removed when not. A failure
 // is a Warning event and an error (retried with backoff); the decision
 // stands.
-func (r *Reconciler) syncOwned(ctx context.Context, rs *authv1beta1.ResourceSlice, accepted bool) error {
+func (r *classReconciler) syncOwned(ctx context.Context, rs *authv1beta1.ResourceSlice, accepted bool) error {
 	o := r.owned
 	if o == nil {
 		return nil
@@ -174,7 +174,7 @@ func (r *Reconciler) syncOwned(ctx context.Context, rs *authv1beta1.ResourceSlic
 // removeOwned deletes every object owned by the slice key (by uid, or by
 // its namespace and name when uid is ""); rs, when not nil, gets the
 // Warning event of a failure.
-func (r *Reconciler) removeOwned(ctx context.Context, rs *authv1beta1.ResourceSlice, key types.NamespacedName, uid types.UID) error {
+func (r *classReconciler) removeOwned(ctx context.Context, rs *authv1beta1.ResourceSlice, key types.NamespacedName, uid types.UID) error {
 	if r.owned == nil || r.cfg.dryRun {
 		return nil
 	}
@@ -207,7 +207,7 @@ func refs(rs []owned.Ref) string {
 // the class (or is Denied): cluster-scoped objects and objects in other
 // namespaces, which no ownerReference reaches, and what slices gone while
 // the controller was down left behind.
-func (r *Reconciler) sweepOwnedLoop(ctx context.Context, synced func(context.Context) bool) {
+func (r *classReconciler) sweepOwnedLoop(ctx context.Context, synced func(context.Context) bool) {
 	if r.owned == nil || r.cfg.dryRun || !synced(ctx) {
 		return
 	}
@@ -232,7 +232,7 @@ func (r *Reconciler) sweepOwnedLoop(ctx context.Context, synced func(context.Con
 // defaultOwnedSweep is the sweep period without WithResyncPeriod.
 const defaultOwnedSweep = 10 * time.Minute
 
-func (r *Reconciler) sweepOwned(ctx context.Context) error {
+func (r *classReconciler) sweepOwned(ctx context.Context) error {
 	var list authv1beta1.ResourceSliceList
 	if err := r.client.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing slices for the owned-object sweep: %w", err)
@@ -270,7 +270,7 @@ func (cc *classController) ownedSources() []*informerSource {
 }
 
 // ownerHandler enqueues the slice an owned object names in its labels.
-func (r *Reconciler) ownerHandler() crhandler.EventHandler {
+func (r *classReconciler) ownerHandler() crhandler.EventHandler {
 	type q = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	enqueue := func(ctx context.Context, obj client.Object, queue q) {
 		if key, ok := r.ownerOf(ctx, obj); ok {
@@ -289,7 +289,7 @@ func (r *Reconciler) ownerHandler() crhandler.EventHandler {
 // ownerOf finds the slice an owned object's labels name: by namespace and
 // name, checked against the UID label, or (a name too long for a label,
 // stored shortened) by UID among the namespace's slices.
-func (r *Reconciler) ownerOf(ctx context.Context, obj client.Object) (types.NamespacedName, bool) {
+func (r *classReconciler) ownerOf(ctx context.Context, obj client.Object) (types.NamespacedName, bool) {
 	l := obj.GetLabels()
 	ns, name, uid := l[owned.LabelSliceNamespace], l[owned.LabelSliceName], types.UID(l[owned.LabelSliceUID])
 	if ns == "" || uid == "" {

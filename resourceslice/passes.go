@@ -63,7 +63,7 @@ func (p *passes) run(ctx context.Context, pass func(context.Context)) {
 }
 
 // watchHandler turns any event on a watched input into a pass request.
-func (r *Reconciler) watchHandler() crhandler.EventHandler {
+func (r *classReconciler) watchHandler() crhandler.EventHandler {
 	type q = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return crhandler.Funcs{
 		CreateFunc:  func(context.Context, event.CreateEvent, q) { r.passes.request() },
@@ -75,8 +75,8 @@ func (r *Reconciler) watchHandler() crhandler.EventHandler {
 
 // runPass enqueues every slice the class serves; unchanged decisions cost
 // no write.
-func (r *Reconciler) runPass(ctx context.Context) {
-	keys, err := r.Pass(ctx)
+func (r *classReconciler) runPass(ctx context.Context) {
+	keys, err := r.pass(ctx)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "WithWatch pass failed; the next change of a watched input tries again")
 		return
@@ -88,11 +88,11 @@ func (r *Reconciler) runPass(ctx context.Context) {
 
 // Pass lets every slice the controller gave up on (WithMaxRetries) be
 // tried again, by starting a new retry epoch, and returns every slice the
-// class serves (from the reader the Reconciler was built with): the
+// class serves (from the reader the reconciler was built with): the
 // re-evaluation pass a WithWatch input's change starts. Reconciling each
 // key writes only the decisions that change. Call it to drive a pass in a
 // test.
-func (r *Reconciler) Pass(ctx context.Context) ([]types.NamespacedName, error) {
+func (r *classReconciler) pass(ctx context.Context) ([]types.NamespacedName, error) {
 	r.retries.newEpoch()
 	r.metrics.passes.WithLabelValues(r.scope.class).Inc()
 	var list authv1beta1.ResourceSliceList

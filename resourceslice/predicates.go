@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // predicate passes the slice events a controller for the class must see:
@@ -53,7 +54,7 @@ func (s scope) relevantChange(oldObj, newObj client.Object) bool {
 		return true
 	}
 	oa, na := conditions.Get(o, conditions.Authentication), conditions.Get(n, conditions.Authentication)
-	return !conditions.Equal(oa, na)
+	return !sliceconds.Equal(oa, na)
 }
 
 // tenantPredicate passes Tenant events that can change the tenant rule's

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 func TestSlicePredicate(t *testing.T) {
@@ -131,7 +132,7 @@ func localSlice(name, class string) *authv1beta1.ResourceSlice {
 		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class),
 			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
 	}
-	conditions.Set(rs, conditions.Authentication, conditions.Accepted, "Accepted", "")
+	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "Accepted", "")
 	rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca")}
 	return rs
 }

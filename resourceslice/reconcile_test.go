@@ -25,6 +25,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -256,7 +257,7 @@ func TestHandlerFailures(t *testing.T) {
 		"BadStatus": {
 			reason: "A Resources condition that is neither Accepted nor Denied is no decision.",
 			f: func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-				conditions.Set(rs, conditions.Resources, "Maybe", "Thinking", "")
+				sliceconds.Set(rs, conditions.Resources, "Maybe", "Thinking", "")
 				return ctrl.Result{}, nil
 			},
 			wantTerminal: true, wantEvent: "NoDecision",
@@ -290,8 +291,8 @@ func TestHandlerFailures(t *testing.T) {
 			if res.Err == nil {
 				t.Fatalf("%s\nwant an error, got none", tc.reason)
 			}
-			if res.Terminal() != tc.wantTerminal {
-				t.Errorf("%s\nterminal: want %v, got %v (%v)", tc.reason, tc.wantTerminal, res.Terminal(), res.Err)
+			if errors.Is(res.Err, reconcile.TerminalError(nil)) != tc.wantTerminal {
+				t.Errorf("%s\nterminal: want %v, got %v (%v)", tc.reason, tc.wantTerminal, errors.Is(res.Err, reconcile.TerminalError(nil)), res.Err)
 			}
 			if !strings.Contains(res.Err.Error(), gold) || !strings.Contains(res.Err.Error(), "liqo-tenant-consumer/a") {
 				t.Errorf("%s\nerror %q must name the class and the slice", tc.reason, res.Err)
@@ -316,7 +317,7 @@ func TestForeignChangesAreDiscarded(t *testing.T) {
 		rs.Spec.Class = "platinum"
 		rs.Labels["sneaky"] = "yes"
 		rs.Status.AuthParams.SignedCRT = []byte("forged")
-		conditions.Set(rs, conditions.Authentication, conditions.Denied, "Nope", "")
+		sliceconds.Set(rs, conditions.Authentication, conditions.Denied, "Nope", "")
 		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
@@ -374,8 +375,8 @@ func TestWriteErrors(t *testing.T) {
 			s := goldSlice("a")
 			hs := slicetest.New(t, gold, acceptAll("Granted"), slicetest.WithObjects(s), slicetest.WithStatusWriteErrors(tc.err))
 			res := hs.Reconcile(s)
-			if (res.Err != nil) != tc.wantErr || res.Terminal() != tc.wantTerminal {
-				t.Errorf("err %v terminal %v; want err %v terminal %v", res.Err, res.Terminal(), tc.wantErr, tc.wantTerminal)
+			if (res.Err != nil) != tc.wantErr || errors.Is(res.Err, reconcile.TerminalError(nil)) != tc.wantTerminal {
+				t.Errorf("err %v terminal %v; want err %v terminal %v", res.Err, errors.Is(res.Err, reconcile.TerminalError(nil)), tc.wantErr, tc.wantTerminal)
 			}
 			if diff := cmp.Diff(tc.wantEvents, reasons(res.Events)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -493,10 +494,10 @@ func TestOneHandlerCallPerDecision(t *testing.T) {
 		s := goldSlice("a")
 		hs := slicetest.New(t, gold, h, slicetest.WithObjects(s), slicetest.WithStatusWriteErrors(slicetest.Conflict()))
 		hs.Reconcile(s)
-		_, err := hs.Reconciler.Pass(context.Background())
-		require.NoError(t, err)
-		require.NoError(t, hs.Reconcile(s).Err)
-		assert.Equal(t, int32(2), h.calls.Load(), "a WithWatch pass between the two calls the handler again")
+		res := hs.Reevaluate()
+		require.Len(t, res, 1, "the pass reconciles the class's one slice")
+		require.NoError(t, res[0].Err)
+		assert.Equal(t, int32(2), h.calls.Load(), "a WithWatch pass calls the handler again")
 	})
 	t.Run("SpecChangeAsksAgain", func(t *testing.T) {
 		h := acceptAll("Granted")

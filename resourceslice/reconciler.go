@@ -16,6 +16,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/classname"
 	"github.com/sliceclass/sliceclass/internal/feed"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
@@ -25,16 +26,17 @@ import (
 // yet seen the controller's own last write to it.
 const cacheLagRetry = 100 * time.Millisecond
 
-// Reconciler decides the ResourceSlices of one class with a Handler. Build it
-// with NewReconciler when wiring your own controller; AddToManager is the
-// one-line path that builds and registers it.
+// classReconciler decides the ResourceSlices of one class with a Handler.
+// AddToManager and ClassSet.Serve build it and the controller that runs it;
+// the test kit's harness builds it with buildReconciler and completes it
+// with setupWithManager on a builder of its own (internal/classhook).
 //
-// A Reconciler is built once with every collaborator it works with
-// (NewReconciler: its client alone; AddToManager and ClassSet: the
-// manager's too); SetupWithManager completes the one a user built with the
+// A reconciler is built once with every collaborator it works with
+// (buildReconciler: its client alone; AddToManager and ClassSet: the
+// manager's too); setupWithManager completes the one a user built with the
 // manager's collaborators, once, before the manager starts, and that
-// Reconciler is the one the controller runs.
-type Reconciler struct {
+// reconciler is the one the controller runs.
+type classReconciler struct {
 	*classState
 	// client reads slices and writes their status (writeStatus).
 	client     client.Client
@@ -49,27 +51,26 @@ type Reconciler struct {
 	// other handlers.
 	owned *ownedObjects
 	// feeds tell the budgets' ledgers what the cluster shows; none outside
-	// a manager, where the Reconciler tells them what it reads itself.
+	// a manager, where the reconciler tells them what it reads itself.
 	feeds []*feed.Feed
 	// namespaces reads namespaces' consumer labels from the manager's
 	// informer store; nil outside a manager.
 	namespaces *sliceview.Namespaces
 }
 
-var _ reconcile.Reconciler = &Reconciler{}
+var _ reconcile.Reconciler = &classReconciler{}
 
-// NewReconciler returns a Reconciler serving class with h, for users who
-// build their own controller: pass it to SetupWithManager with your
-// builder. c reads slices (and Tenants, unless WithoutTenantRule) and
+// buildReconciler returns a reconciler serving class with h, for the test
+// kit's harness, which builds its own controller: it passes it to
+// setupWithManager with its builder. c reads slices (and Tenants, unless WithoutTenantRule) and
 // patches their status; with a manager, pass mgr.GetClient() so reads come
 // from the cache. It takes decision options only: the controller options
 // (WithMaxConcurrentReconciles, WithRetryBackoff, WithLogger, WithWatch,
-// WithClassLease) configure a controller NewReconciler does not build, and
-// do not compile here; set workers, backoff and logger on your builder
-// instead. It returns an error naming the class for a reserved or invalid
+// WithClassLease) configure a controller buildReconciler does not build, and
+// do not compile here. It returns an error naming the class for a reserved or invalid
 // class, a nil handler or client, or a bad option.
-func NewReconciler(c client.Client, class string, h handler.Handler, opts ...DecisionOption) (*Reconciler, error) {
-	if err := ValidateClass(class); err != nil {
+func buildReconciler(c client.Client, class string, h handler.Handler, opts ...DecisionOption) (*classReconciler, error) {
+	if err := classname.Validate(class); err != nil {
 		return nil, err
 	}
 	all := make([]Option, len(opts))
@@ -95,13 +96,13 @@ func NewReconciler(c client.Client, class string, h handler.Handler, opts ...Dec
 	return r, nil
 }
 
-// collaborators are what a Reconciler works with besides its client and
-// its options. The zero value is a Reconciler on its client alone
-// (NewReconciler); a manager gives the rest (see bindClass).
+// collaborators are what a reconciler works with besides its client and
+// its options. The zero value is a reconciler on its client alone
+// (buildReconciler); a manager gives the rest (see bindClass).
 type collaborators struct {
 	// views is the manager's status.class view; nil outside a manager.
 	views *sliceview.Classes
-	// recorder records events; nil takes WithEventRecorder's, else none.
+	// recorder records events; nil takes withEventRecorder's, else none.
 	recorder events.EventRecorder
 	// ownedReader reads owned objects' metadata; nil reads through the
 	// client.
@@ -123,9 +124,9 @@ func checkParts(c client.Client, class string, h handler.Handler) error {
 	return nil
 }
 
-// newReconciler builds the Reconciler, once, from its configuration, its
+// newReconciler builds the reconciler, once, from its configuration, its
 // state and its collaborators.
-func newReconciler(c client.Client, class string, h handler.Handler, cfg *config, st *classState, with collaborators) (*Reconciler, error) {
+func newReconciler(c client.Client, class string, h handler.Handler, cfg *config, st *classState, with collaborators) (*classReconciler, error) {
 	if err := checkParts(c, class, h); err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	if err != nil {
 		return nil, fmt.Errorf("class %q: %w", class, err)
 	}
-	r := &Reconciler{
+	r := &classReconciler{
 		classState: st,
 		client:     c,
 		scope:      scope{class: class, selector: cfg.selector, status: with.views},
 		handler:    h,
 		cfg:        cfg,
 		recorder:   rec,
-		fieldOwner: client.FieldOwner(FieldManager(class)),
+		fieldOwner: client.FieldOwner(fieldManager(class)),
 		owned:      o,
 		feeds:      with.feeds,
 		namespaces: with.namespaces,
@@ -161,13 +162,13 @@ func newReconciler(c client.Client, class string, h handler.Handler, cfg *config
 	return r, nil
 }
 
-// complete gives r, built by NewReconciler on its client alone, what a
-// manager gives (SetupWithManager): from then on the manager's feeds count
+// complete gives r, built by buildReconciler on its client alone, what a
+// manager gives (setupWithManager): from then on the manager's feeds count
 // its budgets, and it reads namespaces, status.class and owned objects from
 // the manager's caches. It is called once, before the controller starts.
-func (r *Reconciler) complete(with collaborators) error {
+func (r *classReconciler) complete(with collaborators) error {
 	if r.scope.status != nil || r.namespaces != nil || len(r.feeds) > 0 {
-		return fmt.Errorf("class %q: the Reconciler is already set up with a manager", r.scope.class)
+		return fmt.Errorf("class %q: the class reconciler is already set up with a manager", r.scope.class)
 	}
 	o, err := newOwnedObjects(r.handler, r.client, with.ownedReader, r.scope.class, r.cfg.ownedTypes)
 	if err != nil {
@@ -183,17 +184,17 @@ func (r *Reconciler) complete(with collaborators) error {
 	return nil
 }
 
-// FieldManager is the field manager of every status patch the controller for
+// fieldManager is the field manager of every status patch the controller for
 // class makes: "sliceclass-<class>", so managedFields say which class
 // controller decided a slice.
-func FieldManager(class string) string { return "sliceclass-" + class }
+func fieldManager(class string) string { return "sliceclass-" + class }
 
 // Reconcile decides one slice, in three steps: fetch and guards, decide
 // (tenant rule or handler, then the budget), save. It returns an error only
 // when the slice must be retried with backoff, or a terminal error when
 // retrying cannot help (the handler broke its contract, the API server
 // rejected the status as invalid).
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+func (r *classReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	// 1. Fetch and guards: a slice gone, being deleted or no longer ours
 	// gives back what it held; one not yet authenticated waits; one whose
 	// handler kept failing waits for a change.
@@ -308,7 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 }
 
 // fetch reads the slice from the cache; nil when it is gone.
-func (r *Reconciler) fetch(ctx context.Context, req reconcile.Request) (*authv1beta1.ResourceSlice, error) {
+func (r *classReconciler) fetch(ctx context.Context, req reconcile.Request) (*authv1beta1.ResourceSlice, error) {
 	var rs authv1beta1.ResourceSlice
 	if err := r.client.Get(ctx, req.NamespacedName, &rs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -319,22 +320,22 @@ func (r *Reconciler) fetch(ctx context.Context, req reconcile.Request) (*authv1b
 	return &rs, nil
 }
 
-func (r *Reconciler) withResync(res ctrl.Result) ctrl.Result {
+func (r *classReconciler) withResync(res ctrl.Result) ctrl.Result {
 	if d := r.cfg.resync; d > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > d) {
 		res.RequeueAfter = d
 	}
 	return res
 }
 
-func (r *Reconciler) errorf(req reconcile.Request, format string, args ...any) error {
+func (r *classReconciler) errorf(req reconcile.Request, format string, args ...any) error {
 	return fmt.Errorf("ResourceSlice %s, class %q: %w", req.NamespacedName, r.scope.class, fmt.Errorf(format, args...))
 }
 
 // leaveClass gives back what a slice gone, or no longer the class's, held:
-// what the Reconciler remembers of it, its place in the budgets' waiting
+// what the reconciler remembers of it, its place in the budgets' waiting
 // lines (and, with no feed, its count), the handler's owned objects and
 // what the handler holds for it (Release).
-func (r *Reconciler) leaveClass(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
+func (r *classReconciler) leaveClass(ctx context.Context, req reconcile.Request, current *authv1beta1.ResourceSlice) error {
 	r.conflicts.Forget(req)
 	r.retries.forget(req.NamespacedName) // a slice gone or not ours keeps no failure count
 	r.memos.forget(req.NamespacedName)

@@ -66,7 +66,7 @@ func (t *releases) exit(key types.NamespacedName) bool {
 	return was
 }
 
-func (r *Reconciler) releaser() handler.Releaser {
+func (r *classReconciler) releaser() handler.Releaser {
 	if r.cfg.dryRun {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (r *Reconciler) releaser() handler.Releaser {
 }
 
 // seedHolding marks, once, every Accepted slice of the class as held.
-func (r *Reconciler) seedHolding(ctx context.Context) error {
+func (r *classReconciler) seedHolding(ctx context.Context) error {
 	err := r.releases.seed(func() ([]types.NamespacedName, error) {
 		held, err := r.held(ctx)
 		if err != nil {
@@ -97,7 +97,7 @@ func (r *Reconciler) seedHolding(ctx context.Context) error {
 // a Release the reconcile may call before it read the consumer (the slice
 // left the class); ctx as it is when rs is nil (the slice is gone) or the
 // handler releases nothing.
-func (r *Reconciler) releaseContext(ctx context.Context, rs *authv1beta1.ResourceSlice) (context.Context, error) {
+func (r *classReconciler) releaseContext(ctx context.Context, rs *authv1beta1.ResourceSlice) (context.Context, error) {
 	if rs == nil || r.releaser() == nil {
 		return ctx, nil
 	}
@@ -111,7 +111,7 @@ func (r *Reconciler) releaseContext(ctx context.Context, rs *authv1beta1.Resourc
 // settleHolding records the decision now on the server for key: an Accepted
 // slice is held; any other state is an exit that calls Release if the slice
 // was held. An error means Release failed and must be retried.
-func (r *Reconciler) settleHolding(ctx context.Context, key types.NamespacedName, accepted bool) error {
+func (r *classReconciler) settleHolding(ctx context.Context, key types.NamespacedName, accepted bool) error {
 	rel := r.releaser()
 	if rel == nil {
 		return nil
@@ -138,7 +138,7 @@ func (r *Reconciler) settleHolding(ctx context.Context, key types.NamespacedName
 // class. The SDK runs it after the cache syncs and at the
 // resync period, enqueueing the keys; call it yourself to drive a sweep in a
 // test. It returns nothing for other handlers, and in a dry run.
-func (r *Reconciler) SweepInventory(ctx context.Context) ([]types.NamespacedName, error) {
+func (r *classReconciler) sweepInventory(ctx context.Context) ([]types.NamespacedName, error) {
 	inv, ok := r.handler.(handler.Inventory)
 	if !ok || r.releaser() == nil {
 		return nil, nil
@@ -154,7 +154,7 @@ func (r *Reconciler) SweepInventory(ctx context.Context) ([]types.NamespacedName
 // sweepLoop sweeps the inventory once the caches have synced (synced), then
 // at the resync period, until ctx ends; the keys go to the controller's
 // queue.
-func (r *Reconciler) sweepLoop(ctx context.Context, synced func(context.Context) bool) {
+func (r *classReconciler) sweepLoop(ctx context.Context, synced func(context.Context) bool) {
 	if _, ok := r.handler.(handler.Inventory); !ok || r.releaser() == nil || !synced(ctx) {
 		return
 	}
@@ -164,7 +164,7 @@ func (r *Reconciler) sweepLoop(ctx context.Context, synced func(context.Context)
 		return
 	}
 	for {
-		keys, err := r.SweepInventory(ctx)
+		keys, err := r.sweepInventory(ctx)
 		for _, k := range keys {
 			r.enqueue(k)
 		}
@@ -186,7 +186,7 @@ func (r *Reconciler) sweepLoop(ctx context.Context, synced func(context.Context)
 
 // held lists what the class's Accepted slices hold, from the cache: the
 // budget's rebuild after a restart or a failover.
-func (r *Reconciler) held(ctx context.Context) (map[types.NamespacedName]corev1.ResourceList, error) {
+func (r *classReconciler) held(ctx context.Context) (map[types.NamespacedName]corev1.ResourceList, error) {
 	var list authv1beta1.ResourceSliceList
 	if err := r.client.List(ctx, &list); err != nil {
 		return nil, err

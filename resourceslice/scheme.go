@@ -18,21 +18,17 @@ import (
 // main does with its groups' AddToScheme; each registration checks that
 // what it will read and write is there, and names the call to add.
 
-// AddToScheme adds to s what the SDK reads and writes through a manager's
-// client and cache: Liqo's authentication.liqo.io/v1beta1 (ResourceSlice,
-// Tenant), Liqo's offloading.liqo.io/v1beta1 Quota (only it: ShadowPods are
-// read through a cache of the SDK's own), coordination.k8s.io/v1 (class
-// Leases, the unserved reporter) and sliceclass.io/v1alpha1 (SliceBudget,
-// budget.FromObject). Call it with client-go's, before building the
-// manager:
+// What a manager's scheme needs, each group added by its own AddToScheme as
+// in every kubebuilder main (clientgoscheme.AddToScheme adds the core types
+// a node pool reads and coordination.k8s.io/v1, whose Leases class Leases
+// and the unserved reporter write):
 //
 //	scheme := runtime.NewScheme()
-//	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // core types: a node pool's Nodes and Pods
-//	utilruntime.Must(resourceslice.AddToScheme(scheme))
+//	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+//	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+//	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+//	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets (budget.FromObject)
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme})
-//
-// Adding the types twice is harmless.
-func AddToScheme(s *runtime.Scheme) error { return sdkscheme.Add(s) }
 
 // schemeNeeds names what a registration reads and writes.
 type schemeNeeds struct {
@@ -42,16 +38,17 @@ type schemeNeeds struct {
 // check returns an error naming every kind s lacks of those needs names
 // (the ResourceSlice always), and the call that adds them.
 func (n schemeNeeds) check(s *runtime.Scheme) error {
-	const call = "resourceslice.AddToScheme(scheme)"
-	needs := []sdkscheme.Need{{GVK: authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), Call: call}}
+	const liqo = "authv1beta1.AddToScheme(scheme)"
+	needs := []sdkscheme.Need{{GVK: authv1beta1.GroupVersion.WithKind(authv1beta1.ResourceSliceKind), Call: liqo}}
 	if n.tenants {
-		needs = append(needs, sdkscheme.Need{GVK: authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind), Call: call})
+		needs = append(needs, sdkscheme.Need{GVK: authv1beta1.GroupVersion.WithKind(authv1beta1.TenantKind), Call: liqo})
 	}
 	if n.quotas {
-		needs = append(needs, sdkscheme.Need{GVK: offloadingv1beta1.SchemeGroupVersion.WithKind(feed.QuotaKind.Kind), Call: call})
+		needs = append(needs, sdkscheme.Need{GVK: offloadingv1beta1.SchemeGroupVersion.WithKind(feed.QuotaKind.Kind),
+			Call: "offloadingv1beta1.AddToScheme(scheme)"})
 	}
 	if n.leases {
-		needs = append(needs, sdkscheme.Need{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Call: call})
+		needs = append(needs, sdkscheme.Need{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Call: "clientgoscheme.AddToScheme(scheme)"})
 	}
 	return sdkscheme.Check(s, needs...)
 }

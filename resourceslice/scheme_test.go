@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
@@ -80,13 +81,13 @@ func TestARegistrationRefusesAnIncompleteScheme(t *testing.T) {
 				_, err := resourceslice.NewClassSet(mgr, reg())
 				return err
 			},
-			want: []string{"authentication.liqo.io/v1beta1 ResourceSlice", "call resourceslice.AddToScheme(scheme)"},
+			want: []string{"authentication.liqo.io/v1beta1 ResourceSlice", "call authv1beta1.AddToScheme(scheme)"},
 		},
 		"AddToManager": {
 			reason:   "a class reads ResourceSlices and Tenants",
 			scheme:   []func(*runtime.Scheme) error{coreOnly},
 			register: func(mgr manager.Manager) error { return resourceslice.AddToManager(mgr, "gold", grant, reg()) },
-			want:     []string{`class "gold"`, "authentication.liqo.io/v1beta1 ResourceSlice, authentication.liqo.io/v1beta1 Tenant", "call resourceslice.AddToScheme(scheme)"},
+			want:     []string{`class "gold"`, "authentication.liqo.io/v1beta1 ResourceSlice, authentication.liqo.io/v1beta1 Tenant", "call authv1beta1.AddToScheme(scheme)"},
 		},
 		"ServeWithABudget": {
 			reason: "a budget counts Liqo's Quotas",
@@ -102,7 +103,7 @@ func TestARegistrationRefusesAnIncompleteScheme(t *testing.T) {
 				}
 				return cs.Serve("gold", grant, resourceslice.WithBudget(b))
 			},
-			want: []string{`class "gold"`, "offloading.liqo.io/v1beta1 Quota", "call resourceslice.AddToScheme(scheme)"},
+			want: []string{`class "gold"`, "offloading.liqo.io/v1beta1 Quota", "call offloadingv1beta1.AddToScheme(scheme)"},
 		},
 		"ServeWithALease": {
 			reason: "a class Lease is a coordination/v1 Lease",
@@ -114,29 +115,29 @@ func TestARegistrationRefusesAnIncompleteScheme(t *testing.T) {
 				}
 				return cs.Serve("gold", grant, resourceslice.WithClassLease("liqo"), resourceslice.WithoutTenantRule())
 			},
-			want: []string{"coordination.k8s.io/v1 Lease", "call resourceslice.AddToScheme(scheme)"},
+			want: []string{"coordination.k8s.io/v1 Lease", "call clientgoscheme.AddToScheme(scheme)"},
 		},
 		"UnservedReporter": {
 			reason:   "the reporter reads slices and Leases",
 			scheme:   []func(*runtime.Scheme) error{slicesOnly},
 			register: func(mgr manager.Manager) error { return resourceslice.AddUnservedReporter(mgr, "liqo", time.Minute) },
-			want:     []string{"unserved reporter", "coordination.k8s.io/v1 Lease", "call resourceslice.AddToScheme(scheme)"},
+			want:     []string{"unserved reporter", "coordination.k8s.io/v1 Lease", "call clientgoscheme.AddToScheme(scheme)"},
 		},
 		"FromObject": {
 			reason:   "a budget that follows a SliceBudget reads it",
 			scheme:   []func(*runtime.Scheme) error{coreOnly, slicesOnly},
 			register: func(mgr manager.Manager) error { _, err := budget.FromObject(mgr, "b"); return err },
-			want:     []string{`budget "b"`, "sliceclass.io/v1alpha1 SliceBudget", "call resourceslice.AddToScheme(scheme)"},
+			want:     []string{`budget "b"`, "sliceclass.io/v1alpha1 SliceBudget", "call v1alpha1.AddToScheme(scheme)"},
 		},
 		"FromObjectWithoutCoreTypes": {
 			reason:   "a SliceBudget's spec may name a node pool at any time (issue 42: no kind is registered for the type v1.Node)",
-			scheme:   []func(*runtime.Scheme) error{resourceslice.AddToScheme},
+			scheme:   []func(*runtime.Scheme) error{sdkscheme.Add},
 			register: func(mgr manager.Manager) error { _, err := budget.FromObject(mgr, "b"); return err },
 			want:     []string{"v1 Node, v1 Pod", "call clientgoscheme.AddToScheme(scheme)"},
 		},
 		"NewNodePool": {
 			reason: "a node pool reads Nodes",
-			scheme: []func(*runtime.Scheme) error{resourceslice.AddToScheme},
+			scheme: []func(*runtime.Scheme) error{sdkscheme.Add},
 			register: func(mgr manager.Manager) error {
 				_, err := budget.NewNodePool(mgr, "pool", labels.Everything())
 				return err
@@ -161,7 +162,7 @@ func TestARegistrationRefusesAnIncompleteScheme(t *testing.T) {
 // With the scheme a user's main builds (client-go's and AddToScheme), every
 // registration is accepted, and the scheme is left as it was.
 func TestACompleteSchemeIsEnough(t *testing.T) {
-	mgr := managerWithScheme(t, clientgoscheme.AddToScheme, resourceslice.AddToScheme)
+	mgr := managerWithScheme(t, clientgoscheme.AddToScheme, sdkscheme.Add)
 	before := knownTypes(mgr.GetScheme())
 	reg := resourceslice.WithMetricsRegisterer(prometheus.NewRegistry())
 	cs, err := resourceslice.NewClassSet(mgr, reg)
@@ -214,9 +215,9 @@ func TestARegistrationAfterStartLeavesTheSchemeAlone(t *testing.T) {
 		readScheme(t, m)
 		before := knownTypes(scheme)
 		_, err := resourceslice.NewClassSet(m, reg())
-		assert.ErrorContains(t, err, "call resourceslice.AddToScheme(scheme)")
+		assert.ErrorContains(t, err, "call authv1beta1.AddToScheme(scheme)")
 		err = resourceslice.AddToManager(m, "after-start", grant, reg())
-		assert.ErrorContains(t, err, "call resourceslice.AddToScheme(scheme)")
+		assert.ErrorContains(t, err, "call authv1beta1.AddToScheme(scheme)")
 		assert.Equal(t, before, knownTypes(scheme), "a running manager's scheme is not written")
 	})
 	t.Run("Complete", func(t *testing.T) {

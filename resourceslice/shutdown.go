@@ -73,8 +73,8 @@ func writeContext(ctx context.Context) (_ context.Context, cancel context.Cancel
 	}
 }
 
-// shutdownPolicy wraps the Reconciler. The reconcile's context is the
-// controller's: for AddToManager and SetupWithManager the manager's, which
+// shutdownPolicy wraps the reconciler. The reconcile's context is the
+// controller's: for AddToManager and setupWithManager the manager's, which
 // ends when the manager stops or loses its leader election. A reconcile
 // whose context has ended starts nothing (the handler is not called, no
 // status is written) and returns no error: the decision is abandoned, and

@@ -47,7 +47,7 @@ func TestWriteSendsNothingOnceItsContextEnded(t *testing.T) {
 	grant := handler.Func(func(context.Context, *authv1beta1.ResourceSlice) (ctrl.Result, error) { return ctrl.Result{}, nil })
 	b, err := budget.New("pool", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")})
 	require.NoError(t, err)
-	r, err := NewReconciler(c, "gold", grant, WithBudget(b), WithMetricsRegisterer(prometheus.NewRegistry()))
+	r, err := buildReconciler(c, "gold", grant, WithBudget(b), WithMetricsRegisterer(prometheus.NewRegistry()))
 	require.NoError(t, err)
 	require.Len(t, r.ledgers, 1)
 	l := r.ledgers[0]

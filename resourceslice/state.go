@@ -16,11 +16,11 @@ import (
 	"github.com/sliceclass/sliceclass/internal/metering"
 )
 
-// classState is what a class's Reconciler remembers between reconciles and
+// classState is what a class's reconciler remembers between reconciles and
 // what it holds while it serves the class: its metrics, its place in its
 // budgets, its queue, and the memories of release hooks owed, failures,
 // passes, unwritten decisions, over-grants and tenants. It is made once per
-// class, with its Reconciler.
+// class, with its reconciler.
 type classState struct {
 	class   string
 	metrics *metrics
@@ -46,7 +46,7 @@ type classState struct {
 	// queueReady is closed once queue is set.
 	queueReady chan struct{}
 	readyOnce  sync.Once
-	// releases, retries and passes are what the Reconciler remembers
+	// releases, retries and passes are what the reconciler remembers
 	// between reconciles: what release hooks are owed, which failing slices
 	// it gave up on, and the WithWatch passes asked for.
 	releases *releases
@@ -135,7 +135,7 @@ func (st *classState) enqueue(key types.NamespacedName) {
 	}
 }
 
-// ownSource is the source through which the Reconciler enqueues slices
+// ownSource is the source through which the reconciler enqueues slices
 // itself: a budget's re-admissions when capacity frees, WithWatch passes,
 // inventory sweeps.
 func (st *classState) ownSource() source.Source {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // The status write of a decision, in the order a write goes:
@@ -33,7 +34,7 @@ import (
 //   - the writer: writeStatus sends the patch through controller-runtime's
 //     client, Status().Patch, which updates the slice from the answer
 //     (its new resourceVersion included);
-//   - the write: Reconciler.write sends one and says what its outcome
+//   - the write: reconciler.write sends one and says what its outcome
 //     means for the budgets and the retry; dryRun reports what it would
 //     write.
 
@@ -63,7 +64,7 @@ var statusFields = []statusField{
 		json: "conditions",
 		ours: func(a, b *authv1beta1.ResourceSliceStatus) bool {
 			ca, cb := resourcesCondition(a), resourcesCondition(b)
-			return conditions.Equal(ca, cb) && (ca == nil || ca.LastTransitionTime.Equal(&cb.LastTransitionTime))
+			return sliceconds.Equal(ca, cb) && (ca == nil || ca.LastTransitionTime.Equal(&cb.LastTransitionTime))
 		},
 		theirs: func(a, b *authv1beta1.ResourceSliceStatus) bool {
 			return equality.Semantic.DeepEqual(otherConditions(a), otherConditions(b))
@@ -268,7 +269,7 @@ func settleTransitionTime(current, desired *authv1beta1.ResourceSlice) {
 		return
 	}
 	if d.LastTransitionTime.IsZero() {
-		d.LastTransitionTime = conditions.Now()
+		d.LastTransitionTime = sliceconds.Now()
 		return
 	}
 	d.LastTransitionTime.Time = d.LastTransitionTime.Truncate(time.Second)
@@ -347,7 +348,7 @@ func mapPatch[M ~map[K]V, K comparable, V any](from, to M, equal func(V, V) bool
 
 func stringsEqual(a, b string) bool { return a == b }
 
-// writeStatus is the one status writer, of every Reconciler, the SDK's and
+// writeStatus is the one status writer, of every reconciler, the SDK's and
 // the test harness's alike: the patch from current to desired, through c's
 // status client (Status().Patch). On success desired holds what the API
 // server answered, its new resourceVersion included; a conflict, a slice
@@ -367,7 +368,7 @@ const (
 // write patches desired's owned fields with one optimistic-lock merge patch
 // against current and records the decision transition. It returns what
 // became of the write for the budgets' attempts too (settle).
-func (r *Reconciler) write(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (writeOutcome, ledger.Outcome, error) {
+func (r *classReconciler) write(ctx context.Context, current, desired *authv1beta1.ResourceSlice) (writeOutcome, ledger.Outcome, error) {
 	// Nothing is sent once the reconcile's context has ended (the
 	// controller stopping); a patch sent before is left writeGrace to be
 	// answered.
@@ -406,7 +407,7 @@ func (r *Reconciler) write(ctx context.Context, current, desired *authv1beta1.Re
 
 // dryRun reports what would be written: a Normal DryRun event and a
 // dry-run outcome for a would-be transition; nothing is written.
-func (r *Reconciler) dryRun(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
+func (r *classReconciler) dryRun(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
 	if ownedEqual(current, desired) {
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
@@ -73,7 +74,7 @@ func TestOwnedPatchMatchesMergeFrom(t *testing.T) {
 			Spec:       authv1beta1.ResourceSliceSpec{Class: "gold", CSR: []byte("csr")},
 			Status:     authv1beta1.ResourceSliceStatus{AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("crt")}},
 		}
-		conditions.Set(rs, conditions.Authentication, conditions.Accepted, "Authenticated", "")
+		sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "Authenticated", "")
 		return rs
 	}
 	decided := func() *authv1beta1.ResourceSlice {
@@ -164,7 +165,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Liqo's writes: the Authentication condition and authParams.
-	conditions.Set(rs, conditions.Authentication, authv1beta1.ResourceSliceConditionAccepted, "Authenticated", "")
+	sliceconds.Set(rs, conditions.Authentication, authv1beta1.ResourceSliceConditionAccepted, "Authenticated", "")
 	rs.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: []byte("crt")}
 	if err := cp.Client.Status().Update(ctx, rs); err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 	desired.Status.Resources = desired.Spec.Resources.DeepCopy()
 	conditions.Accept(desired, "Granted", "granted as requested")
 	settleTransitionTime(current, desired)
-	if err := writeStatus(ctx, mgr.GetClient(), current, desired, client.FieldOwner(FieldManager("gold"))); err != nil {
+	if err := writeStatus(ctx, mgr.GetClient(), current, desired, client.FieldOwner(fieldManager("gold"))); err != nil {
 		t.Fatalf("writeStatus: %v", err)
 	}
 	server := &authv1beta1.ResourceSlice{}
@@ -201,14 +202,14 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 			owners = append(owners, m.Manager)
 		}
 	}
-	if !slices.Contains(owners, FieldManager("gold")) {
-		t.Errorf("status field managers = %v, want %s among them", owners, FieldManager("gold"))
+	if !slices.Contains(owners, fieldManager("gold")) {
+		t.Errorf("status field managers = %v, want %s among them", owners, fieldManager("gold"))
 	}
 
 	// A patch computed from the slice as it was before is refused.
 	stale := current.DeepCopy()
 	conditions.Deny(stale, "Late", "")
-	err = writeStatus(ctx, mgr.GetClient(), current, stale, client.FieldOwner(FieldManager("gold")))
+	err = writeStatus(ctx, mgr.GetClient(), current, stale, client.FieldOwner(fieldManager("gold")))
 	if !apierrors.IsConflict(err) {
 		t.Errorf("a patch at an old resourceVersion: err = %v, want a conflict", err)
 	}
@@ -218,7 +219,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 	}
 	gone := server.DeepCopy()
 	conditions.Deny(gone, "Late", "")
-	err = writeStatus(ctx, mgr.GetClient(), server, gone, client.FieldOwner(FieldManager("gold")))
+	err = writeStatus(ctx, mgr.GetClient(), server, gone, client.FieldOwner(fieldManager("gold")))
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a patch of a deleted slice: err = %v, want not found", err)
 	}

@@ -51,7 +51,7 @@ func severity(c authv1beta1.TenantCondition) int {
 // provider's Liqo on every tenant namespace, when present. mismatch names
 // the disagreement when the slice's own claims (spec.consumerClusterID, the
 // liqo.io/originID label) contradict the namespace or each other.
-func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.ResourceSlice) (id, mismatch string, err error) {
+func (r *classReconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.ResourceSlice) (id, mismatch string, err error) {
 	c, ok := ctx.Value(consumerKey{}).(consumerInfo)
 	if !ok {
 		if c, err = r.consumerOf(ctx, rs); err != nil {
@@ -89,7 +89,7 @@ func (r *Reconciler) trustedConsumer(ctx context.Context, rs *authv1beta1.Resour
 // liqo.io/remote-cluster-id = consumer ID, in the slice's namespace) and
 // returns its condition; "" when there is no Tenant. When several match, the
 // most restrictive wins.
-func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (authv1beta1.TenantCondition, error) {
+func (r *classReconciler) tenantCondition(ctx context.Context, rs *authv1beta1.ResourceSlice, id string) (authv1beta1.TenantCondition, error) {
 	if id == "" {
 		return "", nil
 	}
@@ -119,10 +119,10 @@ func (r *Reconciler) tenantCondition(ctx context.Context, rs *authv1beta1.Resour
 // slicesForTenant maps a Tenant to the requests for the slices this
 // controller serves in the Tenant's namespace that belong to its consumer.
 // AddToManager wires it to the Tenant watch; use it when wiring your own
-// controller. It lists the namespace from the reader the Reconciler was
+// controller. It lists the namespace from the reader the reconciler was
 // built with (the cache, with a manager): a Tenant's namespace holds its
 // consumer's slices only, so no extra index is kept.
-func (r *Reconciler) slicesForTenant(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *classReconciler) slicesForTenant(ctx context.Context, obj client.Object) []reconcile.Request {
 	t, ok := obj.(*authv1beta1.Tenant)
 	if !ok {
 		return nil
@@ -153,7 +153,7 @@ func (r *Reconciler) slicesForTenant(ctx context.Context, obj client.Object) []r
 // liqo.io/remote-cluster-id label changes whom its slices belong to.
 // AddToManager wires it to a metadata-only watch of Namespaces, which also
 // makes the manager's cache hold the namespace labels the reconciler reads.
-func (r *Reconciler) slicesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *classReconciler) slicesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	var slices authv1beta1.ResourceSliceList
 	if err := r.client.List(ctx, &slices, client.InNamespace(obj.GetName())); err != nil {
 		log.FromContext(ctx).Error(err, "cannot list ResourceSlices for a namespace change; they are re-evaluated on their next change",

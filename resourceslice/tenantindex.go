@@ -19,7 +19,7 @@ import (
 // map lookup instead of a cache list (a deep copy of each Tenant, and a REST
 // mapping per call with a namespaced cache). It is used once the source has
 // started, which the controller waits for before its first reconcile; a
-// Reconciler without a controller (the test harness) lists instead.
+// reconciler without a controller (the test harness) lists instead.
 type tenantIndex struct {
 	mu   sync.RWMutex
 	on   bool
@@ -80,7 +80,7 @@ func (x *tenantIndex) conditions(namespace, consumer string) (out []authv1beta1.
 // tenantHandler feeds the index and enqueues the slices a Tenant change
 // concerns. The initial list only feeds the index: every slice is enqueued
 // by its own initial list already.
-func (r *Reconciler) tenantHandler() crhandler.EventHandler {
+func (r *classReconciler) tenantHandler() crhandler.EventHandler {
 	x := r.tenants
 	x.mu.Lock()
 	x.on = true

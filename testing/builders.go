@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // Defaults of the builders.
@@ -175,7 +176,7 @@ func NotReplicated() SliceOption {
 // Decided gives the slice an existing Resources decision.
 func Decided(status authv1beta1.ResourceSliceConditionStatus, reason string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
-		conditions.Set(rs, conditions.Resources, status, reason, "")
+		sliceconds.Set(rs, conditions.Resources, status, reason, "")
 	}
 }
 

@@ -1,10 +1,10 @@
 // Package slicetest is the harness for unit-testing a class controller's
-// Handler: slice and Tenant builders, and a run of the real
-// resourceslice.Reconciler on controller-runtime's fake client (with the
+// Handler: slice and Tenant builders, and a run of a class's real
+// controller on controller-runtime's fake client (with the
 // status subresource), its classes served from one resourceslice.ClassSet
 // as a manager's main serves them (the budgets' feeds, the Tenant index,
 // the namespaces' consumers; several classes on one budget with
-// AlsoServe; a budget that follows a SliceBudget with WithSliceBudget,
+// WithAnotherClass; a budget that follows a SliceBudget with WithSliceBudget,
 // whose status Harness.SliceBudget reads), that reports the decision, the
 // resources, the events and every API write, with fault injection on
 // status writes.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // The helpers in this file play Liqo's part on a real API server (envtest,
@@ -89,7 +90,7 @@ func authenticate(rs *authv1beta1.ResourceSlice) {
 	if rs.Status.AuthParams == nil {
 		rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca"), SignedCRT: []byte("crt"), APIServer: "https://" + DefaultProvider + ":6443"}
 	}
-	conditions.Set(rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ResourceSlice authentication accepted")
+	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ResourceSlice authentication accepted")
 }
 
 // WaitForDecision reads the slice at key until its Resources condition is

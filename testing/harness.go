@@ -34,6 +34,8 @@ import (
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/internal/budgethook"
+	"github.com/sliceclass/sliceclass/internal/classhook"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -88,11 +90,6 @@ type Result struct {
 	Err    error
 }
 
-// Terminal reports whether Err is a terminal error (not retried).
-func (r Result) Terminal() bool {
-	return r.Err != nil && isTerminal(r.Err)
-}
-
 // Option configures a Harness.
 type Option func(*Harness)
 
@@ -101,13 +98,14 @@ func WithObjects(objs ...client.Object) Option {
 	return func(h *Harness) { h.seed = append(h.seed, objs...) }
 }
 
-// WithReconcilerOptions passes options to resourceslice.NewReconciler:
-// decision options only, as NewReconciler takes.
+// WithReconcilerOptions passes options to New's class: decision options
+// only, since the harness runs the controller itself (a controller option,
+// such as resourceslice.WithMaxConcurrentReconciles, does not compile here).
 func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 	return func(h *Harness) { h.ropts = append(h.ropts, opts...) }
 }
 
-// AlsoServe adds class, decided by h with opts, to the harness: it is set
+// WithAnotherClass adds class, decided by h with opts, to the harness: it is set
 // up in the same manager and class set as New's class, as a manager's main
 // serves a second class of its set. Classes drawing from one
 // *budget.Budget (resourceslice.WithBudget) share it as in production:
@@ -116,7 +114,7 @@ func WithReconcilerOptions(opts ...resourceslice.DecisionOption) Option {
 // budget.WithPreemption a higher resourceslice.WithPriority reclaims from
 // a lower one. Harness.Reconcile reconciles a slice with the class its
 // spec.class names.
-func AlsoServe(class string, h handler.Handler, opts ...resourceslice.DecisionOption) Option {
+func WithAnotherClass(class string, h handler.Handler, opts ...resourceslice.DecisionOption) Option {
 	return func(hs *Harness) { hs.more = append(hs.more, classSpec{class: class, h: h, opts: opts}) }
 }
 
@@ -153,7 +151,7 @@ type answerLost struct{ error }
 func (a answerLost) Unwrap() error { return a.error }
 
 // Harness runs the real resourceslice.Reconciler of one class, or of
-// several (AlsoServe), on controller-runtime's fake client, set up the way
+// several (WithAnotherClass), on controller-runtime's fake client, set up the way
 // a manager sets a class up (see New), and records what they did. It is
 // safe for use by one test goroutine.
 type Harness struct {
@@ -169,11 +167,6 @@ type Harness struct {
 	// slice created through it in its consumer's tenant namespace
 	// (WithConsumer) finds that namespace made, as a seeded one does.
 	Client client.Client
-	// Reconciler is New's class's Reconciler: NewReconciler built it and
-	// SetupWithManager completed it, and the controller runs it. Pass and
-	// SweepInventory on it act on the controller; Reconcile and
-	// ReconcilePending decide through the controller, as a worker does.
-	Reconciler *resourceslice.Reconciler
 
 	t          testing.TB
 	seed       []client.Object
@@ -186,7 +179,7 @@ type Harness struct {
 	sbSeeds      []sliceBudgetSeed
 	sliceBudgets map[string]*followedBudget
 	setupErrs    []error
-	// classes are New's class, then AlsoServe's, in order.
+	// classes are New's class, then WithAnotherClass's, in order.
 	classes []*harnessClass
 	cache   *watchCache
 	// feeds are the feeds of the budgets the classes draw from, whose
@@ -199,7 +192,7 @@ type Harness struct {
 	// applied and pruned name owned objects (Result.Applied, Result.Pruned).
 	applied, pruned []string
 	// unsettled are the status writes whose answer did not say whether
-	// they were applied (SettleLostAnswers).
+	// they were applied (ReadBackUnansweredWrites).
 	unsettled []unsettledWrite
 	// lastClass is the class that last reconciled each slice.
 	lastClass map[types.NamespacedName]string
@@ -209,21 +202,21 @@ type Harness struct {
 // error (e.g. a reserved class).
 //
 // Each class is set up as in a manager, in one resourceslice.ClassSet
-// that all of the harness's classes share: resourceslice.NewReconciler on
-// the fake client, then SetupWithManager(set, builder), which wires what
-// AddToManager and ClassSet.Serve wire (the budgets' feeds, which count the slices of every class drawing from
+// that all of the harness's classes share, by the one builder AddToManager
+// and ClassSet.Serve use, on the fake client and a controller builder of
+// the harness's own, which wires what AddToManager and ClassSet.Serve wire (the budgets' feeds, which count the slices of every class drawing from
 // a budget and Liqo's Quotas seeded in the fake API; the Tenant index; the
 // namespaces' consumers; the status.class view, which finds no
 // status.class, as on Liqo v1.2.0's CRD) and starts the controller. The harness holds the controller's
 // queue: a reconcile happens when the test asks (Reconcile,
-// ReconcilePending), through the controller SetupWithManager built, as a
+// ReconcilePending), through the controller that builder built, as a
 // worker's does. Before and after each reconcile the cache delivers,
 // as watch events, every change made on the fake API server since the
 // last one. Status writes go through the fake client (a class AddToManager
 // builds sends the same patch over REST and reads only the answer's
 // resourceVersion). The inventory and owned-object sweeps a manager runs
 // at start do not run on their own: drive them with
-// Reconciler.SweepInventory. The controllers stop at the end of the test
+// Harness.SweepInventory. The controllers stop at the end of the test
 // (t.Cleanup).
 func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness {
 	t.Helper()
@@ -243,7 +236,7 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 	// SliceBudgets, Leases), as a user's main adds it: the SDK never adds
 	// to a scheme. Quotas are served, so that a test may seed one;
 	// ShadowPods are not (see harnessManager).
-	if err := resourceslice.AddToScheme(scheme); err != nil {
+	if err := sdkscheme.Add(scheme); err != nil {
 		t.Fatalf("slicetest: building scheme: %v", err)
 	}
 	// Liqo makes a consumer's tenant namespace before any of its slices:
@@ -300,7 +293,6 @@ func New(t testing.TB, class string, h handler.Handler, opts ...Option) *Harness
 		}
 		hs.classes = append(hs.classes, hc)
 	}
-	hs.Reconciler = hs.classes[0].r
 	hs.holdBudgetTimers(mgr)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -344,7 +336,7 @@ func tenantNamespaces(seed []client.Object) []client.Object {
 	return out
 }
 
-// classSpec is a class to set up: New's, or one AlsoServe added.
+// classSpec is a class to set up: New's, or one WithAnotherClass added.
 type classSpec struct {
 	class string
 	h     handler.Handler
@@ -354,8 +346,8 @@ type classSpec struct {
 // harnessClass is a class set up in the harness's manager.
 type harnessClass struct {
 	class string
-	r     *resourceslice.Reconciler
-	// do is the controller SetupWithManager added to the manager: a
+	r     classhook.Class
+	// do is the controller the class's setup added to the manager: a
 	// reconcile goes through it (its shutdown policy), as a worker's does,
 	// to r.
 	do reconcile.Reconciler
@@ -366,13 +358,8 @@ type harnessClass struct {
 // harness's event capture and registry before the test's options.
 func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp classSpec, registry prometheus.Registerer) (*harnessClass, error) {
 	ropts := append([]resourceslice.DecisionOption{
-		resourceslice.WithEventRecorder(recorder{h}),
 		resourceslice.WithMetricsRegisterer(registry),
 	}, sp.opts...)
-	r, err := resourceslice.NewReconciler(mgr.client, sp.class, sp.h, ropts...)
-	if err != nil {
-		return nil, err
-	}
 	q := newPendingQueue()
 	b := builder.ControllerManagedBy(mgr).WithOptions(controller.Options{
 		NewQueue: func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
@@ -380,7 +367,12 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 		},
 	})
 	before := mgr.added()
-	if err := r.SetupWithManager(set, b); err != nil {
+	anyOpts := make([]any, len(ropts))
+	for i, o := range ropts {
+		anyOpts[i] = o
+	}
+	r, err := classhook.Build(mgr.client, sp.class, sp.h, recorder{h}, anyOpts, set, b)
+	if err != nil {
 		return nil, err
 	}
 	for _, run := range mgr.addedSince(before) {
@@ -388,7 +380,7 @@ func (h *Harness) setUp(mgr *harnessManager, set *resourceslice.ClassSet, sp cla
 			return &harnessClass{class: sp.class, r: r, do: do, q: q}, nil
 		}
 	}
-	return nil, fmt.Errorf("class %q: SetupWithManager added no controller to the manager", sp.class)
+	return nil, fmt.Errorf("class %q: setting up the class added no controller to the manager", sp.class)
 }
 
 // Reconcile runs the reconciler once for slice (only its namespace and

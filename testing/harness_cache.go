@@ -350,7 +350,7 @@ func (c *watchCache) Start(ctx context.Context) error {
 // start, beside the controller) therefore never runs on its own goroutine
 // in the harness, where it would call the handler's hooks concurrently
 // with the test's reconciles; a test drives a sweep with
-// Reconciler.SweepInventory.
+// Harness.SweepInventory.
 func (c *watchCache) WaitForCacheSync(ctx context.Context) bool {
 	<-ctx.Done()
 	return false

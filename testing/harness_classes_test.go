@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -79,7 +77,7 @@ func TestSharedBudgetCountsTheOtherClassesSlices(t *testing.T) {
 			opts := []slicetest.Option{slicetest.WithObjects(silver, gold),
 				slicetest.WithReconcilerOptions(resourceslice.WithBudget(b))}
 			if tc.serveSilver {
-				opts = append(opts, slicetest.AlsoServe("silver", asked, resourceslice.WithBudget(b)))
+				opts = append(opts, slicetest.WithAnotherClass("silver", asked, resourceslice.WithBudget(b)))
 			}
 			h := slicetest.New(t, "gold", asked, opts...)
 
@@ -104,7 +102,7 @@ func TestHarnessReconcilesASliceWithItsClass(t *testing.T) {
 	})
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(silver, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b)),
-		slicetest.AlsoServe("silver", deny, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("silver", deny, resourceslice.WithBudget(b)))
 
 	res := h.Reconcile(silver)
 	require.NoError(t, res.Err)
@@ -121,7 +119,7 @@ func TestTwoPriorityReclaim(t *testing.T) {
 	waiter := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(victim, waiter),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", asked, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("spot", asked, resourceslice.WithBudget(b)))
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
@@ -176,7 +174,7 @@ func TestLostAnswerIsSettled(t *testing.T) {
 			require.Error(t, res.Err, "the write's error is returned: retried with backoff")
 			assertCPU(t, "3", b.Used(), "until settled, the write may have been applied: its offer counts")
 
-			h.SettleLostAnswers(b)
+			h.ReadBackUnansweredWrites(b)
 			if tc.applied {
 				assertCPU(t, "3", b.Used(), tc.reason)
 				assert.Equal(t, budget.ReasonExhausted, h.Reconcile(other).Reason)
@@ -216,7 +214,7 @@ func (r *releasing) Release(_ context.Context, key types.NamespacedName) error {
 func TestAGoneSliceIsReconciledByItsLastClass(t *testing.T) {
 	gold, silver := &releasing{}, &releasing{}
 	rs := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
-	h := slicetest.New(t, "gold", gold, slicetest.WithObjects(rs), slicetest.AlsoServe("silver", silver))
+	h := slicetest.New(t, "gold", gold, slicetest.WithObjects(rs), slicetest.WithAnotherClass("silver", silver))
 	require.Equal(t, conditions.Accepted, h.Reconcile(rs).Decision)
 
 	require.NoError(t, h.Client.Delete(context.Background(), rs))
@@ -253,23 +251,6 @@ func TestSeededQuotaCounts(t *testing.T) {
 	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
 }
 
-// One Reconciler per class: the one NewReconciler returned is the one the
-// controller runs once SetupWithManager completed it with the manager's
-// budget feeds, so calling it directly decides exactly as the controller
-// does, with the same budget.
-func TestTheSetUpReconcilerIsTheControllers(t *testing.T) {
-	asking := slicetest.NewSlice("asking", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
-	other := slicetest.NewSlice("other", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"))
-	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(asking, other),
-		slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "10"))))
-
-	_, err := h.Reconciler.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(asking)})
-	require.NoError(t, err, "the Reconciler the user holds decides")
-	assert.Equal(t, conditions.Accepted, h.Reconcile(asking).Decision, "and the controller agrees")
-	res := h.Reconcile(other)
-	assert.Equal(t, conditions.Denied, res.Decision, "the 4 its direct call admitted are counted by the same budget: %s", res.Message)
-}
-
 // A Tenant drained after a slice was accepted: its watch event queues the
 // tenant's slices in every class, and the tenant rule denies them.
 func TestADrainedTenantQueuesItsSlices(t *testing.T) {
@@ -277,7 +258,7 @@ func TestADrainedTenantQueuesItsSlices(t *testing.T) {
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)
 	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "1"))
 	silver := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
-	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(tenant, gold, silver), slicetest.AlsoServe("silver", asked))
+	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(tenant, gold, silver), slicetest.WithAnotherClass("silver", asked))
 	first := h.ReconcilePending()
 	require.Len(t, first, 2, "the seeded slices are queued, each for its class")
 	for _, r := range first {

@@ -37,7 +37,7 @@ func TestCohortReclaimThroughTheHarness(t *testing.T) {
 	waiter := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(borrower, waiter),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(gold), resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", asked, resourceslice.WithBudget(spot)))
+		slicetest.WithAnotherClass("spot", asked, resourceslice.WithBudget(spot)))
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
@@ -80,7 +80,7 @@ func TestSliceBudgetCohort(t *testing.T) {
 	waiter := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(borrower, waiter),
 		slicetest.WithReconcilerOptions(resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", asked),
+		slicetest.WithAnotherClass("spot", asked),
 		slicetest.WithSliceBudget(goldSB, "gold"), slicetest.WithSliceBudget(spotSB, "spot"))
 
 	spot := h.SliceBudget("spot")

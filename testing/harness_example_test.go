@@ -20,7 +20,7 @@ import (
 // slice; the spot slice is woken once more and keeps 4 CPUs, waiting to
 // grow back. ReconcilePending runs what the controllers' queues hold.
 // In a test, pass your *testing.T.
-func ExampleAlsoServe() {
+func ExampleWithAnotherClass() {
 	t := &testing.T{}
 	b, _ := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
 
@@ -31,7 +31,7 @@ func ExampleAlsoServe() {
 
 	h := slicetest.New(t, "gold", policy, slicetest.WithObjects(spot, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", policy, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("spot", policy, resourceslice.WithBudget(b)))
 
 	res := h.Reconcile(gold)
 	fmt.Println("gold-1:", res.Decision, res.Reason)

@@ -25,10 +25,10 @@ import (
 )
 
 // harnessManager is the manager the harness's classes are set up in, the
-// way a class is set up in the manager a user built
-// (resourceslice.Reconciler.SetupWithManager): its client is the fake
+// way a class is set up in the manager a user built (the one internal
+// builder, reached through internal/classhook): its client is the fake
 // client (reads are never behind a test's writes, so that a test may call
-// Reconciler.Pass or SweepInventory right after one), its API reader reads
+// Harness.Reevaluate or SweepInventory right after one), its API reader reads
 // the fake API server, its cache delivers watch events when the harness
 // syncs it. The SDK's other caches (the set's status.class view and
 // ShadowPod watch) are built against a REST config no server answers and are never

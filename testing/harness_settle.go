@@ -53,7 +53,7 @@ func (h *Harness) noteUnsettled(key types.NamespacedName, patch []byte, err erro
 	}
 }
 
-// SettleLostAnswers settles, in budgets, every status write whose answer
+// ReadBackUnansweredWrites settles, in budgets, every status write whose answer
 // did not say whether the API server applied it (an error injected with
 // WithStatusWriteErrors other than a conflict, a not-found or an invalid;
 // AnswerLost's too), as production settles it once the server can no
@@ -67,10 +67,10 @@ func (h *Harness) noteUnsettled(key types.NamespacedName, patch []byte, err erro
 // answered with an error (a 503, a 429), and after the server's request
 // timeout (70s) when no answer came (a timeout, a cut connection), on its
 // own goroutine. The harness holds those reads, so that a test's outcome
-// does not depend on timing: until SettleLostAnswers, such a write's offer
+// does not depend on timing: until ReadBackUnansweredWrites, such a write's offer
 // counts, as it does in production until the read. Pass the budgets of the
 // classes that wrote; those of WithSliceBudget are always settled.
-func (h *Harness) SettleLostAnswers(budgets ...*budget.Budget) {
+func (h *Harness) ReadBackUnansweredWrites(budgets ...*budget.Budget) {
 	h.t.Helper()
 	h.sync()
 	h.mu.Lock()
@@ -108,7 +108,7 @@ func (h *Harness) SettleLostAnswers(budgets ...*budget.Budget) {
 // API server, but holds the budget feed's settling reads (a list of
 // ResourceSlice metadata) until the read's context ends. In production the
 // feed settles a lost answer on its own goroutine, at a time the test does
-// not control; the harness settles them at SettleLostAnswers instead, by
+// not control; the harness settles them at ReadBackUnansweredWrites instead, by
 // the same rule, so that a test's outcome does not depend on timing.
 type heldSettles struct{ client.Reader }
 

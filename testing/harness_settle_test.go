@@ -31,7 +31,7 @@ func TestReconcilePendingRunsTheBudgetsRecheck(t *testing.T) {
 	waiter := slicetest.NewSlice("acme-2", slicetest.WithNamespace("acme"), slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "2"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(held, other, waiter),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b)),
-		slicetest.AlsoServe("spot", asked, resourceslice.WithBudget(b)))
+		slicetest.WithAnotherClass("spot", asked, resourceslice.WithBudget(b)))
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)

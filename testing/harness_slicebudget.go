@@ -27,7 +27,7 @@ import (
 // it on the harness's manager: classes draw from it as from a budget given
 // with resourceslice.WithBudget, and the budget follows the object's spec
 // as in a manager. classes names the harness's classes that draw from it
-// (New's and AlsoServe's); none names New's class. An unknown class, two
+// (New's and WithAnotherClass's); none names New's class. An unknown class, two
 // SliceBudgets of one name, or a spec.nodePool (the harness serves no
 // nodes: give spec.total, and test a node pool on testing/controlplane)
 // fail the test in New.
@@ -86,7 +86,7 @@ func (h *Harness) checkSliceBudgets(specs []classSpec) error {
 		seen[s.name] = true
 		for _, c := range s.classes {
 			if !slices.ContainsFunc(specs, func(sp classSpec) bool { return sp.class == c }) {
-				return fmt.Errorf("SliceBudget %q: class %q draws from it, but the harness serves no such class (New, AlsoServe)", s.name, c)
+				return fmt.Errorf("SliceBudget %q: class %q draws from it, but the harness serves no such class (New, WithAnotherClass)", s.name, c)
 			}
 		}
 	}

@@ -168,7 +168,7 @@ func TestSliceBudgetSharedByClasses(t *testing.T) {
 	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(spot, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithPriority(10)),
-		slicetest.AlsoServe("spot", asked),
+		slicetest.WithAnotherClass("spot", asked),
 		slicetest.WithSliceBudget(sb, "gold", "spot"))
 	assertStatus(t, h.SliceBudget("shared"), 1, 0, "10", "8", "2")
 
@@ -192,7 +192,7 @@ func TestSliceBudgetSharedByClasses(t *testing.T) {
 
 	// By default only New's class draws from it.
 	other := holding("spot-2", "spot", "8")
-	h = slicetest.New(t, "gold", asked, slicetest.WithObjects(other), slicetest.AlsoServe("spot", asked),
+	h = slicetest.New(t, "gold", asked, slicetest.WithObjects(other), slicetest.WithAnotherClass("spot", asked),
 		slicetest.WithSliceBudget(cpuSliceBudget("gold-only", "10")))
 	assertStatus(t, h.SliceBudget("gold-only"), 0, 0, "10", "0", "10")
 }
@@ -241,7 +241,7 @@ func TestWithSliceBudgetRefusesBadSetups(t *testing.T) {
 			want: "slicetest: WithSliceBudget: nil SliceBudget"},
 		"UnknownClass": {reason: "A class the harness does not serve cannot draw.",
 			opts: []slicetest.Option{slicetest.WithSliceBudget(cpuSliceBudget("premium", "1"), "spot")},
-			want: `slicetest: SliceBudget "premium": class "spot" draws from it, but the harness serves no such class (New, AlsoServe)`},
+			want: `slicetest: SliceBudget "premium": class "spot" draws from it, but the harness serves no such class (New, WithAnotherClass)`},
 		"Twice": {reason: "One budget per object: two would both write its status.",
 			opts: []slicetest.Option{slicetest.WithSliceBudget(cpuSliceBudget("premium", "1")), slicetest.WithSliceBudget(cpuSliceBudget("premium", "2"))},
 			want: `slicetest: SliceBudget "premium" given twice (WithSliceBudget)`},

@@ -11,7 +11,7 @@ import (
 // timer after a change that may alter what blocks them; the harness has no
 // clock, so it holds those timers and runs the re-checks itself when its
 // queues are empty (ReconcilePending). What a budget's feed settles on its
-// own goroutine is held too (heldSettles, SettleLostAnswers), and a
+// own goroutine is held too (heldSettles, ReadBackUnansweredWrites), and a
 // SliceBudget's status is written when the test reads it (SliceBudget).
 
 // holdBudgetTimers finds the feeds of the budgets the classes draw from

@@ -54,19 +54,17 @@ func ExampleHarness_lifecycle() {
 
 	// A reservation left over from before a restart: the sweep finds it.
 	h.held[types.NamespacedName{Namespace: a.Namespace, Name: "gone"}] = true
-	keys, _ := hs.Reconciler.SweepInventory(ctx)
-	for _, k := range keys {
-		hs.Reconcile(&authv1beta1.ResourceSlice{ObjectMeta: ctrl.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
-	}
-	fmt.Println("after the sweep:", len(h.held))
+	swept := hs.SweepInventory()
+	fmt.Println("swept:", len(swept), "after the sweep:", len(h.held))
 
 	b := slicetest.NewSlice("b", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "1"))
 	_ = hs.Client.Create(ctx, b)
-	keys, _ = hs.Reconciler.Pass(ctx)
-	fmt.Println("a pass re-evaluates:", keys)
+	for _, res := range hs.Reevaluate() {
+		fmt.Println("a pass re-evaluates:", res.Slice.Name, res.Decision)
+	}
 	// Output:
 	// after deciding a: 1
 	// after deleting a: 0
-	// after the sweep: 0
-	// a pass re-evaluates: [liqo-tenant-consumer/b]
+	// swept: 1 after the sweep: 0
+	// a pass re-evaluates: b Accepted
 }

@@ -38,7 +38,8 @@
 // (make crds; make crds-check fails when the committed CRD differs); the
 // fields' doc comments are its descriptions (kubectl explain sb.spec), so
 // they name fields by their JSON names. Register the Go types in a scheme
-// with AddToScheme (resourceslice.AddToScheme adds them too).
+// with AddToScheme, the one way: a manager serving classes calls it beside
+// Liqo's groups' own.
 // budget.FromObject builds a budget that follows a SliceBudget live (an
 // edit applies within a second, no restart) and, on the leader, writes its
 // status.

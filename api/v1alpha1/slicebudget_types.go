@@ -223,12 +223,15 @@ type ConsumerLimitOverride struct {
 }
 
 // Quantities is a ResourceList the API server checks: at most 32
-// resources, each a qualified name (cpu, memory, nvidia.com/gpu) with a
+// resources, each a standard resource name (cpu, memory,
+// ephemeral-storage, storage, pods, hugepages-<size>) or a domain-qualified
+// one (nvidia.com/gpu), as Kubernetes checks a container's, with a
 // non-negative quantity that Go parses at once (an exponent, if any, is an
 // integer of at most 3 digits). Convert it with ResourceList.
 //
 // +kubebuilder:validation:MaxProperties=32
 // +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+// +kubebuilder:validation:XValidation:rule="self.all(r, r.contains('/') || r in ['cpu', 'memory', 'ephemeral-storage', 'storage', 'pods'] || r.startsWith('hugepages-'))",message="resource names must be standard (cpu, memory, ephemeral-storage, storage, pods, hugepages-<size>) or domain-qualified such as nvidia.com/gpu: a budget limits only the resources it names, so a misspelt name would limit nothing"
 // +kubebuilder:validation:XValidation:rule="self.all(r, type(self[r]) == int ? self[r] >= 0 : !self[r].startsWith('-'))",message="quantities must not be negative"
 type Quantities map[corev1.ResourceName]resource.Quantity
 
@@ -260,6 +263,7 @@ type NodePool struct {
 	// +kubebuilder:validation:items:Type=string
 	// +kubebuilder:validation:items:MaxLength=317
 	// +kubebuilder:validation:XValidation:rule="self.all(r, !format.qualifiedName().validate(r).hasValue())",message="resource names must be qualified names such as cpu or nvidia.com/gpu"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r.contains('/') || r in ['cpu', 'memory', 'ephemeral-storage', 'storage', 'pods'] || r.startsWith('hugepages-'))",message="resource names must be standard (cpu, memory, ephemeral-storage, storage, pods, hugepages-<size>) or domain-qualified such as nvidia.com/gpu: a budget limits only the resources it names, so a misspelt name would limit nothing"
 	Resources []corev1.ResourceName `json:"resources,omitempty"`
 
 	// sharePercent offers this percent of the pool (1–100, default 100),
@@ -431,6 +435,18 @@ type SliceBudgetStatus struct {
 	// +kubebuilder:validation:MaxItems=20
 	Consumers []ConsumerStatus `json:"consumers,omitempty"`
 
+	// consumerLimits are the per-consumer limits in force, one entry per
+	// consumer the applied spec.consumerLimits names, in name order: what
+	// the budget enforces, so that a list a merge patch replaced, or an
+	// entry dropped, shows here. An entry whose consumer the budget counts
+	// no slice of (known false) limits nobody today: a mistyped consumer ID
+	// shows so, and the manager logs it when the limit is set.
+	// +optional
+	// +listType=map
+	// +listMapKey=consumer
+	// +kubebuilder:validation:MaxItems=256
+	ConsumerLimits []ConsumerLimitStatus `json:"consumerLimits,omitempty"`
+
 	// conditions are the budget's conditions: Ready (the spec applied, or
 	// why not) and CapacityBelowUsed (True while capacity is below used for
 	// some resource, its message naming them and the figures when it began;
@@ -472,6 +488,25 @@ type Fullness struct {
 // MaxFullPercent caps Fullness.Percent: a capacity shrunk far below what
 // the slices hold (or to 0) shows 1000, not an unbounded figure.
 const MaxFullPercent = 1000
+
+// ConsumerLimitStatus is one consumer's limit in force.
+type ConsumerLimitStatus struct {
+	// consumer is the consumer's cluster ID, as spec.consumerLimits names
+	// it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Consumer string `json:"consumer"`
+	// limits are what the consumer may hold from the budget, per resource.
+	// +required
+	Limits corev1.ResourceList `json:"limits"`
+	// known is whether the budget counts a slice of the consumer (holding
+	// or waiting). False for a consumer none of whose slices the budget
+	// has seen: its limit applies when one appears, or never if the ID is
+	// mistyped.
+	// +required
+	Known bool `json:"known"`
+}
 
 // ConsumerStatus is what one consumer holds from a budget, and how many of
 // its slices wait.

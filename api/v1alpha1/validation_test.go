@@ -67,6 +67,23 @@ func invalidSpecs() map[string]struct {
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(-2)}},
 			want:   []string{"spec.total", "quantities must not be negative"},
 		},
+		"UnknownResourceName": {
+			reason: "cpus is neither a standard resource name nor domain-qualified: a budget limits only what it names, so it would leave CPU unlimited",
+			spec:   map[string]any{"total": map[string]any{"cpus": "2"}},
+			want:   []string{"spec.total", "resource names must be standard (cpu, memory, ephemeral-storage, storage, pods, hugepages-<size>) or domain-qualified"},
+		},
+		"UnknownResourceNameInOverride": {
+			reason: "a consumer's override is checked as the budget's total is",
+			spec: map[string]any{"total": map[string]any{"cpu": "8"}, "consumerLimits": []any{
+				override("acme", map[string]any{"gpu": "1"}),
+			}},
+			want: []string{"spec.consumerLimits[0].limits", "resource names must be standard"},
+		},
+		"UnknownPoolResource": {
+			reason: "a node pool's resources follow the same rule",
+			spec:   map[string]any{"nodePool": map[string]any{"selector": map[string]any{}, "resources": []any{"cpu", "mem"}}},
+			want:   []string{"spec.nodePool.resources", "resource names must be standard"},
+		},
 		"GarbageQuantity": {
 			reason: "a quantity that does not parse could not be decoded by any client",
 			spec:   map[string]any{"total": map[string]any{"cpu": "lots"}},
@@ -395,6 +412,13 @@ func TestValidSpecAccepted(t *testing.T) {
 			spec:   map[string]any{"total": map[string]any{"cpu": int64(64), "memory": "256Gi", "nvidia.com/gpu": "0"}},
 			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "64", "memory", "256Gi", "nvidia.com/gpu", "0"),
 				Preemption: preemption(v1alpha1.PreemptionNever)},
+		},
+		"StandardResourceNames": {
+			reason: "every standard resource name a budget may limit, and quantities with suffixes and exponents, are accepted",
+			spec: map[string]any{"total": map[string]any{"cpu": "500m", "memory": "1e3", "ephemeral-storage": "10Gi",
+				"storage": "1Ti", "pods": int64(110), "hugepages-2Mi": "1Gi"}},
+			want: v1alpha1.SliceBudgetSpec{Total: quantities("cpu", "500m", "memory", "1e3", "ephemeral-storage", "10Gi",
+				"storage", "1Ti", "pods", "110", "hugepages-2Mi", "1Gi"), Preemption: preemption(v1alpha1.PreemptionNever)},
 		},
 		"NodePool": {
 			reason: "every node-pool option budget.NewNodePool takes",

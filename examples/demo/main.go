@@ -25,6 +25,7 @@ import (
 
 	"github.com/go-logr/logr"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,6 +37,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
@@ -96,7 +98,7 @@ func run(progress, out io.Writer) error {
 	// The manager's scheme: the control plane's (client-go's and Liqo's
 	// types), what the SDK reads and writes, and events for the tour's
 	// reads.
-	for _, add := range []func(*runtime.Scheme) error{resourceslice.AddToScheme, eventsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{authv1beta1.AddToScheme, offloadingv1beta1.AddToScheme, v1alpha1.AddToScheme, eventsv1.AddToScheme} {
 		if err := add(cp.Scheme); err != nil {
 			return err
 		}

@@ -2,7 +2,7 @@
 // a node-pool budget (budget.NewNodePool) sizes the class from the nodes
 // themselves, a per-consumer limit (budget.WithConsumerLimit) keeps one
 // consumer from taking the whole pool, and the policy pins each offer to
-// the pool's nodes (budget.Budget.Pin) so that the consumer's virtual node
+// the pool's nodes (budget.Budget.PinToNodePool) so that the consumer's virtual node
 // shows their labels and its virtual kubelet schedules onto them.
 //
 // The policy is the decision alone: it grants the GPUs a slice asks for,

@@ -1,6 +1,8 @@
 package gpupool_test
 
 import (
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
@@ -9,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/examples/gpupool"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -20,8 +23,10 @@ import (
 // The manager's client needs list and watch on nodes.
 func ExampleNew() {
 	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme)) // a node pool reads Nodes and Pods
-	utilruntime.Must(resourceslice.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))    // a node pool reads Nodes and Pods
+	utilruntime.Must(authv1beta1.AddToScheme(scheme))       // Liqo's ResourceSlices and Tenants
+	utilruntime.Must(offloadingv1beta1.AddToScheme(scheme)) // Liqo's Quotas, which budgets count
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))          // SliceBudgets
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
 	if err != nil {
 		panic(err)

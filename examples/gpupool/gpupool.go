@@ -54,7 +54,7 @@ func New(pool *budget.Budget) handler.Handler {
 			}
 		}
 		rs.Status.Resources = offer
-		if err := pool.Pin(rs); err != nil {
+		if err := pool.PinToNodePool(rs); err != nil {
 			return ctrl.Result{}, reconcile.TerminalError(err)
 		}
 		conditions.Accept(rs, ReasonGranted, fmt.Sprintf("%s %s for consumer %s from pool %q",

@@ -1,6 +1,7 @@
 package gpupool_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
@@ -98,7 +100,7 @@ func TestPolicySetupErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := slicetest.NewSlice("s", slicetest.WithClass(class), slicetest.WithRequest(gpupool.GPU, "1"))
 			res := slicetest.New(t, class, gpupool.New(pool), slicetest.WithObjects(s)).Reconcile(s)
-			assert.True(t, res.Terminal(), "want a terminal error, got %v", res.Err)
+			assert.True(t, errors.Is(res.Err, reconcile.TerminalError(nil)), "want a terminal error, got %v", res.Err)
 			assert.Empty(t, res.Decision)
 		})
 	}

@@ -14,7 +14,7 @@
 // code 1.
 //
 // The manager caches only what the SDK reads: ResourceSlices, trimmed with
-// resourceslice.TrimCache, Tenants and namespaces' metadata, all without
+// resourceslice.DropUnreadSliceFields, Tenants and namespaces' metadata, all without
 // managed fields. A read of any other type fails instead of starting an
 // informer; events are written, never read. Node pools of the classes file
 // watch their nodes (and pods, with localPods) through trimmed caches of
@@ -131,14 +131,15 @@ func parseFlags(args []string, help io.Writer) (options, error) {
 // a manager whose file names none never reads them, and needs neither
 // their CRD nor their RBAC). Its cache holds
 // only what the controllers watch: ResourceSlices (trimmed by
-// resourceslice.TrimCache), Tenants and namespaces' metadata (without
+// resourceslice.DropUnreadSliceFields), Tenants and namespaces' metadata (without
 // managed fields). Reading any other type through the client fails
 // with cache.ErrResourceNotCached instead of silently starting an informer
 // for it.
 func managerOptions(o options) (manager.Options, error) {
 	// The scheme is the manager's, and the SDK never adds to it: this one
 	// holds what this manager's options use, no more (a full one is
-	// clientgoscheme.AddToScheme and resourceslice.AddToScheme). Liqo's
+	// clientgoscheme.AddToScheme, authv1beta1.AddToScheme,
+	// offloadingv1beta1.AddToScheme and v1alpha1.AddToScheme). Liqo's
 	// slices and Tenants, and its Quotas, which a budget counts.
 	scheme := runtime.NewScheme()
 	if err := authv1beta1.AddToScheme(scheme); err != nil {
@@ -176,7 +177,7 @@ func managerOptions(o options) (manager.Options, error) {
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 	}
-	resourceslice.TrimCache(&opts.Cache)
+	resourceslice.DropUnreadSliceFields(&opts.Cache)
 	return opts, nil
 }
 
@@ -193,7 +194,7 @@ func newManager(o options, cfg *rest.Config) (manager.Manager, error) {
 	if o.ClassesFile != "" {
 		// The flags' options are the set's defaults: every class of the
 		// file, as it changes, is served with them.
-		set, err := resourceslice.NewClassSet(mgr, o.ClassOptions()...)
+		set, err := resourceslice.NewClassSet(mgr, o.ClassDefaults()...)
 		if err != nil {
 			return nil, err
 		}

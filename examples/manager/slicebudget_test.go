@@ -159,7 +159,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 	require.NoError(t, err)
 	mgr, err := manager.New(cp.Config, opts)
 	require.NoError(t, err)
-	set, err := resourceslice.NewClassSet(mgr, o.ClassOptions()...)
+	set, err := resourceslice.NewClassSet(mgr, o.ClassDefaults()...)
 	require.NoError(t, err)
 	objects := &objectBudgets{calls: map[string]int{}, fail: map[string]bool{"broken": true}}
 	build := sdkflags.NewClassBuilder(mgr)

@@ -1,6 +1,6 @@
 // Package sdkscheme holds the one list of the API types the SDK reads and
 // writes through a manager's client and cache, for
-// resourceslice.AddToScheme and for the test kits' managers (which cannot
+// the SDK's own tests and for the test kits' managers (which cannot
 // import resourceslice: its own tests import them).
 package sdkscheme
 

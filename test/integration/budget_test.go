@@ -23,6 +23,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -276,7 +277,7 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 				if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
 					return err
 				}
-				conditions.Set(&rs, conditions.Authentication, conditions.Accepted, "LiqoAuth", fmt.Sprintf("round %d", round))
+				sliceconds.Set(&rs, conditions.Authentication, conditions.Accepted, "LiqoAuth", fmt.Sprintf("round %d", round))
 				return cp.Client.Status().Update(ctx, &rs)
 			})
 			if err == nil {

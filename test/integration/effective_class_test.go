@@ -54,8 +54,8 @@ func TestEffectiveClassFromStatus(t *testing.T) {
 			mf = append(mf, m.Manager)
 		}
 	}
-	assert.Contains(t, mf, resourceslice.FieldManager("eff-gold"), "the status patch names its class controller")
-	assert.NotContains(t, mf, resourceslice.FieldManager("eff-silver"))
+	assert.Contains(t, mf, "sliceclass-eff-gold", "the status patch names its class controller")
+	assert.NotContains(t, mf, "sliceclass-eff-silver")
 }
 
 // extendCRDWithStatusClass adds status.class to the ResourceSlice CRD, as a

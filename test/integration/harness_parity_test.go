@@ -24,7 +24,7 @@ import (
 )
 
 // The harness runs what production runs (issue 28): each scenario below is
-// played twice, on the harness (slicetest.New with AlsoServe, the steps
+// played twice, on the harness (slicetest.New with WithAnotherClass, the steps
 // made through Harness.Client, ReconcilePending after each) and on the
 // control plane (a manager with the same classes through AddToManager and
 // Liqo's QuotaCreator beside them, the steps made through the API server,
@@ -157,7 +157,7 @@ func playOnHarness(t *testing.T, sc parityScenario, consumer string) map[string]
 	b := sc.budget(t)
 	var opts []slicetest.Option
 	for _, c := range sc.classes[1:] {
-		opts = append(opts, slicetest.AlsoServe(c.name, accept("Granted", nil), c.options(b)...))
+		opts = append(opts, slicetest.WithAnotherClass(c.name, accept("Granted", nil), c.options(b)...))
 	}
 	opts = append(opts, slicetest.WithReconcilerOptions(sc.classes[0].options(b)...))
 	h := slicetest.New(t, sc.classes[0].name, accept("Granted", nil), opts...)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 )
 
@@ -33,9 +34,9 @@ func TestAddToManagerSetup(t *testing.T) {
 	gold, silver := "setup-gold-"+run, "setup-silver-"+run
 	h := accept("Granted", nil)
 	err = resourceslice.AddToManager(mgr, gold, h)
-	assert.ErrorContains(t, err, "call resourceslice.AddToScheme(scheme)", "a scheme without Liqo's types")
+	assert.ErrorContains(t, err, "call authv1beta1.AddToScheme(scheme)", "a scheme without Liqo's types")
 	assert.False(t, scheme.Recognizes(authv1beta1.GroupVersion.WithKind("ResourceSlice")), "the scheme is the user's")
-	require.NoError(t, resourceslice.AddToScheme(scheme)) // before the manager starts: nothing reads it yet
+	require.NoError(t, sdkscheme.Add(scheme)) // before the manager starts: nothing reads it yet
 	require.NoError(t, resourceslice.AddToManager(mgr, gold, h), "first class")
 	assert.NoError(t, resourceslice.AddToManager(mgr, silver, h), "a second class in the same manager")
 	cases := map[string]struct {

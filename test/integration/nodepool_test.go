@@ -232,7 +232,7 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 	var full, half, reserved *budget.Budget
 	pin := func(ctx context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
 		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
-		if err := full.Pin(rs); err != nil {
+		if err := full.PinToNodePool(rs); err != nil {
 			return ctrl.Result{}, err
 		}
 		conditions.Accept(rs, "Granted", "granted on the GPU pool")
@@ -278,8 +278,8 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 	create(t, slicetest.NewSlice("held", slicetest.WithNamespace(ns), slicetest.WithClass(class), slicetest.WithRequest(resourceGPU, "3")))
 	testkit.Eventually(t, "held Accepted on 4 GPUs", decision(ns, "held", "Accepted/Granted"))
 	held := get(t, ns, "held")
-	assert.Equal(t, map[string]string{"pool": "gpu", poolTestLabel: id}, held.Status.NodeSelector, "Pin sets the pool's selector")
-	assert.Equal(t, map[string]string{"pool": "gpu", poolTestLabel: id}, held.Status.NodeLabels, "Pin sets the pool's labels")
+	assert.Equal(t, map[string]string{"pool": "gpu", poolTestLabel: id}, held.Status.NodeSelector, "PinToNodePool sets the pool's selector")
+	assert.Equal(t, map[string]string{"pool": "gpu", poolTestLabel: id}, held.Status.NodeLabels, "PinToNodePool sets the pool's labels")
 	rvHeld := held.ResourceVersion
 
 	setCordon := func(on bool) func(*corev1.Node) { return func(n *corev1.Node) { n.Spec.Unschedulable = on } }

@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -34,11 +35,11 @@ import (
 // lack sliceclass.io/v1alpha1: FromObject adds it before start.
 
 // sbScheme is a manager's scheme: client-go's, Liqo's and the SDK's types
-// (resourceslice.AddToScheme, SliceBudget included), as a user's main
+// (sdkscheme.Add, SliceBudget included), as a user's main
 // builds it: the SDK never adds to it.
 func sbScheme() *runtime.Scheme {
 	s := noSBScheme()
-	if err := resourceslice.AddToScheme(s); err != nil {
+	if err := sdkscheme.Add(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -359,8 +360,8 @@ func TestSliceBudgetNodePool(t *testing.T) {
 		return cpuIs(st.Capacity, "10") && len(st.Capacity) == 1
 	})
 	rs := &authv1beta1.ResourceSlice{}
-	require.NoError(t, b.Pin(rs))
-	assert.Equal(t, map[string]string{"pool": "cpu", poolTestLabel: id}, rs.Status.NodeSelector, "Pin follows the spec's selector")
+	require.NoError(t, b.PinToNodePool(rs))
+	assert.Equal(t, map[string]string{"pool": "cpu", poolTestLabel: id}, rs.Status.NodeSelector, "PinToNodePool follows the spec's selector")
 
 	create(t, sliceIn(ns, "a", "sb-pool", slicetest.WithRequest(corev1.ResourceCPU, "8")))
 	testkit.Eventually(t, "a Accepted with 8", func() bool { return conditions.IsAccepted(get(t, ns, "a")) })
@@ -384,7 +385,7 @@ func TestSliceBudgetNodePool(t *testing.T) {
 		g := st.Capacity[resourceGPU]
 		return cpuIs(st.Capacity, "4") && g.Value() == 2 && st.ObservedGeneration == sliceBudget(t, c, "sb-pool").Generation
 	})
-	require.NoError(t, b.Pin(rs))
+	require.NoError(t, b.PinToNodePool(rs))
 	assert.Equal(t, "gpu", rs.Status.NodeSelector["pool"])
 
 	editSliceBudget(t, c, "sb-pool", func(s *v1alpha1.SliceBudgetSpec) { s.NodePool, s.Total = nil, cpuList("20") })
@@ -392,7 +393,7 @@ func TestSliceBudgetNodePool(t *testing.T) {
 		st := sliceBudget(t, c, "sb-pool").Status
 		return cpuIs(st.Capacity, "20") && len(st.Capacity) == 1 && cpuIs(st.Available, "12")
 	})
-	require.Error(t, b.Pin(rs), "no pool any more")
+	require.Error(t, b.PinToNodePool(rs), "no pool any more")
 	changeNode(t, "sb-pool-g", true, setReady(corev1.ConditionFalse))
 	testkit.Consistently(t, 2*time.Second, "the old pool no longer moves the total", func() bool { return cpuIs(b.Total(), "20") })
 }
@@ -480,6 +481,6 @@ func TestFromObjectAfterStartNeedsTheTypes(t *testing.T) {
 	<-m.Elected()
 	_, err := budget.FromObject(m, "sb-late")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "sliceclass.io/v1alpha1 SliceBudget: call resourceslice.AddToScheme(scheme)")
+	assert.Contains(t, err.Error(), "sliceclass.io/v1alpha1 SliceBudget: call v1alpha1.AddToScheme(scheme)")
 	assert.False(t, m.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("SliceBudget")), "the scheme is left as it was")
 }

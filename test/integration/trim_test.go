@@ -19,7 +19,7 @@ func TestTrimmedCacheKeepsServerFields(t *testing.T) {
 	create(t, sliceIn(ns, "t", "trim"))
 
 	opts := testkit.ManagerOptions(t, cp.Scheme)
-	resourceslice.TrimCache(&opts.Cache)
+	resourceslice.DropUnreadSliceFields(&opts.Cache)
 	testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
 		return resourceslice.AddToManager(mgr, "trim", accept("Granted", nil))
 	})

@@ -24,13 +24,14 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/classhook"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
-// One wiring path (issue 18): a class wired by hand (NewReconciler, then
-// SetupWithManager on the user's own builder) decides exactly as one
+// One wiring path (issue 18): a class wired on a builder of its own, as the
+// test kit's harness wires it (internal/classhook), decides exactly as one
 // registered with AddToManager, in the same manager, through every input a
 // decision depends on: its slices, the tenant rule (Tenant watch), a
 // budget's re-admission when capacity frees (the Reconciler's own source),
@@ -49,15 +50,13 @@ func TestByHandDecidesLikeAddToManager(t *testing.T) {
 			resourceslice.WithBudget(budgets[auto]), fastBackoff()); err != nil {
 			return err
 		}
-		r, err := resourceslice.NewReconciler(mgr.GetClient(), byHand, accept("Granted", nil), resourceslice.WithBudget(budgets[byHand]))
-		if err != nil {
-			return err
-		}
 		set, err := resourceslice.NewClassSet(mgr)
 		if err != nil {
 			return err
 		}
-		return r.SetupWithManager(set, ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 2}))
+		_, err = classhook.Build(mgr.GetClient(), byHand, accept("Granted", nil), nil, []any{resourceslice.WithBudget(budgets[byHand])},
+			set, ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: 2}))
+		return err
 	})
 
 	got := map[string][]string{}

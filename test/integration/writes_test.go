@@ -27,6 +27,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -72,7 +73,7 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 					if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
 						return err
 					}
-					conditions.Set(&rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", w.msg)
+					sliceconds.Set(&rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", w.msg)
 					rs.Status.AuthParams.SignedCRT = []byte(w.crt)
 					if err := cp.Client.Status().Update(ctx, &rs); err != nil {
 						return err
@@ -249,7 +250,7 @@ func TestForeignChangesDiscarded(t *testing.T) {
 		rs.Labels["meddled"] = "yes"
 		rs.Spec.Resources = nil
 		rs.Status.AuthParams.SignedCRT = []byte("forged")
-		conditions.Set(rs, conditions.Authentication, conditions.Denied, "Forged", "")
+		sliceconds.Set(rs, conditions.Authentication, conditions.Denied, "Forged", "")
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})

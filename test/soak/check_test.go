@@ -12,6 +12,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
 // The soak's final check, without a cluster: it must tell a slice decided
@@ -29,7 +30,7 @@ func TestCheckSlice(t *testing.T) {
 			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 			rs.Status.Resources[corev1.ResourceCPU] = *resource.NewQuantity(grantedCPU, resource.DecimalSI)
 		}
-		conditions.Set(rs, conditions.Resources, status, reason, "")
+		sliceconds.Set(rs, conditions.Resources, status, reason, "")
 		return rs
 	}
 	active, drained, cordoned := authv1beta1.TenantConditionActive, authv1beta1.TenantConditionDrained, authv1beta1.TenantConditionCordoned

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -253,7 +254,7 @@ func liqoAuth(rs *authv1beta1.ResourceSlice, rev int) {
 		rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca"), APIServer: "https://" + slicetest.DefaultProvider + ":6443"}
 	}
 	rs.Status.AuthParams.SignedCRT = certificate(rev)
-	conditions.Set(rs, conditions.Authentication, conditions.Accepted, authReason, authMessage(rev))
+	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, authReason, authMessage(rev))
 }
 
 // checkLiqoFields reports how the slice's Liqo-owned status differs from

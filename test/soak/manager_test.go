@@ -43,7 +43,7 @@ func startSoakManager(t *testing.T, bronze *budget.Budget, reg *prometheus.Regis
 	t.Helper()
 	opts := testkit.ManagerOptions(t, cp.Scheme)
 	opts.Logger = logr.New(errorSink{logs})
-	resourceslice.TrimCache(&opts.Cache)
+	resourceslice.DropUnreadSliceFields(&opts.Cache)
 	return testkit.StartManagerWith(t, cp.Config, opts, func(mgr manager.Manager) error {
 		common := []resourceslice.Option{
 			resourceslice.WithMaxConcurrentReconciles(4),

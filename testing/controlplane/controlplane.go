@@ -188,8 +188,8 @@ func New() (*ControlPlane, error) {
 }
 
 // newScheme holds client-go's types, Liqo's authentication and offloading
-// types, what the SDK reads and writes (resourceslice.AddToScheme, which
-// this package cannot import: the SDK's own tests import it), and CRDs.
+// types, what the SDK reads and writes (internal/sdkscheme: the groups a
+// user's main adds, each with its own AddToScheme), and CRDs.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{

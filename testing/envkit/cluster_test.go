@@ -65,14 +65,14 @@ func TestCreateConsumer(t *testing.T) {
 
 	var got corev1.Namespace
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: ns}, &got))
-	assert.Equal(t, "envkit-alice", got.Labels[envkit.LabelRemoteClusterID])
-	assert.Equal(t, "true", got.Labels[envkit.LabelTenantNamespace])
+	assert.Equal(t, "envkit-alice", got.Labels["liqo.io/remote-cluster-id"])
+	assert.Equal(t, "true", got.Labels["liqo.io/tenant-namespace"])
 
 	key := client.ObjectKey{Namespace: ns, Name: "envkit-alice"}
 	var tenant authv1beta1.Tenant
 	require.NoError(t, cp.Client.Get(ctx, key, &tenant))
 	assert.Equal(t, authv1beta1.TenantConditionActive, tenant.Spec.TenantCondition)
-	assert.Equal(t, "envkit-alice", tenant.Labels[envkit.LabelRemoteClusterID], "the tenant rule finds it by this label")
+	assert.Equal(t, "envkit-alice", tenant.Labels["liqo.io/remote-cluster-id"], "the tenant rule finds it by this label")
 	assert.Equal(t, "envkit-alice", string(tenant.Spec.ClusterID))
 
 	require.NoError(t, envkit.SetTenantCondition(ctx, cp.Client, key, authv1beta1.TenantConditionDrained))
@@ -82,7 +82,7 @@ func TestCreateConsumer(t *testing.T) {
 	require.NoError(t, cp.CreateNamespace(ctx, "envkit-existing"))
 	require.NoError(t, envkit.CreateTenantNamespace(ctx, cp.Client, "envkit-existing", "bob"))
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Name: "envkit-existing"}, &got))
-	assert.Equal(t, "bob", got.Labels[envkit.LabelRemoteClusterID], "an existing namespace is labelled")
+	assert.Equal(t, "bob", got.Labels["liqo.io/remote-cluster-id"], "an existing namespace is labelled")
 
 	_, err = envkit.CreateConsumer(ctx, cp.Client, "envkit-alice")
 	require.Error(t, err, "the Tenant exists")

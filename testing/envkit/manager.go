@@ -21,17 +21,6 @@ import (
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
 
-const (
-	// SyncTimeout bounds how long StartManager waits for the manager's
-	// cache to sync: a test fails rather than hangs. It is WaitTimeout:
-	// StartManager returns as soon as the cache syncs.
-	SyncTimeout = WaitTimeout
-	// StopTimeout bounds how long Manager.Stop waits for the manager's
-	// Start to return. It is WaitTimeout: Stop returns as soon as Start
-	// does.
-	StopTimeout = WaitTimeout
-)
-
 // ManagerOptions are the options of a manager in a test: scheme, no
 // metrics or health-probe listener (tests of one process would fight for
 // the ports), controller names that may repeat (each test starts its own
@@ -101,7 +90,7 @@ type Manager struct {
 }
 
 // StartManager builds a manager on cp with ManagerOptions, lets register
-// add the controllers under test, starts it and waits (at most SyncTimeout)
+// add the controllers under test, starts it and waits (at most WaitTimeout)
 // for its cache to sync. It is stopped when the test ends, or earlier with
 // Stop:
 //
@@ -139,7 +128,7 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, opts manager.Options, regi
 	}()
 	t.Cleanup(m.Stop)
 	// A manager whose Start fails never syncs: stop waiting then.
-	syncCtx, stopSync := context.WithTimeout(ctx, SyncTimeout)
+	syncCtx, stopSync := context.WithTimeout(ctx, WaitTimeout)
 	defer stopSync()
 	go func() {
 		select {
@@ -152,7 +141,7 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, opts manager.Options, regi
 		if !m.Running() {
 			t.Fatalf("envkit: the manager stopped before its cache synced: %v", m.err)
 		}
-		t.Fatalf("envkit: the manager's cache did not sync within %s", SyncTimeout)
+		t.Fatalf("envkit: the manager's cache did not sync within %s", WaitTimeout)
 	}
 	return m
 }
@@ -184,11 +173,11 @@ func (m *Manager) Err() error {
 	}
 }
 
-// Stop stops the manager and waits at most StopTimeout for its Start to
+// Stop stops the manager and waits at most WaitTimeout for its Start to
 // return, so that when Stop returns no controller of the manager writes any
 // more. An error from Start, or a manager that does not stop in time, fails
 // the test (t.Errorf, naming which); when something the manager ran did
-// not return (Start gave up after its grace period, or StopTimeout passed),
+// not return (Start gave up after its grace period, or WaitTimeout passed),
 // the test log also gets every goroutine's stack, to say what. Only the
 // first call stops; it is also called when the test ends.
 func (m *Manager) Stop() {
@@ -202,8 +191,8 @@ func (m *Manager) Stop() {
 					m.t.Logf("envkit: the goroutines still running:\n%s", goroutines())
 				}
 			}
-		case <-time.After(StopTimeout):
-			m.t.Errorf("envkit: the manager did not stop within %s", StopTimeout)
+		case <-time.After(WaitTimeout):
+			m.t.Errorf("envkit: the manager did not stop within %s", WaitTimeout)
 			m.t.Logf("envkit: the goroutines still running:\n%s", goroutines())
 		}
 	})

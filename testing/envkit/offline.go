@@ -33,7 +33,7 @@ func UnreachableManager(t testing.TB) manager.Manager {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatalf("envkit: %v", err)
 	}
-	if err := sdkscheme.Add(scheme); err != nil { // resourceslice.AddToScheme
+	if err := sdkscheme.Add(scheme); err != nil { // the groups a user's main adds
 		t.Fatalf("envkit: %v", err)
 	}
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})

@@ -17,24 +17,24 @@ import (
 // Liqo's labels on a tenant namespace (Liqo v1.2.0's tenant namespace
 // manager sets both).
 const (
-	// LabelRemoteClusterID names the consumer a tenant namespace (and its
+	// labelRemoteClusterID names the consumer a tenant namespace (and its
 	// Tenant) belongs to: the SDK's trusted consumer identity.
-	LabelRemoteClusterID = "liqo.io/remote-cluster-id"
-	// LabelTenantNamespace marks a namespace as a tenant namespace.
-	LabelTenantNamespace = "liqo.io/tenant-namespace"
+	labelRemoteClusterID = "liqo.io/remote-cluster-id"
+	// labelTenantNamespace marks a namespace as a tenant namespace.
+	labelTenantNamespace = "liqo.io/tenant-namespace"
 )
 
-// TenantNamespace is the name Liqo gives the tenant namespace of
+// tenantNamespace is the name Liqo gives the tenant namespace of
 // consumer: liqo-tenant-<consumer>.
-func TenantNamespace(consumer string) string { return "liqo-tenant-" + consumer }
+func tenantNamespace(consumer string) string { return "liqo-tenant-" + consumer }
 
 // CreateTenantNamespace creates the namespace name as Liqo creates a
 // consumer's tenant namespace on the provider, labelled with the consumer's
-// cluster ID (LabelRemoteClusterID), which is what the SDK takes as the
+// cluster ID (label liqo.io/remote-cluster-id), which is what the SDK takes as the
 // consumer of every slice in it. An existing namespace is labelled
 // instead, so that a test may reuse one.
 func CreateTenantNamespace(ctx context.Context, c client.Client, name, consumer string) error {
-	labels := map[string]string{LabelRemoteClusterID: consumer, LabelTenantNamespace: "true"}
+	labels := map[string]string{labelRemoteClusterID: consumer, labelTenantNamespace: "true"}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	err := c.Create(ctx, ns)
 	if apierrors.IsAlreadyExists(err) {
@@ -66,7 +66,7 @@ func CreateTenant(ctx context.Context, c client.Client, namespace, consumer stri
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      consumer,
 			Namespace: namespace,
-			Labels:    map[string]string{LabelRemoteClusterID: consumer},
+			Labels:    map[string]string{labelRemoteClusterID: consumer},
 		},
 		Spec: authv1beta1.TenantSpec{
 			ClusterID:       liqov1beta1.ClusterID(consumer),
@@ -98,13 +98,13 @@ func SetTenantCondition(ctx context.Context, c client.Client, key types.Namespac
 }
 
 // CreateConsumer makes what Liqo makes on the provider when consumer
-// peers: its tenant namespace (TenantNamespace(consumer)) and an Active
+// peers: its tenant namespace (liqo-tenant-<consumer>) and an Active
 // Tenant in it. It returns the namespace, where the consumer's slices go:
 //
 //	ns, err := envkit.CreateConsumer(ctx, cp.Client, "alice")
 //	rs := slicetest.NewSlice("s1", slicetest.WithNamespace(ns), slicetest.WithConsumer("alice"))
 func CreateConsumer(ctx context.Context, c client.Client, consumer string) (string, error) {
-	ns := TenantNamespace(consumer)
+	ns := tenantNamespace(consumer)
 	if err := CreateTenantNamespace(ctx, c, ns, consumer); err != nil {
 		return "", err
 	}

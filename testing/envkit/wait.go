@@ -17,18 +17,18 @@ import (
 // wait of a test suite gives up at the same, generous, deadline.
 const WaitTimeout = testwait.Timeout
 
-// DefaultInterval is how often Eventually and Consistently check, and
+// defaultInterval is how often Eventually and Consistently check, and
 // what the zero Poller uses.
-const DefaultInterval = 50 * time.Millisecond
+const defaultInterval = 50 * time.Millisecond
 
 // Poller checks a condition at a fixed interval. The zero Poller checks
-// every DefaultInterval.
+// every defaultInterval.
 type Poller struct {
 	interval time.Duration
 }
 
 // Every returns a Poller that checks every interval: slower than
-// DefaultInterval where each check is expensive (a list of thousands of
+// defaultInterval where each check is expensive (a list of thousands of
 // slices) or where a test measures the load it puts on the API server.
 func Every(interval time.Duration) Poller {
 	return Poller{interval: interval}
@@ -36,7 +36,7 @@ func Every(interval time.Duration) Poller {
 
 func (p Poller) every() time.Duration {
 	if p.interval <= 0 {
-		return DefaultInterval
+		return defaultInterval
 	}
 	return p.interval
 }
@@ -92,7 +92,7 @@ func (p Poller) Consistently(t testing.TB, d time.Duration, what string, cond fu
 	}
 }
 
-// Eventually checks cond every DefaultInterval until it holds, and fails
+// Eventually checks cond every defaultInterval until it holds, and fails
 // the test, naming what it waited for, if it still does not after
 // WaitTimeout. It returns as soon as cond holds: it says that something
 // happens, not how fast (that is a benchmark's job; log a duration you
@@ -109,7 +109,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	Poller{}.Eventually(t, what, cond)
 }
 
-// Consistently checks cond every DefaultInterval for d and fails the test,
+// Consistently checks cond every defaultInterval for d and fails the test,
 // naming what stopped holding, the first time it does not hold.
 func Consistently(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

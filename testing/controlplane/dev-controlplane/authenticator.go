@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/sliceconds"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
 
@@ -134,7 +135,7 @@ func (a *authenticator) deny(ctx context.Context, rs *authv1beta1.ResourceSlice,
 		if err := a.client.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
 			return err
 		}
-		conditions.Set(&cur, conditions.Authentication, conditions.Denied, reasonAuthDenied, "ResourceSlice authentication denied")
+		sliceconds.Set(&cur, conditions.Authentication, conditions.Denied, reasonAuthDenied, "ResourceSlice authentication denied")
 		return a.client.Status().Update(ctx, &cur)
 	})
 	if err != nil {
