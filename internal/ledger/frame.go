@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The snapshot decide reads, taken from the live books and lines of a
@@ -81,4 +82,106 @@ func (l *Ledger) frameLocked() (frame, []frameWaiter) {
 		ws = append(ws, *byHolder[h])
 	}
 	return f, ws
+}
+
+// decidedWakesLocked returns a function, to call without the lock, that
+// wakes the waiting slices of l's domain that decide (decide.go) admits
+// or reclaims for on the domain as it stands: after a change of settings
+// or membership, a waiter that fits, or fits once lower priorities yield,
+// is decided again at once instead of when an unrelated change wakes it
+// (issue 50, "a waiter that fits stalls"). The woken slices ask the
+// budget again; the remembered caps and promises still decide what they
+// are answered, until the loop publishes decide's plan itself.
+func (l *Ledger) decidedWakesLocked() func() {
+	f, ws := l.frameLocked()
+	if f.paused != "" || len(ws) == 0 {
+		return func() {}
+	}
+	p := decide(f, ws)
+	var wakes []func(types.NamespacedName)
+	var keys []types.NamespacedName
+	// A waiter the remembered caps disagree with is woken too, to be
+	// planned again: one the caps serve that decide reclaims nothing for
+	// (its lender's policy changed, it left), one decide reclaims for
+	// whose victims' caps were lifted (a borrower's own switch).
+	stale := map[Holder]bool{}
+	planned := map[Holder]bool{}
+	for _, c := range p.caps {
+		for _, part := range c.parts {
+			if part.reason == capForWaiter {
+				planned[part.waiter] = true
+			}
+		}
+	}
+	for _, m := range l.domainLocked() {
+		for key, e := range m.books.slices {
+			if e.capped == nil || e.capped.limit || e.capped.pool {
+				continue
+			}
+			if !planned[e.capped.waiter] {
+				stale[e.capped.waiter] = true
+			}
+			if c, ok := p.caps[key]; !ok || len(c.parts) == 0 {
+				stale[e.capped.waiter] = true
+			}
+		}
+	}
+	for key, c := range p.caps {
+		for _, part := range c.parts {
+			if part.reason != capForWaiter {
+				continue
+			}
+			if e := l.entryLocked(key); e == nil || e.capped == nil || e.capped.waiter != part.waiter {
+				stale[part.waiter] = true
+			}
+		}
+	}
+	for _, w := range ws {
+		d := p.decisions[w.Holder]
+		if !stale[w.Holder] {
+			if d.kind != decideAdmit && !d.reclaiming {
+				continue
+			}
+			if l.wokenLocked(w.Holder, d.reclaiming) {
+				continue // the line woke it already, or reclaims for it
+			}
+		}
+		for _, m := range l.domainLocked() {
+			if c, ok := m.books.classes[w.Class]; ok && c.Wake != nil {
+				wakes, keys = append(wakes, c.Wake), append(keys, w.Key)
+				break
+			}
+		}
+	}
+	return func() {
+		for i, wake := range wakes {
+			wake(keys[i])
+		}
+	}
+}
+
+// wokenLocked reports whether the lines of l's domain already woke h
+// (promised it what is free) or, when reclaiming, reclaim for it.
+func (l *Ledger) wokenLocked(h Holder, reclaiming bool) bool {
+	for _, m := range l.domainLocked() {
+		if w := m.line.by[h]; w != nil && (w.promised || (reclaiming && w.reclaiming)) {
+			return true
+		}
+	}
+	return false
+}
+
+// entryLocked is the entry of key in the member of l's domain whose
+// class serves it, else in any member that counts it.
+func (l *Ledger) entryLocked(key types.NamespacedName) *entry {
+	var found *entry
+	for _, m := range l.domainLocked() {
+		if e := m.books.slices[key]; e != nil {
+			if e.member {
+				return e
+			}
+			found = e
+		}
+	}
+	return found
 }

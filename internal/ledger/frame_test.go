@@ -25,9 +25,20 @@ func TestFrameScenarioPauses(t *testing.T) {
 	d, caps := gold.l.PlanNow()
 	assert.Equal(t, "wait:"+ledger.ReasonExhausted, d["g1"], "spot's stopped slice still holds 14")
 	assert.Empty(t, caps)
-	spot.l.ForgetAll()
+	spot.l.ForgetAll() // its feed is released with its last class
 	d, _ = gold.l.PlanNow()
-	assert.Equal(t, "wait:"+ledger.ReasonNotCounted, d["g1"], "spot's books are forgotten: the domain decides nothing")
+	assert.Equal(t, "wait:"+ledger.ReasonExhausted, d["g1"], "a stopped member's books are kept: its slice still holds 14")
+	// Served again, its books are counted anew: until its new feed has
+	// counted them, the domain decides nothing.
+	require.NoError(t, spot.l.Attach("spot", ledger.Class{}))
+	d, _ = gold.l.PlanNow()
+	assert.Equal(t, "wait:"+ledger.ReasonNotCounted, d["g1"], "spot's books are being counted again: the domain decides nothing")
+	r := refused(t, []*ledger.Ledger{gold.l}, ask(gold, "g1", cpu("10")))
+	assert.Equal(t, ledger.ReasonNotCounted, r.Reason)
+	spot.l.Counted(spot.l.Epoch())
+	holdIn(spot, "s1", cpu("14"))
+	d, _ = gold.l.PlanNow()
+	assert.Equal(t, "wait:"+ledger.ReasonExhausted, d["g1"])
 }
 
 // TestFrameScenarioCapsRecomputed is scenarios 4 to 7: the cap on spot is
