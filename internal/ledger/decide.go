@@ -198,6 +198,7 @@ type dmember struct {
 	total, guaranteed   vec
 	lend, ceilingExtra  vec // ceilingExtra: the borrowing limit, where set
 	used                vec
+	ver                 int // counts the changes of used
 	ownReclaim          bool
 	cohortReclaim       ReclaimPolicy
 	limit               vec
@@ -228,12 +229,14 @@ type dstate struct {
 	by      map[string]*dmember
 	// share's denominators: the domain's totals.
 	totals vec
-	// held is what each consumer counts across the domain.
-	held map[string]vec
+	// held is what each consumer counts across the domain; heldVer
+	// counts its changes.
+	held    map[string]vec
+	heldVer map[string]int
 }
 
 func newState(f frame) *dstate {
-	s := &dstate{by: map[string]*dmember{}, totals: vec{}, held: map[string]vec{}}
+	s := &dstate{by: map[string]*dmember{}, totals: vec{}, held: map[string]vec{}, heldVer: map[string]int{}}
 	for i := range f.members {
 		fm := &f.members[i]
 		m := &dmember{name: fm.name, total: vecOf(fm.total), guaranteed: vec{}, lend: vec{}, ceilingExtra: vec{}, used: vec{},
@@ -308,6 +311,7 @@ func newState(f frame) *dstate {
 }
 
 func (m *dmember) addUse(consumer string, n corev1.ResourceName, x int64) {
+	m.ver++
 	m.used[n] += x
 	bc := m.byConsumer[consumer]
 	if bc == nil {
@@ -455,6 +459,7 @@ func (s *dstate) share(consumer string) float64 {
 }
 
 func (s *dstate) addHeld(consumer string, inc vec) {
+	s.heldVer[consumer]++
 	h := s.held[consumer]
 	if h == nil {
 		h = vec{}
@@ -493,14 +498,14 @@ func decide(f frame, waiters []frameWaiter) plan {
 		return p
 	}
 	s := newState(f)
-	left := make([]*frameWaiter, 0, len(waiters))
+	left := make([]pending, 0, len(waiters))
 	for i := range waiters {
-		left = append(left, &waiters[i])
+		left = append(left, pending{w: &waiters[i]})
 	}
 	var waiting []*frameWaiter
 	for len(left) > 0 {
 		i := s.next(left)
-		w := left[i]
+		w := left[i].w
 		left = append(left[:i], left[i+1:]...)
 		if c, ok := p.caps[w.Key]; ok {
 			// Its slice yields in this cycle: its cap is its decision.
@@ -574,47 +579,81 @@ func (s *dstate) overLent() corev1.ResourceList {
 	return over.list(names)
 }
 
+// pending is a waiter not yet decided in a cycle, with its order key
+// cached: whether it needs borrowing and its consumer's share change only
+// when its members' or its consumer's counts do (versions).
+type pending struct {
+	w       *frameWaiter
+	borrows bool
+	share   float64
+	mvers   []int
+	cver    int
+	known   bool
+}
+
+// refresh recomputes p's key if what it depends on changed.
+func (s *dstate) refresh(p *pending) {
+	if p.known && s.heldVer[p.w.consumer] == p.cver {
+		same := true
+		for i, name := range p.w.members {
+			if m := s.by[name]; m != nil && m.ver != p.mvers[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+	}
+	p.borrows, p.share, p.cver, p.known = s.needsBorrowing(p.w), s.share(p.w.consumer), s.heldVer[p.w.consumer], true
+	p.mvers = p.mvers[:0]
+	for _, name := range p.w.members {
+		v := -1
+		if m := s.by[name]; m != nil {
+			v = m.ver
+		}
+		p.mvers = append(p.mvers, v)
+	}
+}
+
 // next is the index in left of the waiter to decide next: no borrowing
 // first, then priority, then the smaller consumer share, then the oldest,
 // then by name.
-func (s *dstate) next(left []*frameWaiter) int {
+func (s *dstate) next(left []pending) int {
 	best := 0
-	type key struct {
-		borrows bool
-		share   float64
+	for i := range left {
+		s.refresh(&left[i])
 	}
-	k := func(w *frameWaiter) key { return key{s.needsBorrowing(w), s.share(w.consumer)} }
-	bk := k(left[0])
 	for i := 1; i < len(left); i++ {
-		w, b := left[i], left[best]
-		wk := k(w)
+		a, b := &left[i], &left[best]
+		w, o := a.w, b.w
 		switch {
-		case wk.borrows != bk.borrows:
-			if wk.borrows {
+		case a.borrows != b.borrows:
+			if a.borrows {
 				continue
 			}
-		case w.priority != b.priority:
-			if w.priority < b.priority {
+		case w.priority != o.priority:
+			if w.priority < o.priority {
 				continue
 			}
-		case wk.share != bk.share:
-			if wk.share > bk.share {
+		case a.share != b.share:
+			if a.share > b.share {
 				continue
 			}
-		case !w.created.Equal(b.created):
-			if w.created.After(b.created) {
+		case !w.created.Equal(o.created):
+			if w.created.After(o.created) {
 				continue
 			}
-		case w.Key.String() != b.Key.String():
-			if w.Key.String() > b.Key.String() {
+		case w.Key != o.Key:
+			if w.Key.Namespace > o.Key.Namespace || (w.Key.Namespace == o.Key.Namespace && w.Key.Name > o.Key.Name) {
 				continue
 			}
 		default:
-			if w.Class >= b.Class {
+			if w.Class >= o.Class {
 				continue
 			}
 		}
-		best, bk = i, wk
+		best = i
 	}
 	return best
 }
