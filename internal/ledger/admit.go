@@ -106,17 +106,41 @@ const (
 )
 
 // uncountedLocked is the refusal of a request to ls when one of them has
-// no books (ForgetAll, no Counted since); nil otherwise. The caller holds
-// the ledgers' locks.
+// no books (ForgetAll, no Counted since) or unread settings; nil
+// otherwise. In a cohort, a member whose books are not counted pauses
+// the whole domain (issue 50, scenario 1): what its slices hold is
+// unknown, so nothing it might lend is free. A member with no class
+// attached pauses nothing (its feed is not counting it again: a class
+// stopped at run time); what its slices still hold is the open part of
+// scenario 2. The caller holds the ledgers' locks.
 func uncountedLocked(ls []*Ledger) *Refusal {
 	for _, l := range ls {
-		if l.unread != "" {
-			return &Refusal{Budget: l.name, Reason: ReasonNotCounted, Message: "budget " + l.name + ": " + l.unread}
+		if r := l.notCountedLocked(); r != nil {
+			return r
 		}
-		if l.uncounted {
-			return &Refusal{Budget: l.name, Reason: ReasonNotCounted,
-				Message: "budget " + l.name + ": what the cluster holds is being counted again (its feed restarted)"}
+	}
+	for _, l := range ls {
+		for _, m := range l.domainLocked() {
+			if m != l && len(m.books.classes) > 0 {
+				if r := m.notCountedLocked(); r != nil {
+					r.Message = "budget " + l.name + " waits for a member of its cohort: " + r.Message
+					return r
+				}
+			}
 		}
+	}
+	return nil
+}
+
+// notCountedLocked is l's own ReasonNotCounted refusal, nil when its
+// books are counted and its settings read.
+func (l *Ledger) notCountedLocked() *Refusal {
+	if l.unread != "" {
+		return &Refusal{Budget: l.name, Reason: ReasonNotCounted, Message: "budget " + l.name + ": " + l.unread}
+	}
+	if l.uncounted {
+		return &Refusal{Budget: l.name, Reason: ReasonNotCounted,
+			Message: "budget " + l.name + ": what the cluster holds is being counted again (its feed restarted)"}
 	}
 	return nil
 }
@@ -147,11 +171,27 @@ func AdmitAll(ls []*Ledger, r Request) ([]*Attempt, *Refusal) {
 	}
 	verdicts := make([]verdict, len(ls))
 	var refusal *Refusal
+	// Each verdict is judged on the books as the earlier ones would leave
+	// them: one request to two members of a cohort draws twice from one
+	// pool (issue 50, scenario 3). What is counted ahead is taken back
+	// before anything is assumed.
+	ahead := make([]corev1.ResourceList, len(ls))
 	for i, l := range ls {
 		v := l.fitLocked(r)
 		verdicts[i] = v
 		if v.reason != "" && refusal == nil {
 			refusal = &Refusal{Budget: l.name, Reason: v.reason, Message: v.msg, Resources: v.short}
+		}
+		if v.reason == "" && len(ls) > 1 && l.cohort != nil {
+			ahead[i] = v.increase
+			for n, q := range v.increase {
+				add(l.books.sum, n, q)
+			}
+		}
+	}
+	for i, l := range ls {
+		for n, q := range ahead[i] {
+			sub(l.books.sum, n, q)
 		}
 	}
 	var as []*Attempt

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Cohorts: budgets that lend each other what they leave idle (Kueue's
@@ -169,6 +170,21 @@ func (l *Ledger) JoinCohort(c *Cohort) {
 		l.leaving = nil
 		var wakes []func()
 		if old != nil {
+			// What was taken back within the old cohort, for its waiters
+			// or from its slices, is not the new domain's to keep (issue
+			// 50, scenario 5): the caps are lifted before it leaves.
+			var lifted []types.NamespacedName
+			for h := range l.line.by {
+				lifted = append(lifted, l.liftCohortLocked(h, true)...)
+			}
+			for h := range l.victims {
+				if !l.line.has(h) {
+					lifted = append(lifted, l.liftOwnLocked(h, true)...)
+				}
+			}
+			wakes = append(wakes, l.wakeKeys(lifted))
+		}
+		if old != nil {
 			old.members = slices.DeleteFunc(old.members, func(m *Ledger) bool { return m == l })
 			for _, m := range old.members {
 				wakes = append(wakes, m.wakeLineLocked())
@@ -180,7 +196,10 @@ func (l *Ledger) JoinCohort(c *Cohort) {
 			sort.SliceStable(c.members, func(i, j int) bool { return c.members[i].name < c.members[j].name })
 		}
 		l.lk.Store(to)
-		wakes = append(wakes, l.wakeLocked())
+		wakes = append(wakes, l.wakeLocked(), l.decidedWakesLocked())
+		if old != nil && len(old.members) > 0 {
+			wakes = append(wakes, old.members[0].decidedWakesLocked())
+		}
 		unlockAll(boxes)
 		for _, w := range wakes {
 			w()
@@ -320,8 +339,10 @@ func (l *Ledger) SetCohortTerms(borrowing, lending corev1.ResourceList, policy R
 	l.opts.BorrowingLimit, l.opts.LendingLimit, l.opts.ReclaimWithinCohort = borrowing.DeepCopy(), lending.DeepCopy(), policy
 	l.changedLocked()
 	wake := l.wakeLocked()
+	decided := l.decidedWakesLocked()
 	l.unlock()
 	wake()
+	decided()
 	return nil
 }
 
@@ -558,14 +579,86 @@ func (l *Ledger) wakeLocked() func() {
 			lines = append(lines, line{m: m, top: ps[0]})
 		}
 	}
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].top > lines[j].top })
 	wakes := l.cohort.completeLeavesLocked()
+	if len(lines) == 0 {
+		return func() {
+			for _, w := range wakes {
+				w()
+			}
+		}
+	}
+	if f, ws := l.frameLocked(); f.paused == "" && len(ws) <= decideWakeLimit {
+		// One order over the whole cohort (issue 50, scenario 8): what
+		// is promised is what decide admits on the domain as it stands,
+		// recomputed each time, not member by member.
+		wakes = append(wakes, l.promiseDecidedLocked(decide(f, ws)))
+		return func() {
+			for _, w := range wakes {
+				w()
+			}
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].top > lines[j].top })
 	for _, x := range lines {
 		wakes = append(wakes, x.m.wakeLineLocked())
 	}
 	return func() {
 		for _, w := range wakes {
 			w()
+		}
+	}
+}
+
+// decideWakeLimit bounds the waiters of a cohort for which a wake orders
+// them all by decide, under the cohort's lock: decide costs O(W²) (about
+// 20 ms for 200 waiters), and a wake follows every observation that frees
+// capacity. Beyond it the member-by-member order is kept, until the loop
+// decides once per batch of changes instead of once per change.
+const decideWakeLimit = 128
+
+// promiseDecidedLocked makes the promises of l's cohort those of p: a
+// waiter p admits is promised what it asks (and woken, unless it was
+// already), one it does not loses its promise; a waiter reclaimed for
+// keeps the promise its reclaim made, and is woken once p admits it. It
+// returns the wakes, to call without the lock.
+func (l *Ledger) promiseDecidedLocked(p plan) func() {
+	type target struct {
+		wake func(types.NamespacedName)
+		key  types.NamespacedName
+	}
+	var ts []target
+	woken := map[Holder]bool{}
+	for _, m := range l.cohort.members {
+		if m.line.len() == 0 {
+			continue
+		}
+		m.changedLocked() // what is promised changes
+		for h, w := range m.line.by {
+			// Undecided slices of higher priority (a new leader's) hold
+			// it back, as in wakeLineLocked.
+			admit := p.decisions[h].kind == decideAdmit && m.closed == "" && m.heldBackLocked(w.priority) == 0
+			wake := false
+			switch {
+			case w.reclaiming:
+				wake = admit
+			case admit && !w.promised:
+				m.line.promise(w)
+				wake = true
+			case !admit && w.promised:
+				m.line.unpromise(w)
+			}
+			if wake && !woken[h] {
+				woken[h] = true
+				if c, ok := m.books.classes[h.Class]; ok && c.Wake != nil {
+					ts = append(ts, target{c.Wake, h.Key})
+				}
+			}
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].key.String() < ts[j].key.String() })
+	return func() {
+		for _, t := range ts {
+			t.wake(t.key)
 		}
 	}
 }

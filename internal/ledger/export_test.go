@@ -81,3 +81,30 @@ func (l *Ledger) PromisedConsumers() int {
 	defer l.unlock()
 	return len(l.line.promisedBy)
 }
+
+// PlanNow is what decide (decide.go) answers on the ledger's domain as it
+// stands: each waiter's decision ("admit", "reclaiming", or "wait:" and
+// its reason) by slice name, and what each capped slice keeps, in cpu, by
+// name. It changes nothing: it shows what the loop of issue 50 would do.
+func (l *Ledger) PlanNow() (decisions, caps map[string]string) {
+	l.lock()
+	f, ws := l.frameLocked()
+	l.unlock()
+	p := decide(f, ws)
+	decisions, caps = map[string]string{}, map[string]string{}
+	for h, d := range p.decisions {
+		switch {
+		case d.kind == decideAdmit:
+			decisions[h.Key.Name] = "admit"
+		case d.reclaiming:
+			decisions[h.Key.Name] = "reclaiming"
+		default:
+			decisions[h.Key.Name] = "wait:" + d.block.reason
+		}
+	}
+	for k, c := range p.caps {
+		q := c.keep[corev1.ResourceCPU]
+		caps[k.Name] = q.String()
+	}
+	return decisions, caps
+}

@@ -116,6 +116,9 @@ type Ledger struct {
 	// new feed has counted the cluster again (see ForgetAll).
 	epoch     uint64
 	uncounted bool
+	// stale: ForgetAll kept the books of a cohort member whose last class
+	// stopped; the next Attach forgets them (see ForgetAll).
+	stale bool
 	// evicting are the pods EvictionsDue named, and when, until they are
 	// gone (see evict.go).
 	evicting map[types.NamespacedName]time.Time
@@ -293,11 +296,13 @@ func (l *Ledger) setTotalLocked(total corev1.ResourceList) {
 	victims := l.wakeKeys(append(capped, rechecked...))
 	wakeWaiters := l.wakeHolders(waiters)
 	hook := l.takeReclaimsLocked()
+	decided := l.decidedWakesLocked()
 	l.unlock()
 	wake()
 	victims()
 	wakeWaiters()
 	hook()
+	decided()
 }
 
 func joinNames(names []corev1.ResourceName) string {
@@ -315,6 +320,15 @@ func (l *Ledger) Attach(class string, c Class) error {
 	defer l.unlock()
 	if _, ok := l.books.classes[class]; ok {
 		return fmt.Errorf("class %q already draws from budget %q", class, l.name)
+	}
+	if l.stale {
+		// Its books were kept when its last class stopped (ForgetAll):
+		// the feed this class starts counts the cluster again.
+		l.stale = false
+		l.uncounted = true
+		l.books.reset()
+		clear(l.victims)
+		clear(l.evicting)
 	}
 	l.books.classes[class] = c
 	l.books.recountAll()

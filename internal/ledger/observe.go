@@ -67,8 +67,11 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 		l.unlock()
 		return
 	}
-	promised := l.line.removeKey(key)
+	// The caps made for its waiters are lifted while they are still in
+	// line (uncapKeyLocked finds the cohort's by the line; issue 50,
+	// scenario 4).
 	uncapped := l.wakeKeys(l.uncapKeyLocked(key))
+	promised := l.line.removeKey(key)
 	defer uncapped()
 	before := l.books.used()
 	l.books.forgetSlice(key, uid)
@@ -91,9 +94,23 @@ func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 // epoch it starts, the books are empty, not free: AdmitAll and CheckAll
 // refuse every request with ReasonNotCounted (a decision still in flight
 // when its manager stopped would otherwise be admitted against nothing).
+// A cohort member with no class attached (its last class stopped) keeps
+// its books instead, until a class draws from it again (Attach): its
+// slices still hold what Liqo enforces, and its cohort goes on counting
+// them.
 func (l *Ledger) ForgetAll() {
 	l.lock()
 	l.epoch++
+	if l.cohort != nil && len(l.books.classes) == 0 {
+		// Its last class stopped: its slices still hold what Liqo
+		// enforces, and its cohort must go on counting them (issue 50,
+		// scenario 2). The books are kept as they stand, though no feed
+		// tells of them any more, and forgotten when a class draws from
+		// the ledger again (Attach), before its new feed counts it.
+		l.stale = true
+		l.unlock()
+		return
+	}
 	l.uncounted = true
 	l.books.reset()
 	clear(l.victims)

@@ -173,6 +173,11 @@ func (l *Ledger) SetPreemption(on bool) {
 	wake := l.wakeLocked()
 	victims := l.wakeKeys(keys)
 	hook := l.takeReclaimsLocked()
+	decided := func() {}
+	if !on { // turned on, every waiter is woken above
+		decided = l.decidedWakesLocked()
+	}
+	defer decided()
 	l.unlock()
 	for i, h := range woken {
 		if wakeWaiters[i] != nil {
