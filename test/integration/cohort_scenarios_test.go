@@ -123,7 +123,9 @@ func TestSnapshotTwoMemberClassJudgedOnce(t *testing.T) {
 	}, sbClass{"snap3-spot", 0, []string{"snap3-spot"}}, sbClass{"snap3-both", 50, []string{"snap3-gold", "snap3-silver"}})
 
 	s := ask(t, nsS, "snap3-s", "snap3-spot", "11")
-	testkit.Eventually(t, "spot Accepted with 11", accepted(t, s, "11"))
+	testkit.Eventually(t, "spot Accepted with 11, its SliceBudget showing it", func() bool {
+		return accepted(t, s, "11")() && cpuIs(sliceBudget(t, cp.Client, "snap3-spot").Status.Used, "11")
+	})
 	b := ask(t, nsB, "snap3-b", "snap3-both", "3")
 	waitForDecision(t, b.ns, b.name)
 	members := []string{"snap3-gold", "snap3-silver", "snap3-spot"}
@@ -225,35 +227,39 @@ func TestSnapshotReclaimNeverLiftsCap(t *testing.T) {
 }
 
 // Scenario 7, a borrower's own withinBudget switch mid-reclaim: spot's
-// SliceBudget turns preemption.withinBudget to LowerPriority while it is
-// shrunk to 2 for gold. Gold's waiter still needs the cap: spot stays at 2
+// SliceBudget turns preemption.withinBudget to LowerPriority, then back to
+// Never, while it is shrunk to 2 for gold. Gold's waiter still needs the
+// cap: spot stays at 2
 // (offers, Quotas and pods never above 12), and gold is admitted once
 // spot's pod ends.
 func TestSnapshotBorrowerPreemptionSwitchKeepsCap(t *testing.T) {
 	cp.Require(t)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap7-spot", "snap7-gold")
 	s, g, pod, _ := reclaimSetting(t, "snap7")
-	editSliceBudget(t, cp.Client, "snap7-spot", func(spec *v1alpha1.SliceBudgetSpec) {
-		spec.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: v1alpha1.PreemptionLowerPriority}
-	})
-	testkit.Consistently(t, window, "spot keeps 2 while gold waits for it", func() bool { return offerAtMost(t, s, "2") })
+	for _, p := range []v1alpha1.PreemptionPolicy{v1alpha1.PreemptionLowerPriority, v1alpha1.PreemptionNever} {
+		editSliceBudget(t, cp.Client, "snap7-spot", func(spec *v1alpha1.SliceBudgetSpec) {
+			spec.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: p}
+		})
+		testkit.Consistently(t, window, "spot keeps 2 while gold waits for it, its withinBudget switched to "+string(p),
+			func() bool { return offerAtMost(t, s, "2") })
+	}
 	require.NoError(t, cp.Client.Delete(context.Background(), pod))
 	eventuallySays(t, "gold admitted with 10 once spot's pod is gone", accepted(t, g, "10"), func() string { return resourcesMessage(t, g) })
 	w.Check(t)
 }
 
-// Scenario 8, freed capacity in one order over the cohort: lender (4)
-// holds its own 4; a (0) and b (0) borrow all they hold. a's budget
-// serves a class of priority 10 (nothing waits there) and one of
-// priority 1; b's a class of priority 5. a's priority-1 slice asks 4,
-// then b's priority-5 slice asks 4: both wait, both must borrow. The
-// lender's slice is deleted: its 4 go to the priority-5 slice, the head
-// of the whole cohort, not to the member whose highest class is highest.
+// Scenario 8, freed capacity in one order over the cohort: lender (8)
+// holds its own 8 in two slices; a (0) and b (0) borrow all they hold.
+// a's priority-10 slice asks 8 and a's priority-1 slice asks 4, then b's
+// priority-5 slice asks 4: all wait, all must borrow. One of the lender's
+// slices is deleted: its 4 cannot serve the priority-10 slice, and go to
+// the priority-5 slice, next in the one order over the cohort, not to the
+// member whose highest waiter is highest.
 func TestSnapshotFreedCapacityInOneOrder(t *testing.T) {
 	cp.Require(t)
-	nsL, nsA, nsB := tenant(t, "snap8-lender"), tenant(t, "snap8-a"), tenant(t, "snap8-b")
+	nsL, nsA, nsA2, nsB := tenant(t, "snap8-lender"), tenant(t, "snap8-a"), tenant(t, "snap8-a2"), tenant(t, "snap8-b")
 	startCohort(t, []sbMember{
-		member("snap8-lender", "snap8", "4"),
+		member("snap8-lender", "snap8", "8"),
 		member("snap8-a", "snap8", "0"),
 		member("snap8-b", "snap8", "0"),
 	}, sbClass{"snap8-own", 0, []string{"snap8-lender"}},
@@ -261,7 +267,10 @@ func TestSnapshotFreedCapacityInOneOrder(t *testing.T) {
 		sbClass{"snap8-b-mid", 5, []string{"snap8-b"}})
 
 	own := ask(t, nsL, "snap8-own", "snap8-own", "4")
-	testkit.Eventually(t, "the lender's slice Accepted with 4", accepted(t, own, "4"))
+	own2 := ask(t, nsL, "snap8-own2", "snap8-own", "4")
+	testkit.Eventually(t, "the lender's slices Accepted with 4 each", func() bool { return accepted(t, own, "4")() && accepted(t, own2, "4")() })
+	high := ask(t, nsA2, "snap8-high", "snap8-a-high", "8")
+	waiting(t, high, "snap8-a", "snap8")
 	low := ask(t, nsA, "snap8-low", "snap8-a-low", "4")
 	waiting(t, low, "snap8-a", "snap8")
 	waitNextSecond() // the priority-5 slice is the younger: only priority puts it first
