@@ -136,7 +136,9 @@ func TestSnapshotTwoMemberClassJudgedOnce(t *testing.T) {
 			return false
 		}
 		if conditions.IsAccepted(get(t, b.ns, b.name)) {
-			t.Errorf("the two-member slice is Accepted with 3 of gold's and 3 of silver's while the cohort has 5 idle (%s)", each)
+			time.Sleep(1500 * time.Millisecond) // a SliceBudget's status is written at most about once a second
+			_, each = membersUsed(t, members...)
+			t.Errorf("the two-member slice is Accepted with 3 of gold's and 3 of silver's while the cohort has 5 idle; the members' books then: %s", each)
 			return false
 		}
 		return true
@@ -240,8 +242,11 @@ func TestSnapshotBorrowerPreemptionSwitchKeepsCap(t *testing.T) {
 		editSliceBudget(t, cp.Client, "snap7-spot", func(spec *v1alpha1.SliceBudgetSpec) {
 			spec.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: p}
 		})
-		testkit.Consistently(t, window, "spot keeps 2 while gold waits for it, its withinBudget switched to "+string(p),
-			func() bool { return offerAtMost(t, s, "2") })
+		if !testkit.Every(50*time.Millisecond).Holds(window, func() bool { return offerAtMost(t, s, "2") }) {
+			w.CaughtUp(t)
+			t.Fatalf("spot's withinBudget switched to %s: spot not kept at 2 while gold waits for it; spot's offers: %s; now %s; gold %s",
+				p, w.OfferLog(s.name), resourcesMessage(t, s), resourcesMessage(t, g))
+		}
 	}
 	require.NoError(t, cp.Client.Delete(context.Background(), pod))
 	eventuallySays(t, "gold admitted with 10 once spot's pod is gone", accepted(t, g, "10"), func() string { return resourcesMessage(t, g) })
