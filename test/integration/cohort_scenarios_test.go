@@ -8,6 +8,8 @@ import (
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
@@ -153,15 +155,15 @@ func TestSnapshotTwoMemberClassJudgedOnce(t *testing.T) {
 // reclaimSetting is scenarios 4 to 7's start: gold (10, takes back from
 // anyone) and spot (2, may borrow 10) in cohort name (12); spot's slice
 // holds 12 and its pod uses 12; gold asks 10 and spot is shrunk to its 2
-// (Reclaimed) while gold waits for spot's pod. It returns spot's and
-// gold's slices and spot's pod.
-func reclaimSetting(t *testing.T, name string, goldEdits ...func(*v1alpha1.SliceBudgetSpec)) (s, g sliceRef, pod *offloadingv1beta1.ShadowPod, sc *sbCohort) {
+// (Reclaimed) while gold waits for spot's pod. spotEdits change spot's
+// SliceBudget. It returns spot's and gold's slices and spot's pod.
+func reclaimSetting(t *testing.T, name string, spotEdits ...func(*v1alpha1.SliceBudgetSpec)) (s, g sliceRef, pod *offloadingv1beta1.ShadowPod, sc *sbCohort) {
 	t.Helper()
 	nsS, nsG := tenant(t, name+"-spot"), tenant(t, name+"-gold")
 	offloaded := testkit.Namespace(t, cp, name+"-offloaded")
 	sc = startCohort(t, []sbMember{
-		member(name+"-gold", name, "10", append([]func(*v1alpha1.SliceBudgetSpec){reclaiming(v1alpha1.CohortReclaimAny)}, goldEdits...)...),
-		member(name+"-spot", name, "2", borrowingUpTo("10")),
+		member(name+"-gold", name, "10", reclaiming(v1alpha1.CohortReclaimAny)),
+		member(name+"-spot", name, "2", append([]func(*v1alpha1.SliceBudgetSpec){borrowingUpTo("10")}, spotEdits...)...),
 	}, sbClass{name + "-spot", 0, []string{name + "-spot"}}, sbClass{name + "-gold", 100, []string{name + "-gold"}})
 	s = ask(t, nsS, name+"-s", name+"-spot", "12")
 	testkit.Eventually(t, "spot Accepted with 12 and its Quota at 12", func() bool {
@@ -202,6 +204,39 @@ func TestSnapshotLenderLeavesMidReclaim(t *testing.T) {
 	editSliceBudget(t, cp.Client, "snap5-gold", func(spec *v1alpha1.SliceBudgetSpec) {
 		spec.Cohort = ""
 		spec.Preemption.ReclaimWithinCohort = ""
+	})
+	quotasStayWithin(t, window, "12", []sliceRef{s, g}, g)
+	require.NoError(t, cp.Client.Delete(context.Background(), pod))
+	eventuallySays(t, "gold admitted with 10 once spot's pod is gone", accepted(t, g, "10"), func() string { return resourcesMessage(t, g) })
+	w.Check(t)
+}
+
+// Scenario 4 with spot's evictionAfterSeconds: gold's waiter is deleted
+// before spot's pod would be evicted for it. Nobody needs the capacity
+// any more: spot's pod is never evicted, and spot gets its 12 back.
+func TestSnapshotDeletedWaiterEvictsNothing(t *testing.T) {
+	cp.Require(t)
+	s, g, pod, _ := reclaimSetting(t, "snap4e", func(spec *v1alpha1.SliceBudgetSpec) { spec.EvictionAfterSeconds = ptr.To[int32](2) })
+	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
+	testkit.Consistently(t, window, "spot's pod is not evicted for a waiter that is gone", func() bool {
+		var sp offloadingv1beta1.ShadowPod
+		return cp.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &sp) == nil && sp.DeletionTimestamp.IsZero()
+	})
+	eventuallySays(t, "spot Accepted with its 12 again", accepted(t, s, "12"), func() string { return resourcesMessage(t, s) })
+}
+
+// Scenario 5's mirror, the borrower leaving the cohort mid-reclaim: spot
+// is shrunk to 2 for gold's 10 while its pod uses 12, then spot's
+// SliceBudget leaves the cohort. Gold is not admitted while spot's pod
+// still uses what gold lent (offers, Quotas and pods in use never above
+// 12), and is admitted once spot's pod ends: nothing is stranded.
+func TestSnapshotBorrowerLeavesMidReclaim(t *testing.T) {
+	cp.Require(t)
+	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap5b-spot", "snap5b-gold")
+	s, g, pod, _ := reclaimSetting(t, "snap5b")
+	editSliceBudget(t, cp.Client, "snap5b-spot", func(spec *v1alpha1.SliceBudgetSpec) {
+		spec.Cohort = ""
+		spec.BorrowingLimit = nil
 	})
 	quotasStayWithin(t, window, "12", []sliceRef{s, g}, g)
 	require.NoError(t, cp.Client.Delete(context.Background(), pod))
