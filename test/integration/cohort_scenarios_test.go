@@ -44,9 +44,9 @@ func TestSnapshotStoppedLenderStillCounted(t *testing.T) {
 	})
 	sc.stop("snap1-gold")
 	s := ask(t, nsS, "snap1-s", "snap1-spot", "12")
-	quotasStayWithin(t, window, "12", []sliceRef{s, g}, s)
+	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, s)
 	sc.serve("snap1-gold")
-	quotasStayWithin(t, window, "12", []sliceRef{s, g}, s)
+	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, s)
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
 	testkit.Eventually(t, "spot admitted with 12 once gold's slice is gone", accepted(t, s, "12"))
@@ -74,7 +74,7 @@ func TestSnapshotTakeoverCountsLenderFirst(t *testing.T) {
 
 	s := ask(t, nsS, "snap1t-s", "snap1t-spot", "12")
 	serveCohort(t, []string{"snap1t-gold", "snap1t-spot"}, classes...)
-	quotasStayWithin(t, window, "12", []sliceRef{s, g}, s)
+	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, s)
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
 	testkit.Eventually(t, "spot admitted with 12 once gold's slice is gone", accepted(t, s, "12"))
 	w.Check(t)
@@ -103,7 +103,7 @@ func TestSnapshotStoppedBorrowerStillHolds(t *testing.T) {
 	sc.stop("snap2-spot")
 	g := ask(t, nsG, "snap2-g", "snap2-gold", "10")
 	waiting(t, g, "snap2-gold", "snap2")
-	quotasStayWithin(t, window, "16", []sliceRef{s, g}, g)
+	quotasStayWithin(t, overcommitWindow, "16", []sliceRef{s, g}, g)
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, s.ns, s.name)))
 	testkit.Eventually(t, "gold admitted with 10 once spot's slice is gone", accepted(t, g, "10"))
@@ -131,7 +131,7 @@ func TestSnapshotTwoMemberClassJudgedOnce(t *testing.T) {
 	b := ask(t, nsB, "snap3-b", "snap3-both", "3")
 	waitForDecision(t, b.ns, b.name)
 	members := []string{"snap3-gold", "snap3-silver", "snap3-spot"}
-	ok := testkit.Every(50*time.Millisecond).Holds(window, func() bool {
+	ok := testkit.Every(50*time.Millisecond).Holds(overcommitWindow, func() bool {
 		used, each := membersUsed(t, members...)
 		if used.Cmp(resource.MustParse("16")) > 0 {
 			t.Errorf("the members' books hold %s CPU against the cohort's 16: %s; the two-member slice: %s", used.String(), each, resourcesMessage(t, b))
@@ -157,11 +157,11 @@ func TestSnapshotTwoMemberClassJudgedOnce(t *testing.T) {
 // holds 12 and its pod uses 12; gold asks 10 and spot is shrunk to its 2
 // (Reclaimed) while gold waits for spot's pod. spotEdits change spot's
 // SliceBudget. It returns spot's and gold's slices and spot's pod.
-func reclaimSetting(t *testing.T, name string, spotEdits ...func(*v1alpha1.SliceBudgetSpec)) (s, g sliceRef, pod *offloadingv1beta1.ShadowPod, sc *sbCohort) {
+func reclaimSetting(t *testing.T, name string, spotEdits ...func(*v1alpha1.SliceBudgetSpec)) (s, g sliceRef, pod *offloadingv1beta1.ShadowPod) {
 	t.Helper()
 	nsS, nsG := tenant(t, name+"-spot"), tenant(t, name+"-gold")
 	offloaded := testkit.Namespace(t, cp, name+"-offloaded")
-	sc = startCohort(t, []sbMember{
+	startCohort(t, []sbMember{
 		member(name+"-gold", name, "10", reclaiming(v1alpha1.CohortReclaimAny)),
 		member(name+"-spot", name, "2", append([]func(*v1alpha1.SliceBudgetSpec){borrowingUpTo("10")}, spotEdits...)...),
 	}, sbClass{name + "-spot", 0, []string{name + "-spot"}}, sbClass{name + "-gold", 100, []string{name + "-gold"}})
@@ -176,7 +176,7 @@ func reclaimSetting(t *testing.T, name string, spotEdits ...func(*v1alpha1.Slice
 		c := conditions.Get(rs, conditions.Resources)
 		return offerIs(t, s.ns, s.name, "2", budget.ReasonReclaimed) && c != nil && c.Status == conditions.Denied
 	})
-	return s, g, pod, sc
+	return s, g, pod
 }
 
 // Scenario 4, the waiter a lender reclaims for is deleted: spot is shrunk
@@ -185,7 +185,7 @@ func reclaimSetting(t *testing.T, name string, spotEdits ...func(*v1alpha1.Slice
 func TestSnapshotDeletedWaiterLiftsCap(t *testing.T) {
 	cp.Require(t)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap4-spot", "snap4-gold")
-	s, g, _, _ := reclaimSetting(t, "snap4")
+	s, g, _ := reclaimSetting(t, "snap4")
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
 	eventuallySays(t, "spot Accepted with its 12 again once gold's waiter is gone", accepted(t, s, "12"),
 		func() string { return resourcesMessage(t, s) })
@@ -200,12 +200,12 @@ func TestSnapshotDeletedWaiterLiftsCap(t *testing.T) {
 func TestSnapshotLenderLeavesMidReclaim(t *testing.T) {
 	cp.Require(t)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap5-spot", "snap5-gold")
-	s, g, pod, _ := reclaimSetting(t, "snap5")
+	s, g, pod := reclaimSetting(t, "snap5")
 	editSliceBudget(t, cp.Client, "snap5-gold", func(spec *v1alpha1.SliceBudgetSpec) {
 		spec.Cohort = ""
 		spec.Preemption.ReclaimWithinCohort = ""
 	})
-	quotasStayWithin(t, window, "12", []sliceRef{s, g}, g)
+	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, g)
 	require.NoError(t, cp.Client.Delete(context.Background(), pod))
 	eventuallySays(t, "gold admitted with 10 once spot's pod is gone", accepted(t, g, "10"), func() string { return resourcesMessage(t, g) })
 	w.Check(t)
@@ -216,9 +216,9 @@ func TestSnapshotLenderLeavesMidReclaim(t *testing.T) {
 // any more: spot's pod is never evicted, and spot gets its 12 back.
 func TestSnapshotDeletedWaiterEvictsNothing(t *testing.T) {
 	cp.Require(t)
-	s, g, pod, _ := reclaimSetting(t, "snap4e", func(spec *v1alpha1.SliceBudgetSpec) { spec.EvictionAfterSeconds = ptr.To[int32](2) })
+	s, g, pod := reclaimSetting(t, "snap4e", func(spec *v1alpha1.SliceBudgetSpec) { spec.EvictionAfterSeconds = ptr.To[int32](2) })
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
-	testkit.Consistently(t, window, "spot's pod is not evicted for a waiter that is gone", func() bool {
+	testkit.Consistently(t, overcommitWindow, "spot's pod is not evicted for a waiter that is gone", func() bool {
 		var sp offloadingv1beta1.ShadowPod
 		return cp.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &sp) == nil && sp.DeletionTimestamp.IsZero()
 	})
@@ -233,12 +233,12 @@ func TestSnapshotDeletedWaiterEvictsNothing(t *testing.T) {
 func TestSnapshotBorrowerLeavesMidReclaim(t *testing.T) {
 	cp.Require(t)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap5b-spot", "snap5b-gold")
-	s, g, pod, _ := reclaimSetting(t, "snap5b")
+	s, g, pod := reclaimSetting(t, "snap5b")
 	editSliceBudget(t, cp.Client, "snap5b-spot", func(spec *v1alpha1.SliceBudgetSpec) {
 		spec.Cohort = ""
 		spec.BorrowingLimit = nil
 	})
-	quotasStayWithin(t, window, "12", []sliceRef{s, g}, g)
+	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, g)
 	require.NoError(t, cp.Client.Delete(context.Background(), pod))
 	eventuallySays(t, "gold admitted with 10 once spot's pod is gone", accepted(t, g, "10"), func() string { return resourcesMessage(t, g) })
 	w.Check(t)
@@ -251,7 +251,7 @@ func TestSnapshotBorrowerLeavesMidReclaim(t *testing.T) {
 func TestSnapshotReclaimNeverLiftsCap(t *testing.T) {
 	cp.Require(t)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap6-spot", "snap6-gold")
-	s, g, _, _ := reclaimSetting(t, "snap6")
+	s, g, _ := reclaimSetting(t, "snap6")
 	editSliceBudget(t, cp.Client, "snap6-gold", func(spec *v1alpha1.SliceBudgetSpec) {
 		spec.Preemption.ReclaimWithinCohort = v1alpha1.CohortReclaimNever
 	})
@@ -272,12 +272,12 @@ func TestSnapshotReclaimNeverLiftsCap(t *testing.T) {
 func TestSnapshotBorrowerPreemptionSwitchKeepsCap(t *testing.T) {
 	cp.Require(t)
 	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap7-spot", "snap7-gold")
-	s, g, pod, _ := reclaimSetting(t, "snap7")
+	s, g, pod := reclaimSetting(t, "snap7")
 	for _, p := range []v1alpha1.PreemptionPolicy{v1alpha1.PreemptionLowerPriority, v1alpha1.PreemptionNever} {
 		editSliceBudget(t, cp.Client, "snap7-spot", func(spec *v1alpha1.SliceBudgetSpec) {
 			spec.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: p}
 		})
-		if !testkit.Every(50*time.Millisecond).Holds(window, func() bool { return offerAtMost(t, s, "2") }) {
+		if !testkit.Every(50*time.Millisecond).Holds(overcommitWindow, func() bool { return offerAtMost(t, s, "2") }) {
 			w.CaughtUp(t)
 			t.Fatalf("spot's withinBudget switched to %s: spot not kept at 2 while gold waits for it; spot's offers: %s; now %s; gold %s",
 				p, w.OfferLog(s.name), resourcesMessage(t, s), resourcesMessage(t, g))
@@ -323,7 +323,7 @@ func TestSnapshotFreedCapacityInOneOrder(t *testing.T) {
 	})
 	require.True(t, accepted(t, mid, "4")(), "the priority-5 slice must be admitted first: it is %s; the priority-1 slice is %s",
 		resourcesMessage(t, mid), resourcesMessage(t, low))
-	testkit.Consistently(t, window, "the priority-1 slice waits (the cohort is full)", func() bool {
+	testkit.Consistently(t, overcommitWindow, "the priority-1 slice waits (the cohort is full)", func() bool {
 		return !conditions.IsAccepted(get(t, low.ns, low.name))
 	})
 }

@@ -18,9 +18,9 @@ import (
 // turn 7), as a user meets them: SliceBudgets in one cohort, one ClassSet,
 // Liqo's QuotaCreator. Run them as a group with -run TestSnapshot.
 
-// window is how long a test watches that nothing over-commits after the
-// step that used to over-commit: a short, fixed window, not a deadline.
-const window = 3 * time.Second
+// overcommitWindow is how long a test watches that nothing over-commits after
+// the step that used to over-commit: a short, fixed window, not a deadline.
+const overcommitWindow = 3 * time.Second
 
 // Over-commit through a documented operation: gold (10, takes back from
 // lower priorities) and spot (2, may borrow 10) share a cohort of 12;
@@ -46,7 +46,7 @@ func TestSnapshotStoppedBorrowerIsNotOvercommitted(t *testing.T) {
 
 	g := ask(t, nsG, "snapa-g", "snapa-gold", "10")
 	waiting(t, g, "snapa-gold", "snapa")
-	quotasStayWithin(t, window, "12", []sliceRef{s, g}, g)
+	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, g)
 	waiting(t, g, "snapa-gold", "snapa")
 
 	sc.serve("snapa-spot")
