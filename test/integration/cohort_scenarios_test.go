@@ -26,9 +26,10 @@ import (
 
 // Scenario 1, a lender's class stopped and served again at run time:
 // gold's slice holds its 10; while gold's class is stopped, and as it is
-// served again, spot (2, may borrow 10) asks 12. Gold's 10 are held, not
-// idle: spot is never admitted beyond its own 2 (the cohort's Quotas stay
-// within 12); once gold's slice is deleted, spot is admitted with 12.
+// served again, spot (2, may borrow 10) asks 12 (asked again and again as
+// gold's class starts). Gold's 10 are held, not idle: spot is never
+// admitted beyond its own 2 (the cohort's Quotas stay within 12); once
+// gold's slice is deleted, spot is admitted with 12.
 func TestSnapshotStoppedLenderStillCounted(t *testing.T) {
 	cp.Require(t)
 	nsS, nsG := tenant(t, "snap1-spot"), tenant(t, "snap1-gold")
@@ -46,6 +47,7 @@ func TestSnapshotStoppedLenderStillCounted(t *testing.T) {
 	s := ask(t, nsS, "snap1-s", "snap1-spot", "12")
 	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, s)
 	sc.serve("snap1-gold")
+	pokeWhileServing(t, s, "12", "11", "2")
 	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, s)
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
@@ -54,8 +56,9 @@ func TestSnapshotStoppedLenderStillCounted(t *testing.T) {
 }
 
 // Scenario 1, a takeover: a new leader starts while gold's slice holds its
-// 10 and spot's 12 waits. Until gold's books are counted, gold's 10 are
-// not idle: spot is never admitted beyond its own 2.
+// 10 and spot's 12 waits (asked again and again as the leader starts).
+// Until gold's books are counted, gold's 10 are not idle: spot is never
+// admitted beyond its own 2.
 func TestSnapshotTakeoverCountsLenderFirst(t *testing.T) {
 	cp.Require(t)
 	nsS, nsG := tenant(t, "snap1t-spot"), tenant(t, "snap1t-gold")
@@ -74,6 +77,7 @@ func TestSnapshotTakeoverCountsLenderFirst(t *testing.T) {
 
 	s := ask(t, nsS, "snap1t-s", "snap1t-spot", "12")
 	serveCohort(t, []string{"snap1t-gold", "snap1t-spot"}, classes...)
+	pokeWhileServing(t, s, "12", "11", "2")
 	quotasStayWithin(t, overcommitWindow, "12", []sliceRef{s, g}, s)
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, g.ns, g.name)))
 	testkit.Eventually(t, "spot admitted with 12 once gold's slice is gone", accepted(t, s, "12"))

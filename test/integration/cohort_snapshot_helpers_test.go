@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -323,5 +324,36 @@ func eventuallySays(t *testing.T, what string, cond func() bool, now func() stri
 	t.Helper()
 	if testkit.Every(50*time.Millisecond).Holds(testwait.Timeout, func() bool { return !cond() }) {
 		t.Fatalf("timed out after %s waiting for %s; now: %s", testwait.Timeout, what, now())
+	}
+}
+
+// pokeWhileServing asks the slice again, alternating its CPU request
+// between alt and cpu every 50 ms for about a second, ending at cpu, while
+// it checks that the slice is never Accepted with more than most: each
+// ask is a decision made while a member's class starts (its books
+// listing), the moment a member not yet counted used to lend what its
+// slices hold.
+func pokeWhileServing(t *testing.T, s sliceRef, cpu, alt, most string) {
+	t.Helper()
+	lim := resource.MustParse(most)
+	for i := range 20 {
+		q := alt
+		if i%2 == 1 {
+			q = cpu
+		}
+		for {
+			rs := get(t, s.ns, s.name)
+			if c := conditions.Get(rs, conditions.Resources); conditions.IsAccepted(rs) && rs.Status.Resources.Cpu().Cmp(lim) > 0 {
+				t.Fatalf("%s Accepted with %s CPU (at most %s may be) while a member's class starts: %s",
+					s.name, rs.Status.Resources.Cpu().String(), most, c.Message)
+			}
+			rs.Spec.Resources[corev1.ResourceCPU] = resource.MustParse(q)
+			err := cp.Client.Update(context.Background(), rs)
+			if !apierrors.IsConflict(err) {
+				require.NoError(t, err)
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
