@@ -30,11 +30,9 @@ func TestCohortStoppedBorrowerStillCounts(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	pool, err := budget.NewCohort("stopped")
+	gold, err := budget.New("stopped-gold", cpu("10"), budget.WithCohort("stopped"), budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
 	require.NoError(t, err)
-	gold, err := budget.New("stopped-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
-	require.NoError(t, err)
-	spot, err := budget.New("stopped-spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("10")))
+	spot, err := budget.New("stopped-spot", cpu("2"), budget.WithCohort("stopped"), budget.WithBorrowingLimit(cpu("10")))
 	require.NoError(t, err)
 	var cs *resourceslice.ClassSet
 	testkit.StartManager(t, cp, func(mgr manager.Manager) error {
