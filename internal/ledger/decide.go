@@ -746,8 +746,8 @@ func (s *dstate) tryReclaim(w *frameWaiter, p *plan) bool {
 			if key == w.Key || ds.grew || !positive(ds.count) {
 				continue
 			}
-			switch {
-			case o == m:
+			switch o {
+			case m:
 				if !m.ownReclaim || ds.priority >= w.priority {
 					continue
 				}

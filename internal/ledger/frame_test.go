@@ -98,7 +98,7 @@ func TestFrameScenarioOneOrder(t *testing.T) {
 	b := newTier(t, c, "b", cpu("0"), 5, ledger.Options{})
 	grant(t, lender, ask(lender, "l1", cpu("4")))
 	big := ask(a, "a-big", cpu("8"))
-	big.Holder.Class, big.Priority = "a-high", 10
+	big.Class, big.Priority = "a-high", 10
 	refused(t, []*ledger.Ledger{a.l}, big)
 	refused(t, []*ledger.Ledger{a.l}, ask(a, "a1", cpu("4")))
 	refused(t, []*ledger.Ledger{b.l}, ask(b, "b1", cpu("4")))

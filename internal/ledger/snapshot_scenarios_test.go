@@ -160,7 +160,7 @@ func TestScenarioFreedInOneOrder(t *testing.T) {
 	// a's line holds a priority-10 waiter that fits nowhere (it asks more
 	// than the cohort has) and a priority-1 one; b's a priority-5 one.
 	big := ask(a, "a-big", cpu("8"))
-	big.Holder.Class, big.Priority = "a-high", 10
+	big.Class, big.Priority = "a-high", 10
 	refused(t, []*ledger.Ledger{a.l}, big)
 	refused(t, []*ledger.Ledger{a.l}, ask(a, "a1", cpu("4")))
 	refused(t, []*ledger.Ledger{b.l}, ask(b, "b1", cpu("4")))

@@ -67,11 +67,6 @@ func borrowingUpTo(q string) func(*v1alpha1.SliceBudgetSpec) {
 	return func(s *v1alpha1.SliceBudgetSpec) { s.BorrowingLimit = cpuList(q) }
 }
 
-// lendingUpTo sets the member's lendingLimit in CPU.
-func lendingUpTo(q string) func(*v1alpha1.SliceBudgetSpec) {
-	return func(s *v1alpha1.SliceBudgetSpec) { s.LendingLimit = cpuList(q) }
-}
-
 // reclaiming sets the member's reclaimWithinCohort.
 func reclaiming(p v1alpha1.CohortReclaimPolicy) func(*v1alpha1.SliceBudgetSpec) {
 	return func(s *v1alpha1.SliceBudgetSpec) {
