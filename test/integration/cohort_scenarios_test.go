@@ -218,31 +218,6 @@ func TestSnapshotReclaimNeverLiftsCap(t *testing.T) {
 	w.Check(t)
 }
 
-// Scenario 7, a borrower's own withinBudget switch mid-reclaim: spot's
-// SliceBudget turns preemption.withinBudget to LowerPriority, then back to
-// Never, while it is shrunk to 2 for gold. Gold's waiter still needs the
-// cap: spot stays at 2
-// (offers, Quotas and pods never above 12), and gold is admitted once
-// spot's pod ends.
-func TestSnapshotBorrowerPreemptionSwitchKeepsCap(t *testing.T) {
-	cp.Require(t)
-	w := grantwatch.WatchHolds(t, cp.Config, cp.Scheme, "12", "snap7-spot", "snap7-gold")
-	s, g, pod := reclaimSetting(t, "snap7")
-	for _, p := range []v1alpha1.PreemptionPolicy{v1alpha1.PreemptionLowerPriority, v1alpha1.PreemptionNever} {
-		editSliceBudget(t, cp.Client, "snap7-spot", func(spec *v1alpha1.SliceBudgetSpec) {
-			spec.Preemption = &v1alpha1.SliceBudgetPreemption{WithinBudget: p}
-		})
-		if !testkit.Every(50*time.Millisecond).Holds(overcommitWindow, func() bool { return offerAtMost(t, s, "2") }) {
-			w.CaughtUp(t)
-			t.Fatalf("spot's withinBudget switched to %s: spot not kept at 2 while gold waits for it; spot's offers: %s; now %s; gold %s",
-				p, w.OfferLog(s.name), resourcesMessage(t, s), resourcesMessage(t, g))
-		}
-	}
-	require.NoError(t, cp.Client.Delete(context.Background(), pod))
-	eventuallySays(t, "gold admitted with 10 once spot's pod is gone", accepted(t, g, "10"), func() string { return resourcesMessage(t, g) })
-	w.Check(t)
-}
-
 // Scenario 8, freed capacity in one order over the cohort: lender (8)
 // holds its own 8 in two slices; a (0) and b (0) borrow all they hold.
 // a's priority-10 slice asks 8 and a's priority-1 slice asks 4, then b's
