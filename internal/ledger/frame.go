@@ -34,7 +34,7 @@ func (l *Ledger) frameLocked() (frame, []frameWaiter) {
 		case m.unread != "":
 			f.paused = "budget " + m.name + ": " + m.unread
 		case m.uncounted:
-			f.paused = "budget " + m.name + ": what the cluster holds is being counted again (its feed restarted)"
+			f.paused = "budget " + m.name + ": its feed has not counted what the cluster holds yet (it is starting, or restarted)"
 		}
 		fm := frameMember{name: m.name, total: m.books.total, ownReclaim: m.opts.Preemption, limit: m.opts.ConsumerLimit,
 			limits: m.limits, closed: m.closed}
