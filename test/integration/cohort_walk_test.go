@@ -36,8 +36,8 @@ import (
 //     (the largest of offer, Liqo's Quota and running pods) never passes
 //     the cohort's 12 (grantwatch);
 //   - no stall: once the walk ends (every class served, the pods ended),
-//     no slice waits that would fit what its member and the cohort have
-//     free, as the cluster shows them.
+//     no slice waits, to be admitted or to grow, that would fit what its
+//     member and the cohort have free, as the cluster shows them.
 //
 // The walks of seeds 1, 2 and 3 run by default (each a few seconds; the
 // interleavings still differ run to run); SLICECLASS_WALK_SEED runs one
@@ -283,7 +283,8 @@ func (wk *walk) end() {
 	wk.w.Check(t)
 }
 
-// stalled names a slice that waits (Denied) though what it asks more
+// stalled names a slice that waits (Denied, or Accepted with less than it
+// asks: its growth waits, or it was reclaimed) though what it asks more
 // than it holds fits what its
 // member may still hold (total + borrowingLimit) and what the cohort has
 // free, as the slices' offers and Quotas show them; "" if none.
@@ -306,7 +307,7 @@ func (wk *walk) stalled() string {
 		}
 		held[s.member] += h
 		all += h
-		if c := conditions.Get(rs, conditions.Resources); c != nil && c.Status == conditions.Denied {
+		if c := conditions.Get(rs, conditions.Resources); c != nil && (c.Status == conditions.Denied || h < s.cpu) {
 			waiters = append(waiters, waiter{s, s.cpu - h})
 		}
 	}
