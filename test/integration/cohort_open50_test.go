@@ -5,10 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
-	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/test/internal/grantwatch"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
@@ -95,4 +93,3 @@ func TestSnapshotWaiterThatFitsIsAdmitted(t *testing.T) {
 func lendingUpTo(q string) func(*v1alpha1.SliceBudgetSpec) {
 	return func(s *v1alpha1.SliceBudgetSpec) { s.LendingLimit = cpuList(q) }
 }
-
