@@ -11,7 +11,9 @@ import (
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
 
-// Issue 50 scenarios that still fail on main (see the merge of e2e).
+// Issue 50 scenarios where capacity was stranded: a borrower's slice deleted
+// while its class is stopped, a lender leaving its cohort mid-reclaim, and a
+// waiter within its guarantee that may take back from anyone.
 
 // Scenario 2, a borrower's last class stopped: gold (10, takes nothing
 // back), silver (4, lends 2) and spot (2, may borrow 14); spot's slice
