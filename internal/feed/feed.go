@@ -94,8 +94,10 @@ func newFeed(mgr manager.Manager, l *ledger.Ledger, views *sliceview.Classes, ns
 		// Its recorder is asked for when it starts, where ShadowPods are served.
 		evict = &evictor{l: l, writer: mgr.GetClient(), recorder: func() events.EventRecorder { return mgr.GetEventRecorder(evictorName) }}
 	}
+	epoch := l.Epoch()
+	l.Counting(epoch) // its cohort waits for this feed's lists too
 	return &Feed{evict: evict,
-		l: l, epoch: l.Epoch(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), views: views, namespaces: ns, pods: pods,
+		l: l, epoch: epoch, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), views: views, namespaces: ns, pods: pods,
 		reader:  mgr.GetAPIReader(),
 		started: make(chan struct{}),
 		done:    make(chan struct{}),

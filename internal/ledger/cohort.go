@@ -663,11 +663,11 @@ func (l *Ledger) promiseDecidedLocked(p plan) func() {
 	}
 }
 
-// Cohorts are a manager's cohorts by name, where the budgets that follow
-// a SliceBudget join the cohort their spec names (SetCohortName): what
-// the classes of one set share (resourceslice's ClassSet builds it), not
-// package state. A cohort is made on first use and kept while the set
-// lives. The zero value is not usable: NewCohorts.
+// Cohorts are a manager's cohorts by name, where every budget the manager
+// serves joins the cohort it names (SetCohortName): one per manager,
+// whatever registered the classes (internal/cohorts keeps it, and drops it
+// when the manager stops). A cohort is made on first use and kept while the
+// manager runs. The zero value is not usable: NewCohorts.
 type Cohorts struct {
 	mu sync.Mutex
 	by map[string]*Cohort

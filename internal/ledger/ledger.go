@@ -111,9 +111,9 @@ type Ledger struct {
 	log logr.Logger
 	// victims are the slices capped for each waiter (see reclaim.go).
 	victims map[Holder]map[types.NamespacedName]bool
-	// epoch counts ForgetAll calls; uncounted is set by ForgetAll and
-	// cleared by Counted of the same epoch: the books are empty until a
-	// new feed has counted the cluster again (see ForgetAll).
+	// epoch counts ForgetAll calls; uncounted is set by ForgetAll or a
+	// new feed (Counting) and cleared by Counted of the same epoch: the
+	// books are empty until a feed has counted the cluster (see ForgetAll).
 	epoch     uint64
 	uncounted bool
 	// stale: ForgetAll kept the books of a cohort member whose last class

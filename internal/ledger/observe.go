@@ -145,6 +145,21 @@ func (l *Ledger) Epoch() uint64 {
 	return l.epoch
 }
 
+// Counting records that a feed made at epoch (Epoch) will count the
+// cluster for l. Until it has (Counted), l's books are empty, not free:
+// l refuses with ReasonNotCounted, and so does every member of its cohort,
+// which would otherwise lend what l's slices hold. A new leader's budgets
+// start so: a member decided before its cohort's other feeds synced saw
+// them hold nothing, and grew into what their waiters were promised. A
+// ledger a feed of epoch counted already stays counted.
+func (l *Ledger) Counting(epoch uint64) {
+	l.lock()
+	defer l.unlock()
+	if epoch == l.epoch && !l.books.counted {
+		l.uncounted = true
+	}
+}
+
 // Counted records that a feed started at epoch has delivered its initial
 // lists: the books count the cluster again, and the ledger admits. A feed
 // of an older epoch (stopped, its books forgotten since) counts nothing.

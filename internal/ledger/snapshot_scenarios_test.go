@@ -44,6 +44,27 @@ func TestScenarioUncountedMemberStillLends(t *testing.T) {
 	_ = silver
 }
 
+// TestNewLeaderWaitsForEveryMembersFirstCount is scenario 1 as a new
+// leader starts: every budget is new, and its feed (Counting) has not
+// delivered its lists. Spot's feed synced first; gold's has not, so gold's
+// books show nothing of what its slices hold (10) nor of its waiter. Spot
+// must not grow into it (TestCohortRestartMidReclaim, on envtest, grew
+// spot 4 → 14 → 4 so), until gold's feed counted.
+func TestNewLeaderWaitsForEveryMembersFirstCount(t *testing.T) {
+	_, gold, spot, _ := tiers(t)
+	gold.l.Counting(gold.l.Epoch())
+	spot.l.Counting(spot.l.Epoch())
+	spot.l.Counted(spot.l.Epoch())
+	_, refusal := ledger.AdmitAll([]*ledger.Ledger{spot.l}, ask(spot, "s1", cpu("14")))
+	require.NotNil(t, refusal, "spot was admitted before gold's feed counted what gold's slices hold")
+	assert.Equal(t, ledger.ReasonNotCounted, refusal.Reason)
+	assert.Contains(t, refusal.Message, "gold")
+	gold.l.Counted(gold.l.Epoch())
+	as, refusal := ledger.AdmitAll([]*ledger.Ledger{spot.l}, ask(spot, "s1", cpu("14")))
+	require.Nil(t, refusal, "once every member is counted, the cohort admits")
+	spot.l.Done(as[0], ledger.Applied)
+}
+
 // TestScenarioStoppedBorrowerLeaves is scenario 2: spot's slice holds 14
 // (12 borrowed); its class is stopped, so its books are forgotten. Its
 // slice still holds what Liqo enforces: gold asking its 10 must not be
