@@ -133,6 +133,11 @@ func (l *Ledger) decidedWakesLocked() func() {
 			}
 			if e := l.entryLocked(key); e == nil || e.capped == nil || e.capped.waiter != part.waiter {
 				stale[part.waiter] = true
+			} else if len(c.parts) == 1 && !equalLists(e.capped.keep, c.keep) {
+				// It takes more, or less, than decide would now (the
+				// cohort's totals changed): planned again, the surplus
+				// goes back or the rest is taken.
+				stale[part.waiter] = true
 			}
 		}
 	}
