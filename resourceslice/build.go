@@ -62,6 +62,9 @@ type classController struct {
 	// budgets are the parts of the budgets whose feeds the class holds a
 	// reference to.
 	budgets []*feed.Parts
+	// leaseHolder is who holds the class Lease (classlease.Identity), read
+	// as the class is registered, not when it starts leading.
+	leaseHolder string
 	// abort, for a class served by a ClassSet, is the context its
 	// decisions in flight run on once Stop has ended its controller: it
 	// ends with the set's (the manager stopping) or when Stop gives up
@@ -158,7 +161,7 @@ func (mc *companions) bindClass(c client.Client, class string, h handler.Handler
 	if err := mc.claim(class); err != nil {
 		return nil, err
 	}
-	cc := &classController{mgr: mgr, mc: mc, cfg: cfg}
+	cc := &classController{mgr: mgr, mc: mc, cfg: cfg, leaseHolder: classlease.Identity()}
 	var st *classState
 	if r != nil {
 		st = r.classState
@@ -285,7 +288,7 @@ func (cc *classController) runBeside(ctx context.Context) {
 		}()
 	}
 	if ns := cc.cfg.leaseNamespace; ns != "" {
-		l := classlease.New(cc.mgr.GetAPIReader(), cc.mgr.GetClient(), cc.r.scope.class, ns)
+		l := classlease.New(cc.mgr.GetAPIReader(), cc.mgr.GetClient(), cc.r.scope.class, ns, cc.leaseHolder)
 		goRun(func(ctx context.Context) { _ = l.Start(ctx) })
 	}
 	goRun(func(ctx context.Context) { cc.r.sweepLoop(ctx, cc.mgr.GetCache().WaitForCacheSync) })

@@ -44,17 +44,25 @@ type Lease struct {
 	identity  string
 }
 
-// New returns the Lease of class in namespace: r reads it from the API
-// server (no Lease informer is started), c writes it.
-func New(r client.Reader, c client.Client, class, namespace string) *Lease {
-	id, err := os.Hostname()
-	if err != nil || id == "" {
-		id = "unknown"
-	}
+// Identity is who holds a Lease this process renews: the POD_NAME
+// environment variable (as a Deployment sets it from the pod's name), else
+// the host name, else "unknown". It is read when called: a class reads it
+// as it is registered.
+func Identity() string {
 	if pod := os.Getenv("POD_NAME"); pod != "" {
-		id = pod
+		return pod
 	}
-	return &Lease{r: r, c: c, class: class, namespace: namespace, identity: id}
+	if id, err := os.Hostname(); err == nil && id != "" {
+		return id
+	}
+	return "unknown"
+}
+
+// New returns the Lease of class in namespace, held as identity
+// (Identity): r reads it from the API server (no Lease informer is
+// started), c writes it.
+func New(r client.Reader, c client.Client, class, namespace, identity string) *Lease {
+	return &Lease{r: r, c: c, class: class, namespace: namespace, identity: identity}
 }
 
 // Start renews the Lease every leaseRenew until ctx ends, then releases it

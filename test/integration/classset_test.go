@@ -352,12 +352,17 @@ func TestClassSetLease(t *testing.T) {
 	ctx := context.Background()
 	leases := testkit.Namespace(t, cp, "classset-leases")
 	var cs *resourceslice.ClassSet
+	// The holder is read as a class is registered (a second replica of a
+	// test process registering meanwhile must not rename it).
+	t.Setenv("POD_NAME", "holder-at-registration")
 	stop := testkit.StartManager(t, cp, func(mgr manager.Manager) error {
 		var err error
 		if cs, err = resourceslice.NewClassSet(mgr, resourceslice.WithClassLease(leases)); err != nil {
 			return err
 		}
-		return cs.Serve("lease-a", accept("Granted", nil))
+		err = cs.Serve("lease-a", accept("Granted", nil))
+		t.Setenv("POD_NAME", "holder-later")
+		return err
 	}).Stop
 	require.NoError(t, cs.Serve("lease-b", accept("Granted", nil)), "served at run time")
 	require.NoError(t, cs.Serve("lease-none", accept("Granted", nil), resourceslice.WithClassLease(leases)), "the class's own option")
@@ -372,6 +377,9 @@ func TestClassSetLease(t *testing.T) {
 		require.NotNil(t, l.Spec.RenewTime)
 		if class == "lease-a" {
 			first = *l
+			assert.Equal(t, "holder-at-registration", ptr.Deref(l.Spec.HolderIdentity, ""), "the holder as the class was registered")
+		} else {
+			assert.Equal(t, "holder-later", ptr.Deref(l.Spec.HolderIdentity, ""), "the holder as the class was served")
 		}
 	}
 	var list coordinationv1.LeaseList
