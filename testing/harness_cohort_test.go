@@ -28,7 +28,7 @@ func TestCohortReclaimThroughTheHarness(t *testing.T) {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
 	pool := "pool"
-	gold, err := budget.New("gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
+	gold, err := budget.New("gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny))
 	require.NoError(t, err)
 	spot, err := budget.New("spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -31,12 +32,12 @@ func tierBudgets(t *testing.T, cohort string) (gold, spot, silver *budget.Budget
 	}
 	pool := cohort + "-pool"
 	var err error
-	gold, err = budget.New(cohort+"-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
+	gold, err = budget.New(cohort+"-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny))
 	require.NoError(t, err)
 	spot, err = budget.New(cohort+"-spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))
 	require.NoError(t, err)
 	silver, err = budget.New(cohort+"-silver", cpu("4"), budget.WithCohort(pool), budget.WithLendingLimit(cpu("2")),
-		budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
+		budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimLowerPriority))
 	require.NoError(t, err)
 	return gold, spot, silver
 }

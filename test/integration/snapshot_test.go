@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -30,7 +31,7 @@ func TestCohortStoppedBorrowerStillCounts(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	gold, err := budget.New("stopped-gold", cpu("10"), budget.WithCohort("stopped"), budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
+	gold, err := budget.New("stopped-gold", cpu("10"), budget.WithCohort("stopped"), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimLowerPriority))
 	require.NoError(t, err)
 	spot, err := budget.New("stopped-spot", cpu("2"), budget.WithCohort("stopped"), budget.WithBorrowingLimit(cpu("10")))
 	require.NoError(t, err)
