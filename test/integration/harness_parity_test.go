@@ -212,7 +212,7 @@ func playOnControlPlane(t *testing.T, sc parityScenario, consumer string, harnes
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	envkit.Every(50*time.Millisecond).Consistently(t, time.Second, "the control plane's decisions stay", func() bool {
+	testwait.Every(50*time.Millisecond).Consistently(t, time.Second, "the control plane's decisions stay", func() bool {
 		return parityEqual(parityDecisions(t, cp.Client, ns), got)
 	})
 	return got
