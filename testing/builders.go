@@ -58,8 +58,10 @@ func WithClass(class string) SliceOption {
 }
 
 // WithRequest adds a requested quantity to spec.resources, e.g.
-// WithRequest("cpu", "4"). It panics on a malformed quantity, as
-// resource.MustParse does: builders are for tests.
+// WithRequest("cpu", "4"); a new slice asks for nothing. It panics on a
+// malformed quantity, as resource.MustParse does: builders are for tests.
+// A test holding a corev1.ResourceList sets it, as any field:
+// rs.Spec.Resources = list.
 func WithRequest(name corev1.ResourceName, quantity string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
 		if rs.Spec.Resources == nil {
@@ -67,11 +69,6 @@ func WithRequest(name corev1.ResourceName, quantity string) SliceOption {
 		}
 		rs.Spec.Resources[name] = resource.MustParse(quantity)
 	}
-}
-
-// WithRequests replaces spec.resources.
-func WithRequests(rl corev1.ResourceList) SliceOption {
-	return func(rs *authv1beta1.ResourceSlice) { rs.Spec.Resources = rl.DeepCopy() }
 }
 
 // WithNamespace puts the slice in ns.

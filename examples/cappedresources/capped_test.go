@@ -68,8 +68,7 @@ func TestPolicy(t *testing.T) {
 			want: map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"},
 		},
 		"Nothing": {
-			reason:       "A slice requesting nothing gets a clear denial.",
-			req:          []slicetest.SliceOption{slicetest.WithRequests(corev1.ResourceList{})},
+			reason:       "A slice requesting nothing (a new slice's spec.resources is empty) gets a clear denial.",
 			wantDecision: conditions.Denied, wantReason: cappedresources.ReasonNoResources,
 		},
 	}

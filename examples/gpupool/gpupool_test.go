@@ -70,7 +70,8 @@ func TestPolicy(t *testing.T) {
 	policy := gpupool.New(newPool(t))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := slicetest.NewSlice("s", slicetest.WithClass(class), slicetest.WithRequests(tc.req))
+			s := slicetest.NewSlice("s", slicetest.WithClass(class))
+			s.Spec.Resources = tc.req
 			h := slicetest.New(t, class, policy, slicetest.WithObjects(s))
 			res := h.Reconcile(s)
 			require.NoError(t, res.Err, tc.reason)

@@ -57,7 +57,8 @@ func TestPool(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := slicetest.NewSlice("new", slicetest.WithClass(class), slicetest.WithRequests(tc.request))
+			s := slicetest.NewSlice("new", slicetest.WithClass(class))
+			s.Spec.Resources = tc.request
 			hs, _ := newHarness(t, append([]client.Object{s}, tc.others...)...)
 			res := hs.Reconcile(s)
 			require.NoError(t, res.Err, tc.reason)
