@@ -25,6 +25,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -253,7 +254,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 	if err := createMany(ctx, cp.Client, ns, f.n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i%f.k) }, false); err != nil {
 		return res, err
 	}
-	before, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	before, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -350,7 +351,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 	res.cpu = (end.self - cpu0) / time.Duration(f.n)
 	res.cpuDeciding = (end.self - cpuAtFirst.self) / time.Duration(f.n-1)
 	res.serverDeciding = (end.server - cpuAtFirst.server) / time.Duration(f.n-1)
-	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	after, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -359,7 +360,7 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		return res, nil
 	}
 	time.Sleep(5 * time.Second)
-	later, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	later, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}

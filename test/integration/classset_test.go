@@ -29,6 +29,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -776,7 +777,7 @@ func unservedSeriesWhere(t *testing.T, match func(class string) bool) int {
 // ResourceSlices.
 func resourceSliceLists(t *testing.T) int {
 	t.Helper()
-	n, err := cp.RequestCount(context.Background(), "LIST", "resourceslices", "")
+	n, err := apiserver.RequestCount(context.Background(), cp.Config, "LIST", "resourceslices", "")
 	require.NoError(t, err)
 	return n
 }

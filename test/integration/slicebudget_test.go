@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -310,7 +311,7 @@ func TestSliceBudgetStatusWriteRate(t *testing.T) {
 	objectClass(t, "sb-rate", "sb-rate")
 	testkit.Eventually(t, "the first status", func() bool { return sliceBudget(t, c, "sb-rate").Status.ObservedGeneration > 0 })
 	writes := func() int {
-		n, err := cp.RequestCount(context.Background(), "PATCH", "slicebudgets", "status")
+		n, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "slicebudgets", "status")
 		require.NoError(t, err)
 		return n
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -232,7 +233,7 @@ func countReason(tb testing.TB, ns string, status authv1beta1.ResourceSliceCondi
 // requestCount reads the API server's own counter of requests.
 func requestCount(tb testing.TB, verb, resource, subresource string) int {
 	tb.Helper()
-	n, err := cp.RequestCount(context.Background(), verb, resource, subresource)
+	n, err := apiserver.RequestCount(context.Background(), cp.Config, verb, resource, subresource)
 	require.NoError(tb, err)
 	return n
 }

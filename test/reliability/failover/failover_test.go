@@ -14,6 +14,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -71,7 +72,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	class := fmt.Sprintf("failover-%t", warm)
 	ns := testkit.Namespace(t, cp, class)
 	watcher := watchCommitted(t, ns)
-	serverBefore, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
+	serverBefore, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 
 	spec := func(name string) replicaSpec {
@@ -118,7 +119,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	fromB := b.tap.patches.Load()
 	assert.Equal(t, int64(slices), fromA+fromB, "accepted status patches (a %d, b %d) against slices", fromA, fromB)
 	assert.Equal(t, fromA, a.tap.patches.Load(), "a crashed replica wrote after its crash")
-	serverAfter, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
+	serverAfter, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, int64(serverAfter-serverBefore), fromA+fromB, "the API server saw fewer status PATCHes than the replicas had answers for")
 
