@@ -101,11 +101,18 @@ func userMain() error {
 			return err
 		}
 	}
-	mgr, err := v.NewManager(scheme) // validates, finds the API server, adds /healthz and /readyz
+	cfg, err := v.RESTConfig() // --kubeconfig, else KUBECONFIG, in-cluster, ~/.kube/config
 	if err != nil {
 		return err
 	}
-	classes, err := v.ClassConfigs(mgr) // each class of the chart's --classes-file, whole
+	mgr, err := ctrl.NewManager(cfg, v.ManagerOptions(scheme)) // metrics, probes, leader election
+	if err != nil {
+		return err
+	}
+	if err := flags.AddProbes(mgr); err != nil { // /healthz, and /readyz once the cache synced
+		return err
+	}
+	classes, err := v.ClassConfigs(mgr) // checks the flags; each class of the chart's --classes-file, whole
 	if err != nil {
 		return err
 	}

@@ -214,10 +214,19 @@ func TestRESTConfigNotFound(t *testing.T) {
 	assert.Contains(t, err.Error(), "--kubeconfig "+missing)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
 
-	_, err = flags.Values{ClassNames: flags.ClassList{"gold"}, MaxConcurrentReconciles: 1, Kubeconfig: missing}.NewManager(runtime.NewScheme())
-	assert.ErrorIs(t, err, os.ErrNotExist, "NewManager reports where the config was not found")
-	_, err = flags.Values{}.NewManager(runtime.NewScheme())
-	assert.ErrorContains(t, err, "--class-name", "NewManager validates first")
+}
+
+// ClassConfigs checks the flags before it reads anything: no class flag
+// is an error, not a manager serving nothing.
+func TestClassConfigsValidatesFirst(t *testing.T) {
+	_, err := flags.Values{MaxConcurrentReconciles: 1}.ClassConfigs(nil)
+	assert.ErrorContains(t, err, "--class-name")
+	_, err = flags.Values{ClassNames: flags.ClassList{"gold"}}.ClassConfigs(nil)
+	assert.ErrorContains(t, err, "--max-concurrent-reconciles")
+	classes, err := flags.Values{ClassNames: flags.ClassList{"gold"}, MaxConcurrentReconciles: 1}.ClassConfigs(nil)
+	require.NoError(t, err)
+	require.Len(t, classes, 1)
+	assert.Equal(t, "gold", classes[0].Name)
 }
 
 func TestRESTConfigReadsHomeKubeconfig(t *testing.T) {
