@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
@@ -154,7 +153,7 @@ func Unauthenticated() SliceOption {
 		rs.Status.AuthParams = nil
 		var keep []authv1beta1.ResourceSliceCondition
 		for _, c := range rs.Status.Conditions {
-			if c.Type != conditions.Authentication {
+			if c.Type != authv1beta1.ResourceSliceConditionTypeAuthentication {
 				keep = append(keep, c)
 			}
 		}
@@ -173,7 +172,7 @@ func NotReplicated() SliceOption {
 // Decided gives the slice an existing Resources decision.
 func Decided(status authv1beta1.ResourceSliceConditionStatus, reason string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
-		sliceconds.Set(rs, conditions.Resources, status, reason, "")
+		sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeResources, status, reason, "")
 	}
 }
 

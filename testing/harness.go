@@ -491,7 +491,7 @@ func (h *Harness) reconcile(c *harnessClass, key types.NamespacedName) Result {
 	switch gerr := h.Client.Get(context.Background(), key, &stored); {
 	case gerr == nil:
 		out.Slice = &stored
-		if c := conditions.Get(&stored, conditions.Resources); c != nil {
+		if c := conditions.Get(&stored, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 			out.Decision, out.Reason, out.Message = c.Status, c.Reason, c.Message
 		}
 		out.Resources = stored.Status.Resources

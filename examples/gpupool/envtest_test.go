@@ -76,7 +76,7 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 
 	var accepted, limited int
 	for n, rs := range decided {
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		switch {
 		case conditions.IsAccepted(rs):
 			accepted++

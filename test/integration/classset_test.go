@@ -607,7 +607,7 @@ func (l *decisionLog) observe(typ watch.EventType, rs *authv1beta1.ResourceSlice
 		}
 	}
 	d := ""
-	if c := conditions.Get(rs, conditions.Resources); c != nil {
+	if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 		d = string(c.Status) + "/" + c.Reason
 	}
 	if d != s.decision {
@@ -639,7 +639,7 @@ func undecided(ns string, names ...string) func() bool {
 	return func() bool {
 		for _, n := range names {
 			var rs authv1beta1.ResourceSlice
-			if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &rs); err != nil || conditions.Get(&rs, conditions.Resources) != nil {
+			if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &rs); err != nil || conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources) != nil {
 				return false
 			}
 		}

@@ -242,7 +242,7 @@ func parityDecisions(t *testing.T, c client.Reader, ns string) map[string]string
 			continue
 		}
 		d := "undecided"
-		if cond := conditions.Get(rs, conditions.Resources); cond != nil {
+		if cond := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); cond != nil {
 			d = string(cond.Status) + "/" + cond.Reason
 		}
 		out[rs.Name] = d + " " + rs.Status.Resources.Cpu().String()

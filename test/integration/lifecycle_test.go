@@ -543,7 +543,7 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rs := get(t, ns, "a")
-		auth := conditions.Get(rs, conditions.Authentication)
+		auth := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication)
 		require.NotNil(t, auth, "precondition: the slice is authenticated")
 		auth.Message = "re-authenticated by Liqo"
 		return cp.Client.Status().Update(ctx, rs)

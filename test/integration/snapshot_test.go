@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -55,8 +56,8 @@ func TestCohortStoppedBorrowerStillCounts(t *testing.T) {
 
 	create(t, sliceIn(nsG, "g", "stopped-gold", slicetest.WithConsumer("cluster-stopped-gold"), slicetest.WithRequest(corev1.ResourceCPU, "10")))
 	testkit.Eventually(t, "gold decided: waiting", func() bool {
-		c := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		return c != nil && c.Status == conditions.Denied
+		c := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+		return c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 	testkit.Consistently(t, 3*time.Second, "gold waits while spot's stopped slice holds 12, and the Quotas stay within the cohort's 12", func() bool {
 		sq, _ := quotaCPU(nsS, "s")

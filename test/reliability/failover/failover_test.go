@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -133,10 +134,10 @@ func leaderFailover(t *testing.T, warm bool) {
 		case conditions.IsAccepted(rs):
 			accepted++
 			held.Add(*rs.Status.Resources.Cpu())
-		case conditions.Get(rs, conditions.Resources).Reason == budget.ReasonExhausted:
+		case conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Reason == budget.ReasonExhausted:
 			exhausted++
 		default:
-			t.Errorf("slice %s: decided neither Accepted nor %s: %+v", rs.Name, budget.ReasonExhausted, conditions.Get(rs, conditions.Resources))
+			t.Errorf("slice %s: decided neither Accepted nor %s: %+v", rs.Name, budget.ReasonExhausted, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources))
 		}
 	}
 	assert.Equal(t, total, accepted, "Accepted slices: the budget was rebuilt wrongly or over-committed")
