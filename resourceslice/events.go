@@ -42,10 +42,10 @@ const (
 	// granted (Liqo's enforcement off); once per change of the amount.
 	reasonOverGrant = "OverGrant"
 
-	// ReasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
+	// reasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
 	// not retried until it changes, the resync period passes, or a
 	// WithWatch pass runs.
-	ReasonGaveUp = "GaveUp"
+	reasonGaveUp = "GaveUp"
 
 	// reasonConsumerMismatch is the Resources condition reason (and a
 	// Warning event) when the slice's spec.consumerClusterID or

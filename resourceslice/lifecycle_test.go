@@ -445,9 +445,9 @@ func TestMaxRetries(t *testing.T) {
 			res := h.Reconcile(rs)
 			require.NoError(t, res.Err, "the third consecutive failure gives up: no error, no retry")
 			assert.Equal(t, ctrl.Result{}, res.Result, "no requeue after giving up (no resync period)")
-			assert.Equal(t, []string{"Warning/" + "HandlerFailed", "Warning/" + resourceslice.ReasonGaveUp}, reasons(res.Events))
+			assert.Equal(t, []string{"Warning/HandlerFailed", "Warning/GaveUp"}, reasons(res.Events))
 			for _, e := range res.Events {
-				if e.Reason == resourceslice.ReasonGaveUp {
+				if e.Reason == "GaveUp" {
 					assert.Contains(t, e.Note, "capacity service down", "the GaveUp event says what the handler answered")
 				}
 			}
@@ -469,7 +469,7 @@ func TestMaxRetries(t *testing.T) {
 			assert.Error(t, h.Reconcile(rs).Err, tc.reason)
 			res = h.Reconcile(rs)
 			assert.NoError(t, res.Err, tc.reason)
-			assert.Contains(t, reasons(res.Events), "Warning/"+resourceslice.ReasonGaveUp, tc.reason)
+			assert.Contains(t, reasons(res.Events), "Warning/GaveUp", tc.reason)
 			assert.Equal(t, int32(6), calls.Load(), tc.reason)
 			assert.NoError(t, h.Reconcile(rs).Err)
 			assert.Equal(t, int32(6), calls.Load(), "%s\ngiven up again until the next change", tc.reason)
@@ -499,7 +499,7 @@ func TestMaxRetriesCountsOnlyFailuresInARow(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		res := hs.Reconcile(rs)
 		assert.Error(t, res.Err, "failure %d after a success is retried: the count restarted", i)
-		assert.NotContains(t, reasons(res.Events), "Warning/"+resourceslice.ReasonGaveUp)
+		assert.NotContains(t, reasons(res.Events), "Warning/GaveUp")
 	}
 	assert.Equal(t, int32(5), calls.Load())
 }
@@ -529,7 +529,7 @@ func TestMaxRetriesTriesAgainAtTheResyncPeriod(t *testing.T) {
 	require.Error(t, h.Reconcile(rs).Err)
 	res := h.Reconcile(rs)
 	require.NoError(t, res.Err)
-	require.Contains(t, reasons(res.Events), "Warning/"+resourceslice.ReasonGaveUp)
+	require.Contains(t, reasons(res.Events), "Warning/GaveUp")
 	assert.Equal(t, resync, res.Result.RequeueAfter, "giving up still comes back at the resync period")
 	require.NoError(t, h.Reconcile(rs).Err)
 	require.Equal(t, int32(2), calls.Load(), "precondition: given up, not called again at once")

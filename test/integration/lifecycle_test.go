@@ -523,7 +523,7 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 			resourceslice.WithWatch(&corev1.ConfigMap{}, onlyNudge))
 	})
 	gaveUp := hasEventWhere(t, ns, "a", func(_, typ, reason, _ string) bool {
-		return typ == corev1.EventTypeWarning && reason == resourceslice.ReasonGaveUp
+		return typ == corev1.EventTypeWarning && reason == "GaveUp"
 	})
 	// givesUpAt waits until the handler was called want times and then
 	// checks that it stays at want.
