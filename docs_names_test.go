@@ -72,6 +72,9 @@ func TestDocNamesExist(t *testing.T) {
 		pages = append(pages, filepath.Join(dir, "doc.go"))
 	}
 	ref := regexp.MustCompile(`\b(` + strings.Join(sortedKeys(docQualifiers), "|") + `)\.([A-Z]\w*)`)
+	// A Go doc link: [github.com/sliceclass/sliceclass/testing.New] or
+	// [github.com/sliceclass/sliceclass/testing.Harness.Reconcile].
+	link := regexp.MustCompile(`\[github\.com/sliceclass/sliceclass/([\w/]+)\.([A-Z]\w*)(?:\.([A-Z]\w*))?\]`)
 	checked := 0
 	for _, page := range pages {
 		raw, err := os.ReadFile(page)
@@ -80,6 +83,14 @@ func TestDocNamesExist(t *testing.T) {
 			for _, m := range ref.FindAllStringSubmatch(l, -1) {
 				checked++
 				assert.True(t, names[docQualifiers[m[1]]][m[2]], "%s:%d names %s.%s, which hack/api.txt does not list", page, i+1, m[1], m[2])
+			}
+			for _, m := range link.FindAllStringSubmatch(l, -1) {
+				checked++
+				name := m[2]
+				if m[3] != "" {
+					name = m[3] // a method: its own name
+				}
+				assert.True(t, names[m[1]][m[2]] && names[m[1]][name], "%s:%d links %s, which hack/api.txt does not list", page, i+1, m[0])
 			}
 		}
 	}

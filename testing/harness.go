@@ -150,7 +150,7 @@ type answerLost struct{ error }
 
 func (a answerLost) Unwrap() error { return a.error }
 
-// Harness runs the real resourceslice.Reconciler of one class, or of
+// Harness runs the real reconciler of one class, or of
 // several (WithAnotherClass), on controller-runtime's fake client, set up the way
 // a manager sets a class up (see New), and records what they did. It is
 // safe for use by one test goroutine.
