@@ -47,7 +47,7 @@ type ClassConfig struct {
 // It checks the values first (Validate): no class flag, or both, is an
 // error, never an empty list. With --class-name each class has the flags'
 // ClassDefaults only. With
-// --classes-file it reads the file once (ReadClassesConfig) and builds its
+// --classes-file it reads the file once (ParseClassesConfig) and builds its
 // budgets on mgr (a ClassBuilder): one budget per shared budget, per class
 // budget or pool and per SliceBudget named, however many classes draw from
 // it; each class's Options are ClassDefaults followed by its own. A bad file
@@ -65,7 +65,7 @@ func (v Values) ClassConfigs(mgr manager.Manager) ([]ClassConfig, error) {
 		}
 		return out, nil
 	}
-	cfg, err := ReadClassesConfig(v.ClassesFile)
+	cfg, err := readClassesConfig(v.ClassesFile)
 	if err != nil {
 		return nil, err
 	}
