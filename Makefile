@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 
-.PHONY: all demo dev-controlplane crds crds-check test test-oldest unit integration reliability soak long envtest lint vet fmt bench tidy fuzz compat chart-test image image-check print-image api-check
+.PHONY: all demo dev-controlplane crds crds-check test test-oldest unit integration reliability soak long envtest lint vet fmt bench bench-metering tidy fuzz compat chart-test image image-check print-image api-check
 
 all: test
 
@@ -156,6 +156,19 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./resourceslice/ ./conditions/
 	@mkdir -p bin && $(GO) build -o bin/bench ./bench
 	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" bin/bench $(BENCH_ARGS)
+
+## bench-metering: what metering costs (docs/metering.md, "What it costs"), apart from bench: the
+## meter's live heap per consumer series at 1,000 and 10,000 consumers, then the budget variant's
+## backlog (-n 1000 slices, 4 classes, 4 workers) decided by two builds of the bench, with metering
+## and without (-tags sliceclass_nometering), each run a process of its own, the two alternating
+## first for -rounds rounds (default 3; BENCH_ARGS='-rounds 5' narrows the range). The table has
+## each one's median decisions/s and CPU per decision and the ratios on / off, with the rounds'
+## range. About 2 minutes of runs on a quiet 2-core machine, plus the builds and up to -settle per
+## round for the load to fall; exit status 3 as for bench (fewer than 3 rounds, or a busy machine).
+bench-metering:
+	$(GO) test -run '^$$' -bench HeapPerConsumerSeries -benchtime 5x ./internal/metering/
+	@mkdir -p bin && $(GO) build -o bin/bench ./bench
+	@assets="$$(hack/envtest.sh)" && KUBEBUILDER_ASSETS="$$assets" bin/bench -metering-only $(BENCH_ARGS)
 
 tidy:
 	$(GO) mod tidy

@@ -67,7 +67,10 @@
 // ShadowPod watch's cost, and its heap per pod with 1 and 10 budgets in
 // one set; tail.go (alone, -tail-only) measures the steady-state latency
 // after a backlog, ours beside a bare informer + patch loop, and splits
-// each slow slice's time into its steps.
+// each slow slice's time into its steps; metering.go (alone,
+// -metering-only, make bench-metering) compares decisions/s and CPU per
+// decision with metering compiled in and out, two builds of this bench
+// deciding alternately, each in a process of its own.
 package main
 
 import (
@@ -146,6 +149,11 @@ type flags struct {
 	// tailPoll: list the variant's namespace this often through the
 	// steady state, as the side by side's parent polls (0: never).
 	tailPoll time.Duration
+	// the metering phase (metering.go), run alone with meteringOnly.
+	meteringOnly bool
+	// child mode: decide the backlog of this prefix (oursBacklog's) and
+	// print what it measured, then exit.
+	meteringChild string
 }
 
 // perClass is each class's share of the workers; concurrency is the total
@@ -170,7 +178,7 @@ func main() {
 	flag.DurationVar(&f.settle, "settle", time.Minute, "before each round and the steady state, wait up to this long for the load to fall to the number of cores (0: do not wait)")
 	flag.BoolVar(&f.noPriorityQueue, "no-priority-queue", false, "run our controllers on client-go's plain workqueue instead of controller-runtime's priority queue")
 	flag.BoolVar(&f.diag, "diag", false, "print controller-runtime's reconcile and queue timings for each run of ours")
-	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first round's events-none backlog (the CPU target's variant) to this file, and of the events-all and budget backlogs to it with .all and .budget appended; with -reclaim-only, of the first round's ShadowPod watch backlogs to it with .watch-true and .watch-false appended")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the controller during the first round's events-none backlog (the CPU target's variant) to this file, and of the events-all and budget backlogs to it with .all and .budget appended; with -reclaim-only, of the first round's ShadowPod watch backlogs to it with .watch-true and .watch-false appended; with -metering-only, of the first round's two children to it with .metering-on and .metering-off appended")
 	flag.StringVar(&f.scaleN, "scale-n", "0", "slices held by one replica in the scale phase, e.g. 50000 or 10000,50000 to compare sizes (0: no scale phase; it takes far longer than the rest)")
 	flag.IntVar(&f.scaleFresh, "scale-fresh", 20, "scale phase: fresh slices created when the leader stops, for the standby to decide")
 	flag.BoolVar(&f.scaleCold, "scale-cold", true, "scale phase: also time a standby taking over without EnableWarmup")
@@ -202,6 +210,8 @@ func main() {
 	flag.DurationVar(&f.tailPoll, "tail-poll", 0, "tail phase: list the variant's namespace (its backlog's slices with it) this often through the steady state, as the side by side's parent polls its decisions (0: never)")
 	flag.DurationVar(&f.tailSlow, "tail-slow", 50*time.Millisecond, "tail phase: a slice slower than this, create to decision, is split into its steps")
 	flag.StringVar(&f.sbsClass, "sbs-class", "", "internal: the class the side by side's child serves")
+	flag.BoolVar(&f.meteringOnly, "metering-only", false, "run the metering phase alone: decisions/s and CPU per decision of the budget variant's backlog (-n slices, -k classes, -workers) with metering compiled in and out (-tags sliceclass_nometering), two builds of this bench from the module it is run in, alternating for -rounds rounds, each run a process of its own")
+	flag.StringVar(&f.meteringChild, "metering-child", "", "internal: run as the metering phase's child deciding this backlog")
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
 
@@ -214,6 +224,13 @@ func main() {
 	}
 	if f.scaleChild != "" {
 		if err := scaleChild(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if f.meteringChild != "" {
+		if err := meteringChild(f); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -330,6 +347,15 @@ func run(f flags) (bool, error) {
 			return false, err
 		}
 		t.add("wall time: tail phase (slice creation included)", round(time.Since(phase)))
+		return report(f, t)
+	}
+
+	if f.meteringOnly {
+		phase := time.Now()
+		if err := meteringPhase(ctx, cp, f, &t); err != nil {
+			return false, err
+		}
+		t.add("wall time: metering phase (builds and slice creation included)", round(time.Since(phase)))
 		return report(f, t)
 	}
 

@@ -179,7 +179,7 @@ func buildManager(ctx context.Context, dir string) (string, error) {
 	}
 	root, err := moduleRoot(string(out))
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("side by side: %w, or pass -sbs-n 0", err)
 	}
 	bin := filepath.Join(dir, "manager")
 	say("side by side: building the example manager in %s...", root)
@@ -194,14 +194,15 @@ func buildManager(ctx context.Context, dir string) (string, error) {
 }
 
 // moduleRoot is the directory of the go.mod that `go env GOMOD` printed:
-// the example manager is built from the module the bench is run in.
+// the binaries the bench builds (the example manager, the metering phase's
+// two benches) are built from the module the bench is run in.
 func moduleRoot(gomod string) (string, error) {
 	gomod = strings.TrimSpace(gomod)
 	switch {
 	case gomod == "" || gomod == os.DevNull:
-		return "", errors.New("side by side: not run in a Go module (go env GOMOD is empty): run the bench from the sliceclass repo, or pass -sbs-n 0")
+		return "", errors.New("not run in a Go module (go env GOMOD is empty): run the bench from the sliceclass repo")
 	case !filepath.IsAbs(gomod) || filepath.Base(gomod) != "go.mod":
-		return "", fmt.Errorf("side by side: go env GOMOD printed %q, not the path of a go.mod", gomod)
+		return "", fmt.Errorf("go env GOMOD printed %q, not the path of a go.mod", gomod)
 	}
 	return filepath.Dir(gomod), nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/internal/apiserver"
+	"github.com/sliceclass/sliceclass/internal/metering"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 )
@@ -237,23 +238,42 @@ type oursResult struct {
 	// CPU per decision over the same stretch as cpuDeciding.
 	serverDeciding time.Duration
 	idle           int
+	// consumerSeries is the number of sliceclass_consumer_granted series
+	// the run's classes export once the backlog is decided: one per
+	// consumer and limited resource with metering compiled in and a
+	// budget, none otherwise.
+	consumerSeries int
 }
 
-// oursRun creates a backlog of n slices over k classes named prefix-<i>,
-// then starts a manager serving them, recording decision events per mode,
-// and times the decisions. It counts the status writes per decision and,
-// with idle, over a 5 s idle window after the backlog. configure, when
-// set, changes the manager's options further.
+// oursRun creates a backlog of n slices over k classes named prefix-<i>
+// (oursBacklog), then has a manager in this process decide it (oursDecide).
 func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle bool, profile string,
+	configure func(*manager.Options)) (oursResult, error) {
+	if err := oursBacklog(ctx, cp, f, prefix); err != nil {
+		return oursResult{}, err
+	}
+	return oursDecide(ctx, cp, f, prefix, mode, withBudget, idle, profile, configure)
+}
+
+// oursBacklog creates the undecided backlog of f.n slices, in namespace
+// ours-<prefix>, over f.k classes named prefix-<i>.
+func oursBacklog(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string) error {
+	ns := "ours-" + prefix
+	if err := cp.CreateNamespace(ctx, ns); err != nil {
+		return err
+	}
+	return createMany(ctx, cp.Client, ns, f.n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i%f.k) }, false)
+}
+
+// oursDecide starts a manager serving the backlog oursBacklog created for
+// prefix, recording decision events per mode, and times the decisions. It
+// counts the status writes per decision and, with idle, over a 5 s idle
+// window after the backlog. configure, when set, changes the manager's
+// options further.
+func oursDecide(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix string, mode resourceslice.DecisionEvents, withBudget, idle bool, profile string,
 	configure func(*manager.Options)) (oursResult, error) {
 	var res oursResult
 	ns := "ours-" + prefix
-	if err := cp.CreateNamespace(ctx, ns); err != nil {
-		return res, err
-	}
-	if err := createMany(ctx, cp.Client, ns, f.n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i%f.k) }, false); err != nil {
-		return res, err
-	}
 	before, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
@@ -356,6 +376,12 @@ func oursRun(ctx context.Context, cp *controlplane.ControlPlane, f flags, prefix
 		return res, err
 	}
 	res.perDecision = float64(after-before) / float64(f.n)
+	// Read after the CPU was sampled, so that the gathering is not counted.
+	if withBudget {
+		if res.consumerSeries, err = seriesOf(tap.Registry, metering.MetricGranted); err != nil {
+			return res, err
+		}
+	}
 	if !idle {
 		return res, nil
 	}
@@ -495,6 +521,20 @@ func decisions(reg *prometheus.Registry) int {
 		}
 	}
 	return int(total)
+}
+
+// seriesOf counts the series of the metric name in reg.
+func seriesOf(reg *prometheus.Registry, name string) (int, error) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gathering the classes' metrics: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric()), nil
+		}
+	}
+	return 0, nil
 }
 
 func counterValue(m *dto.Metric) float64 {

@@ -43,9 +43,11 @@ type ticket struct {
 // does not reach the budgets: the reconcile takes the slice out of their
 // lines, and releases nothing: the cluster still shows what it holds.)
 //
-// A budget whose books are being counted again (its feed stopped, the
-// manager stopping or its classes replaced) decides nothing: admit returns
-// an error and nothing is written.
+// A budget whose books are not counted (its feed not synced yet, as a new
+// leader starts, or stopped: the manager stopping or its classes
+// replaced), or a member of its cohort in that state, decides nothing:
+// admit returns an error (the request is retried with backoff) and
+// nothing is written.
 func (r *classReconciler) admit(req reconcile.Request, current, desired *authv1beta1.ResourceSlice, consumer consumerInfo) (ticket, error) {
 	t := ticket{key: req.NamespacedName, uid: current.UID, base: current.ResourceVersion, consumer: consumer.ID}
 	h := r.holder(req)

@@ -140,7 +140,7 @@ func (l *Ledger) notCountedLocked() *Refusal {
 	}
 	if l.uncounted {
 		return &Refusal{Budget: l.name, Reason: ReasonNotCounted,
-			Message: "budget " + l.name + ": what the cluster holds is being counted again (its feed restarted)"}
+			Message: "budget " + l.name + ": its feed has not counted what the cluster holds yet (it is starting, or restarted)"}
 	}
 	return nil
 }

@@ -46,6 +46,21 @@ func (l *Ledger) roomLocked(r Request) room {
 	rm := room{budget: l.name, closed: l.closed, names: l.books.names, total: l.books.total, limit: l.limitLocked(r.Consumer),
 		mine: l.books.growsFrom(r.Key), free: l.freeLocked(), held: l.books.byConsumer[r.Consumer],
 		heldBack: l.heldBackLocked(r.Priority)}
+	// A slice given back what was taken for a waiter grows from what it
+	// counts (books.growsFrom) only while its domain affords that: where
+	// its member holds more than it may (its lender left the cohort, the
+	// totals shrank), what it counts beyond its offer is not its own, and
+	// it grows from its offer. Otherwise a borrower whose lender left
+	// mid-reclaim was granted all its pods still used back, and held the
+	// leaving lender's capacity for ever (issue 50, scenario 5).
+	if e := l.books.slices[r.Key]; e != nil && e.reclaimed && e.givenBack {
+		for _, q := range rm.free {
+			if q.Sign() < 0 {
+				rm.mine = e.offered()
+				break
+			}
+		}
+	}
 	// What is promised to the consumer's other waiters is theirs: a newer
 	// slice must not take an older one's place under the limit.
 	rm.others = l.line.promisedToOthers(r.Consumer, r.Holder)

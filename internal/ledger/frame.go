@@ -34,7 +34,7 @@ func (l *Ledger) frameLocked() (frame, []frameWaiter) {
 		case m.unread != "":
 			f.paused = "budget " + m.name + ": " + m.unread
 		case m.uncounted:
-			f.paused = "budget " + m.name + ": what the cluster holds is being counted again (its feed restarted)"
+			f.paused = "budget " + m.name + ": its feed has not counted what the cluster holds yet (it is starting, or restarted)"
 		}
 		fm := frameMember{name: m.name, total: m.books.total, ownReclaim: m.opts.Preemption, limit: m.opts.ConsumerLimit,
 			limits: m.limits, closed: m.closed}
@@ -132,6 +132,11 @@ func (l *Ledger) decidedWakesLocked() func() {
 				continue
 			}
 			if e := l.entryLocked(key); e == nil || e.capped == nil || e.capped.waiter != part.waiter {
+				stale[part.waiter] = true
+			} else if len(c.parts) == 1 && !equalLists(e.capped.keep, c.keep) {
+				// It takes more, or less, than decide would now (the
+				// cohort's totals changed): planned again, the surplus
+				// goes back or the rest is taken.
 				stale[part.waiter] = true
 			}
 		}

@@ -133,5 +133,27 @@ func (h *meterHook) tell(b *books, consumer string) {
 	} else {
 		h.told[consumer] = held.DeepCopy() // present, even when nil
 	}
-	h.m.Consumer(consumer, held, use)
+	h.m.Consumer(consumer, limitedOnly(b.names, held), limitedOnly(b.names, use))
+}
+
+// limitedOnly is rl with only the resources names (the budget limits); rl
+// itself when it names no other. A slice counts whatever it asks (pods,
+// say), but a budget meters only what it limits.
+func limitedOnly(names []corev1.ResourceName, rl corev1.ResourceList) corev1.ResourceList {
+	keep := 0
+	for _, n := range names {
+		if _, ok := rl[n]; ok {
+			keep++
+		}
+	}
+	if keep == len(rl) {
+		return rl
+	}
+	out := make(corev1.ResourceList, keep)
+	for _, n := range names {
+		if q, ok := rl[n]; ok {
+			out[n] = q
+		}
+	}
+	return out
 }

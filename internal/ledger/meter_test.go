@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
@@ -78,4 +79,30 @@ func TestMeterToldEachConsumersChanges(t *testing.T) {
 	l.SetMeter(nil)
 	holdAs(l, "a1", "acme", cpu("2"))
 	assert.Empty(t, cmp.Diff([]string(nil), other.take()), "no meter: nothing told")
+}
+
+// toldNames is a ledger.Meter that records the resources it is told of.
+type toldNames struct{ seen map[corev1.ResourceName]bool }
+
+func (m *toldNames) Consumer(_ string, held, inUse corev1.ResourceList) {
+	for n := range held {
+		m.seen[n] = true
+	}
+	for n := range inUse {
+		m.seen[n] = true
+	}
+}
+
+// A slice counts whatever it asks, but the meter hears only of what the
+// budget limits (docs/metering.md): a cpu budget meters no pods.
+func TestMeterToldOnlyWhatTheBudgetLimits(t *testing.T) {
+	l, _ := newLedger(t, cpu("10"))
+	m := &toldNames{seen: map[corev1.ResourceName]bool{}}
+	l.SetMeter(m)
+	asks := cpu("3")
+	asks[corev1.ResourcePods] = resource.MustParse("110")
+	l.ObserveSlice(slice("a1", "1", asks, consumer("acme")))
+	l.ObserveQuota(key("a1"), uid("a1"), "qa1", "user-a1", asks)
+	l.ObservePod(podKey("p1"), "user-a1", cpu("1"), ledger.PodMeta{})
+	assert.Equal(t, map[corev1.ResourceName]bool{corev1.ResourceCPU: true}, m.seen)
 }

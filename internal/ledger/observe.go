@@ -61,30 +61,49 @@ func (l *Ledger) ObserveSlice(s Slice) {
 // was created again under the same name, and the new one was seen first).
 func (l *Ledger) ForgetSlice(key types.NamespacedName, uid types.UID) {
 	l.lock()
+	wakes := []func(){l.forgetSliceLocked(key, uid)}
+	// A member of l's cohort whose last class stopped keeps its books
+	// (ForgetAll) but has no feed to tell it of its slices' deletions:
+	// what l's feed tells is the cluster's, for the cohort's one manager,
+	// so its books drop the slice too (issue 50, scenario 2), and what it
+	// held is free for the cohort again.
+	for _, m := range l.others() {
+		if m.stale {
+			wakes = append(wakes, m.forgetSliceLocked(key, uid))
+		}
+	}
+	l.unlock()
+	for _, w := range wakes {
+		w()
+	}
+}
+
+// forgetSliceLocked is ForgetSlice in l's books; the caller holds l's
+// lock and calls what it returns without it.
+func (l *Ledger) forgetSliceLocked(key types.NamespacedName, uid types.UID) func() {
 	e := l.books.slices[key]
 	if e != nil && uid != "" && e.uid != "" && e.uid != uid {
 		l.books.bury(uid)
-		l.unlock()
-		return
+		return func() {}
 	}
 	// The caps made for its waiters are lifted while they are still in
 	// line (uncapKeyLocked finds the cohort's by the line; issue 50,
 	// scenario 4).
 	uncapped := l.wakeKeys(l.uncapKeyLocked(key))
 	promised := l.line.removeKey(key)
-	defer uncapped()
 	before := l.books.used()
 	l.books.forgetSlice(key, uid)
 	if e == nil && !promised {
-		l.unlock()
-		return
+		return uncapped
 	}
 	wake := l.wakeIfFreedLocked(before)
 	if promised || l.books.track(key, l.books.slices[key], l.line.has) {
 		wake = l.wakeLocked()
 	}
-	l.unlock()
-	wake()
+	return func() {
+		wake()
+		uncapped()
+	}
 }
 
 // ForgetAll forgets every observation and assumption: the feed that told

@@ -432,6 +432,9 @@ func (l *Ledger) planReclaimLocked(r Request, increase corev1.ResourceList) recl
 	if len(p.lacking) > 0 {
 		if inCohort {
 			p.cohortCuts = l.cohortCutsLocked(r.Holder, r.Priority, p.lacking)
+			if p.cohortCuts == nil {
+				p.cohortCuts = l.decidedCohortCutsLocked(r)
+			}
 		}
 		if p.cohortCuts == nil {
 			if !inBudget {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"container/heap"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -324,4 +325,60 @@ func (l *Ledger) waitsInCohortLocked(h Holder) bool {
 		}
 	}
 	return false
+}
+
+// decidedCohortCutsLocked is what decide (decide.go), on the domain as it
+// stands with r waiting, takes back for r from the other members, when
+// the remembered planner (cohortCutsLocked) finds nothing: it takes back
+// no more than its member's total less what it counts, so a cohort whose
+// totals shrank below what its borrowers hold (issue 50, case b: silver's
+// total cut to 0 while spot borrows) left a waiter within its own
+// guarantee waiting for ever. nil when decide reclaims nothing for r.
+func (l *Ledger) decidedCohortCutsLocked(r Request) []memberCut {
+	f, ws := l.frameLocked()
+	if f.paused != "" {
+		return nil
+	}
+	in := false
+	for _, w := range ws {
+		if w.Holder == r.Holder {
+			in = true
+			break
+		}
+	}
+	if !in {
+		ws = append(ws, frameWaiter{Holder: r.Holder, members: []string{l.name}, offer: r.Offer,
+			priority: r.Priority, consumer: r.Consumer, created: r.Created})
+	}
+	p := decide(f, ws)
+	if d := p.decisions[r.Holder]; !d.reclaiming {
+		return nil
+	}
+	var cuts []memberCut
+	for key, c := range p.caps {
+		if c.member == l.name {
+			continue
+		}
+		forR := false
+		for _, part := range c.parts {
+			if part.reason == capForWaiter && part.cohort && part.waiter == r.Holder {
+				forR = true
+			}
+		}
+		if !forR {
+			continue
+		}
+		for _, m := range l.others() {
+			if m.name != c.member {
+				continue
+			}
+			e := m.books.slices[key]
+			if e == nil || !e.member || (e.capped != nil && (e.capped.limit || e.capped.pool || e.capped.waiter != r.Holder)) {
+				return nil // yielding already, to something else: the planner's rules stand
+			}
+			cuts = append(cuts, memberCut{m: m, cut: cut{key: key, e: e, keep: c.keep}})
+		}
+	}
+	sort.Slice(cuts, func(i, j int) bool { return cuts[i].key.String() < cuts[j].key.String() })
+	return cuts
 }
