@@ -39,12 +39,14 @@
 //
 //   - handler: the Handler interface a policy implements, and its Func adapter.
 //     It holds no controller machinery.
-//   - conditions: nil-safe helpers that read and set the Resources and
-//     Authentication conditions of a slice.
+//   - conditions: nil-safe helpers that set a slice's Resources condition
+//     (Accept, Deny), the one a class controller owns, and read it and the
+//     Authentication condition Liqo sets.
 //   - resourceslice: one way to build a class's controller, reached two
 //     ways: a ClassSet, the one object the manager's classes share (Serve,
-//     Stop, before or after start), and AddToManager (a set of one class). AddToScheme adds what it reads
-//     and writes to your scheme, which it never writes. It fetches and filters slices, applies Liqo's tenant rule and
+//     Stop, before or after start), and AddToManager (a set of one class).
+//     Each refuses a scheme that lacks a type it reads or writes, naming
+//     the group's AddToScheme to call. It fetches and filters slices, applies Liqo's tenant rule and
 //     authentication gate, calls the handler (once at a time per slice),
 //     validates its decision, writes only the status fields a class
 //     controller owns with one optimistic-lock patch, records events and
@@ -85,9 +87,11 @@
 //
 // # Testing a policy
 //
-// Use [github.com/sliceclass/sliceclass/testing.Run] with a slice built by
-// [github.com/sliceclass/sliceclass/testing.NewSlice]; assert on the returned
-// decision, resources, events and number of API writes. On a real API
+// Build a harness with [github.com/sliceclass/sliceclass/testing.New] over
+// a slice built by [github.com/sliceclass/sliceclass/testing.NewSlice] and
+// reconcile it ([github.com/sliceclass/sliceclass/testing.Harness.Reconcile]);
+// assert on the returned decision, resources, events and number of API
+// writes. On a real API
 // server, start your manager with
 // [github.com/sliceclass/sliceclass/testing/envkit.StartManager]. The
 // README and docs/ walk through each step, from a handler to deploying your

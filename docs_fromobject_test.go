@@ -8,6 +8,7 @@ import (
 	"context"
 	"testing"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -51,8 +51,8 @@ func TestGoldWithASliceBudget(t *testing.T) {
 	s1 := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	s2 := slicetest.NewSlice("s2", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", capped, slicetest.WithObjects(s1, s2), slicetest.WithSliceBudget(premium))
-	require.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision)
-	require.Equal(t, conditions.Denied, h.Reconcile(s2).Decision) // 4 CPU free: s2 waits
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(s1).Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, h.Reconcile(s2).Decision) // 4 CPU free: s2 waits
 
 	sb := h.SliceBudget("premium") // the status written now, as the fake API server holds it
 	assert.Equal(t, int32(1), sb.Status.Accepted)

@@ -66,20 +66,20 @@ func TestGoldReclaimsFromSpot(t *testing.T) {
 	b, err := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
 	require.NoError(t, err)
 	spot := slicetest.NewSlice("spot-1", slicetest.WithClass("spot"), slicetest.WithRequest("cpu", "8"),
-		slicetest.Decided(conditions.Accepted, "Granted"))
+		slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted"))
 	spot.Status.Resources = spot.Spec.Resources.DeepCopy() // spot holds 8 of the 10 CPUs
 	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 
 	h := slicetest.New(t, "gold", capped, slicetest.WithObjects(spot, gold),
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(b), resourceslice.WithPriority(10)),
 		slicetest.WithAnotherClass("spot", capped, resourceslice.WithBudget(b)))
-	require.Equal(t, conditions.Denied, h.Reconcile(gold).Decision) // 2 CPUs free: gold waits
-	h.ReconcilePending()                                            // the reclaim, then the waiter
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, h.Reconcile(gold).Decision) // 2 CPUs free: gold waits
+	h.ReconcilePending()                                                                   // the reclaim, then the waiter
 
 	shrunk := h.Reconcile(spot)
 	assert.Equal(t, budget.ReasonReclaimed, shrunk.Reason)
 	assert.True(t, shrunk.Resources.Cpu().Equal(resource.MustParse("4")))
-	assert.Equal(t, conditions.Accepted, h.Reconcile(gold).Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(gold).Decision)
 }
 
 // docs/deploying.md
@@ -101,11 +101,18 @@ func userMain() error {
 			return err
 		}
 	}
-	mgr, err := v.NewManager(scheme) // validates, finds the API server, adds /healthz and /readyz
+	cfg, err := v.RESTConfig() // --kubeconfig, else KUBECONFIG, in-cluster, ~/.kube/config
 	if err != nil {
 		return err
 	}
-	classes, err := v.ClassConfigs(mgr) // each class of the chart's --classes-file, whole
+	mgr, err := ctrl.NewManager(cfg, v.ManagerOptions(scheme)) // metrics, probes, leader election
+	if err != nil {
+		return err
+	}
+	if err := flags.AddProbes(mgr); err != nil { // /healthz, and /readyz once the cache synced
+		return err
+	}
+	classes, err := v.ClassConfigs(mgr) // checks the flags; each class of the chart's --classes-file, whole
 	if err != nil {
 		return err
 	}
@@ -199,19 +206,19 @@ func TestTemplateAndExampleDiffer(t *testing.T) {
 	}
 
 	res := decide(templateCapped(caps), gpus)
-	assert.Equal(t, conditions.Accepted, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 	gpu := res.Resources["nvidia.com/gpu"]
 	assert.Equal(t, int64(1000), gpu.Value(), "the template passes an uncapped resource through")
 	assert.True(t, res.Resources.Cpu().Equal(resource.MustParse("4")))
-	assert.Equal(t, conditions.Accepted, decide(templateCapped(caps), empty).Decision,
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, decide(templateCapped(caps), empty).Decision,
 		"the template accepts an empty request")
 
 	res = decide(example, gpus)
-	assert.Equal(t, conditions.Accepted, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 	assert.NotContains(t, res.Resources, corev1.ResourceName("nvidia.com/gpu"), "the example drops it")
 	assert.Contains(t, res.Message, "nvidia.com/gpu", "and names it")
 	res = decide(example, empty)
-	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.Equal(t, cappedresources.ReasonNoResources, res.Reason)
 }
 

@@ -114,7 +114,7 @@ func TestGoldCapsCPU(t *testing.T) {
 	res := slicetest.New(t, "gold", capped, slicetest.WithObjects(slice)).Reconcile(slice)
 
 	require.NoError(t, res.Err)
-	require.Equal(t, conditions.Accepted, res.Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 	assert.Equal(t, "ResourcesCapped", res.Reason)
 	assert.True(t, res.Resources.Cpu().Equal(resource.MustParse("8")))
 	assert.Len(t, res.Writes, 1) // exactly one status patch
@@ -125,7 +125,7 @@ func TestGoldWithABudget(t *testing.T) {
 	b, err := budget.New("gold", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")})
 	require.NoError(t, err)
 	held := slicetest.NewSlice("held", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"),
-		slicetest.Decided(conditions.Accepted, "Granted"))
+		slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted"))
 	held.Status.Resources = held.Spec.Resources.DeepCopy() // another slice already holds 8 CPU
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "4"))
 
@@ -134,7 +134,7 @@ func TestGoldWithABudget(t *testing.T) {
 	res := h.Reconcile(slice)
 
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason)
 	assert.Equal(t, "budget gold: cpu: asked 4, waits until 4 is free", res.Message)
 	free := b.Free()

@@ -122,7 +122,7 @@ func reclaimLatency(ctx context.Context, cp *controlplane.ControlPlane, f flags,
 			if !ok {
 				return false
 			}
-			c := conditions.Get(rs, conditions.Resources)
+			c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 			return c != nil && c.Reason == budget.ReasonReclaimed
 		}); err != nil {
 			return fmt.Errorf("reclaim latency, run %d: spot not shrunk: %w", i, err)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -235,7 +236,7 @@ type serverPatches struct{ all, over50, over100 int }
 func readServerPatches(ctx context.Context, cp *controlplane.ControlPlane) (serverPatches, error) {
 	bucket := func(le string) (int, error) {
 		want := []string{`verb="PATCH"`, `resource="resourceslices"`, `subresource="status"`, `le="` + le + `"`}
-		return cp.MetricSum(ctx, "apiserver_request_duration_seconds_bucket", func(labels string) bool {
+		return apiserver.MetricSum(ctx, cp.Config, "apiserver_request_duration_seconds_bucket", func(labels string) bool {
 			for _, w := range want {
 				if !strings.Contains(labels, w) {
 					return false

@@ -25,6 +25,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sliceclass/sliceclass/budget"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/metering"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -273,7 +274,7 @@ func oursDecide(ctx context.Context, cp *controlplane.ControlPlane, f flags, pre
 	configure func(*manager.Options)) (oursResult, error) {
 	var res oursResult
 	ns := "ours-" + prefix
-	before, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	before, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -370,7 +371,7 @@ func oursDecide(ctx context.Context, cp *controlplane.ControlPlane, f flags, pre
 	res.cpu = (end.self - cpu0) / time.Duration(f.n)
 	res.cpuDeciding = (end.self - cpuAtFirst.self) / time.Duration(f.n-1)
 	res.serverDeciding = (end.server - cpuAtFirst.server) / time.Duration(f.n-1)
-	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	after, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}
@@ -385,7 +386,7 @@ func oursDecide(ctx context.Context, cp *controlplane.ControlPlane, f flags, pre
 		return res, nil
 	}
 	time.Sleep(5 * time.Second)
-	later, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	later, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	if err != nil {
 		return res, err
 	}

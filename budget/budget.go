@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
 
@@ -59,7 +60,7 @@ type options struct {
 	// A cohort's member (New only; see cohort.go): its name.
 	cohort             string
 	borrowing, lending corev1.ResourceList
-	reclaim            ReclaimPolicy
+	reclaim            v1alpha1.CohortReclaimPolicy
 	// Node pools only.
 	resources []corev1.ResourceName
 	reserve   corev1.ResourceList

@@ -8,24 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/sliceclass/sliceclass/internal/ledger"
-)
-
-// ReclaimPolicy is which borrowed capacity a member of a cohort takes back
-// for its own waiting slices (WithReclaimWithinCohort).
-type ReclaimPolicy string
-
-// The policies of WithReclaimWithinCohort, as spec.preemption.reclaimWithinCohort
-// spells them.
-const (
-	// ReclaimNever: the member waits until the borrowers release what it
-	// lent (the default).
-	ReclaimNever ReclaimPolicy = ReclaimPolicy(ledger.ReclaimNever)
-	// ReclaimLowerPriority: the member takes back what is held by
-	// borrowers' slices of strictly lower priority than its waiting slice.
-	ReclaimLowerPriority ReclaimPolicy = ReclaimPolicy(ledger.ReclaimLowerPriority)
-	// ReclaimAny: the member takes back what any borrower's slices hold.
-	ReclaimAny ReclaimPolicy = ReclaimPolicy(ledger.ReclaimAny)
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 )
 
 // WithCohort makes the budget a member of the cohort named name (New
@@ -99,19 +82,24 @@ func WithLendingLimit(limit corev1.ResourceList) Option {
 // WithReclaimWithinCohort lets the budget take back what it lent when a
 // slice of its own waits while the budget holds less than its total: the
 // borrowers' slices (the lowest priority first; only those of strictly
-// lower priority for ReclaimLowerPriority) are shrunk by no more than the
-// waiter lacks and never below their own budget's total, as WithPreemption
-// shrinks them (reason ReasonReclaimed, a Warning event, their handlers'
-// offers capped), and the waiter is admitted once their running pods fit.
-// Taking back what was lent comes before WithPreemption's reclaim from the
-// budget's own lower priorities. It needs WithCohort.
-func WithReclaimWithinCohort(p ReclaimPolicy) Option {
+// lower priority for v1alpha1.CohortReclaimLowerPriority) are shrunk by no
+// more than the waiter lacks and never below their own budget's total, as
+// WithPreemption shrinks them (reason ReasonReclaimed, a Warning event,
+// their handlers' offers capped), and the waiter is admitted once their
+// running pods fit. Taking back what was lent comes before WithPreemption's
+// reclaim from the budget's own lower priorities. It needs WithCohort. The
+// policy is the SliceBudget's own (spec.preemption.reclaimWithinCohort):
+// v1alpha1.CohortReclaimNever (the default: wait until the borrowers
+// release what was lent), v1alpha1.CohortReclaimLowerPriority or
+// v1alpha1.CohortReclaimAny.
+func WithReclaimWithinCohort(p v1alpha1.CohortReclaimPolicy) Option {
 	return optionFunc(func(o *options) {
 		switch p {
-		case ReclaimNever, ReclaimLowerPriority, ReclaimAny:
+		case v1alpha1.CohortReclaimNever, v1alpha1.CohortReclaimLowerPriority, v1alpha1.CohortReclaimAny:
 			o.reclaim = p
 		default:
-			o.errs = append(o.errs, fmt.Errorf("reclaim within cohort %q: want %s, %s or %s", p, ReclaimNever, ReclaimLowerPriority, ReclaimAny))
+			o.errs = append(o.errs, fmt.Errorf("reclaim within cohort %q: want %s, %s or %s", p,
+				v1alpha1.CohortReclaimNever, v1alpha1.CohortReclaimLowerPriority, v1alpha1.CohortReclaimAny))
 		}
 	})
 }

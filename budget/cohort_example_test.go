@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 )
 
@@ -24,7 +25,7 @@ func ExampleWithCohort() {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	gold, err := budget.New("gold", cpu("10"), budget.WithCohort("pool"), budget.WithReclaimWithinCohort(budget.ReclaimAny))
+	gold, err := budget.New("gold", cpu("10"), budget.WithCohort("pool"), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny))
 	if err != nil {
 		panic(err)
 	}
@@ -33,7 +34,7 @@ func ExampleWithCohort() {
 		panic(err)
 	}
 	silver, err := budget.New("silver", cpu("4"), budget.WithCohort("pool"), budget.WithLendingLimit(cpu("2")),
-		budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
+		budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimLowerPriority))
 	if err != nil {
 		panic(err)
 	}

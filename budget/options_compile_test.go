@@ -29,7 +29,7 @@ func TestMisplacedOptionsDoNotCompile(t *testing.T) {
 		`budget.NewNodePool(mgr, "x", nil, budget.WithCohort("pool"))`,
 		`budget.NewNodePool(mgr, "x", nil, budget.WithBorrowingLimit(total))`,
 		`budget.NewNodePool(mgr, "x", nil, budget.WithLendingLimit(total))`,
-		`budget.NewNodePool(mgr, "x", nil, budget.WithReclaimWithinCohort(budget.ReclaimAny))`,
+		`budget.NewNodePool(mgr, "x", nil, budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny))`,
 		`budget.FromObject(mgr, "x", budget.WithPreemption())`,
 		`budget.FromObject(mgr, "x", budget.WithConsumerLimit(total))`,
 		`budget.FromObject(mgr, "x", budget.WithEvictionAfter(1))`,
@@ -37,7 +37,7 @@ func TestMisplacedOptionsDoNotCompile(t *testing.T) {
 		`budget.FromObject(mgr, "x", budget.WithSharePercent(50))`,
 	}
 	uses := []string{
-		`budget.New("x", total, budget.WithCohort("pool"), budget.WithBorrowingLimit(total), budget.WithLendingLimit(total), budget.WithReclaimWithinCohort(budget.ReclaimAny), budget.WithConsumerLimit(total), budget.WithPreemption(), budget.WithEvictionAfter(1), budget.WithOldestFirst())`,
+		`budget.New("x", total, budget.WithCohort("pool"), budget.WithBorrowingLimit(total), budget.WithLendingLimit(total), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny), budget.WithConsumerLimit(total), budget.WithPreemption(), budget.WithEvictionAfter(1), budget.WithOldestFirst())`,
 		`budget.NewNodePool(mgr, "x", nil, budget.WithResources("cpu"), budget.WithReserve(total), budget.WithSharePercent(50), budget.WithLocalPods(), budget.WithConsumerLimit(total), budget.WithPreemption(), budget.WithEvictionAfter(1), budget.WithOldestFirst())`,
 		`budget.FromObject(mgr, "x", budget.WithOldestFirst())`,
 	}
@@ -53,7 +53,7 @@ func TestMisplacedOptionsDoNotCompile(t *testing.T) {
 }
 
 // firstCallLine is the line of the first call buildCalls writes.
-const firstCallLine = 11
+const firstCallLine = 12
 
 // buildCalls builds a package in the module making each call on a line of
 // its own, from line firstCallLine, and returns the go command's output.
@@ -66,6 +66,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 )
 

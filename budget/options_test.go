@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 )
@@ -52,7 +53,7 @@ func TestNewOptions(t *testing.T) {
 		"CohortTermsWithoutCohort": {
 			reason: "Borrowing, lending and reclaim terms mean nothing outside a cohort: refused, not ignored.",
 			opts: []budget.Option{budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
-				budget.WithReclaimWithinCohort(budget.ReclaimAny)},
+				budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny)},
 			wantErr: "WithBorrowingLimit, WithLendingLimit, WithReclaimWithinCohort: only for a member of a cohort (add WithCohort)",
 		},
 		"EmptyCohort": {
@@ -78,7 +79,7 @@ func TestNewOptions(t *testing.T) {
 		"CohortMember": {
 			reason: "A member with every term.",
 			opts: []budget.Option{budget.WithCohort("pool"), budget.WithBorrowingLimit(list("cpu", "1")), budget.WithLendingLimit(list("cpu", "1")),
-				budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority)},
+				budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimLowerPriority)},
 		},
 	}
 	for name, tc := range cases {

@@ -11,7 +11,7 @@ import (
 
 func decidedSlice() *authv1beta1.ResourceSlice {
 	rs := &authv1beta1.ResourceSlice{}
-	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ok")
+	sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "ResourceSliceAuthenticationAccepted", "ok")
 	conditions.Accept(rs, "Granted", "granted")
 	return rs
 }

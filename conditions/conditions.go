@@ -6,12 +6,14 @@ import (
 	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
-// Condition types and statuses, re-exported for brevity.
+// The condition types and statuses are Liqo's own
+// (authv1beta1.ResourceSliceConditionTypeResources, ...Accepted, ...):
+// short names here only.
 const (
-	Resources      = authv1beta1.ResourceSliceConditionTypeResources
-	Authentication = authv1beta1.ResourceSliceConditionTypeAuthentication
-	Accepted       = authv1beta1.ResourceSliceConditionAccepted
-	Denied         = authv1beta1.ResourceSliceConditionDenied
+	resources      = authv1beta1.ResourceSliceConditionTypeResources
+	authentication = authv1beta1.ResourceSliceConditionTypeAuthentication
+	accepted       = authv1beta1.ResourceSliceConditionAccepted
+	denied         = authv1beta1.ResourceSliceConditionDenied
 )
 
 // Get returns the condition of type t, or nil when rs is nil or has none.
@@ -31,26 +33,26 @@ func Get(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType
 // Accept sets the Resources condition to Accepted and reports whether
 // anything changed.
 func Accept(rs *authv1beta1.ResourceSlice, reason, message string) bool {
-	return sliceconds.Set(rs, Resources, Accepted, reason, message)
+	return sliceconds.Set(rs, resources, accepted, reason, message)
 }
 
 // Deny sets the Resources condition to Denied and reports whether anything
 // changed. Denying is a decision, not an error: a handler that denies returns
 // a nil error.
 func Deny(rs *authv1beta1.ResourceSlice, reason, message string) bool {
-	return sliceconds.Set(rs, Resources, Denied, reason, message)
+	return sliceconds.Set(rs, resources, denied, reason, message)
 }
 
 // IsAccepted reports whether the Resources condition is Accepted.
 func IsAccepted(rs *authv1beta1.ResourceSlice) bool {
-	c := Get(rs, Resources)
-	return c != nil && c.Status == Accepted
+	c := Get(rs, resources)
+	return c != nil && c.Status == accepted
 }
 
 // IsDenied reports whether the Resources condition is Denied.
 func IsDenied(rs *authv1beta1.ResourceSlice) bool {
-	c := Get(rs, Resources)
-	return c != nil && c.Status == Denied
+	c := Get(rs, resources)
+	return c != nil && c.Status == denied
 }
 
 // IsDecided reports whether the Resources condition is Accepted or Denied.
@@ -61,6 +63,6 @@ func IsDecided(rs *authv1beta1.ResourceSlice) bool {
 // IsAuthenticated reports whether Liqo set the Authentication condition to
 // Accepted.
 func IsAuthenticated(rs *authv1beta1.ResourceSlice) bool {
-	c := Get(rs, Authentication)
-	return c != nil && c.Status == Accepted
+	c := Get(rs, authentication)
+	return c != nil && c.Status == accepted
 }

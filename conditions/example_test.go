@@ -22,13 +22,13 @@ func ExampleAccept() {
 func ExampleDeny() {
 	rs := &authv1beta1.ResourceSlice{}
 	conditions.Deny(rs, "PoolExhausted", "2 cpu left")
-	c := conditions.Get(rs, conditions.Resources)
+	c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 	fmt.Println(c.Status, c.Reason, c.Message)
 	// Output: Denied PoolExhausted 2 cpu left
 }
 
 func ExampleGet() {
 	var rs *authv1beta1.ResourceSlice // nil-safe
-	fmt.Println(conditions.Get(rs, conditions.Authentication) == nil, conditions.IsAuthenticated(rs))
+	fmt.Println(conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication) == nil, conditions.IsAuthenticated(rs))
 	// Output: true false
 }

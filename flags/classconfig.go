@@ -44,8 +44,10 @@ type ClassConfig struct {
 //		if err := set.Serve(c.Name, myPolicy, c.Options...); err != nil { ... }
 //	}
 //
-// With --class-name each class has the flags' ClassDefaults only. With
-// --classes-file it reads the file once (ReadClassesConfig) and builds its
+// It checks the values first (Validate): no class flag, or both, is an
+// error, never an empty list. With --class-name each class has the flags'
+// ClassDefaults only. With
+// --classes-file it reads the file once (ParseClassesConfig) and builds its
 // budgets on mgr (a ClassBuilder): one budget per shared budget, per class
 // budget or pool and per SliceBudget named, however many classes draw from
 // it; each class's Options are ClassDefaults followed by its own. A bad file
@@ -53,6 +55,9 @@ type ClassConfig struct {
 // served. A manager that follows the file as it changes holds a
 // ClassBuilder and builds again (examples/manager does).
 func (v Values) ClassConfigs(mgr manager.Manager) ([]ClassConfig, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
 	if v.ClassesFile == "" {
 		out := make([]ClassConfig, 0, len(v.ClassNames))
 		for _, name := range v.ClassNames {
@@ -60,7 +65,7 @@ func (v Values) ClassConfigs(mgr manager.Manager) ([]ClassConfig, error) {
 		}
 		return out, nil
 	}
-	cfg, err := ReadClassesConfig(v.ClassesFile)
+	cfg, err := readClassesConfig(v.ClassesFile)
 	if err != nil {
 		return nil, err
 	}

@@ -188,9 +188,9 @@ func (e ClassEntry) OwnBudget() (BudgetEntry, bool) {
 		ConsumerLimits: e.ConsumerLimits, Preemption: e.Preemption, EvictionAfterSeconds: e.EvictionAfterSeconds}, true
 }
 
-// ReadClassesConfig reads and parses the classes file at path
+// readClassesConfig reads and parses the classes file at path
 // (ParseClassesConfig); its errors name the file.
-func ReadClassesConfig(path string) (ClassesConfig, error) {
+func readClassesConfig(path string) (ClassesConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ClassesConfig{}, fmt.Errorf("reading --classes-file: %w", err)

@@ -9,9 +9,13 @@
 //		v := flags.Bind(flag.CommandLine)
 //		flag.Parse()
 //		ctrl.SetLogger(v.Logger())
-//		mgr, err := v.NewManager(scheme) // metrics, probes, leader election, /healthz and /readyz
+//		cfg, err := v.RESTConfig() // --kubeconfig, else KUBECONFIG, in-cluster, ~/.kube/config
 //		if err != nil { ... }
-//		classes, err := v.ClassConfigs(mgr) // --class-name, or each class of --classes-file, whole
+//		mgr, err := ctrl.NewManager(cfg, v.ManagerOptions(scheme)) // metrics, probes, leader election
+//		if err != nil { ... }
+//		err = flags.AddProbes(mgr) // /healthz, and /readyz once the cache synced
+//		if err != nil { ... }
+//		classes, err := v.ClassConfigs(mgr) // checks the flags; --class-name, or each class of --classes-file, whole
 //		if err != nil { ... }
 //		set, err := resourceslice.NewClassSet(mgr)
 //		if err != nil { ... }

@@ -76,32 +76,6 @@ func (v Values) ManagerOptions(scheme *runtime.Scheme) manager.Options {
 	return opts
 }
 
-// NewManager checks the values (Validate), finds the API server
-// (RESTConfig) and builds a manager with ManagerOptions(scheme), each of
-// change applied to the options first, and the probes the chart's
-// Deployment asks for (AddProbes).
-func (v Values) NewManager(scheme *runtime.Scheme, change ...func(*manager.Options)) (manager.Manager, error) {
-	if err := v.Validate(); err != nil {
-		return nil, err
-	}
-	cfg, err := v.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	opts := v.ManagerOptions(scheme)
-	for _, c := range change {
-		c(&opts)
-	}
-	mgr, err := manager.New(cfg, opts)
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := AddProbes(mgr); err != nil {
-		return nil, err
-	}
-	return mgr, nil
-}
-
 // AddProbes adds what the chart's Deployment probes on
 // --health-probe-bind-address: /healthz (alive while the process answers)
 // and /readyz (ready once the manager's cache has synced).

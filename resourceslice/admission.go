@@ -179,7 +179,7 @@ func (r *classReconciler) short(current, desired *authv1beta1.ResourceSlice, ref
 	// The condition says what blocks the growth now, in kind (no figure
 	// that moves with other slices): the budget wakes a waiting slice when
 	// that changes, and only then is it written again.
-	was := conditions.Get(current, conditions.Resources)
+	was := conditions.Get(current, authv1beta1.ResourceSliceConditionTypeResources)
 	note := "keeps its current offer; the larger one waits: " + refusal.Message
 	if was.Reason == budget.ReasonReclaimed {
 		// Shrunk by a reclaim: the reason stays what put it where it is,

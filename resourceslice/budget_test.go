@@ -84,7 +84,7 @@ func requireAccepted(t *testing.T, h *slicetest.Harness, rs *authv1beta1.Resourc
 	t.Helper()
 	res := h.Reconcile(rs)
 	require.NoError(t, res.Err)
-	require.Equal(t, conditions.Accepted, res.Decision, "%s: %s", res.Reason, res.Message)
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "%s: %s", res.Reason, res.Message)
 	return res
 }
 
@@ -286,7 +286,7 @@ func TestBudgetExhausted(t *testing.T) {
 
 			res := h.Reconcile(big)
 			require.NoError(t, res.Err, "a budget denial is a decision, not an error")
-			assert.Equal(t, conditions.Denied, res.Decision)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 			assert.Equal(t, budget.ReasonExhausted, res.Reason)
 			assert.Contains(t, res.Message, "cpu: asked 2, waits until 2 is free", "the message names the short resource, what was asked and what is free")
 			assert.Contains(t, res.Message, "pool", "the message names the budget")
@@ -365,7 +365,7 @@ func TestBudgetRebuiltAfterRestart(t *testing.T) {
 
 	res = h.Reconcile(a)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 	assert.Empty(t, res.Writes, "an already-admitted slice costs no write after a restart")
 	assertUsed(t, b, "3", "a counted once")
 }
@@ -408,7 +408,7 @@ func TestBudgetAnswerLost(t *testing.T) {
 	res := h.Reconcile(a)
 	require.Error(t, res.Err, "a lost answer is retried with backoff")
 	require.True(t, apierrors.IsServiceUnavailable(res.Writes[0].Err), "the harness answered 503: %v", res.Writes[0].Err)
-	require.Equal(t, conditions.Accepted, res.Decision, "the server applied the acceptance")
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "the server applied the acceptance")
 	assertUsed(t, b, "4", "an answer lost counts what the server may have applied")
 
 	res = h.Reconcile(other)
@@ -477,7 +477,7 @@ func TestUnavailableBudgetHasItsOwnReason(t *testing.T) {
 
 	res := h.Reconcile(fresh)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.Equal(t, budget.ReasonUnavailable, res.Reason)
 	assert.Equal(t, "budget pool is unavailable: "+cause, res.Message)
 	require.Len(t, res.Events, 1)
@@ -487,7 +487,7 @@ func TestUnavailableBudgetHasItsOwnReason(t *testing.T) {
 	p.offer = "3"
 	res = h.Reconcile(grown)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision, "an unavailable budget revokes nothing")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "an unavailable budget revokes nothing")
 	assert.Equal(t, "keeps its current offer; the larger one waits: budget pool is unavailable: "+cause, res.Message)
 	require.Len(t, res.Events, 1)
 	assert.Equal(t, budget.ReasonUnavailable, res.Events[0].Reason)

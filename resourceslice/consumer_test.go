@@ -77,11 +77,11 @@ func TestConsumerMismatchIsNeverAccepted(t *testing.T) {
 			require.NoError(t, res.Err)
 			if !tc.wantMismatch {
 				assert.True(t, called, tc.reason)
-				assert.Equal(t, conditions.Accepted, res.Decision, tc.reason)
+				assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, tc.reason)
 				return
 			}
 			assert.False(t, called, tc.reason)
-			assert.Equal(t, conditions.Denied, res.Decision, tc.reason)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision, tc.reason)
 			assert.Equal(t, "ConsumerMismatch", res.Reason)
 			assert.Empty(t, res.Resources)
 			var warned bool
@@ -215,7 +215,7 @@ func TestConsumerInOwnedAndRelease(t *testing.T) {
 			p := &consumerRecorder{}
 			h := slicetest.New(t, gold, p, slicetest.WithObjects(ns, rs),
 				slicetest.WithReconcilerOptions(resourceslice.WithOwnedTypes(&corev1.ConfigMap{})))
-			requireDecision(t, h, rs, conditions.Accepted)
+			requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 			assert.Equal(t, []string{id}, p.owned, "Owned sees the namespace's consumer")
 
 			tc.exit(t, h, p, rs)

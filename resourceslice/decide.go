@@ -59,7 +59,7 @@ func (r *classReconciler) decide(ctx context.Context, current *authv1beta1.Resou
 		// handed to the handler.
 		desired.Status.Resources = nil
 		conditions.Deny(desired, reasonConsumerMismatch, "the slice's consumer claims disagree: "+mismatch)
-		if !conditions.IsDenied(current) || conditions.Get(current, conditions.Resources).Reason != reasonConsumerMismatch {
+		if !conditions.IsDenied(current) || conditions.Get(current, authv1beta1.ResourceSliceConditionTypeResources).Reason != reasonConsumerMismatch {
 			r.warn(current, reasonConsumerMismatch, actionValidate, "class %q refuses the slice: %s", r.scope.class, mismatch)
 		}
 		return decision{desired: desired}, nil
@@ -133,17 +133,17 @@ func (r *classReconciler) applyTenantRule(ctx context.Context, current, desired 
 func validate(rs *authv1beta1.ResourceSlice) error {
 	n := 0
 	for _, c := range rs.Status.Conditions {
-		if c.Type == conditions.Resources {
+		if c.Type == authv1beta1.ResourceSliceConditionTypeResources {
 			n++
 		}
 	}
-	switch c := conditions.Get(rs, conditions.Resources); {
+	switch c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); {
 	case n > 1:
 		return fmt.Errorf("%d Resources conditions; set it with conditions.Accept or conditions.Deny", n)
 	case c == nil:
 		return errors.New("no decision: the Resources condition is not set; call conditions.Accept or conditions.Deny")
-	case c.Status != conditions.Accepted && c.Status != conditions.Denied:
-		return fmt.Errorf("no decision: Resources condition status %q is neither %q nor %q", c.Status, conditions.Accepted, conditions.Denied)
+	case c.Status != authv1beta1.ResourceSliceConditionAccepted && c.Status != authv1beta1.ResourceSliceConditionDenied:
+		return fmt.Errorf("no decision: Resources condition status %q is neither %q nor %q", c.Status, authv1beta1.ResourceSliceConditionAccepted, authv1beta1.ResourceSliceConditionDenied)
 	}
 	var negative []string
 	for name, q := range rs.Status.Resources {

@@ -84,7 +84,7 @@
 //	InvalidResources  Warning event           a negative quantity, or one beyond int64, in status.resources; not retried
 //	ChangesDiscarded  Warning event           the handler changed fields a class controller does not own; they were dropped
 //	StatusRejected    Warning event           the API server refused the status patch as invalid; not retried
-//	GaveUp            Warning event           WithMaxRetries failures in a row (ReasonGaveUp)
+//	GaveUp            Warning event           WithMaxRetries failures in a row
 //	ConsumerMismatch  condition + Warning     the slice's consumer claims disagree with its namespace's; never accepted
 //	TenantDrained     condition               the consumer's Tenant is Drained
 //	TenantCordoned    condition               the consumer's Tenant is Cordoned and the slice undecided

@@ -42,10 +42,10 @@ const (
 	// granted (Liqo's enforcement off); once per change of the amount.
 	reasonOverGrant = "OverGrant"
 
-	// ReasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
+	// reasonGaveUp: WithMaxRetries consecutive handler failures; the slice is
 	// not retried until it changes, the resync period passes, or a
 	// WithWatch pass runs.
-	ReasonGaveUp = "GaveUp"
+	reasonGaveUp = "GaveUp"
 
 	// reasonConsumerMismatch is the Resources condition reason (and a
 	// Warning event) when the slice's spec.consumerClusterID or
@@ -89,7 +89,7 @@ func (r *classReconciler) warn(rs *authv1beta1.ResourceSlice, reason, action, fo
 // with the decision's reason and message, as WithDecisionEvents allows.
 func (r *classReconciler) decisionEvent(rs *authv1beta1.ResourceSlice, c *authv1beta1.ResourceSliceCondition) {
 	eventType, reason := corev1.EventTypeNormal, c.Reason
-	if c.Status == conditions.Denied {
+	if c.Status == authv1beta1.ResourceSliceConditionDenied {
 		eventType = corev1.EventTypeWarning
 	}
 	switch r.cfg.events {
@@ -171,12 +171,12 @@ func sortedResourceNames(rl corev1.ResourceList) []corev1.ResourceName {
 // recordTransition counts, logs and (per WithDecisionEvents) records an
 // event when the decision's status or reason changed.
 func (r *classReconciler) recordTransition(ctx context.Context, current, desired *authv1beta1.ResourceSlice) {
-	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
+	before, after := conditions.Get(current, authv1beta1.ResourceSliceConditionTypeResources), conditions.Get(desired, authv1beta1.ResourceSliceConditionTypeResources)
 	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
 		return
 	}
 	outcome := outcomeAccepted
-	if after.Status == conditions.Denied {
+	if after.Status == authv1beta1.ResourceSliceConditionDenied {
 		outcome = outcomeDenied
 	}
 	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/fuzzing"
 )
 
@@ -86,8 +85,8 @@ func fuzzStatus(b *fuzzBytes) authv1beta1.ResourceSliceStatus {
 	var s authv1beta1.ResourceSliceStatus
 	for range b.pick(4) {
 		c := authv1beta1.ResourceSliceCondition{
-			Type:    []authv1beta1.ResourceSliceConditionType{conditions.Resources, conditions.Authentication}[b.pick(2)],
-			Status:  []authv1beta1.ResourceSliceConditionStatus{conditions.Accepted, conditions.Denied}[b.pick(2)],
+			Type:    []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeResources, authv1beta1.ResourceSliceConditionTypeAuthentication}[b.pick(2)],
+			Status:  []authv1beta1.ResourceSliceConditionStatus{authv1beta1.ResourceSliceConditionAccepted, authv1beta1.ResourceSliceConditionDenied}[b.pick(2)],
 			Reason:  b.word(),
 			Message: b.word(),
 		}
@@ -202,8 +201,8 @@ func FuzzStatusPatch(f *testing.F) {
 // byte value and a suffix (none, m, Gi, k). quantity, when it parses, is
 // one more resource.
 func FuzzValidate(f *testing.F) {
-	types := []authv1beta1.ResourceSliceConditionType{conditions.Resources, conditions.Authentication, "Other"}
-	statuses := []authv1beta1.ResourceSliceConditionStatus{conditions.Accepted, conditions.Denied, "", "Unknown"}
+	types := []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeResources, authv1beta1.ResourceSliceConditionTypeAuthentication, "Other"}
+	statuses := []authv1beta1.ResourceSliceConditionStatus{authv1beta1.ResourceSliceConditionAccepted, authv1beta1.ResourceSliceConditionDenied, "", "Unknown"}
 	suffixes := []string{"", "m", "Gi", "k"}
 	f.Fuzz(func(t *testing.T, shape []byte, quantity string) {
 		b := fuzzBytes(shape)
@@ -211,9 +210,9 @@ func FuzzValidate(f *testing.F) {
 		resourcesConditions, decided := 0, false
 		for range b.pick(5) {
 			c := authv1beta1.ResourceSliceCondition{Type: types[b.pick(len(types))], Status: statuses[b.pick(len(statuses))]}
-			if c.Type == conditions.Resources {
+			if c.Type == authv1beta1.ResourceSliceConditionTypeResources {
 				resourcesConditions++
-				decided = c.Status == conditions.Accepted || c.Status == conditions.Denied
+				decided = c.Status == authv1beta1.ResourceSliceConditionAccepted || c.Status == authv1beta1.ResourceSliceConditionDenied
 			}
 			rs.Status.Conditions = append(rs.Status.Conditions, c)
 		}

@@ -177,7 +177,7 @@ func TestReleaseOncePerExit(t *testing.T) {
 			exit: func(_ *testing.T, _ *slicetest.Harness, p *releasingPolicy, _ *authv1beta1.ResourceSlice) {
 				p.setDeny(true)
 			},
-			wantDecision: conditions.Denied,
+			wantDecision: authv1beta1.ResourceSliceConditionDenied,
 		},
 		"DeniedByTheTenantRule": {
 			reason: "An Accepted slice whose Tenant is drained is released once.",
@@ -189,14 +189,14 @@ func TestReleaseOncePerExit(t *testing.T) {
 				tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
 				require.NoError(t, h.Client.Update(ctx, &tenant))
 			},
-			wantDecision: conditions.Denied,
+			wantDecision: authv1beta1.ResourceSliceConditionDenied,
 		},
 		"LeftTheClass": {
 			reason: "An Accepted slice moved to another class is released once; its decision is the other class's business.",
 			exit: func(t *testing.T, h *slicetest.Harness, _ *releasingPolicy, rs *authv1beta1.ResourceSlice) {
 				changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) { cur.Spec.Class = "silver" })
 			},
-			wantDecision: conditions.Accepted,
+			wantDecision: authv1beta1.ResourceSliceConditionAccepted,
 		},
 	}
 	for name, tc := range cases {
@@ -204,8 +204,8 @@ func TestReleaseOncePerExit(t *testing.T) {
 			p := &releasingPolicy{}
 			rs := goldSlice("a")
 			h := slicetest.New(t, gold, p, append([]slicetest.Option{slicetest.WithObjects(rs)}, tc.opts...)...)
-			requireDecision(t, h, rs, conditions.Accepted)
-			requireDecision(t, h, rs, conditions.Accepted)
+			requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
+			requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 			_, attempted := p.releases(keyOf(rs))
 			require.Zero(t, attempted, "%s\nnothing is released while the slice stays Accepted", tc.reason)
 
@@ -233,8 +233,8 @@ func TestReleaseNeverWithoutAnExit(t *testing.T) {
 		p := &releasingPolicy{}
 		rs := goldSlice("a", slicetest.WithLabel(labelPolicy, "deny"))
 		h := slicetest.New(t, gold, p, slicetest.WithObjects(rs))
-		requireDecision(t, h, rs, conditions.Denied)
-		requireDecision(t, h, rs, conditions.Denied)
+		requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionDenied)
+		requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionDenied)
 		require.NoError(t, h.Client.Delete(ctx, rs))
 		require.NoError(t, h.Reconcile(rs).Err)
 		assert.Zero(t, p.totalAttempts(), "a slice that was never Accepted holds nothing to release")
@@ -243,7 +243,7 @@ func TestReleaseNeverWithoutAnExit(t *testing.T) {
 		p := &releasingPolicy{}
 		rs := goldSlice("a", slicetest.WithLabel(labelPolicy, "deny"))
 		h := slicetest.New(t, gold, p, slicetest.WithObjects(rs))
-		requireDecision(t, h, rs, conditions.Denied)
+		requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionDenied)
 		changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) { cur.Spec.Class = "silver" })
 		require.NoError(t, h.Reconcile(rs).Err)
 		assert.Zero(t, p.totalAttempts(), "a Denied slice leaving the class holds nothing to release")
@@ -253,10 +253,10 @@ func TestReleaseNeverWithoutAnExit(t *testing.T) {
 		rs := goldSlice("a")
 		h := slicetest.New(t, gold, p, slicetest.WithObjects(rs))
 		for range 3 {
-			requireDecision(t, h, rs, conditions.Accepted)
+			requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 		}
 		changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) { cur.Labels["unrelated"] = "change" })
-		requireDecision(t, h, rs, conditions.Accepted)
+		requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 		assert.Zero(t, p.totalAttempts(), "re-deciding an Accepted slice Accepted is no exit")
 	})
 	t.Run("GrowthThatDoesNotFitTheBudget", func(t *testing.T) {
@@ -264,11 +264,11 @@ func TestReleaseNeverWithoutAnExit(t *testing.T) {
 		rs := goldSlice("a")
 		h := slicetest.New(t, gold, p, slicetest.WithObjects(rs),
 			slicetest.WithReconcilerOptions(resourceslice.WithBudget(cpuBudget(t, "4"))))
-		requireDecision(t, h, rs, conditions.Accepted)
+		requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 		changeSlice(t, h, rs, func(cur *authv1beta1.ResourceSlice) {
 			cur.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("8")
 		})
-		res := requireDecision(t, h, rs, conditions.Accepted)
+		res := requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 		assert.Contains(t, res.Message, "keeps its current offer", "the growth waits")
 		assert.Zero(t, p.totalAttempts(), "an Accepted slice asking for more than is free keeps its offer: no exit")
 	})
@@ -276,11 +276,11 @@ func TestReleaseNeverWithoutAnExit(t *testing.T) {
 		p := &releasingPolicy{}
 		a, b := goldSlice("a"), goldSlice("b")
 		h := slicetest.New(t, gold, p, slicetest.WithObjects(a, b))
-		requireDecision(t, h, a, conditions.Accepted)
-		requireDecision(t, h, b, conditions.Accepted)
+		requireDecision(t, h, a, authv1beta1.ResourceSliceConditionAccepted)
+		requireDecision(t, h, b, authv1beta1.ResourceSliceConditionAccepted)
 		require.NoError(t, h.Client.Delete(ctx, b))
 		require.NoError(t, h.Reconcile(b).Err)
-		requireDecision(t, h, a, conditions.Accepted)
+		requireDecision(t, h, a, authv1beta1.ResourceSliceConditionAccepted)
 		_, attempted := p.releases(keyOf(a))
 		assert.Zero(t, attempted, "a's neighbour leaving does not release a")
 		_, attempted = p.releases(keyOf(b))
@@ -314,7 +314,7 @@ func TestReleaseErrorIsRetriedUntilItSucceeds(t *testing.T) {
 			rs := goldSlice("a")
 			h := slicetest.New(t, gold, p, slicetest.WithObjects(rs),
 				slicetest.WithReconcilerOptions(resourceslice.WithMetricsRegisterer(reg)))
-			requireDecision(t, h, rs, conditions.Accepted)
+			requireDecision(t, h, rs, authv1beta1.ResourceSliceConditionAccepted)
 
 			p.mu.Lock()
 			p.failReleases = 2
@@ -346,8 +346,8 @@ func TestReleaseErrorIsRetriedUntilItSucceeds(t *testing.T) {
 func TestDryRunNeverReleases(t *testing.T) {
 	ctx := context.Background()
 	p := &releasingPolicy{}
-	held := goldSlice("held", slicetest.Decided(conditions.Accepted, "Granted"))
-	gone := goldSlice("gone", slicetest.Decided(conditions.Accepted, "Granted"))
+	held := goldSlice("held", slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted"))
+	gone := goldSlice("gone", slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted"))
 	h := slicetest.New(t, gold, p, slicetest.WithObjects(held, gone),
 		slicetest.WithReconcilerOptions(resourceslice.WithDryRun()))
 	require.NoError(t, h.Reconcile(held).Err)
@@ -356,7 +356,7 @@ func TestDryRunNeverReleases(t *testing.T) {
 	p.setDeny(true)
 	res := h.Reconcile(held)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision, "a dry run writes no denial")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "a dry run writes no denial")
 	require.NoError(t, h.Client.Delete(ctx, gone))
 	require.NoError(t, h.Reconcile(gone).Err)
 	assert.Zero(t, p.totalAttempts(), "a dry run never calls the release hook")
@@ -373,8 +373,8 @@ func TestReleaseAfterRestart(t *testing.T) {
 		t.Helper()
 		a, other := goldSlice("a"), goldSlice("other")
 		first := slicetest.New(t, gold, &releasingPolicy{}, slicetest.WithObjects(a, other))
-		storedA := requireDecision(t, first, a, conditions.Accepted).Slice
-		storedOther := requireDecision(t, first, other, conditions.Accepted).Slice
+		storedA := requireDecision(t, first, a, authv1beta1.ResourceSliceConditionAccepted).Slice
+		storedOther := requireDecision(t, first, other, authv1beta1.ResourceSliceConditionAccepted).Slice
 		storedA.ResourceVersion, storedOther.ResourceVersion = "", ""
 		p := &releasingPolicy{}
 		return slicetest.New(t, gold, p, slicetest.WithObjects(storedA, storedOther)), p, a, other
@@ -382,7 +382,7 @@ func TestReleaseAfterRestart(t *testing.T) {
 
 	t.Run("SeededFromTheStore", func(t *testing.T) {
 		h, p, a, other := restarted(t)
-		res := requireDecision(t, h, other, conditions.Accepted)
+		res := requireDecision(t, h, other, authv1beta1.ResourceSliceConditionAccepted)
 		assert.Empty(t, res.Writes, "the restarted reconciler finds other decided")
 		require.NoError(t, h.Client.Delete(ctx, a))
 		require.NoError(t, h.Reconcile(a).Err)
@@ -392,9 +392,9 @@ func TestReleaseAfterRestart(t *testing.T) {
 	})
 	t.Run("ReconciledAgainFirst", func(t *testing.T) {
 		h, p, a, _ := restarted(t)
-		requireDecision(t, h, a, conditions.Accepted)
+		requireDecision(t, h, a, authv1beta1.ResourceSliceConditionAccepted)
 		p.setDeny(true)
-		requireDecision(t, h, a, conditions.Denied)
+		requireDecision(t, h, a, authv1beta1.ResourceSliceConditionDenied)
 		ok, _ := p.releases(keyOf(a))
 		assert.Equal(t, 1, ok, "a, Accepted before the restart and denied after it, is released")
 	})
@@ -418,7 +418,7 @@ func TestMaxRetries(t *testing.T) {
 			change: func(t *testing.T, h *slicetest.Harness, rs *authv1beta1.ResourceSlice) {
 				var cur authv1beta1.ResourceSlice
 				require.NoError(t, h.Client.Get(ctx, keyOf(rs), &cur))
-				c := conditions.Get(&cur, conditions.Authentication)
+				c := conditions.Get(&cur, authv1beta1.ResourceSliceConditionTypeAuthentication)
 				require.NotNil(t, c, "precondition: the slice is authenticated")
 				c.Message = "re-authenticated"
 				require.NoError(t, h.Client.Status().Update(ctx, &cur))
@@ -445,9 +445,9 @@ func TestMaxRetries(t *testing.T) {
 			res := h.Reconcile(rs)
 			require.NoError(t, res.Err, "the third consecutive failure gives up: no error, no retry")
 			assert.Equal(t, ctrl.Result{}, res.Result, "no requeue after giving up (no resync period)")
-			assert.Equal(t, []string{"Warning/" + "HandlerFailed", "Warning/" + resourceslice.ReasonGaveUp}, reasons(res.Events))
+			assert.Equal(t, []string{"Warning/HandlerFailed", "Warning/GaveUp"}, reasons(res.Events))
 			for _, e := range res.Events {
-				if e.Reason == resourceslice.ReasonGaveUp {
+				if e.Reason == "GaveUp" {
 					assert.Contains(t, e.Note, "capacity service down", "the GaveUp event says what the handler answered")
 				}
 			}
@@ -469,7 +469,7 @@ func TestMaxRetries(t *testing.T) {
 			assert.Error(t, h.Reconcile(rs).Err, tc.reason)
 			res = h.Reconcile(rs)
 			assert.NoError(t, res.Err, tc.reason)
-			assert.Contains(t, reasons(res.Events), "Warning/"+resourceslice.ReasonGaveUp, tc.reason)
+			assert.Contains(t, reasons(res.Events), "Warning/GaveUp", tc.reason)
 			assert.Equal(t, int32(6), calls.Load(), tc.reason)
 			assert.NoError(t, h.Reconcile(rs).Err)
 			assert.Equal(t, int32(6), calls.Load(), "%s\ngiven up again until the next change", tc.reason)
@@ -494,12 +494,12 @@ func TestMaxRetriesCountsOnlyFailuresInARow(t *testing.T) {
 	require.Error(t, hs.Reconcile(rs).Err)
 	require.Error(t, hs.Reconcile(rs).Err)
 	fail.Store(false)
-	requireDecision(t, hs, rs, conditions.Accepted)
+	requireDecision(t, hs, rs, authv1beta1.ResourceSliceConditionAccepted)
 	fail.Store(true)
 	for i := 1; i <= 2; i++ {
 		res := hs.Reconcile(rs)
 		assert.Error(t, res.Err, "failure %d after a success is retried: the count restarted", i)
-		assert.NotContains(t, reasons(res.Events), "Warning/"+resourceslice.ReasonGaveUp)
+		assert.NotContains(t, reasons(res.Events), "Warning/GaveUp")
 	}
 	assert.Equal(t, int32(5), calls.Load())
 }
@@ -529,7 +529,7 @@ func TestMaxRetriesTriesAgainAtTheResyncPeriod(t *testing.T) {
 	require.Error(t, h.Reconcile(rs).Err)
 	res := h.Reconcile(rs)
 	require.NoError(t, res.Err)
-	require.Contains(t, reasons(res.Events), "Warning/"+resourceslice.ReasonGaveUp)
+	require.Contains(t, reasons(res.Events), "Warning/GaveUp")
 	assert.Equal(t, resync, res.Result.RequeueAfter, "giving up still comes back at the resync period")
 	require.NoError(t, h.Reconcile(rs).Err)
 	require.Equal(t, int32(2), calls.Load(), "precondition: given up, not called again at once")
@@ -613,11 +613,11 @@ func TestHandlerTimeout(t *testing.T) {
 
 	var stored authv1beta1.ResourceSlice
 	require.NoError(t, h.Client.Get(context.Background(), keyOf(rs), &stored))
-	assert.Nil(t, conditions.Get(&stored, conditions.Resources), "the late answer is not written")
+	assert.Nil(t, conditions.Get(&stored, authv1beta1.ResourceSliceConditionTypeResources), "the late answer is not written")
 
 	res = h.Reconcile(rs)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision, "the next, prompt answer is the one saved")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision, "the next, prompt answer is the one saved")
 	assert.Equal(t, "Prompt", res.Reason)
 	require.Len(t, res.Writes, 1)
 	assert.NotContains(t, res.Writes[0].Patch, "Late", "nothing of the late answer leaks into the next write")
@@ -639,7 +639,7 @@ func TestHandlerTimeoutLeavesPromptHandlersAlone(t *testing.T) {
 	})
 	hs := slicetest.New(t, gold, h, slicetest.WithObjects(rs),
 		slicetest.WithReconcilerOptions(resourceslice.WithHandlerTimeout(5*time.Second)))
-	res := requireDecision(t, hs, rs, conditions.Accepted)
+	res := requireDecision(t, hs, rs, authv1beta1.ResourceSliceConditionAccepted)
 	assert.Len(t, res.Writes, 1)
 	assert.Equal(t, "2", res.Resources.Cpu().String(), "an answer within the deadline is saved whole")
 	assert.True(t, hadDeadline.Load())
@@ -660,10 +660,10 @@ func TestDryRun(t *testing.T) {
 		reason string // the would-be decision's reason, carried by the DryRun event
 		status authv1beta1.ResourceSliceConditionStatus
 	}{
-		"small":   {"Granted", conditions.Accepted},
-		"fits":    {"Granted", conditions.Accepted},
-		"too-big": {budget.ReasonExhausted, conditions.Denied},
-		"denied":  {"PolicyDenied", conditions.Denied},
+		"small":   {"Granted", authv1beta1.ResourceSliceConditionAccepted},
+		"fits":    {"Granted", authv1beta1.ResourceSliceConditionAccepted},
+		"too-big": {budget.ReasonExhausted, authv1beta1.ResourceSliceConditionDenied},
+		"denied":  {"PolicyDenied", authv1beta1.ResourceSliceConditionDenied},
 	}
 	for _, rs := range []*authv1beta1.ResourceSlice{small, fits, tooBig, denied} {
 		res := h.Reconcile(rs)

@@ -92,7 +92,7 @@ func ownedCopy(rs *authv1beta1.ResourceSlice) *authv1beta1.ResourceSlice {
 func (r *classReconciler) inputsOf(rs *authv1beta1.ResourceSlice, consumer string) decisionInputs {
 	in := decisionInputs{uid: rs.UID, generation: rs.Generation, labels: rs.Labels, annotations: rs.Annotations,
 		consumer: consumer, epoch: r.retries.currentEpoch()}
-	if c := conditions.Get(rs, conditions.Authentication); c != nil {
+	if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication); c != nil {
 		in.auth = string(c.Status) + "/" + c.Reason
 	}
 	return in

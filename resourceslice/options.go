@@ -310,7 +310,7 @@ func WithBudget(b *budget.Budget) DecisionOption {
 
 // WithMaxRetries (a decision option) bounds a failing handler: a slice whose handler returns an
 // error (or panics, or times out) n times in a row is not retried after the
-// n-th failure; a Warning event with reason ReasonGaveUp says so and
+// n-th failure; a Warning event with reason "GaveUp" says so and
 // sliceclass_handler_gave_up_total counts it. The slice is tried again on its
 // next relevant change, at the resync period (WithResyncPeriod), or on a
 // WithWatch pass. Zero (the default) retries without limit.

@@ -74,7 +74,7 @@ func realisticPair() (current, desired *authv1beta1.ResourceSlice) {
 		Status: authv1beta1.ResourceSliceStatus{AuthParams: &authv1beta1.AuthParams{
 			SignedCRT: bytes.Repeat([]byte("S"), 1200), CA: bytes.Repeat([]byte("A"), 800), APIServer: "https://provider:6443"}},
 	}
-	sliceconds.Set(current, conditions.Authentication, conditions.Accepted, "Authenticated", "")
+	sliceconds.Set(current, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "Authenticated", "")
 	desired = current.DeepCopy()
 	desired.Status.Resources = desired.Spec.Resources.DeepCopy()
 	conditions.Accept(desired, "Granted", "granted as requested")

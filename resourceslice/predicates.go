@@ -53,7 +53,7 @@ func (s scope) relevantChange(oldObj, newObj client.Object) bool {
 		!equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) {
 		return true
 	}
-	oa, na := conditions.Get(o, conditions.Authentication), conditions.Get(n, conditions.Authentication)
+	oa, na := conditions.Get(o, authv1beta1.ResourceSliceConditionTypeAuthentication), conditions.Get(n, authv1beta1.ResourceSliceConditionTypeAuthentication)
 	return !sliceconds.Equal(oa, na)
 }
 

@@ -132,7 +132,7 @@ func localSlice(name, class string) *authv1beta1.ResourceSlice {
 		Spec: authv1beta1.ResourceSliceSpec{Class: authv1beta1.ResourceSliceClass(class),
 			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
 	}
-	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "Accepted", "")
+	sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "Accepted", "")
 	rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca")}
 	return rs
 }

@@ -91,13 +91,13 @@ func TestReconcileDecisions(t *testing.T) {
 		"Accept": {
 			reason: "An accepted slice gets one status patch and a Normal event with the handler's reason.",
 			slice:  goldSlice("a"), h: acceptAll("Granted"),
-			wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
+			wantCalls: 1, wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},
 		"Deny": {
 			reason: "A denied slice gets one status patch and a Warning event.",
 			slice:  goldSlice("a"), h: denyAll("NoCapacity"),
-			wantCalls: 1, wantDecision: conditions.Denied, wantReason: "NoCapacity", wantWrites: 1,
+			wantCalls: 1, wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: "NoCapacity", wantWrites: 1,
 			wantEvents: []string{"Warning/NoCapacity"},
 		},
 		"OtherClass": {
@@ -120,46 +120,46 @@ func TestReconcileDecisions(t *testing.T) {
 			reason: "With the gate off the handler decides at once.",
 			slice:  goldSlice("a", slicetest.Unauthenticated()), h: acceptAll("Granted"),
 			opts:      []resourceslice.DecisionOption{resourceslice.WithoutAuthenticationGate()},
-			wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
+			wantCalls: 1, wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},
 		"TenantDrained": {
 			reason: "A drained tenant's slice is denied by the SDK without asking the handler.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)},
 			h:            acceptAll("Granted"),
-			wantDecision: conditions.Denied, wantReason: "TenantDrained", wantWrites: 1,
+			wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: "TenantDrained", wantWrites: 1,
 			wantEvents: []string{"Warning/" + "TenantDrained"},
 		},
 		"TenantDrainedRuleOff": {
 			reason: "With the tenant rule off the handler decides.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)},
 			h: acceptAll("Granted"), opts: []resourceslice.DecisionOption{resourceslice.WithoutTenantRule()},
-			wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
+			wantCalls: 1, wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},
 		"TenantCordonedUndecided": {
 			reason: "A cordoned tenant gets no new resources.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionCordoned)},
 			h:            acceptAll("Granted"),
-			wantDecision: conditions.Denied, wantReason: "TenantCordoned", wantWrites: 1,
+			wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: "TenantCordoned", wantWrites: 1,
 			wantEvents: []string{"Warning/" + "TenantCordoned"},
 		},
 		"TenantCordonedDecided": {
 			reason: "A cordoned tenant keeps what it has: no call, no write.",
-			slice:  goldSlice("a", slicetest.Decided(conditions.Accepted, "Granted")),
+			slice:  goldSlice("a", slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted")),
 			objs:   []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionCordoned)},
-			h:      denyAll("NoCapacity"), wantDecision: conditions.Accepted, wantReason: "Granted",
+			h:      denyAll("NoCapacity"), wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: "Granted",
 		},
 		"TenantActive": {
 			reason: "An active tenant's slice goes to the handler.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionActive)},
-			h: acceptAll("Granted"), wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
+			h: acceptAll("Granted"), wantCalls: 1, wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},
 		"OtherConsumersTenantDrained": {
 			reason: "Only the slice's own consumer's Tenant counts.",
 			slice:  goldSlice("a"), objs: []client.Object{slicetest.NewTenant("someone-else", authv1beta1.TenantConditionDrained)},
-			h: acceptAll("Granted"), wantCalls: 1, wantDecision: conditions.Accepted, wantReason: "Granted", wantWrites: 1,
+			h: acceptAll("Granted"), wantCalls: 1, wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: "Granted", wantWrites: 1,
 			wantEvents: []string{"Normal/Granted"},
 		},
 	}
@@ -257,7 +257,7 @@ func TestHandlerFailures(t *testing.T) {
 		"BadStatus": {
 			reason: "A Resources condition that is neither Accepted nor Denied is no decision.",
 			f: func(_ context.Context, rs *authv1beta1.ResourceSlice) (ctrl.Result, error) {
-				sliceconds.Set(rs, conditions.Resources, "Maybe", "Thinking", "")
+				sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeResources, "Maybe", "Thinking", "")
 				return ctrl.Result{}, nil
 			},
 			wantTerminal: true, wantEvent: "NoDecision",
@@ -317,7 +317,7 @@ func TestForeignChangesAreDiscarded(t *testing.T) {
 		rs.Spec.Class = "platinum"
 		rs.Labels["sneaky"] = "yes"
 		rs.Status.AuthParams.SignedCRT = []byte("forged")
-		sliceconds.Set(rs, conditions.Authentication, conditions.Denied, "Nope", "")
+		sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionDenied, "Nope", "")
 		rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
@@ -326,7 +326,7 @@ func TestForeignChangesAreDiscarded(t *testing.T) {
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	if res.Decision != conditions.Accepted {
+	if res.Decision != authv1beta1.ResourceSliceConditionAccepted {
 		t.Errorf("the decision must still be saved, got %q", res.Decision)
 	}
 	got := res.Slice
@@ -352,7 +352,7 @@ func TestConflictRequeuesQuietly(t *testing.T) {
 		t.Errorf("repeated conflicts must back off: %s then %s", first.Result.RequeueAfter, second.Result.RequeueAfter)
 	}
 	third := hs.Reconcile(s)
-	if third.Err != nil || third.Decision != conditions.Accepted || third.Result.RequeueAfter != 0 {
+	if third.Err != nil || third.Decision != authv1beta1.ResourceSliceConditionAccepted || third.Result.RequeueAfter != 0 {
 		t.Errorf("after the conflicts the decision must land: %+v", third)
 	}
 }
@@ -387,13 +387,13 @@ func TestWriteErrors(t *testing.T) {
 
 func TestTransitionTimeKeptWhenStatusUnchanged(t *testing.T) {
 	past := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	s := goldSlice("a", slicetest.Decided(conditions.Accepted, "Old"))
-	conditions.Get(s, conditions.Resources).LastTransitionTime = past
+	s := goldSlice("a", slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Old"))
+	conditions.Get(s, authv1beta1.ResourceSliceConditionTypeResources).LastTransitionTime = past
 	res := slicetest.New(t, gold, acceptAll("New"), slicetest.WithObjects(s)).Reconcile(s)
 	if res.Reason != "New" || len(res.Writes) != 1 {
 		t.Fatalf("want one write with the new reason, got %q and %d writes", res.Reason, len(res.Writes))
 	}
-	if got := conditions.Get(res.Slice, conditions.Resources).LastTransitionTime; !got.Equal(&past) {
+	if got := conditions.Get(res.Slice, authv1beta1.ResourceSliceConditionTypeResources).LastTransitionTime; !got.Equal(&past) {
 		t.Errorf("LastTransitionTime moved from %s to %s though the status stayed Accepted", past, got)
 	}
 	if diff := cmp.Diff([]string{"Normal/New"}, reasons(res.Events)); diff != "" {
@@ -421,7 +421,7 @@ func TestTenantBackToActiveRedecides(t *testing.T) {
 	tenant := slicetest.NewTenant(slicetest.DefaultConsumer, authv1beta1.TenantConditionDrained)
 	h := acceptAll("Granted")
 	hs := slicetest.New(t, gold, h, slicetest.WithObjects(s, tenant))
-	if res := hs.Reconcile(s); res.Decision != conditions.Denied {
+	if res := hs.Reconcile(s); res.Decision != authv1beta1.ResourceSliceConditionDenied {
 		t.Fatalf("drained: want Denied, got %q", res.Decision)
 	}
 	tenant.Spec.TenantCondition = authv1beta1.TenantConditionActive
@@ -429,7 +429,7 @@ func TestTenantBackToActiveRedecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := hs.Reconcile(s)
-	if res.Decision != conditions.Accepted || h.calls.Load() != 1 {
+	if res.Decision != authv1beta1.ResourceSliceConditionAccepted || h.calls.Load() != 1 {
 		t.Errorf("active again: want Accepted by the handler, got %q after %d calls", res.Decision, h.calls.Load())
 	}
 }
@@ -484,7 +484,7 @@ func TestOneHandlerCallPerDecision(t *testing.T) {
 			require.True(t, first.Err != nil || first.Result.RequeueAfter > 0, "the first write does not go through")
 			res := hs.Reconcile(s)
 			require.NoError(t, res.Err)
-			assert.Equal(t, conditions.Accepted, res.Decision)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 			assert.Equal(t, int32(1), h.calls.Load(), tc.reason)
 		})
 	}

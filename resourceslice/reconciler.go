@@ -248,7 +248,7 @@ func (r *classReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		if isHandlerFailure(err) && r.retries.fail(req.NamespacedName, current.ResourceVersion) {
 			r.metrics.gaveUp.WithLabelValues(r.scope.class).Inc()
-			r.warn(current, ReasonGaveUp, actionHandle, "class %q gave up after %d consecutive handler failures; the slice is tried again on its next change: %v",
+			r.warn(current, reasonGaveUp, actionHandle, "class %q gave up after %d consecutive handler failures; the slice is tried again on its next change: %v",
 				r.scope.class, r.cfg.maxRetries, err)
 			return r.withResync(ctrl.Result{}), nil
 		}

@@ -200,7 +200,7 @@ func liqoPart(f statusField) string {
 
 func resourcesCondition(s *authv1beta1.ResourceSliceStatus) *authv1beta1.ResourceSliceCondition {
 	for i := range s.Conditions {
-		if s.Conditions[i].Type == conditions.Resources {
+		if s.Conditions[i].Type == authv1beta1.ResourceSliceConditionTypeResources {
 			return &s.Conditions[i]
 		}
 	}
@@ -210,7 +210,7 @@ func resourcesCondition(s *authv1beta1.ResourceSliceStatus) *authv1beta1.Resourc
 func otherConditions(s *authv1beta1.ResourceSliceStatus) []authv1beta1.ResourceSliceCondition {
 	var out []authv1beta1.ResourceSliceCondition
 	for _, c := range s.Conditions {
-		if c.Type != conditions.Resources {
+		if c.Type != authv1beta1.ResourceSliceConditionTypeResources {
 			out = append(out, c)
 		}
 	}
@@ -260,11 +260,11 @@ func setResourcesCondition(s *authv1beta1.ResourceSliceStatus, c *authv1beta1.Re
 // LastTransitionTime it must have: the current one's when the status did not
 // change, else the handler's (whole seconds) or now.
 func settleTransitionTime(current, desired *authv1beta1.ResourceSlice) {
-	d := conditions.Get(desired, conditions.Resources)
+	d := conditions.Get(desired, authv1beta1.ResourceSliceConditionTypeResources)
 	if d == nil {
 		return
 	}
-	if c := conditions.Get(current, conditions.Resources); c != nil && c.Status == d.Status && !c.LastTransitionTime.IsZero() {
+	if c := conditions.Get(current, authv1beta1.ResourceSliceConditionTypeResources); c != nil && c.Status == d.Status && !c.LastTransitionTime.IsZero() {
 		d.LastTransitionTime = c.LastTransitionTime
 		return
 	}
@@ -411,13 +411,13 @@ func (r *classReconciler) dryRun(ctx context.Context, current, desired *authv1be
 	if ownedEqual(current, desired) {
 		return
 	}
-	before, after := conditions.Get(current, conditions.Resources), conditions.Get(desired, conditions.Resources)
+	before, after := conditions.Get(current, authv1beta1.ResourceSliceConditionTypeResources), conditions.Get(desired, authv1beta1.ResourceSliceConditionTypeResources)
 	if after == nil || (before != nil && before.Status == after.Status && before.Reason == after.Reason) {
 		log.FromContext(ctx).V(1).Info("dry run: the offer would change", "reason", after.Reason)
 		return
 	}
 	outcome := outcomeDryRunAccepted
-	if after.Status == conditions.Denied {
+	if after.Status == authv1beta1.ResourceSliceConditionDenied {
 		outcome = outcomeDryRunDenied
 	}
 	r.metrics.decisions.WithLabelValues(r.scope.class, outcome).Inc()

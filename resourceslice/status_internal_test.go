@@ -74,7 +74,7 @@ func TestOwnedPatchMatchesMergeFrom(t *testing.T) {
 			Spec:       authv1beta1.ResourceSliceSpec{Class: "gold", CSR: []byte("csr")},
 			Status:     authv1beta1.ResourceSliceStatus{AuthParams: &authv1beta1.AuthParams{SignedCRT: []byte("crt")}},
 		}
-		sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "Authenticated", "")
+		sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "Authenticated", "")
 		return rs
 	}
 	decided := func() *authv1beta1.ResourceSlice {
@@ -165,7 +165,7 @@ func TestStatusWriterMatchesTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Liqo's writes: the Authentication condition and authParams.
-	sliceconds.Set(rs, conditions.Authentication, authv1beta1.ResourceSliceConditionAccepted, "Authenticated", "")
+	sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "Authenticated", "")
 	rs.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: []byte("crt")}
 	if err := cp.Client.Status().Update(ctx, rs); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
@@ -58,8 +57,10 @@ func WithClass(class string) SliceOption {
 }
 
 // WithRequest adds a requested quantity to spec.resources, e.g.
-// WithRequest("cpu", "4"). It panics on a malformed quantity, as
-// resource.MustParse does: builders are for tests.
+// WithRequest("cpu", "4"); a new slice asks for nothing. It panics on a
+// malformed quantity, as resource.MustParse does: builders are for tests.
+// A test holding a corev1.ResourceList sets it, as any field:
+// rs.Spec.Resources = list.
 func WithRequest(name corev1.ResourceName, quantity string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
 		if rs.Spec.Resources == nil {
@@ -67,11 +68,6 @@ func WithRequest(name corev1.ResourceName, quantity string) SliceOption {
 		}
 		rs.Spec.Resources[name] = resource.MustParse(quantity)
 	}
-}
-
-// WithRequests replaces spec.resources.
-func WithRequests(rl corev1.ResourceList) SliceOption {
-	return func(rs *authv1beta1.ResourceSlice) { rs.Spec.Resources = rl.DeepCopy() }
 }
 
 // WithNamespace puts the slice in ns.
@@ -157,7 +153,7 @@ func Unauthenticated() SliceOption {
 		rs.Status.AuthParams = nil
 		var keep []authv1beta1.ResourceSliceCondition
 		for _, c := range rs.Status.Conditions {
-			if c.Type != conditions.Authentication {
+			if c.Type != authv1beta1.ResourceSliceConditionTypeAuthentication {
 				keep = append(keep, c)
 			}
 		}
@@ -176,7 +172,7 @@ func NotReplicated() SliceOption {
 // Decided gives the slice an existing Resources decision.
 func Decided(status authv1beta1.ResourceSliceConditionStatus, reason string) SliceOption {
 	return func(rs *authv1beta1.ResourceSlice) {
-		sliceconds.Set(rs, conditions.Resources, status, reason, "")
+		sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeResources, status, reason, "")
 	}
 }
 

@@ -90,7 +90,7 @@ func authenticate(rs *authv1beta1.ResourceSlice) {
 	if rs.Status.AuthParams == nil {
 		rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca"), SignedCRT: []byte("crt"), APIServer: "https://" + DefaultProvider + ":6443"}
 	}
-	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", "ResourceSlice authentication accepted")
+	sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "ResourceSliceAuthenticationAccepted", "ResourceSlice authentication accepted")
 }
 
 // WaitForDecision reads the slice at key until its Resources condition is

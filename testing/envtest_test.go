@@ -149,7 +149,7 @@ func TestAuthenticateRetriesOnConflict(t *testing.T) {
 }
 
 func TestWaitForDecision(t *testing.T) {
-	decided := slicetest.NewSlice("decided", slicetest.Decided(conditions.Denied, "Full"))
+	decided := slicetest.NewSlice("decided", slicetest.Decided(authv1beta1.ResourceSliceConditionDenied, "Full"))
 	waiting := slicetest.NewSlice("waiting")
 	cases := map[string]struct {
 		reason    string

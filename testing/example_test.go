@@ -37,7 +37,7 @@ func TestPolicy(t *testing.T) {
 	slice := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "16"))
 	res := slicetest.New(t, "gold", policy, slicetest.WithObjects(slice)).Reconcile(slice)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.Equal(t, "TooLarge", res.Reason)
 	assert.Len(t, res.Writes, 1)
 }
@@ -98,7 +98,7 @@ func ExampleCreateAsLiqo() {
 
 	got, err := slicetest.WaitForDecision(ctx, cp.Client, client.ObjectKeyFromObject(slice))
 	require.NoError(t, err)
-	fmt.Println(conditions.Get(got, conditions.Resources).Reason) // TooLarge
+	fmt.Println(conditions.Get(got, authv1beta1.ResourceSliceConditionTypeResources).Reason) // TooLarge
 }
 
 // A test that expects no decision bounds its wait with the context: a slice

@@ -150,7 +150,7 @@ type answerLost struct{ error }
 
 func (a answerLost) Unwrap() error { return a.error }
 
-// Harness runs the real resourceslice.Reconciler of one class, or of
+// Harness runs the real reconciler of one class, or of
 // several (WithAnotherClass), on controller-runtime's fake client, set up the way
 // a manager sets a class up (see New), and records what they did. It is
 // safe for use by one test goroutine.
@@ -491,7 +491,7 @@ func (h *Harness) reconcile(c *harnessClass, key types.NamespacedName) Result {
 	switch gerr := h.Client.Get(context.Background(), key, &stored); {
 	case gerr == nil:
 		out.Slice = &stored
-		if c := conditions.Get(&stored, conditions.Resources); c != nil {
+		if c := conditions.Get(&stored, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 			out.Decision, out.Reason, out.Message = c.Status, c.Reason, c.Message
 		}
 		out.Resources = stored.Status.Resources

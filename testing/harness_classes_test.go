@@ -42,7 +42,7 @@ func cpuBudget(t *testing.T, total string, opts ...budget.Option) *budget.Budget
 // before a restart left it.
 func holding(name, class, cpu string) *authv1beta1.ResourceSlice {
 	rs := slicetest.NewSlice(name, slicetest.WithClass(class), slicetest.WithRequest("cpu", cpu),
-		slicetest.Decided(conditions.Accepted, "Granted"))
+		slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted"))
 	rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 	return rs
 }
@@ -62,11 +62,11 @@ func TestSharedBudgetCountsTheOtherClassesSlices(t *testing.T) {
 		"silver served, drawing from the budget": {
 			reason:      "the seeded silver slice holds 8 of 10 CPU: gold's 4 do not fit",
 			serveSilver: true,
-			want:        conditions.Denied,
+			want:        authv1beta1.ResourceSliceConditionDenied,
 		},
 		"silver not served": {
 			reason: "a class that draws from no budget of this manager is not counted (as in production)",
-			want:   conditions.Accepted,
+			want:   authv1beta1.ResourceSliceConditionAccepted,
 		},
 	}
 	for name, tc := range cases {
@@ -84,7 +84,7 @@ func TestSharedBudgetCountsTheOtherClassesSlices(t *testing.T) {
 			res := h.Reconcile(gold)
 			require.NoError(t, res.Err)
 			require.Equal(t, tc.want, res.Decision, tc.reason)
-			if tc.want == conditions.Denied {
+			if tc.want == authv1beta1.ResourceSliceConditionDenied {
 				assert.Equal(t, budget.ReasonExhausted, res.Reason)
 				assert.Equal(t, "budget shared: cpu: asked 4, waits until 4 is free", res.Message)
 			}
@@ -123,7 +123,7 @@ func TestTwoPriorityReclaim(t *testing.T) {
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
-	require.NotEqual(t, conditions.Accepted, first.Decision, "6 CPU are not free before the reclaim")
+	require.NotEqual(t, authv1beta1.ResourceSliceConditionAccepted, first.Decision, "6 CPU are not free before the reclaim")
 
 	byName := map[string]slicetest.Result{}
 	for _, r := range h.ReconcilePending() {
@@ -132,12 +132,12 @@ func TestTwoPriorityReclaim(t *testing.T) {
 	}
 	shrunk, ok := byName["spot-1"]
 	require.True(t, ok, "the reclaim queues the victim")
-	assert.Equal(t, conditions.Accepted, shrunk.Decision, "a reclaimed slice stays Accepted")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, shrunk.Decision, "a reclaimed slice stays Accepted")
 	assert.Equal(t, budget.ReasonReclaimed, shrunk.Reason)
 	assertCPU(t, "4", shrunk.Resources, "the victim keeps what the waiter does not need")
 	admitted, ok := byName["gold-1"]
 	require.True(t, ok, "the victim's shrink wakes the waiter")
-	assert.Equal(t, conditions.Accepted, admitted.Decision, "%s: %s", admitted.Reason, admitted.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, admitted.Decision, "%s: %s", admitted.Reason, admitted.Message)
 	assertCPU(t, "6", admitted.Resources, "the waiter gets what it asked")
 }
 
@@ -183,7 +183,7 @@ func TestLostAnswerIsSettled(t *testing.T) {
 			assertCPU(t, "0", b.Used(), tc.reason)
 			res = h.Reconcile(other)
 			require.NoError(t, res.Err)
-			assert.Equal(t, conditions.Accepted, res.Decision, "the settled offer is free again: %s", res.Message)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "the settled offer is free again: %s", res.Message)
 		})
 	}
 }
@@ -195,7 +195,7 @@ func TestReconcilePendingFollowsTheWatch(t *testing.T) {
 
 	got := h.ReconcilePending()
 	require.Len(t, got, 1, "the create event queues the slice once")
-	assert.Equal(t, conditions.Accepted, got[0].Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, got[0].Decision)
 	assert.Empty(t, h.ReconcilePending(), "the controller's own status write queues nothing")
 }
 
@@ -215,7 +215,7 @@ func TestAGoneSliceIsReconciledByItsLastClass(t *testing.T) {
 	gold, silver := &releasing{}, &releasing{}
 	rs := slicetest.NewSlice("silver-1", slicetest.WithClass("silver"), slicetest.WithRequest("cpu", "1"))
 	h := slicetest.New(t, "gold", gold, slicetest.WithObjects(rs), slicetest.WithAnotherClass("silver", silver))
-	require.Equal(t, conditions.Accepted, h.Reconcile(rs).Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(rs).Decision)
 
 	require.NoError(t, h.Client.Delete(context.Background(), rs))
 	require.NoError(t, h.Reconcile(rs).Err)
@@ -228,7 +228,7 @@ func TestAGoneSliceIsReconciledByItsLastClass(t *testing.T) {
 func TestSeededQuotaCounts(t *testing.T) {
 	b := cpuBudget(t, "10")
 	denied := slicetest.NewSlice("denied", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"),
-		slicetest.Decided(conditions.Denied, "NotNow"))
+		slicetest.Decided(authv1beta1.ResourceSliceConditionDenied, "NotNow"))
 	denied.UID = "uid-denied"
 	quota := &offloadingv1beta1.Quota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: denied.Namespace, Name: "denied-quota", OwnerReferences: []metav1.OwnerReference{{
@@ -248,7 +248,7 @@ func TestSeededQuotaCounts(t *testing.T) {
 	require.NoError(t, h.Client.Delete(context.Background(), quota))
 	res = h.Reconcile(asking)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "once Liqo removes the Quota, the 8 are free: %s", res.Message)
 }
 
 // A Tenant drained after a slice was accepted: its watch event queues the
@@ -262,7 +262,7 @@ func TestADrainedTenantQueuesItsSlices(t *testing.T) {
 	first := h.ReconcilePending()
 	require.Len(t, first, 2, "the seeded slices are queued, each for its class")
 	for _, r := range first {
-		require.Equal(t, conditions.Accepted, r.Decision, r.Slice.Name)
+		require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, r.Decision, r.Slice.Name)
 	}
 
 	tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -28,7 +28,7 @@ func TestCohortReclaimThroughTheHarness(t *testing.T) {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
 	pool := "pool"
-	gold, err := budget.New("gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
+	gold, err := budget.New("gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny))
 	require.NoError(t, err)
 	spot, err := budget.New("spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))
 	require.NoError(t, err)
@@ -41,7 +41,7 @@ func TestCohortReclaimThroughTheHarness(t *testing.T) {
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
-	require.NotEqual(t, conditions.Accepted, first.Decision, "spot holds all gold lends before the reclaim")
+	require.NotEqual(t, authv1beta1.ResourceSliceConditionAccepted, first.Decision, "spot holds all gold lends before the reclaim")
 	assertCPU(t, "10", spot.Borrowed(), "spot borrows 10")
 	assertCPU(t, "10", gold.Lent(), "all of it gold's")
 
@@ -52,12 +52,12 @@ func TestCohortReclaimThroughTheHarness(t *testing.T) {
 	}
 	shrunk, ok := byName["spot-1"]
 	require.True(t, ok, "the reclaim queues the borrower")
-	assert.Equal(t, conditions.Accepted, shrunk.Decision, "a reclaimed slice stays Accepted")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, shrunk.Decision, "a reclaimed slice stays Accepted")
 	assert.Equal(t, budget.ReasonReclaimed, shrunk.Reason)
 	assertCPU(t, "6", shrunk.Resources, "the borrower yields what gold lacks, no more")
 	admitted, ok := byName["gold-1"]
 	require.True(t, ok, "the borrower's shrink wakes the waiter")
-	assert.Equal(t, conditions.Accepted, admitted.Decision, "%s: %s", admitted.Reason, admitted.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, admitted.Decision, "%s: %s", admitted.Reason, admitted.Message)
 	assertCPU(t, "6", admitted.Resources, "gold gets what it asked")
 	assertCPU(t, "4", spot.Borrowed(), "spot still borrows 4")
 	assertCPU(t, "4", gold.Lent(), "of gold's idle 4")
@@ -93,7 +93,7 @@ func TestSliceBudgetCohort(t *testing.T) {
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
-	require.NotEqual(t, conditions.Accepted, first.Decision)
+	require.NotEqual(t, authv1beta1.ResourceSliceConditionAccepted, first.Decision)
 	byName := map[string]slicetest.Result{}
 	for _, r := range h.ReconcilePending() {
 		require.NoError(t, r.Err)
@@ -101,7 +101,7 @@ func TestSliceBudgetCohort(t *testing.T) {
 	}
 	assert.Equal(t, budget.ReasonReclaimed, byName["spot-1"].Reason)
 	assertCPU(t, "6", byName["spot-1"].Resources, "spot yields exactly what gold lacks")
-	assert.Equal(t, conditions.Accepted, byName["gold-1"].Decision, "%s", byName["gold-1"].Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, byName["gold-1"].Decision, "%s", byName["gold-1"].Message)
 
 	assertCPU(t, "4", h.SliceBudget("spot").Status.Borrowed, "spot still borrows 4")
 	assertCPU(t, "4", h.SliceBudget("gold").Status.Lent, "of gold's idle 4")

@@ -50,7 +50,7 @@ func TestWithConsumerIsTheConsumer(t *testing.T) {
 
 	res := h.Reconcile(big)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision, res.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision, res.Message)
 	assert.Equal(t, budget.ReasonConsumerLimit, res.Reason, "acme's limit (2 CPU) applies: %s", res.Message)
 	assert.Equal(t, "acme", seen["acme-big"], "the handler saw acme")
 
@@ -64,14 +64,14 @@ func TestWithConsumerIsTheConsumer(t *testing.T) {
 	require.NoError(t, h.Client.Create(ctx, other))
 	res = h.Reconcile(other)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision, "acme's limit is not globex's: %s", res.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "acme's limit is not globex's: %s", res.Message)
 	assert.Equal(t, "globex", seen["globex-1"])
 
 	small := slicetest.NewSlice("acme-small", slicetest.WithConsumer("acme"), slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "2"))
 	require.NoError(t, h.Client.Create(ctx, small))
 	res = h.Reconcile(small)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision, "within acme's limit: %s", res.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "within acme's limit: %s", res.Message)
 	assert.Equal(t, "acme", seen["acme-small"])
 }
 
@@ -86,7 +86,7 @@ func TestWithConsumerKeepsASeededNamespace(t *testing.T) {
 	h := slicetest.New(t, "gold", seen, slicetest.WithObjects(unlabelled, rs), slicetest.WithReconcilerOptions(resourceslice.WithBudget(b)))
 	res := h.Reconcile(rs)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision, res.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, res.Message)
 	assert.Equal(t, "liqo-tenant-acme", seen["s"], "an unlabelled namespace is its own consumer")
 
 	// A slice left in DefaultNamespace keeps it as its consumer.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -25,7 +25,7 @@ func ExampleWithAnotherClass() {
 	b, _ := budget.New("shared", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}, budget.WithPreemption())
 
 	spot := slicetest.NewSlice("spot-1", slicetest.WithClass("spot"), slicetest.WithRequest("cpu", "8"),
-		slicetest.Decided(conditions.Accepted, "Granted"))
+		slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "Granted"))
 	spot.Status.Resources = spot.Spec.Resources.DeepCopy() // holds 8 CPUs
 	gold := slicetest.NewSlice("gold-1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 

@@ -35,7 +35,7 @@ func TestReconcilePendingRunsTheBudgetsRecheck(t *testing.T) {
 
 	first := h.Reconcile(waiter)
 	require.NoError(t, first.Err)
-	require.Equal(t, conditions.Denied, first.Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, first.Decision)
 	require.Equal(t, budget.ReasonExhausted, first.Reason, "10 of 10 CPU held: the budget is full")
 
 	// globex's slice goes: the budget has room, but acme's limit (4, 3
@@ -45,9 +45,9 @@ func TestReconcilePendingRunsTheBudgetsRecheck(t *testing.T) {
 
 	var got authv1beta1.ResourceSlice
 	require.NoError(t, h.Client.Get(context.Background(), client.ObjectKeyFromObject(waiter), &got))
-	c := conditions.Get(&got, conditions.Resources)
+	c := conditions.Get(&got, authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, c)
-	assert.Equal(t, conditions.Denied, c.Status)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status)
 	assert.Equal(t, budget.ReasonConsumerLimit, c.Reason, "the waiter names what blocks it now: %s", c.Message)
 	assert.Empty(t, h.ReconcilePending(), "nothing is left pending")
 }

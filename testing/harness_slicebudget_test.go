@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -55,9 +55,9 @@ func TestSliceBudgetStatusFollowsDecisionsAndSpec(t *testing.T) {
 	s2 := slicetest.NewSlice("s2", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(s1, s2), slicetest.WithSliceBudget(cpuSliceBudget("premium", "10")))
 
-	require.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(s1).Decision)
 	res := h.Reconcile(s2)
-	require.Equal(t, conditions.Denied, res.Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason)
 	assert.Equal(t, "budget premium: cpu: asked 6, waits until 6 is free", res.Message)
 
@@ -80,7 +80,7 @@ func TestSliceBudgetStatusFollowsDecisionsAndSpec(t *testing.T) {
 	results := h.ReconcilePending()
 	require.Len(t, results, 1, "the waiter is queued, and only it")
 	assert.Equal(t, "s2", results[0].Slice.Name)
-	assert.Equal(t, conditions.Accepted, results[0].Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, results[0].Decision)
 	assertCPU(t, "6", results[0].Resources, "the waiter's grant")
 
 	sb = h.SliceBudget("premium")
@@ -93,7 +93,7 @@ func TestSliceBudgetStatusFollowsDecisionsAndSpec(t *testing.T) {
 func TestSliceBudgetSpecPatched(t *testing.T) {
 	s1 := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "6"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(s1), slicetest.WithSliceBudget(cpuSliceBudget("premium", "4")))
-	require.Equal(t, conditions.Denied, h.Reconcile(s1).Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, h.Reconcile(s1).Decision)
 	sb := h.SliceBudget("premium")
 	assertStatus(t, sb, 0, 1, "4", "0", "4")
 
@@ -103,7 +103,7 @@ func TestSliceBudgetSpecPatched(t *testing.T) {
 	assert.Equal(t, int64(2), sb.Generation, "the patched object carries its new generation")
 	results := h.ReconcilePending()
 	require.Len(t, results, 1)
-	assert.Equal(t, conditions.Accepted, results[0].Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, results[0].Decision)
 	assertStatus(t, h.SliceBudget("premium"), 1, 0, "8", "6", "2")
 
 	// A metadata-only update is no new generation.
@@ -125,7 +125,7 @@ func TestSliceBudgetStatusWritesAreNotTheReconcilers(t *testing.T) {
 	require.Len(t, res.Writes, 1)
 	assert.True(t, apierrors.IsConflict(res.Writes[0].Err), "the queued conflict is the slice's: %v", res.Writes[0].Err)
 	res = h.Reconcile(s1)
-	require.Equal(t, conditions.Accepted, res.Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 	for _, w := range res.Writes {
 		assert.Equal(t, "s1", w.Object.Name, "only the slice's writes")
 	}
@@ -138,22 +138,22 @@ func TestSliceBudgetDeleted(t *testing.T) {
 	s1 := slicetest.NewSlice("s1", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "2"))
 	s2 := slicetest.NewSlice("s2", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "2"))
 	h := slicetest.New(t, "gold", asked, slicetest.WithObjects(s1, s2), slicetest.WithSliceBudget(cpuSliceBudget("premium", "10")))
-	require.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(s1).Decision)
 
 	require.NoError(t, h.Client.Delete(context.Background(), cpuSliceBudget("premium", "10")))
 	assert.Nil(t, h.SliceBudget("premium"), "gone")
 	res := h.Reconcile(s2)
-	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.Equal(t, budget.ReasonUnavailable, res.Reason, "a deleted SliceBudget is not exhausted")
 	assert.Equal(t, `budget premium is unavailable: SliceBudget "premium" not found: admits nothing new`, res.Message)
-	assert.Equal(t, conditions.Accepted, h.Reconcile(s1).Decision, "what a slice holds is not revoked")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(s1).Decision, "what a slice holds is not revoked")
 
 	// Created again, it admits the waiter.
 	require.NoError(t, h.Client.Create(context.Background(), cpuSliceBudget("premium", "10")))
 	results := h.ReconcilePending()
 	require.Len(t, results, 1, "the waiter is woken")
 	assert.Equal(t, "s2", results[0].Slice.Name)
-	assert.Equal(t, conditions.Accepted, results[0].Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, results[0].Decision)
 	sb := h.SliceBudget("premium")
 	assert.Equal(t, int64(1), sb.Generation, "created as the API server creates it")
 	assertStatus(t, sb, 2, 0, "10", "4", "6")
@@ -173,7 +173,7 @@ func TestSliceBudgetSharedByClasses(t *testing.T) {
 	assertStatus(t, h.SliceBudget("shared"), 1, 0, "10", "8", "2")
 
 	first := h.Reconcile(gold)
-	require.Equal(t, conditions.Denied, first.Decision)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, first.Decision)
 	var reclaims []slicetest.Event
 	for _, r := range append([]slicetest.Result{first}, h.ReconcilePending()...) {
 		for _, e := range r.Events {
@@ -182,7 +182,7 @@ func TestSliceBudgetSharedByClasses(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, conditions.Accepted, h.Reconcile(gold).Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, h.Reconcile(gold).Decision)
 	require.Len(t, reclaims, 1, "one reclaim event on the SliceBudget")
 	assert.Equal(t, budget.ReasonReclaimed, reclaims[0].Reason)
 	// Gold holds 6, spot keeps 4 and waits to grow back to the 8 it asks:

@@ -76,7 +76,7 @@ func TestStatusWriteErrorsAreConsumedInOrder(t *testing.T) {
 
 	second := h.Reconcile(slice)
 	assert.NoError(t, second.Err, "a nil entry lets the write through")
-	assert.Equal(t, conditions.Accepted, second.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, second.Decision)
 	require.Len(t, second.Writes, 1)
 	assert.NoError(t, second.Writes[0].Err, "the API accepted the write")
 	assert.Len(t, second.Events, 1, "one decision event")
@@ -100,12 +100,12 @@ func TestWriteErrTellsAConflictFromAnAcceptedWrite(t *testing.T) {
 	accepted := h.Reconcile(slice)
 	require.Len(t, accepted.Writes, 1)
 	assert.NoError(t, accepted.Writes[0].Err)
-	assert.Equal(t, conditions.Accepted, accepted.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, accepted.Decision)
 }
 
 func TestBuilders(t *testing.T) {
 	s := slicetest.NewSlice("s", slicetest.WithClass("gold"), slicetest.WithConsumer("bob"), slicetest.WithRequest("cpu", "2"),
-		slicetest.Decided(conditions.Denied, "Full"))
+		slicetest.Decided(authv1beta1.ResourceSliceConditionDenied, "Full"))
 	assert.Equal(t, "bob", s.Labels["liqo.io/originID"])
 	require.NotNil(t, s.Spec.ConsumerClusterID)
 	assert.Equal(t, "bob", string(*s.Spec.ConsumerClusterID))

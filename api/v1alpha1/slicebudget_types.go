@@ -14,8 +14,8 @@ import (
 const MaxConsumers = 20
 
 // SliceBudget is a budget declared as an object: a finite capacity that
-// one or several classes draw from, as budget.New or budget.NewNodePool
-// build it in Go. It is cluster-scoped; its short name is sb.
+// the ResourceSlices of one or several classes draw from. It is
+// cluster-scoped; its short name is sb.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=sb,categories=sliceclass
@@ -203,7 +203,7 @@ const (
 )
 
 // ConsumerLimitOverride is one consumer's own limit in a budget, in place
-// of SliceBudgetSpec.ConsumerLimit.
+// of spec.consumerLimit.
 type ConsumerLimitOverride struct {
 	// consumer names the consumer: its cluster ID (the tenant namespace's
 	// liqo.io/remote-cluster-id), else the tenant namespace.
@@ -309,8 +309,8 @@ type NodeSelector struct {
 // +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 type LabelValue string
 
-// NodeSelectorRequirement is one expression of a NodeSelector: a
-// metav1.LabelSelectorRequirement.
+// NodeSelectorRequirement is one expression of a node pool's selector, as
+// in a label selector's matchExpressions.
 //
 // +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="operators In and NotIn take values, Exists and DoesNotExist none"
 type NodeSelectorRequirement struct {

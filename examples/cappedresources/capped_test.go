@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/cappedresources"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -32,45 +31,44 @@ func TestPolicy(t *testing.T) {
 		"UnderCaps": {
 			reason:       "Requests within the caps are granted as asked.",
 			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("memory", "1Gi")},
-			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonGranted,
+			wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: cappedresources.ReasonGranted,
 			want: map[corev1.ResourceName]string{"cpu": "2", "memory": "1Gi"},
 		},
 		"OverCaps": {
 			reason:       "Requests above a cap get the cap.",
 			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "16"), slicetest.WithRequest("memory", "1Gi")},
-			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
+			wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: cappedresources.ReasonCapped,
 			want: map[corev1.ResourceName]string{"cpu": "4", "memory": "1Gi"},
 		},
 		"Uncapped": {
 			reason:       "A resource without a cap is not offered: the standard class must not grant 100 GPUs.",
 			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "2"), slicetest.WithRequest("nvidia.com/gpu", "100"), slicetest.WithRequest("pods", "10")},
-			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
+			wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: cappedresources.ReasonCapped,
 			wantMessage: "not offered: nvidia.com/gpu, pods",
 			want:        map[corev1.ResourceName]string{"cpu": "2"},
 		},
 		"CappedAndUncapped": {
 			reason:       "The message names what was capped and what was dropped.",
 			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "16"), slicetest.WithRequest("nvidia.com/gpu", "1")},
-			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
+			wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: cappedresources.ReasonCapped,
 			wantMessage: "capped: cpu 16→4; not offered: nvidia.com/gpu",
 			want:        map[corev1.ResourceName]string{"cpu": "4"},
 		},
 		"OnlyUncapped": {
 			reason:       "A slice asking only for what the policy does not offer is denied, naming it.",
 			req:          []slicetest.SliceOption{slicetest.WithRequest("nvidia.com/gpu", "100")},
-			wantDecision: conditions.Denied, wantReason: cappedresources.ReasonNotOffered,
+			wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: cappedresources.ReasonNotOffered,
 			wantMessage: "not offered: nvidia.com/gpu",
 		},
 		"Absurd": {
 			reason:       "Absurd quantities are capped, not trusted.",
 			req:          []slicetest.SliceOption{slicetest.WithRequest("cpu", "1e15"), slicetest.WithRequest("memory", "9e18")},
-			wantDecision: conditions.Accepted, wantReason: cappedresources.ReasonCapped,
+			wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: cappedresources.ReasonCapped,
 			want: map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"},
 		},
 		"Nothing": {
-			reason:       "A slice requesting nothing gets a clear denial.",
-			req:          []slicetest.SliceOption{slicetest.WithRequests(corev1.ResourceList{})},
-			wantDecision: conditions.Denied, wantReason: cappedresources.ReasonNoResources,
+			reason:       "A slice requesting nothing (a new slice's spec.resources is empty) gets a clear denial.",
+			wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: cappedresources.ReasonNoResources,
 		},
 	}
 	for name, tc := range cases {

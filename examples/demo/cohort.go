@@ -81,7 +81,7 @@ func tiersTour(ctx context.Context, c client.Client, classes *resourceslice.Clas
 	if err := slicetest.CreateAsLiqo(ctx, c, s); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, c, s, conditions.Accepted); err != nil {
+	if err := waitFor(ctx, c, s, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 		return fmt.Errorf("spot-1: %w", err)
 	}
 	if err := showTiers(ctx, c, out, "spot borrows 3", func(st map[string]v1alpha1.SliceBudgetStatus) bool {
@@ -94,7 +94,7 @@ func tiersTour(ctx context.Context, c client.Client, classes *resourceslice.Clas
 	if err := slicetest.CreateAsLiqo(ctx, c, g); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, c, g, conditions.Accepted); err != nil {
+	if err := waitFor(ctx, c, g, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 		return fmt.Errorf("gold-1: %w", err)
 	}
 	var rows []row

@@ -190,17 +190,17 @@ func run(progress, out io.Writer) error {
 		return slicetest.NewSlice(name, append(o, opts...)...)
 	}
 	exps := []expectation{
-		{slice: slice(alice, "gold-small", "gold", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: conditions.Accepted},
-		{slice: slice(alice, "gold-large", "gold", map[corev1.ResourceName]string{"cpu": "16", "memory": "32Gi", "pods": "110"}), decision: conditions.Accepted},
-		{slice: slice(alice, "gold-empty", "gold", nil), decision: conditions.Denied},
-		{slice: slice(bob, "gold-drained", "gold", map[corev1.ResourceName]string{"cpu": "2"}), decision: conditions.Denied},
+		{slice: slice(alice, "gold-small", "gold", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: authv1beta1.ResourceSliceConditionAccepted},
+		{slice: slice(alice, "gold-large", "gold", map[corev1.ResourceName]string{"cpu": "16", "memory": "32Gi", "pods": "110"}), decision: authv1beta1.ResourceSliceConditionAccepted},
+		{slice: slice(alice, "gold-empty", "gold", nil), decision: authv1beta1.ResourceSliceConditionDenied},
+		{slice: slice(bob, "gold-drained", "gold", map[corev1.ResourceName]string{"cpu": "2"}), decision: authv1beta1.ResourceSliceConditionDenied},
 		{slice: slice(alice, "bronze-1", "bronze", map[corev1.ResourceName]string{"cpu": "1"}), note: "waiting (no controller for class)"},
 	}
-	late := expectation{slice: slice(alice, "gold-late", "gold", map[corev1.ResourceName]string{"cpu": "1"}, slicetest.Unauthenticated()), decision: conditions.Accepted}
+	late := expectation{slice: slice(alice, "gold-late", "gold", map[corev1.ResourceName]string{"cpu": "1"}, slicetest.Unauthenticated()), decision: authv1beta1.ResourceSliceConditionAccepted}
 	pooled := []expectation{
-		{slice: slice(alice, "shared-1", "shared", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: conditions.Accepted},
-		{slice: slice(alice, "shared-2", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"}), decision: conditions.Accepted},
-		{slice: slice(alice, "shared-3", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "2Gi"}), decision: conditions.Denied, note: "waits for budget"},
+		{slice: slice(alice, "shared-1", "shared", map[corev1.ResourceName]string{"cpu": "2", "memory": "4Gi"}), decision: authv1beta1.ResourceSliceConditionAccepted},
+		{slice: slice(alice, "shared-2", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "8Gi"}), decision: authv1beta1.ResourceSliceConditionAccepted},
+		{slice: slice(alice, "shared-3", "shared", map[corev1.ResourceName]string{"cpu": "4", "memory": "2Gi"}), decision: authv1beta1.ResourceSliceConditionDenied, note: "waits for budget"},
 	}
 
 	say("consumer creates %d slices (Liqo has authenticated all but gold-late)", len(exps)+len(pooled)+1)
@@ -258,7 +258,7 @@ func run(progress, out io.Writer) error {
 	if err := c.Delete(ctx, pooled[1].slice); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, c, pooled[2].slice, conditions.Accepted); err != nil {
+	if err := waitFor(ctx, c, pooled[2].slice, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 		return fmt.Errorf("shared-3 after the deletion: %w", err)
 	}
 	free := b.Free()
@@ -274,7 +274,7 @@ func run(progress, out io.Writer) error {
 	if err := classes.Serve("bronze", capped); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, c, exps[4].slice, conditions.Accepted); err != nil {
+	if err := waitFor(ctx, c, exps[4].slice, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 		return fmt.Errorf("bronze-1 after serving bronze: %w", err)
 	}
 	var after []row
@@ -352,7 +352,7 @@ func waitFor(ctx context.Context, c client.Reader, rs *authv1beta1.ResourceSlice
 	for {
 		var got authv1beta1.ResourceSlice
 		if err := c.Get(ctx, key(rs), &got); err == nil {
-			if cond := conditions.Get(&got, conditions.Resources); cond != nil && cond.Status == want {
+			if cond := conditions.Get(&got, authv1beta1.ResourceSliceConditionTypeResources); cond != nil && cond.Status == want {
 				return nil
 			}
 		}
@@ -404,7 +404,7 @@ func orDash[T ~string](s T) T {
 func toRow(rs *authv1beta1.ResourceSlice, note string) row {
 	r := row{slice: rs.Namespace + "/" + rs.Name, class: string(rs.Spec.Class),
 		requested: list(rs.Spec.Resources), granted: list(rs.Status.Resources), decision: "-", reason: note}
-	if c := conditions.Get(rs, conditions.Resources); c != nil {
+	if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 		r.decision, r.reason = string(c.Status), c.Reason
 	}
 	if r.reason == "" {
@@ -435,7 +435,7 @@ func printTable(out io.Writer, rows []row) {
 	}
 	_ = tw.Flush()
 	_, _ = fmt.Fprintf(out, "\n%d slices: %d Accepted, %d Denied, %d undecided\n",
-		len(rows), counts[string(conditions.Accepted)], counts[string(conditions.Denied)], counts["-"])
+		len(rows), counts[string(authv1beta1.ResourceSliceConditionAccepted)], counts[string(authv1beta1.ResourceSliceConditionDenied)], counts["-"])
 }
 
 // cpuSecondsOf reads consumer's sliceclass_consumer_granted_seconds_total

@@ -105,7 +105,7 @@ func (p *pools) tour(ctx context.Context, c client.Client, say func(string, ...a
 	if err := slicetest.CreateAsLiqo(ctx, c, hold); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, c, hold, conditions.Accepted); err != nil {
+	if err := waitFor(ctx, c, hold, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 		return fmt.Errorf("burst-hold: %w", err)
 	}
 	var waiting []*authv1beta1.ResourceSlice
@@ -128,7 +128,7 @@ func (p *pools) tour(ctx context.Context, c client.Client, say func(string, ...a
 	if err := c.Delete(ctx, hold); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, c, single, conditions.Accepted); err != nil {
+	if err := waitFor(ctx, c, single, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 		return fmt.Errorf("carol's single slice after the burst: %w", err)
 	}
 	// The 3 CPU left go to alice's burst, oldest first.

@@ -82,7 +82,7 @@ func teamTour(ctx context.Context, c client.Client, say func(string, ...any), ou
 		return err
 	}
 	for _, rs := range []*authv1beta1.ResourceSlice{a, b} {
-		if err := waitFor(ctx, c, rs, conditions.Accepted); err != nil {
+		if err := waitFor(ctx, c, rs, authv1beta1.ResourceSliceConditionAccepted); err != nil {
 			return fmt.Errorf("%s after raising the total: %w", rs.Name, err)
 		}
 	}
@@ -105,7 +105,7 @@ func teamTour(ctx context.Context, c client.Client, say func(string, ...any), ou
 			return false, err
 		}
 		shrunk = &got
-		return conditions.Get(&got, conditions.Resources).Reason == budget.ReasonReclaimed, nil
+		return conditions.Get(&got, authv1beta1.ResourceSliceConditionTypeResources).Reason == budget.ReasonReclaimed, nil
 	})
 	if err != nil {
 		return fmt.Errorf("team-c after carol's limit of 0: %w", err)

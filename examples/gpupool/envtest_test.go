@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
@@ -61,7 +60,7 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 	})
 
 	decided := map[string]*authv1beta1.ResourceSlice{}
-	envkit.Every(100*time.Millisecond).Eventually(t, "the 3 slices decided", func() bool {
+	envkit.Eventually(t, "the 3 slices decided", func() bool {
 		for _, n := range names {
 			var rs authv1beta1.ResourceSlice
 			require.NoError(t, cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, &rs))
@@ -77,7 +76,7 @@ func TestConsumerLimitOnANodePool(t *testing.T) {
 
 	var accepted, limited int
 	for n, rs := range decided {
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		switch {
 		case conditions.IsAccepted(rs):
 			accepted++

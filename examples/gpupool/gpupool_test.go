@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/gpupool"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -50,27 +49,28 @@ func TestPolicy(t *testing.T) {
 	}{
 		"GPUs": {
 			reason: "GPUs are granted as asked, pinned to the pool's nodes.",
-			req:    list("nvidia.com/gpu", "1"), wantDecision: conditions.Accepted, wantReason: gpupool.ReasonGranted,
+			req:    list("nvidia.com/gpu", "1"), wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: gpupool.ReasonGranted,
 			want: list("nvidia.com/gpu", "1"), wantPin: pin,
 		},
 		"GPUsWithCPUAndMemory": {
 			reason: "cpu and memory, which the pool counts, come as asked; pods, which it does not, are dropped.",
-			req:    list("nvidia.com/gpu", "2", "cpu", "8", "memory", "32Gi", "pods", "10"), wantDecision: conditions.Accepted, wantReason: gpupool.ReasonGranted,
+			req:    list("nvidia.com/gpu", "2", "cpu", "8", "memory", "32Gi", "pods", "10"), wantDecision: authv1beta1.ResourceSliceConditionAccepted, wantReason: gpupool.ReasonGranted,
 			want: list("nvidia.com/gpu", "2", "cpu", "8", "memory", "32Gi"), wantPin: pin,
 		},
 		"NoGPU": {
 			reason: "A slice asking for no GPU is denied: the class sells GPUs.",
-			req:    list("cpu", "4"), wantDecision: conditions.Denied, wantReason: gpupool.ReasonNoGPU,
+			req:    list("cpu", "4"), wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: gpupool.ReasonNoGPU,
 		},
 		"ZeroGPU": {
 			reason: "Zero GPUs is no GPU.",
-			req:    list("nvidia.com/gpu", "0", "cpu", "4"), wantDecision: conditions.Denied, wantReason: gpupool.ReasonNoGPU,
+			req:    list("nvidia.com/gpu", "0", "cpu", "4"), wantDecision: authv1beta1.ResourceSliceConditionDenied, wantReason: gpupool.ReasonNoGPU,
 		},
 	}
 	policy := gpupool.New(newPool(t))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := slicetest.NewSlice("s", slicetest.WithClass(class), slicetest.WithRequests(tc.req))
+			s := slicetest.NewSlice("s", slicetest.WithClass(class))
+			s.Spec.Resources = tc.req
 			h := slicetest.New(t, class, policy, slicetest.WithObjects(s))
 			res := h.Reconcile(s)
 			require.NoError(t, res.Err, tc.reason)
@@ -115,7 +115,7 @@ func TestPoolWithoutNodesAdmitsNothing(t *testing.T) {
 		slicetest.WithReconcilerOptions(resourceslice.WithBudget(pool)))
 	res := h.Reconcile(s)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision, res.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision, res.Message)
 	assert.Equal(t, budget.ReasonExhausted, res.Reason, res.Message)
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/grantrecords"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -28,7 +28,7 @@ func TestHarnessShowsOwnedObjects(t *testing.T) {
 
 	res := h.Reconcile(s)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Accepted, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision)
 	name := "gold." + s.Namespace + ".s1"
 	assert.Equal(t, []string{"ConfigMap sliceclass-accounting/" + name, "PriorityClass " + name}, res.Applied)
 	assert.Empty(t, res.Pruned)
@@ -42,7 +42,7 @@ func TestHarnessShowsOwnedObjects(t *testing.T) {
 	require.NoError(t, h.Client.Create(context.Background(), tenant))
 	res = h.Reconcile(s)
 	require.NoError(t, res.Err)
-	assert.Equal(t, conditions.Denied, res.Decision)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, res.Decision)
 	assert.ElementsMatch(t, []string{"ConfigMap sliceclass-accounting/" + name, "PriorityClass " + name}, res.Pruned, "a denial removes the grant's objects")
 
 	dry := slicetest.New(t, "gold", p, slicetest.WithObjects(slicetest.NewSlice("s2", slicetest.WithClass("gold"))),
@@ -62,7 +62,7 @@ func TestUndeclaredOwnedTypeIsRefused(t *testing.T) {
 		slicetest.WithReconcilerOptions(resourceslice.WithOwnedTypes(&corev1.ConfigMap{})))
 	res := h.Reconcile(s)
 	require.Error(t, res.Err, "retried with backoff")
-	assert.Equal(t, conditions.Accepted, res.Decision, "the decision already written stands")
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, res.Decision, "the decision already written stands")
 	assert.Empty(t, res.Applied)
 	var reasons []string
 	for _, e := range res.Events {

@@ -326,7 +326,7 @@ classes:
 			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
 				return false, err
 			}
-			c := conditions.Get(&rs, conditions.Resources)
+			c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
 			if c == nil {
 				return false, nil
 			}
@@ -368,8 +368,8 @@ func TestClassesFileFollowsConsumerLimitsLive(t *testing.T) {
 			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &rs); err != nil {
 				return false, nil
 			}
-			c := conditions.Get(&rs, conditions.Resources)
-			return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
+			c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
+			return c != nil && c.Status == authv1beta1.ResourceSliceConditionAccepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
 		}
 	}
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, envkit.WaitTimeout, true, offer("", 6)), "g Accepted with 6")
@@ -427,8 +427,8 @@ classes:
 			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
 				return false, nil
 			}
-			c := conditions.Get(&rs, conditions.Resources)
-			return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
+			c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
+			return c != nil && c.Status == authv1beta1.ResourceSliceConditionAccepted && (reason == "" || c.Reason == reason) && rs.Status.Resources.Cpu().Value() == cpu, nil
 		}
 	}
 	require.NoError(t, slicetest.CreateAsLiqo(ctx, cp.Client, slicetest.NewSlice("spot", slicetest.WithClass("prspot"), slicetest.WithRequest("cpu", "8"))))

@@ -191,7 +191,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 			if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
 				return false, err
 			}
-			c := conditions.Get(&rs, conditions.Resources)
+			c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
 			if c == nil {
 				return false, nil
 			}
@@ -200,7 +200,7 @@ func TestClassesFileSharesOneBudgetPerSliceBudget(t *testing.T) {
 		return true, nil
 	})
 	require.NoError(t, err, "waiting for both slices to be decided")
-	assert.ElementsMatch(t, []string{string(conditions.Accepted), string(conditions.Denied)}, []string{reasons["gold-1"], reasons["spot-1"]},
+	assert.ElementsMatch(t, []string{string(authv1beta1.ResourceSliceConditionAccepted), string(authv1beta1.ResourceSliceConditionDenied)}, []string{reasons["gold-1"], reasons["spot-1"]},
 		"6 + 6 CPU from one budget of 10: one slice fits, the other waits")
 	assert.Equal(t, 1, objects.called("premium"), "one budget for the two classes")
 

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/examples/pool"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -20,7 +19,7 @@ import (
 const class = "shared"
 
 func holding(name, cpu string) *authv1beta1.ResourceSlice {
-	s := slicetest.NewSlice(name, slicetest.WithClass(class), slicetest.WithRequest("cpu", cpu), slicetest.Decided(conditions.Accepted, pool.ReasonGranted))
+	s := slicetest.NewSlice(name, slicetest.WithClass(class), slicetest.WithRequest("cpu", cpu), slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, pool.ReasonGranted))
 	s.Status.Resources = s.Spec.Resources.DeepCopy()
 	return s
 }
@@ -37,8 +36,8 @@ func newHarness(t *testing.T, objs ...client.Object) (*slicetest.Harness, *budge
 }
 
 func TestPool(t *testing.T) {
-	denied := slicetest.NewSlice("denied", slicetest.WithClass(class), slicetest.WithRequest("cpu", "8"), slicetest.Decided(conditions.Denied, budget.ReasonExhausted))
-	otherClass := slicetest.NewSlice("gold", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"), slicetest.Decided(conditions.Accepted, "x"))
+	denied := slicetest.NewSlice("denied", slicetest.WithClass(class), slicetest.WithRequest("cpu", "8"), slicetest.Decided(authv1beta1.ResourceSliceConditionDenied, budget.ReasonExhausted))
+	otherClass := slicetest.NewSlice("gold", slicetest.WithClass("gold"), slicetest.WithRequest("cpu", "8"), slicetest.Decided(authv1beta1.ResourceSliceConditionAccepted, "x"))
 	otherClass.Status.Resources = otherClass.Spec.Resources.DeepCopy()
 	cases := map[string]struct {
 		reason     string
@@ -47,17 +46,18 @@ func TestPool(t *testing.T) {
 		wantStatus authv1beta1.ResourceSliceConditionStatus
 		wantReason string
 	}{
-		"EmptyPool":     {reason: "An empty pool grants a fitting request.", request: cpu("8"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"Fits":          {reason: "What others hold is subtracted.", others: []client.Object{holding("a", "3")}, request: cpu("5"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"Exhausted":     {reason: "A request over what is left is denied by the budget.", others: []client.Object{holding("a", "3"), holding("b", "3")}, request: cpu("3"), wantStatus: conditions.Denied, wantReason: budget.ReasonExhausted},
-		"DeniedIgnored": {reason: "Denied slices hold nothing.", others: []client.Object{denied}, request: cpu("8"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"OtherClass":    {reason: "Other classes do not draw from this pool.", others: []client.Object{otherClass}, request: cpu("8"), wantStatus: conditions.Accepted, wantReason: pool.ReasonGranted},
-		"NotPooled":     {reason: "A resource the pool does not offer is denied.", request: corev1.ResourceList{"cpu": resource.MustParse("1"), "nvidia.com/gpu": resource.MustParse("1")}, wantStatus: conditions.Denied, wantReason: pool.ReasonNotPooled},
-		"NoRequest":     {reason: "A slice asking nothing is denied.", request: corev1.ResourceList{}, wantStatus: conditions.Denied, wantReason: pool.ReasonNoRequest},
+		"EmptyPool":     {reason: "An empty pool grants a fitting request.", request: cpu("8"), wantStatus: authv1beta1.ResourceSliceConditionAccepted, wantReason: pool.ReasonGranted},
+		"Fits":          {reason: "What others hold is subtracted.", others: []client.Object{holding("a", "3")}, request: cpu("5"), wantStatus: authv1beta1.ResourceSliceConditionAccepted, wantReason: pool.ReasonGranted},
+		"Exhausted":     {reason: "A request over what is left is denied by the budget.", others: []client.Object{holding("a", "3"), holding("b", "3")}, request: cpu("3"), wantStatus: authv1beta1.ResourceSliceConditionDenied, wantReason: budget.ReasonExhausted},
+		"DeniedIgnored": {reason: "Denied slices hold nothing.", others: []client.Object{denied}, request: cpu("8"), wantStatus: authv1beta1.ResourceSliceConditionAccepted, wantReason: pool.ReasonGranted},
+		"OtherClass":    {reason: "Other classes do not draw from this pool.", others: []client.Object{otherClass}, request: cpu("8"), wantStatus: authv1beta1.ResourceSliceConditionAccepted, wantReason: pool.ReasonGranted},
+		"NotPooled":     {reason: "A resource the pool does not offer is denied.", request: corev1.ResourceList{"cpu": resource.MustParse("1"), "nvidia.com/gpu": resource.MustParse("1")}, wantStatus: authv1beta1.ResourceSliceConditionDenied, wantReason: pool.ReasonNotPooled},
+		"NoRequest":     {reason: "A slice asking nothing is denied.", request: corev1.ResourceList{}, wantStatus: authv1beta1.ResourceSliceConditionDenied, wantReason: pool.ReasonNoRequest},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := slicetest.NewSlice("new", slicetest.WithClass(class), slicetest.WithRequests(tc.request))
+			s := slicetest.NewSlice("new", slicetest.WithClass(class))
+			s.Spec.Resources = tc.request
 			hs, _ := newHarness(t, append([]client.Object{s}, tc.others...)...)
 			res := hs.Reconcile(s)
 			require.NoError(t, res.Err, tc.reason)
@@ -73,7 +73,7 @@ func TestDeletedSliceReleasesItsShare(t *testing.T) {
 	s := slicetest.NewSlice("new", slicetest.WithClass(class), slicetest.WithRequest("cpu", "4"))
 	hs, b := newHarness(t, a, s)
 	full := hs.Reconcile(s)
-	require.Equal(t, conditions.Denied, full.Decision, "pool full (%s)", full.Message)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, full.Decision, "pool full (%s)", full.Message)
 	assert.Contains(t, full.Message, "cpu: asked 4, waits until 4 is free")
 
 	require.NoError(t, hs.Client.Delete(context.Background(), a))
@@ -81,7 +81,7 @@ func TestDeletedSliceReleasesItsShare(t *testing.T) {
 	free := b.Free()["cpu"]
 	assert.Equal(t, "8", free.String())
 	freed := hs.Reconcile(s)
-	assert.Equal(t, conditions.Accepted, freed.Decision, "after the holder is deleted (%s)", freed.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, freed.Decision, "after the holder is deleted (%s)", freed.Message)
 	used := b.Used()["cpu"]
 	assert.Equal(t, "4", used.String())
 }

@@ -1,6 +1,11 @@
 // Command crdbounds bounds and tightens every quantity in a CRD's spec
 // schema, in place: hack/crdgen.sh runs it on the CRDs controller-gen
-// writes.
+// writes. It also makes the schema read as API docs: controller-gen gives
+// a list's items and a map's values the doc comment of their Go type,
+// which Go's convention begins with the type's name ("ConsumerStatus is
+// what one consumer holds"); crdbounds drops that name, so that kubectl
+// explain and every schema reader see no Go identifier ("What one
+// consumer holds").
 //
 // controller-gen gives a resource.Quantity (a ResourceList's values) a
 // pattern but no maxLength, and no marker reaches a map's values. The
@@ -22,6 +27,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"unicode"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -91,6 +99,10 @@ func bound(raw []byte) ([]byte, error) {
 	if n == 0 {
 		return nil, errors.New("no quantity in any version's spec schema: nothing to bound")
 	}
+	for _, v := range versions {
+		root, _ := dig(v, "schema", "openAPIV3Schema").(map[string]any)
+		plainDocs(root, false)
+	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {
 		return nil, err
@@ -133,4 +145,35 @@ func walk(s map[string]any) int {
 		n += walk(sub)
 	}
 	return n
+}
+
+// goTypeDoc is a description that begins as Go's convention begins a type's
+// doc comment: the type's name (an upper-case identifier), then "is".
+var goTypeDoc = regexp.MustCompile(`^[A-Z][A-Za-z0-9]* is `)
+
+// plainDocs drops the Go type's name from the description of every list
+// item and map value schema in s and below (typeDoc: s is one): "LabelValue
+// is a label's value" becomes "A label's value". A field's own description
+// (its JSON name first, as the types' comments write them) is left as is.
+func plainDocs(s map[string]any, typeDoc bool) {
+	if s == nil {
+		return
+	}
+	if d, ok := s["description"].(string); ok && typeDoc {
+		if loc := goTypeDoc.FindStringIndex(d); loc != nil {
+			rest := d[loc[1]:]
+			r, size := utf8.DecodeRuneInString(rest)
+			s["description"] = string(unicode.ToUpper(r)) + rest[size:]
+		}
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		for _, p := range props {
+			sub, _ := p.(map[string]any)
+			plainDocs(sub, false)
+		}
+	}
+	for _, k := range []string{"additionalProperties", "items"} {
+		sub, _ := s[k].(map[string]any)
+		plainDocs(sub, true)
+	}
 }

@@ -107,3 +107,37 @@ func TestGoQuantityPattern(t *testing.T) {
 		assert.False(t, strict.MatchString(s), "%q: the tightened pattern refuses it", s)
 	}
 }
+
+// A list item's and a map value's description lose the Go type's name that
+// controller-gen copies from the type's doc comment; a field's own
+// description, and a type doc not of that form, are kept.
+func TestPlainDocs(t *testing.T) {
+	schema := map[string]any{
+		"description": "Thing is the root: kept.",
+		"properties": map[string]any{
+			"spec": map[string]any{
+				"description": "spec is the desired state.",
+				"properties": map[string]any{
+					"consumers": map[string]any{
+						"description": "consumers lists them.",
+						"items":       map[string]any{"description": "ConsumerStatus is what one consumer holds."},
+					},
+					"labels": map[string]any{
+						"additionalProperties": map[string]any{"description": "LabelValue is a label's value."},
+					},
+					"names": map[string]any{
+						"items": map[string]any{"description": "Names of things, as they are."},
+					},
+				},
+			},
+		},
+	}
+	plainDocs(schema, false)
+	spec := dig(schema, "properties", "spec").(map[string]any)
+	assert.Equal(t, "Thing is the root: kept.", schema["description"])
+	assert.Equal(t, "spec is the desired state.", spec["description"])
+	assert.Equal(t, "consumers lists them.", dig(spec, "properties", "consumers", "description"))
+	assert.Equal(t, "What one consumer holds.", dig(spec, "properties", "consumers", "items", "description"))
+	assert.Equal(t, "A label's value.", dig(spec, "properties", "labels", "additionalProperties", "description"))
+	assert.Equal(t, "Names of things, as they are.", dig(spec, "properties", "names", "items", "description"))
+}

@@ -497,7 +497,7 @@ func Observation(rs *authv1beta1.ResourceSlice, class, consumer string) ledger.S
 		Accepted: conditions.IsAccepted(rs),
 		Created:  rs.CreationTimestamp.Time,
 	}
-	if c := conditions.Get(rs, conditions.Resources); o.Accepted && c != nil && c.Reason == ledger.ReasonReclaimed {
+	if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); o.Accepted && c != nil && c.Reason == ledger.ReasonReclaimed {
 		o.Reclaimed = true // a shrink's mark: the victim grows back only into free capacity
 	}
 	if o.Accepted {

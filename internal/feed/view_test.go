@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/sliceview"
 )
@@ -41,19 +40,19 @@ func TestClassViewKeepsOnlyWhatItNeeds(t *testing.T) {
 	}{
 		{
 			reason:    "Accepted: the condition, without its reason, and the grant",
-			resources: &authv1beta1.ResourceSliceCondition{Status: conditions.Accepted, Reason: "Granted", Message: "granted"},
+			resources: &authv1beta1.ResourceSliceCondition{Status: authv1beta1.ResourceSliceConditionAccepted, Reason: "Granted", Message: "granted"},
 			wantStatus: map[string]any{"class": "gold", "resources": grant,
 				"conditions": []any{map[string]any{"type": "Resources", "status": "Accepted"}}},
 		},
 		{
 			reason:    "Accepted by a reclaim's shrink: the reason Reclaimed too",
-			resources: &authv1beta1.ResourceSliceCondition{Status: conditions.Accepted, Reason: ledger.ReasonReclaimed},
+			resources: &authv1beta1.ResourceSliceCondition{Status: authv1beta1.ResourceSliceConditionAccepted, Reason: ledger.ReasonReclaimed},
 			wantStatus: map[string]any{"class": "gold", "resources": grant,
 				"conditions": []any{map[string]any{"type": "Resources", "status": "Accepted", "reason": ledger.ReasonReclaimed}}},
 		},
 		{
 			reason:     "Denied: neither the condition nor the grant",
-			resources:  &authv1beta1.ResourceSliceCondition{Status: conditions.Denied, Reason: "NoCapacity"},
+			resources:  &authv1beta1.ResourceSliceCondition{Status: authv1beta1.ResourceSliceConditionDenied, Reason: "NoCapacity"},
 			wantStatus: map[string]any{"class": "gold"},
 		},
 		{
@@ -128,7 +127,7 @@ func fullSlice(resources *authv1beta1.ResourceSliceCondition) *authv1beta1.Resou
 	}
 	if resources != nil {
 		c := *resources
-		c.Type = conditions.Resources
+		c.Type = authv1beta1.ResourceSliceConditionTypeResources
 		c.LastTransitionTime = rs.CreationTimestamp
 		rs.Status.Conditions = append(rs.Status.Conditions, c)
 		rs.Status.Resources = rs.Spec.Resources.DeepCopy()

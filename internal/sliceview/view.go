@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/ledger"
 	"github.com/sliceclass/sliceclass/internal/statusclass"
 )
@@ -128,20 +127,20 @@ func (g grantJSON) List() corev1.ResourceList {
 // Accepted reports whether the view's Resources condition is Accepted.
 func (v *View) Accepted() bool {
 	c := v.resources()
-	return c != nil && c.Status == string(conditions.Accepted)
+	return c != nil && c.Status == string(authv1beta1.ResourceSliceConditionAccepted)
 }
 
 // Reclaimed reports whether the view's Resources condition is Accepted
 // with reason Reclaimed: shrunk by a budget's reclaim.
 func (v *View) Reclaimed() bool {
 	c := v.resources()
-	return c != nil && c.Status == string(conditions.Accepted) && c.Reason == ledger.ReasonReclaimed
+	return c != nil && c.Status == string(authv1beta1.ResourceSliceConditionAccepted) && c.Reason == ledger.ReasonReclaimed
 }
 
 // resources is the view's Resources condition, nil when it has none.
 func (v *View) resources() *viewCondition {
 	for i := range v.Status.Conditions {
-		if v.Status.Conditions[i].Type == string(conditions.Resources) {
+		if v.Status.Conditions[i].Type == string(authv1beta1.ResourceSliceConditionTypeResources) {
 			return &v.Status.Conditions[i]
 		}
 	}
@@ -201,7 +200,7 @@ func Trim(obj any) (any, error) {
 		v.Status.Resources = nil
 		return v, nil
 	}
-	c := viewCondition{Type: string(conditions.Resources), Status: string(conditions.Accepted)}
+	c := viewCondition{Type: string(authv1beta1.ResourceSliceConditionTypeResources), Status: string(authv1beta1.ResourceSliceConditionAccepted)}
 	if reclaimed {
 		c.Reason = ledger.ReasonReclaimed
 	}

@@ -182,8 +182,8 @@ func TestStatusClassSlicesCountAfterRestart(t *testing.T) {
 		create(t, rs)
 		setStatusClass(t, client.ObjectKeyFromObject(rs), class)
 		got := waitForDecision(t, ns, extra)
-		c := conditions.Get(got, conditions.Resources)
-		assert.Equal(t, conditions.Denied, c.Status, "round %d: a fifth slice on a full budget: %s %s", round, c.Reason, c.Message)
+		c := conditions.Get(got, authv1beta1.ResourceSliceConditionTypeResources)
+		assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status, "round %d: a fifth slice on a full budget: %s %s", round, c.Reason, c.Message)
 		assert.Equal(t, budget.ReasonExhausted, c.Reason, "round %d", round)
 		used := b.Used()
 		assert.Equal(t, int64(4), used.Cpu().Value(), "round %d: the budget counts the 4 Accepted", round)
@@ -213,15 +213,15 @@ func TestWaitingSliceNamesWhatBlocksItNow(t *testing.T) {
 		return conditions.IsAccepted(get(t, acme, "acme-1")) && conditions.IsAccepted(get(t, globex, "globex-1"))
 	})
 	create(t, sliceIn(acme, "acme-2", class, slicetest.WithConsumer("acme"), slicetest.WithRequest(corev1.ResourceCPU, "4")))
-	c := conditions.Get(waitForDecision(t, acme, "acme-2"), conditions.Resources)
+	c := conditions.Get(waitForDecision(t, acme, "acme-2"), authv1beta1.ResourceSliceConditionTypeResources)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
 	assert.Equal(t, `budget books-shared: cpu: asked 4, waits until 4 is free (cpu: consumer "acme" would go over its limit 8 with what its other slices hold or are promised: `+
 		`it fits only if they release capacity or its limit is raised)`, c.Message, "freed capacity alone would not do: what else must change")
 
 	require.NoError(t, cp.Client.Delete(context.Background(), get(t, globex, "globex-1")))
 	testkit.Eventually(t, "acme-2 names its consumer limit", func() bool {
-		c := conditions.Get(get(t, acme, "acme-2"), conditions.Resources)
-		return c.Status == conditions.Denied && c.Reason == budget.ReasonConsumerLimit &&
+		c := conditions.Get(get(t, acme, "acme-2"), authv1beta1.ResourceSliceConditionTypeResources)
+		return c.Status == authv1beta1.ResourceSliceConditionDenied && c.Reason == budget.ReasonConsumerLimit &&
 			c.Message == `budget books-shared: consumer "acme" would go over its limit beside what its other slices hold or are promised: cpu: asked 4, limit 8 `+
 				`(it fits only if they release capacity or its limit is raised)`
 	})

@@ -50,7 +50,7 @@ func BenchmarkBudgetDeletionToAdmission(b *testing.B) {
 		if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
 			return ""
 		}
-		if c := conditions.Get(&rs, conditions.Resources); c != nil {
+		if c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 			return string(c.Status) + "/" + c.Reason
 		}
 		return ""

@@ -160,9 +160,9 @@ func TestBudgetNeverOverCommitsFromABacklog(t *testing.T) {
 	held, items := heldByAccepted(t, ns, "pool")
 	accepted, exhausted := 0, 0
 	for _, rs := range items {
-		c := conditions.Get(&rs, conditions.Resources)
+		c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
 		switch {
-		case c.Status == conditions.Accepted:
+		case c.Status == authv1beta1.ResourceSliceConditionAccepted:
 			accepted++
 		case c.Reason == budget.ReasonExhausted:
 			exhausted++
@@ -277,7 +277,7 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 				if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
 					return err
 				}
-				sliceconds.Set(&rs, conditions.Authentication, conditions.Accepted, "LiqoAuth", fmt.Sprintf("round %d", round))
+				sliceconds.Set(&rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "LiqoAuth", fmt.Sprintf("round %d", round))
 				return cp.Client.Status().Update(ctx, &rs)
 			})
 			if err == nil {
@@ -338,11 +338,11 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 		free := resource.MustParse(total)
 		free.Sub(held)
 		for _, rs := range items {
-			c := conditions.Get(&rs, conditions.Resources)
+			c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
 			if c == nil || !rs.DeletionTimestamp.IsZero() {
 				return false
 			}
-			if c.Status == conditions.Denied {
+			if c.Status == authv1beta1.ResourceSliceConditionDenied {
 				if c.Reason != budget.ReasonExhausted {
 					return false
 				}
@@ -361,9 +361,9 @@ func TestBudgetSharedByClassesUnderChurn(t *testing.T) {
 	// Liqo's fields survived every write of ours.
 	_, items := heldByAccepted(t, ns, classes...)
 	for _, rs := range items {
-		c := conditions.Get(&rs, conditions.Authentication)
+		c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeAuthentication)
 		if assert.NotNil(t, c, rs.Name) {
-			assert.Equal(t, conditions.Accepted, c.Status, rs.Name)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, c.Status, rs.Name)
 		}
 	}
 	w.check(t)
@@ -376,7 +376,7 @@ func decision(ns, name, want string) func() bool {
 		if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &rs); err != nil {
 			return false
 		}
-		c := conditions.Get(&rs, conditions.Resources)
+		c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && string(c.Status)+"/"+c.Reason == want
 	}
 }

@@ -39,12 +39,12 @@ func TestClassesAreIsolated(t *testing.T) {
 	}
 	gold := waitForDecision(t, ns, "g")
 	silver := waitForDecision(t, ns, "s")
-	assert.Equal(t, "GoldPolicy", conditions.Get(gold, conditions.Resources).Reason, "gold slice decided by the wrong class")
-	assert.Equal(t, "SilverPolicy", conditions.Get(silver, conditions.Resources).Reason, "silver slice decided by the wrong class")
+	assert.Equal(t, "GoldPolicy", conditions.Get(gold, authv1beta1.ResourceSliceConditionTypeResources).Reason, "gold slice decided by the wrong class")
+	assert.Equal(t, "SilverPolicy", conditions.Get(silver, authv1beta1.ResourceSliceConditionTypeResources).Reason, "silver slice decided by the wrong class")
 
 	testkit.Consistently(t, time.Second, "slices of unserved classes stay unwritten", func() bool {
 		for n, rv := range before {
-			if got := get(t, ns, n); got.ResourceVersion != rv || conditions.Get(got, conditions.Resources) != nil {
+			if got := get(t, ns, n); got.ResourceVersion != rv || conditions.Get(got, authv1beta1.ResourceSliceConditionTypeResources) != nil {
 				t.Logf("slice %s of an unserved class was written: rv %s→%s, conditions %+v", n, rv, got.ResourceVersion, got.Status.Conditions)
 				return false
 			}
@@ -74,7 +74,7 @@ func TestClassMove(t *testing.T) {
 		return cp.Client.Update(ctx, rs)
 	}))
 	testkit.Eventually(t, "decided by B", func() bool {
-		c := conditions.Get(get(t, ns, "m"), conditions.Resources)
+		c := conditions.Get(get(t, ns, "m"), authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Reason == "PolicyB"
 	})
 	testkit.Consistently(t, time.Second, "class A leaves the moved slice alone", func() bool {

@@ -29,6 +29,7 @@ import (
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -614,7 +615,7 @@ func (l *decisionLog) observe(typ watch.EventType, rs *authv1beta1.ResourceSlice
 		}
 	}
 	d := ""
-	if c := conditions.Get(rs, conditions.Resources); c != nil {
+	if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 		d = string(c.Status) + "/" + c.Reason
 	}
 	if d != s.decision {
@@ -646,7 +647,7 @@ func undecided(ns string, names ...string) func() bool {
 	return func() bool {
 		for _, n := range names {
 			var rs authv1beta1.ResourceSlice
-			if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &rs); err != nil || conditions.Get(&rs, conditions.Resources) != nil {
+			if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &rs); err != nil || conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources) != nil {
 				return false
 			}
 		}
@@ -784,7 +785,7 @@ func unservedSeriesWhere(t *testing.T, match func(class string) bool) int {
 // ResourceSlices.
 func resourceSliceLists(t *testing.T) int {
 	t.Helper()
-	n, err := cp.RequestCount(context.Background(), "LIST", "resourceslices", "")
+	n, err := apiserver.RequestCount(context.Background(), cp.Config, "LIST", "resourceslices", "")
 	require.NoError(t, err)
 	return n
 }

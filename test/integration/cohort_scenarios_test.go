@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -147,8 +148,8 @@ func reclaimSetting(t *testing.T, name string, spotEdits ...func(*v1alpha1.Slice
 	g = ask(t, nsG, name+"-g", name+"-gold", "10")
 	testkit.Eventually(t, "spot shrunk to its 2 for gold, gold waiting for spot's pod", func() bool {
 		rs := get(t, g.ns, g.name)
-		c := conditions.Get(rs, conditions.Resources)
-		return offerIs(t, s.ns, s.name, "2", budget.ReasonReclaimed) && c != nil && c.Status == conditions.Denied
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
+		return offerIs(t, s.ns, s.name, "2", budget.ReasonReclaimed) && c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 	return s, g, pod
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -220,7 +221,7 @@ func quotasStayWithin(t *testing.T, d time.Duration, limit string, slices []slic
 // resourcesMessage is the slice's Resources condition, as "Status/Reason:
 // message".
 func resourcesMessage(t *testing.T, s sliceRef) string {
-	c := conditions.Get(get(t, s.ns, s.name), conditions.Resources)
+	c := conditions.Get(get(t, s.ns, s.name), authv1beta1.ResourceSliceConditionTypeResources)
 	if c == nil {
 		return "no decision"
 	}
@@ -248,9 +249,9 @@ func offerAtMost(t *testing.T, s sliceRef, cpu string) bool {
 // message saying why and naming one of names (its budget, its cohort).
 func waiting(t *testing.T, s sliceRef, names ...string) {
 	t.Helper()
-	c := conditions.Get(waitForDecision(t, s.ns, s.name), conditions.Resources)
+	c := conditions.Get(waitForDecision(t, s.ns, s.name), authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, c)
-	require.Equal(t, conditions.Denied, c.Status, "%s must wait: %s/%s: %s", s.name, c.Status, c.Reason, c.Message)
+	require.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status, "%s must wait: %s/%s: %s", s.name, c.Status, c.Reason, c.Message)
 	require.NotEmpty(t, c.Reason, "%s says why it waits", s.name)
 	for _, n := range names {
 		if strings.Contains(c.Message, n) {
@@ -338,7 +339,7 @@ func pokeWhileServing(t *testing.T, s sliceRef, cpu, alt, most string) {
 		}
 		for {
 			rs := get(t, s.ns, s.name)
-			if c := conditions.Get(rs, conditions.Resources); conditions.IsAccepted(rs) && rs.Status.Resources.Cpu().Cmp(lim) > 0 {
+			if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); conditions.IsAccepted(rs) && rs.Status.Resources.Cpu().Cmp(lim) > 0 {
 				t.Fatalf("%s Accepted with %s CPU (at most %s may be) while a member's class starts: %s",
 					s.name, rs.Status.Resources.Cpu().String(), most, c.Message)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -31,12 +33,12 @@ func tierBudgets(t *testing.T, cohort string) (gold, spot, silver *budget.Budget
 	}
 	pool := cohort + "-pool"
 	var err error
-	gold, err = budget.New(cohort+"-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(budget.ReclaimAny))
+	gold, err = budget.New(cohort+"-gold", cpu("10"), budget.WithCohort(pool), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimAny))
 	require.NoError(t, err)
 	spot, err = budget.New(cohort+"-spot", cpu("2"), budget.WithCohort(pool), budget.WithBorrowingLimit(cpu("14")))
 	require.NoError(t, err)
 	silver, err = budget.New(cohort+"-silver", cpu("4"), budget.WithCohort(pool), budget.WithLendingLimit(cpu("2")),
-		budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
+		budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimLowerPriority))
 	require.NoError(t, err)
 	return gold, spot, silver
 }
@@ -68,8 +70,8 @@ func tiers(t *testing.T, prefix string, gold, spot, silver *budget.Budget) *test
 // reason (any when "").
 func offerIs(t *testing.T, ns, name, cpu, reason string) bool {
 	rs := get(t, ns, name)
-	c := conditions.Get(rs, conditions.Resources)
-	return c != nil && c.Status == conditions.Accepted && (reason == "" || c.Reason == reason) &&
+	c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
+	return c != nil && c.Status == authv1beta1.ResourceSliceConditionAccepted && (reason == "" || c.Reason == reason) &&
 		rs.Status.Resources.Cpu().Cmp(resource.MustParse(cpu)) == 0
 }
 
@@ -109,8 +111,8 @@ func TestCohortReclaimOnAServer(t *testing.T) {
 	create(t, sliceIn(nsG, "g", "coh-gold", slicetest.WithConsumer("cluster-cohort-gold"), slicetest.WithRequest(corev1.ResourceCPU, "10")))
 	var asked time.Time
 	testkit.Every(10*time.Millisecond).Eventually(t, "gold decided: waiting", func() bool {
-		c := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		if c != nil && c.Status == conditions.Denied {
+		c := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+		if c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied {
 			asked = time.Now()
 			return true
 		}
@@ -183,8 +185,8 @@ func TestCohortRestartMidReclaim(t *testing.T) {
 	testkit.Eventually(t, "spot's budget counts its pods", func() bool { u := spot.Used(); return u.Cpu().Value() == 14 })
 	create(t, sliceIn(nsG, "g", "cohrr-gold", slicetest.WithConsumer("cluster-cohrr-gold"), slicetest.WithRequest(corev1.ResourceCPU, "10")))
 	testkit.Eventually(t, "spot shrunk to 4 and gold waiting", func() bool {
-		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		return offerIs(t, nsS, "s", "4", budget.ReasonReclaimed) && g != nil && g.Status == conditions.Denied
+		g := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+		return offerIs(t, nsS, "s", "4", budget.ReasonReclaimed) && g != nil && g.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 	m.Stop()
 

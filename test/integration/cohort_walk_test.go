@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -307,7 +308,7 @@ func (wk *walk) stalled() string {
 		}
 		held[s.member] += h
 		all += h
-		if c := conditions.Get(rs, conditions.Resources); c != nil && (c.Status == conditions.Denied || h < s.cpu) {
+		if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil && (c.Status == authv1beta1.ResourceSliceConditionDenied || h < s.cpu) {
 			waiters = append(waiters, waiter{s, s.cpu - h})
 		}
 	}

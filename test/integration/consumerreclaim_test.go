@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,13 +72,13 @@ func TestOverLimitWaiterReclaimsNothing(t *testing.T) {
 
 			big, small := p+"-big", p+"-small"
 			create(t, sliceIn(nsA, big, goldC, slicetest.WithConsumer(acme), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-			c := conditions.Get(waitForDecision(t, nsA, big), conditions.Resources)
-			assert.Equal(t, conditions.Denied, c.Status, "acme's 6 waits: %s", tc.reason)
+			c := conditions.Get(waitForDecision(t, nsA, big), authv1beta1.ResourceSliceConditionTypeResources)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status, "acme's 6 waits: %s", tc.reason)
 			assert.NotContains(t, c.Message, "waiting for reclaimed capacity", "nothing is reclaimed for it: %s", c.Message)
 			testkit.Consistently(t, 2*time.Second, "every spot slice keeps its 8 while acme's over-limit slice waits", func() bool {
 				for _, s := range []string{s1, s2} {
 					rs := get(t, nsG, s)
-					rc := conditions.Get(rs, conditions.Resources)
+					rc := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 					if rs.Status.Resources.Cpu().Cmp(resource.MustParse("8")) != 0 || rc.Reason == budget.ReasonReclaimed || !quotaIs(nsG, s, "8")() {
 						return false
 					}
@@ -153,15 +154,15 @@ func TestWaiterThatCannotFitGivesBack(t *testing.T) {
 			create(t, sliceIn(nsA, big, goldC, slicetest.WithConsumer(acme), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 			testkit.Eventually(t, "s2 shrunk to 2 for acme, whose 6 wait for s2's pods", func() bool {
 				rs := get(t, nsG, s2)
-				g := conditions.Get(get(t, nsA, big), conditions.Resources)
-				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("2")) == 0 && g != nil && g.Status == conditions.Denied &&
+				g := conditions.Get(get(t, nsA, big), authv1beta1.ResourceSliceConditionTypeResources)
+				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("2")) == 0 && g != nil && g.Status == authv1beta1.ResourceSliceConditionDenied &&
 					strings.HasSuffix(g.Message, "waiting for reclaimed capacity still in use: cpu")
 			})
 
 			tc.leave(t, b, acme, nsA, big)
 			testkit.Eventually(t, fmt.Sprintf("s2 given its 8 back (%s)", tc.reason), func() bool {
 				rs := get(t, nsG, s2)
-				rc := conditions.Get(rs, conditions.Resources)
+				rc := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("8")) == 0 && rc.Reason != budget.ReasonReclaimed
 			})
 			reclaiming := ledger.Of(b).Reclaiming()

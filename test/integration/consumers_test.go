@@ -50,7 +50,7 @@ func sliceStates(t *testing.T, ns, class string) map[string][]authv1beta1.Resour
 			continue
 		}
 		key := ""
-		if c := conditions.Get(&rs, conditions.Resources); c != nil {
+		if c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 			key = string(c.Status) + "/" + c.Reason
 		}
 		out[key] = append(out[key], rs)
@@ -62,7 +62,7 @@ func countAccepted(t *testing.T, ns, class string) int {
 	t.Helper()
 	n := 0
 	for key, items := range sliceStates(t, ns, class) {
-		if len(key) > len(conditions.Accepted) && key[:len(conditions.Accepted)] == string(conditions.Accepted) {
+		if len(key) > len(authv1beta1.ResourceSliceConditionAccepted) && key[:len(authv1beta1.ResourceSliceConditionAccepted)] == string(authv1beta1.ResourceSliceConditionAccepted) {
 			n += len(items)
 		}
 	}
@@ -121,7 +121,7 @@ func TestConsumerLimitFromAColdCache(t *testing.T) {
 				assert.Len(t, accepted, limitCPU, "consumer %s gets exactly its limit: %v", consumers[i], keysOf(states))
 				assert.Len(t, limited, perNs-limitCPU, "the others wait at the limit: %v", keysOf(states))
 				for _, rs := range limited {
-					msg := conditions.Get(&rs, conditions.Resources).Message
+					msg := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources).Message
 					assert.Contains(t, msg, fmt.Sprintf("budget %s: consumer %q would go over its limit beside what its other slices hold or are promised", id, consumers[i]), rs.Name)
 					assert.Contains(t, msg, fmt.Sprintf("cpu: asked 1, limit %d", limitCPU), rs.Name)
 				}
@@ -249,7 +249,7 @@ func TestConsumerIsTheTenantNamespace(t *testing.T) {
 	limited := states["Denied/"+budget.ReasonConsumerLimit]
 	assert.Len(t, limited, 2, "switching claimed IDs does not reset the limit: %v", keysOf(states))
 	for _, rs := range limited {
-		assert.Contains(t, conditions.Get(&rs, conditions.Resources).Message, fmt.Sprintf("consumer %q would go over its limit beside what its other slices hold or are promised: cpu: asked 1, limit 1", plain))
+		assert.Contains(t, conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources).Message, fmt.Sprintf("consumer %q would go over its limit beside what its other slices hold or are promised: cpu: asked 1, limit 1", plain))
 	}
 	accepted := make([]string, 0, 1)
 	for _, rs := range states["Accepted/Granted"] {

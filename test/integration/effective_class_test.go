@@ -42,11 +42,11 @@ func TestEffectiveClassFromStatus(t *testing.T) {
 	})
 	testkit.Eventually(t, "the slice decided", decided(ns, "resolved"))
 	got := get(t, ns, "resolved")
-	assert.Equal(t, "GoldPolicy", conditions.Get(got, conditions.Resources).Reason, "decided by the wrong class")
+	assert.Equal(t, "GoldPolicy", conditions.Get(got, authv1beta1.ResourceSliceConditionTypeResources).Reason, "decided by the wrong class")
 	assert.NotEqual(t, rv, got.ResourceVersion)
 	assert.Equal(t, "eff-gold", statusClass(t, client.ObjectKeyFromObject(rs)), "status.class lost in our write")
 	testkit.Consistently(t, time.Second, "no second writer", func() bool {
-		return conditions.Get(get(t, ns, "resolved"), conditions.Resources).Reason == "GoldPolicy"
+		return conditions.Get(get(t, ns, "resolved"), authv1beta1.ResourceSliceConditionTypeResources).Reason == "GoldPolicy"
 	})
 	var mf []string
 	for _, m := range got.ManagedFields {
@@ -111,8 +111,8 @@ func TestEffectiveClassStatusWinsOverSpec(t *testing.T) {
 		return resourceslice.AddToManager(mgr, "eff2-silver", accept("SilverPolicy", nil))
 	})
 	testkit.Eventually(t, "the slice decided", decided(ns, "moved"))
-	assert.Equal(t, "SilverPolicy", conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason, "status.class names the class")
+	assert.Equal(t, "SilverPolicy", conditions.Get(get(t, ns, "moved"), authv1beta1.ResourceSliceConditionTypeResources).Reason, "status.class names the class")
 	testkit.Consistently(t, time.Second, "the spec's class never decides it", func() bool {
-		return gold.get("moved") == 0 && conditions.Get(get(t, ns, "moved"), conditions.Resources).Reason == "SilverPolicy"
+		return gold.get("moved") == 0 && conditions.Get(get(t, ns, "moved"), authv1beta1.ResourceSliceConditionTypeResources).Reason == "SilverPolicy"
 	})
 }

@@ -201,7 +201,7 @@ func TestBudgetsSharedByClassesWithOwnBudgets(t *testing.T) {
 		assert.Len(t, denied, perClass-int(c.held.Value()), "class %s: every slice not Accepted waits with %s: %v", c.class, budget.ReasonExhausted, keysOf(states))
 		byBudget := map[string]int{}
 		for _, rs := range denied {
-			msg := conditions.Get(&rs, conditions.Resources).Message
+			msg := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeResources).Message
 			switch {
 			case strings.Contains(msg, "budget "+provider.Name()+":"):
 				byBudget[provider.Name()]++

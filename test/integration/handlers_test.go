@@ -106,7 +106,9 @@ func TestInvalidInput(t *testing.T) {
 		}
 		return resourceslice.AddToManager(mgr, "inv-neg", negative, fastBackoff())
 	})
-	create(t, sliceIn(ns, "empty", "inv", slicetest.WithRequests(corev1.ResourceList{})))
+	nothing := sliceIn(ns, "empty", "inv")
+	nothing.Spec.Resources = corev1.ResourceList{}
+	create(t, nothing)
 	create(t, sliceIn(ns, "absurd", "inv", slicetest.WithRequest(corev1.ResourceCPU, "1e15"), slicetest.WithRequest(corev1.ResourceMemory, "9e18")))
 	create(t, sliceIn(ns, "neg", "inv-neg"))
 

@@ -212,7 +212,7 @@ func playOnControlPlane(t *testing.T, sc parityScenario, consumer string, harnes
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	envkit.Every(50*time.Millisecond).Consistently(t, time.Second, "the control plane's decisions stay", func() bool {
+	testwait.Every(50*time.Millisecond).Consistently(t, time.Second, "the control plane's decisions stay", func() bool {
 		return parityEqual(parityDecisions(t, cp.Client, ns), got)
 	})
 	return got
@@ -242,7 +242,7 @@ func parityDecisions(t *testing.T, c client.Reader, ns string) map[string]string
 			continue
 		}
 		d := "undecided"
-		if cond := conditions.Get(rs, conditions.Resources); cond != nil {
+		if cond := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); cond != nil {
 			d = string(cond.Status) + "/" + cond.Reason
 		}
 		out[rs.Name] = d + " " + rs.Status.Resources.Cpu().String()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	slicetest "github.com/sliceclass/sliceclass/testing"
@@ -91,7 +92,7 @@ func decided(ns string, names ...string) func() bool {
 // resourceslices/status.
 func statusPatches(t *testing.T) int {
 	t.Helper()
-	n, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
+	n, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 	return n
 }

@@ -91,8 +91,8 @@ func TestShrunkGrantFreesCapacityAsPodsEnd(t *testing.T) {
 	m.Stop()
 	_, b = start()
 	create(t, sliceIn(nsY, "y", class, slicetest.WithConsumer("cluster-y"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
-	c := conditions.Get(waitForDecision(t, nsY, "y"), conditions.Resources)
-	assert.Equal(t, conditions.Denied, c.Status, "y must wait while x's pods use 8: %s", c.Message)
+	c := conditions.Get(waitForDecision(t, nsY, "y"), authv1beta1.ResourceSliceConditionTypeResources)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status, "y must wait while x's pods use 8: %s", c.Message)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
 	assert.Equal(t, "budget inuse: cpu: asked 6, waits until 6 is free", c.Message)
 	testkit.Consistently(t, time.Second, "y keeps waiting", func() bool { return !conditions.IsAccepted(get(t, nsY, "y")) })
@@ -178,26 +178,26 @@ func TestReclaimForHigherPriority(t *testing.T) {
 	var shrunk time.Duration
 	testkit.Every(10*time.Millisecond).Eventually(t, "spot shrunk to 4, reason Reclaimed", func() bool {
 		rs := get(t, nsS, "s")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		cpu := rs.Status.Resources[corev1.ResourceCPU]
 		shrunk = time.Since(arrived)
-		return c != nil && c.Status == conditions.Accepted && c.Reason == budget.ReasonReclaimed && cpu.Cmp(resource.MustParse("4")) == 0
+		return c != nil && c.Status == authv1beta1.ResourceSliceConditionAccepted && c.Reason == budget.ReasonReclaimed && cpu.Cmp(resource.MustParse("4")) == 0
 	})
 	t.Logf("spot shrunk %s after gold's arrival", shrunk.Round(time.Millisecond)) // reported, not asserted
-	c := conditions.Get(get(t, nsS, "s"), conditions.Resources)
+	c := conditions.Get(get(t, nsS, "s"), authv1beta1.ResourceSliceConditionTypeResources)
 	assert.Equal(t, "budget reclaim reclaimed cpu 8 to 4 for priority 100", c.Message)
 	testkit.Eventually(t, "a Reclaimed Warning event", hasEvent(t, nsS, "s", budget.ReasonReclaimed))
 	testkit.Eventually(t, "Liqo shrinks spot's Quota to 4", quotaIs(nsS, "s", "4"))
-	g := conditions.Get(waitForDecision(t, nsG, "g"), conditions.Resources)
-	assert.Equal(t, conditions.Denied, g.Status, "gold waits while spot's pods use 8")
+	g := conditions.Get(waitForDecision(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, g.Status, "gold waits while spot's pods use 8")
 	testkit.Eventually(t, "gold's condition says what it waits for", func() bool {
-		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		g := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
 		return g.Message == "budget reclaim: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu"
 	})
 
 	// Another spot slice asking 2 does not take the reclaimed capacity.
 	create(t, sliceIn(nsS, "s2", "spot", slicetest.WithConsumer("cluster-spot"), slicetest.WithRequest(corev1.ResourceCPU, "2")))
-	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, nsS, "s2"), conditions.Resources).Status)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, conditions.Get(waitForDecision(t, nsS, "s2"), authv1beta1.ResourceSliceConditionTypeResources).Status)
 
 	require.NoError(t, cp.Client.Delete(ctx, p1))
 	testkit.Eventually(t, "gold admitted once spot's pods use 4", func() bool { return conditions.IsAccepted(get(t, nsG, "g")) })
@@ -238,11 +238,11 @@ func TestNoReclaimWithoutPreemptionOrAtEqualPriority(t *testing.T) {
 			create(t, sliceIn(nsS, "s", spot, slicetest.WithConsumer("cluster-ns-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, "8")))
 			testkit.Eventually(t, "spot Accepted", func() bool { return conditions.IsAccepted(get(t, nsS, "s")) })
 			create(t, sliceIn(nsG, "g", gold, slicetest.WithConsumer("cluster-ng-"+tc.name), slicetest.WithRequest(corev1.ResourceCPU, tc.goldAsks)))
-			assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, nsG, "g"), conditions.Resources).Status)
+			assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, conditions.Get(waitForDecision(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources).Status)
 			testkit.Consistently(t, time.Second, "spot keeps its 8", func() bool {
 				rs := get(t, nsS, "s")
 				cpu := rs.Status.Resources[corev1.ResourceCPU]
-				return cpu.Cmp(resource.MustParse("8")) == 0 && conditions.Get(rs, conditions.Resources).Reason == "Granted"
+				return cpu.Cmp(resource.MustParse("8")) == 0 && conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Reason == "Granted"
 			})
 		})
 	}
@@ -273,9 +273,9 @@ func TestSetConsumerLimitTakesItBack(t *testing.T) {
 	require.NoError(t, b.SetConsumerLimit("globex", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}))
 	testkit.Eventually(t, "globex's slice Accepted with 0, reason Reclaimed", func() bool {
 		rs := get(t, ns, "idle")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		cpu := rs.Status.Resources[corev1.ResourceCPU]
-		return c.Status == conditions.Accepted && c.Reason == budget.ReasonReclaimed && cpu.IsZero() &&
+		return c.Status == authv1beta1.ResourceSliceConditionAccepted && c.Reason == budget.ReasonReclaimed && cpu.IsZero() &&
 			c.Message == `budget takeback reclaimed cpu 8 to 0 for consumer "globex"'s limit`
 	})
 	testkit.Eventually(t, "Liqo shrinks the Quota to 0", quotaIs(ns, "idle", "0"))
@@ -320,8 +320,8 @@ func TestEvictionAfterAConsumerLimitIsLowered(t *testing.T) {
 	require.NoError(t, b.SetConsumerLimit("globex-evict", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}))
 	testkit.Eventually(t, "globex's slice shrunk to 2, reason Reclaimed", func() bool {
 		rs := get(t, ns, "s")
-		c := conditions.Get(rs, conditions.Resources)
-		return c.Status == conditions.Accepted && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("2")) == 0
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
+		return c.Status == authv1beta1.ResourceSliceConditionAccepted && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("2")) == 0
 	})
 	testkit.Consistently(t, d-time.Second, "no pod is deleted before d", func() bool {
 		return exists(t, oldest) && exists(t, mid) && exists(t, newest)

@@ -523,7 +523,7 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 			resourceslice.WithWatch(&corev1.ConfigMap{}, onlyNudge))
 	})
 	gaveUp := hasEventWhere(t, ns, "a", func(_, typ, reason, _ string) bool {
-		return typ == corev1.EventTypeWarning && reason == resourceslice.ReasonGaveUp
+		return typ == corev1.EventTypeWarning && reason == "GaveUp"
 	})
 	// givesUpAt waits until the handler was called want times and then
 	// checks that it stays at want.
@@ -543,7 +543,7 @@ func TestMaxRetriesOnTheServer(t *testing.T) {
 
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rs := get(t, ns, "a")
-		auth := conditions.Get(rs, conditions.Authentication)
+		auth := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication)
 		require.NotNil(t, auth, "precondition: the slice is authenticated")
 		auth.Message = "re-authenticated by Liqo"
 		return cp.Client.Status().Update(ctx, rs)

@@ -291,7 +291,7 @@ func TestMeteringCountsWhatEachConsumerHeld(t *testing.T) {
 	create(t, sliceIn(nsG, "g", id+"-gold", slicetest.WithConsumer(goldC), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 	testkit.Eventually(t, "spot reclaimed to 4 and gold Accepted with 6", func() bool {
 		rs := get(t, nsS, "s")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 &&
 			conditions.IsAccepted(get(t, nsG, "g")) && quotaIs(nsG, "g", "6")()
 	})

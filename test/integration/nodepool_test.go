@@ -291,7 +291,7 @@ func TestNodePoolTotalFollowsNodes(t *testing.T) {
 	// Never revokes: held keeps its 3 GPUs on a pool of 2; a new slice waits.
 	create(t, slicetest.NewSlice("late", slicetest.WithNamespace(ns), slicetest.WithClass(class), slicetest.WithRequest(resourceGPU, "1")))
 	testkit.Eventually(t, "late denied: the pool shrank to 2 GPUs, 3 are held", decision(ns, "late", "Denied/"+budget.ReasonExhausted))
-	c := conditions.Get(get(t, ns, "late"), conditions.Resources)
+	c := conditions.Get(get(t, ns, "late"), authv1beta1.ResourceSliceConditionTypeResources)
 	assert.Contains(t, c.Message, "budget "+id+"-full: nvidia.com/gpu: asked 1", "the denial names the budget and the short resource")
 	testkit.Consistently(t, time.Second, "held stays Accepted, unwritten, on a pool of 2 GPUs", func() bool {
 		rs := get(t, ns, "held")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -55,14 +56,14 @@ func TestOneReclaimOneWarningAndAStableWaiter(t *testing.T) {
 	create(t, sliceIn(nsG, "g", "oc-gold", slicetest.WithConsumer("cluster-oncall-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 	testkit.Eventually(t, "spot shrunk to 4, gold waiting for 4 still in use", func() bool {
 		rs := get(t, nsS, "s")
-		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
+		g := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
 		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil &&
 			strings.HasSuffix(g.Message, "waiting for reclaimed capacity still in use: cpu")
 	})
 
 	// A pod that ends changes what the budget counts, not what blocks gold.
 	g := get(t, nsG, "g")
-	told := conditions.Get(g, conditions.Resources).Message
+	told := conditions.Get(g, authv1beta1.ResourceSliceConditionTypeResources).Message
 	assert.Equal(t, "budget oncall: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu", told)
 	require.NoError(t, cp.Client.Delete(ctx, p1))
 	testkit.Eventually(t, "the budget counts 6 in use once p1 ended", func() bool { u := b.Used(); return u.Cpu().Value() == 6 })
@@ -84,7 +85,7 @@ func TestOneReclaimOneWarningAndAStableWaiter(t *testing.T) {
 	}
 	assert.Equal(t, []string{budget.ReasonReclaimed}, warnings, "one reclaim, one Warning event")
 	assert.Empty(t, reclaimedNormal, "no Normal event for the same reclaim")
-	c := conditions.Get(get(t, nsS, "s"), conditions.Resources)
+	c := conditions.Get(get(t, nsS, "s"), authv1beta1.ResourceSliceConditionTypeResources)
 	assert.Equal(t, budget.ReasonReclaimed, c.Reason)
 	assert.True(t, strings.HasPrefix(c.Message, "reclaimed: keeps its current offer; the larger one waits: budget oncall: "),
 		"the message says what spot waits for now: %q", c.Message)
@@ -113,8 +114,8 @@ func TestWaiterNamesWhatWouldHaveToChange(t *testing.T) {
 	testkit.Eventually(t, "both Accepted", decided(nsA, "a1"))
 	testkit.Eventually(t, "both Accepted", decided(nsB, "b1"))
 	create(t, sliceIn(nsA, "a2", "nf", slicetest.WithConsumer("cluster-nf-acme"), slicetest.WithRequest(corev1.ResourceCPU, "12")))
-	c := conditions.Get(waitForDecision(t, nsA, "a2"), conditions.Resources)
-	assert.Equal(t, conditions.Denied, c.Status)
+	c := conditions.Get(waitForDecision(t, nsA, "a2"), authv1beta1.ResourceSliceConditionTypeResources)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status)
 	assert.Equal(t, budget.ReasonExhausted, c.Reason)
 	assert.Equal(t, `budget neverfits: cpu: asked 12, waits until 12 is free (cpu: consumer "cluster-nf-acme" would go over its limit 16 with what its other slices hold or are promised: `+
 		`it fits only if they release capacity or its limit is raised)`, c.Message)
@@ -165,8 +166,8 @@ func TestRestartAsAVictimsPodEnds(t *testing.T) {
 			create(t, sliceIn(nsG, "g", goldC, slicetest.WithConsumer(fmt.Sprintf("cluster-rr%d-gold", i)), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 			testkit.Eventually(t, "spot shrunk to 4 and gold waiting", func() bool {
 				rs := get(t, nsS, "s")
-				g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
+				g := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+				return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == authv1beta1.ResourceSliceConditionDenied
 			})
 			m.Stop()
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -76,22 +77,22 @@ func BenchmarkOwnedObjects(b *testing.B) {
 	read := func() counts {
 		var c counts
 		for _, r := range []string{"configmaps", "priorityclasses"} {
-			a, err := cp.RequestCount(ctx, "APPLY", r, "")
+			a, err := apiserver.RequestCount(ctx, cp.Config, "APPLY", r, "")
 			require.NoError(b, err)
-			pa, err := cp.RequestCount(ctx, "PATCH", r, "")
+			pa, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", r, "")
 			require.NoError(b, err)
-			l, err := cp.RequestCount(ctx, "LIST", r, "")
+			l, err := apiserver.RequestCount(ctx, cp.Config, "LIST", r, "")
 			require.NoError(b, err)
-			g, err := cp.RequestCount(ctx, "GET", r, "")
+			g, err := apiserver.RequestCount(ctx, cp.Config, "GET", r, "")
 			require.NoError(b, err)
-			d, err := cp.RequestCount(ctx, "DELETE", r, "")
+			d, err := apiserver.RequestCount(ctx, cp.Config, "DELETE", r, "")
 			require.NoError(b, err)
 			c.apply += a + pa
 			c.list += l
 			c.get += g
 			c.del += d
 		}
-		s, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+		s, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 		require.NoError(b, err)
 		c.status = s
 		return c

@@ -101,12 +101,12 @@ func TestQuotaGrowthKeepsTheGrant(t *testing.T) {
 	// write that follows it: wait for the write.
 	const waits = "keeps its current offer; the larger one waits: budget cpu-10: cpu: asked 8, holds 4, waits until 4 more is free"
 	testkit.Eventually(t, "a's condition says its growth waits", func() bool {
-		c := conditions.Get(get(t, ns, "a"), conditions.Resources)
+		c := conditions.Get(get(t, ns, "a"), authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Message == waits
 	})
 	rs := get(t, ns, "a")
-	c := conditions.Get(rs, conditions.Resources)
-	assert.Equal(t, conditions.Accepted, c.Status, "a stays Accepted")
+	c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, c.Status, "a stays Accepted")
 	assert.Equal(t, waits, c.Message,
 		"the message names the budget and what is short, with what was asked and what the slice holds")
 	var notes []string

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	offloadingv1beta1 "github.com/liqotech/liqo/apis/offloading/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +73,7 @@ func TestEvictionAfterDeletesOnlyWhatIsNeeded(t *testing.T) {
 	create(t, sliceIn(nsG, "g", "ev-gold", slicetest.WithConsumer("cluster-evict-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 	testkit.Every(20*time.Millisecond).Eventually(t, "spot shrunk to 4", func() bool {
 		rs := get(t, nsS, "s")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
 	})
 	shrunk := time.Now()
@@ -129,8 +130,8 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	create(t, sliceIn(nsG, "g", "mid-gold", slicetest.WithConsumer("cluster-mid-gold"), slicetest.WithRequest(corev1.ResourceCPU, "6")))
 	testkit.Eventually(t, "spot shrunk to 4 and gold waiting", func() bool {
 		rs := get(t, nsS, "s")
-		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == conditions.Denied
+		g := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+		return rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0 && g != nil && g.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 	m.Stop()
 
@@ -166,8 +167,8 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	b = newBudget()
 	spotAndGold(t, b, "mid-spot", "mid-gold")
 	testkit.Eventually(t, "after the restart gold waits for the reclaimed capacity in use", func() bool {
-		g := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		return g.Status == conditions.Denied &&
+		g := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+		return g.Status == authv1beta1.ResourceSliceConditionDenied &&
 			g.Message == "budget midreclaim: cpu: asked 6, waits until 6 is free; waiting for reclaimed capacity still in use: cpu"
 	})
 	// That status is the old leader's, unchanged: the new one writes
@@ -181,7 +182,7 @@ func TestRestartMidReclaimShrinksNobodyTwice(t *testing.T) {
 	})
 	testkit.Consistently(t, 2*time.Second, "spot keeps 4, reason Reclaimed", func() bool {
 		rs := get(t, nsS, "s")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		return c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("4")) == 0
 	})
 	require.NoError(t, cp.Client.Delete(ctx, p1))
@@ -266,7 +267,7 @@ func TestAShrinkingPoolReclaimsTheLowestPriority(t *testing.T) {
 	changeNode(t, n2, false, func(n *corev1.Node) { n.Spec.Unschedulable = true })
 	testkit.Eventually(t, "spot shrunk to 1, reason Reclaimed", func() bool {
 		rs := get(t, nsS, "s")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Reason == budget.ReasonReclaimed && rs.Status.Resources.Cpu().Cmp(resource.MustParse("1")) == 0
 	})
 	g := get(t, nsG, "g")

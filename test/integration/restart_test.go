@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -34,7 +35,7 @@ func TestRestart(t *testing.T) {
 	before := map[string]snap{}
 	for _, name := range names {
 		rs := get(t, ns, name)
-		before[name] = snap{rs.ResourceVersion, conditions.Get(rs, conditions.Resources).LastTransitionTime.String()}
+		before[name] = snap{rs.ResourceVersion, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).LastTransitionTime.String()}
 	}
 	patches := statusPatches(t)
 
@@ -48,7 +49,7 @@ func TestRestart(t *testing.T) {
 	})
 	for _, name := range names {
 		rs := get(t, ns, name)
-		got := snap{rs.ResourceVersion, conditions.Get(rs, conditions.Resources).LastTransitionTime.String()}
+		got := snap{rs.ResourceVersion, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).LastTransitionTime.String()}
 		assert.Equal(t, before[name], got, "%s changed on restart", name)
 	}
 }

@@ -47,11 +47,11 @@ func TestTenantEventHonoursSelector(t *testing.T) {
 	}))
 	// The replicated slice being denied proves the Tenant event was handled.
 	testkit.Eventually(t, "the replicated slice denied after the drain", func() bool {
-		c := conditions.Get(get(t, ns, "replicated"), conditions.Resources)
+		c := conditions.Get(get(t, ns, "replicated"), authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Reason == "TenantDrained"
 	})
 	testkit.Consistently(t, 2*time.Second, "the slice outside the selector stays unwritten", func() bool {
 		return get(t, ns, "local").ResourceVersion == localRV
 	})
-	assert.Nil(t, conditions.Get(get(t, ns, "local"), conditions.Resources), "the SDK decided a slice its selector excludes")
+	assert.Nil(t, conditions.Get(get(t, ns, "local"), authv1beta1.ResourceSliceConditionTypeResources), "the SDK decided a slice its selector excludes")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 )
@@ -75,7 +76,7 @@ func TestSliceBudgetCapacityBelowUsedCondition(t *testing.T) {
 	// Status writes while the state lasts: a waiter, then a spec edit
 	// (a new generation), each a write the API server counts.
 	writes := func() int {
-		n, err := cp.RequestCount(context.Background(), "PATCH", "slicebudgets", "status")
+		n, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "slicebudgets", "status")
 		require.NoError(t, err)
 		return n
 	}

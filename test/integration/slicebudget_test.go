@@ -24,6 +24,7 @@ import (
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -176,8 +177,8 @@ func TestSliceBudgetStatusAndLiveTotal(t *testing.T) {
 	assert.True(t, cpuIs(sb.Status.Consumers[0].Used, "6"))
 	assert.Equal(t, int32(1), sb.Status.Consumers[0].Waiting)
 	rs := get(t, ns, "b")
-	assert.Equal(t, conditions.Denied, conditions.Get(rs, conditions.Resources).Status)
-	assert.Equal(t, budget.ReasonExhausted, conditions.Get(rs, conditions.Resources).Reason)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Status)
+	assert.Equal(t, budget.ReasonExhausted, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Reason)
 
 	editSliceBudget(t, c, "sb-live", func(s *v1alpha1.SliceBudgetSpec) { s.Total = cpuList("12") })
 	raised := time.Now()
@@ -202,7 +203,7 @@ func TestSliceBudgetStatusAndLiveTotal(t *testing.T) {
 		return len(evs) == 1 && evs[0].Reason == "CapacityBelowUsed"
 	})
 	create(t, sliceIn(ns, "c", "sb-live", slicetest.WithRequest(corev1.ResourceCPU, "1")))
-	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, ns, "c"), conditions.Resources).Status)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, conditions.Get(waitForDecision(t, ns, "c"), authv1beta1.ResourceSliceConditionTypeResources).Status)
 	testkit.Consistently(t, 2*time.Second, "a and b keep their 6", func() bool {
 		a, b := get(t, ns, "a"), get(t, ns, "b")
 		return conditions.IsAccepted(a) && conditions.IsAccepted(b) && cpuIs(a.Status.Resources, "6") && cpuIs(b.Status.Resources, "6")
@@ -244,8 +245,8 @@ func TestSliceBudgetConsumerLimitSurvivesRestart(t *testing.T) {
 	})
 	shrunk := func() bool {
 		rs := get(t, ns, "s")
-		cnd := conditions.Get(rs, conditions.Resources)
-		return cnd.Status == conditions.Accepted && cnd.Reason == budget.ReasonReclaimed && cpuIs(rs.Status.Resources, "0")
+		cnd := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
+		return cnd.Status == authv1beta1.ResourceSliceConditionAccepted && cnd.Reason == budget.ReasonReclaimed && cpuIs(rs.Status.Resources, "0")
 	}
 	testkit.Eventually(t, "globex's slice Accepted with 0, reason Reclaimed", shrunk)
 	testkit.Eventually(t, "one Reclaimed event on the SliceBudget", func() bool {
@@ -273,8 +274,8 @@ func TestSliceBudgetDeletedRevokesNothing(t *testing.T) {
 	ns := testkit.Namespace(t, cp, "sb-gone")
 	objectClass(t, "sb-gone", "sb-gone")
 	create(t, sliceIn(ns, "early", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "1")))
-	early := conditions.Get(waitForDecision(t, ns, "early"), conditions.Resources)
-	assert.Equal(t, conditions.Denied, early.Status)
+	early := conditions.Get(waitForDecision(t, ns, "early"), authv1beta1.ResourceSliceConditionTypeResources)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, early.Status)
 	assert.Equal(t, budget.ReasonUnavailable, early.Reason, "a missing SliceBudget is not exhausted")
 	assert.Equal(t, `budget sb-gone is unavailable: SliceBudget "sb-gone" not found: admits nothing new`, early.Message)
 
@@ -290,8 +291,8 @@ func TestSliceBudgetDeletedRevokesNothing(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Name: "sb-gone"}, &v1alpha1.SliceBudget{}))
 	})
 	create(t, sliceIn(ns, "b", "sb-gone", slicetest.WithRequest(corev1.ResourceCPU, "1")))
-	cnd := conditions.Get(waitForDecision(t, ns, "b"), conditions.Resources)
-	assert.Equal(t, conditions.Denied, cnd.Status)
+	cnd := conditions.Get(waitForDecision(t, ns, "b"), authv1beta1.ResourceSliceConditionTypeResources)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, cnd.Status)
 	assert.Equal(t, budget.ReasonUnavailable, cnd.Reason, "a deleted SliceBudget is not exhausted")
 	assert.Equal(t, `budget sb-gone is unavailable: SliceBudget "sb-gone" not found: admits nothing new`, cnd.Message)
 	testkit.Consistently(t, 2*time.Second, "a stays Accepted with 4", func() bool {
@@ -310,7 +311,7 @@ func TestSliceBudgetStatusWriteRate(t *testing.T) {
 	objectClass(t, "sb-rate", "sb-rate")
 	testkit.Eventually(t, "the first status", func() bool { return sliceBudget(t, c, "sb-rate").Status.ObservedGeneration > 0 })
 	writes := func() int {
-		n, err := cp.RequestCount(context.Background(), "PATCH", "slicebudgets", "status")
+		n, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "slicebudgets", "status")
 		require.NoError(t, err)
 		return n
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -49,12 +50,12 @@ func TestMissingSliceBudgetCRDStopsOnlyItsClasses(t *testing.T) {
 	created := time.Now()
 
 	free := waitForDecision(t, ns, "free")
-	assert.True(t, conditions.IsAccepted(free), "the class with no SliceBudget serves: %+v", conditions.Get(free, conditions.Resources))
+	assert.True(t, conditions.IsAccepted(free), "the class with no SliceBudget serves: %+v", conditions.Get(free, authv1beta1.ResourceSliceConditionTypeResources))
 	gold := waitForDecision(t, ns, "gold")
 	t.Logf("the SliceBudget class's slice was told %s after it was created", time.Since(created).Round(10*time.Millisecond))
-	cond := conditions.Get(gold, conditions.Resources)
+	cond := conditions.Get(gold, authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, cond)
-	assert.Equal(t, conditions.Denied, cond.Status, "%s: %s", cond.Reason, cond.Message)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, cond.Status, "%s: %s", cond.Reason, cond.Message)
 	assert.Contains(t, cond.Message, `SliceBudget "sb-nocrd"`, "names the budget")
 	assert.Contains(t, cond.Message, "the SliceBudget CRD (slicebudgets.sliceclass.io) is not installed", "names the missing CRD")
 	require.True(t, m.Running(), "the manager runs on: %v", m.Err())
@@ -128,10 +129,10 @@ func TestSliceBudgetCountsEachSliceOnce(t *testing.T) {
 		setCPURequest(t, ns, n, "3") // 2 more each, with 1 free: their growth waits
 	}
 	create(t, sliceIn(ns, "s9", "sb-count", slicetest.WithRequest(corev1.ResourceCPU, "2")))
-	assert.Equal(t, conditions.Denied, conditions.Get(waitForDecision(t, ns, "s9"), conditions.Resources).Status)
+	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, conditions.Get(waitForDecision(t, ns, "s9"), authv1beta1.ResourceSliceConditionTypeResources).Status)
 	testkit.Eventually(t, "the three growing slices told that their larger offer waits", func() bool {
 		for _, n := range names[:3] {
-			if cond := conditions.Get(get(t, ns, n), conditions.Resources); cond == nil || !strings.Contains(cond.Message, "the larger one waits") {
+			if cond := conditions.Get(get(t, ns, n), authv1beta1.ResourceSliceConditionTypeResources); cond == nil || !strings.Contains(cond.Message, "the larger one waits") {
 				return false
 			}
 		}

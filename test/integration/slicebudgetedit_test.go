@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -51,7 +52,7 @@ func TestSliceBudgetOneEditReclaimsNothingFalse(t *testing.T) {
 		}
 		for _, n := range []string{"s1", "s2"} {
 			rs := get(t, ns, n)
-			if rs.Status.Resources.Cpu().Cmp(resource.MustParse("8")) != 0 || conditions.Get(rs, conditions.Resources).Reason == budget.ReasonReclaimed {
+			if rs.Status.Resources.Cpu().Cmp(resource.MustParse("8")) != 0 || conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Reason == budget.ReasonReclaimed {
 				return false
 			}
 		}

@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/resourceslice"
@@ -30,7 +32,7 @@ func TestCohortStoppedBorrowerStillCounts(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	gold, err := budget.New("stopped-gold", cpu("10"), budget.WithCohort("stopped"), budget.WithReclaimWithinCohort(budget.ReclaimLowerPriority))
+	gold, err := budget.New("stopped-gold", cpu("10"), budget.WithCohort("stopped"), budget.WithReclaimWithinCohort(v1alpha1.CohortReclaimLowerPriority))
 	require.NoError(t, err)
 	spot, err := budget.New("stopped-spot", cpu("2"), budget.WithCohort("stopped"), budget.WithBorrowingLimit(cpu("10")))
 	require.NoError(t, err)
@@ -54,8 +56,8 @@ func TestCohortStoppedBorrowerStillCounts(t *testing.T) {
 
 	create(t, sliceIn(nsG, "g", "stopped-gold", slicetest.WithConsumer("cluster-stopped-gold"), slicetest.WithRequest(corev1.ResourceCPU, "10")))
 	testkit.Eventually(t, "gold decided: waiting", func() bool {
-		c := conditions.Get(get(t, nsG, "g"), conditions.Resources)
-		return c != nil && c.Status == conditions.Denied
+		c := conditions.Get(get(t, nsG, "g"), authv1beta1.ResourceSliceConditionTypeResources)
+		return c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 	testkit.Consistently(t, 3*time.Second, "gold waits while spot's stopped slice holds 12, and the Quotas stay within the cohort's 12", func() bool {
 		sq, _ := quotaCPU(nsS, "s")

@@ -45,7 +45,7 @@ func TestTenantRule(t *testing.T) {
 	// written "Status/Reason".
 	is := func(name, want string) func() bool {
 		return func() bool {
-			c := conditions.Get(get(t, ns, name), conditions.Resources)
+			c := conditions.Get(get(t, ns, name), authv1beta1.ResourceSliceConditionTypeResources)
 			return c != nil && string(c.Status)+"/"+c.Reason == want
 		}
 	}

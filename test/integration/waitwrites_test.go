@@ -27,6 +27,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -179,7 +180,7 @@ func runWaitWrites(tb testing.TB, id string, n, changes int, pace time.Duration)
 	wg.Wait()
 	// Up to thousands of waiters (BenchmarkWaitingSliceWrites): bulk work.
 	testkit.EventuallyScaled(tb, testkit.Every(200*time.Millisecond), 3, fmt.Sprintf("all %d waiters Denied %s", n, budget.ReasonExhausted), func() bool {
-		return countReason(tb, waitNs, conditions.Denied, budget.ReasonExhausted) == n
+		return countReason(tb, waitNs, authv1beta1.ResourceSliceConditionDenied, budget.ReasonExhausted) == n
 	})
 
 	sw := watchStatusWrites(tb, waitNs, churnNs)
@@ -222,7 +223,7 @@ func countReason(tb testing.TB, ns string, status authv1beta1.ResourceSliceCondi
 	require.NoError(tb, cp.Client.List(context.Background(), &list, client.InNamespace(ns)))
 	n := 0
 	for i := range list.Items {
-		if c := conditions.Get(&list.Items[i], conditions.Resources); c != nil && c.Status == status && c.Reason == reason {
+		if c := conditions.Get(&list.Items[i], authv1beta1.ResourceSliceConditionTypeResources); c != nil && c.Status == status && c.Reason == reason {
 			n++
 		}
 	}
@@ -232,7 +233,7 @@ func countReason(tb testing.TB, ns string, status authv1beta1.ResourceSliceCondi
 // requestCount reads the API server's own counter of requests.
 func requestCount(tb testing.TB, verb, resource, subresource string) int {
 	tb.Helper()
-	n, err := cp.RequestCount(context.Background(), verb, resource, subresource)
+	n, err := apiserver.RequestCount(context.Background(), cp.Config, verb, resource, subresource)
 	require.NoError(tb, err)
 	return n
 }
@@ -275,9 +276,9 @@ func TestWaitingSlicesDoNotMultiplyWrites(t *testing.T) {
 
 		// A waiting slice still says what blocks it and what would have to change.
 		rs := get(t, id+"-acme", "w-00000")
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		require.NotNil(t, c)
-		assert.Equal(t, conditions.Denied, c.Status)
+		assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, c.Status)
 		assert.Equal(t, budget.ReasonExhausted, c.Reason)
 		assert.Equal(t, "budget "+id+": cpu: asked 4, waits until 4 is free", c.Message)
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -46,7 +47,7 @@ func BenchmarkWatchPassNothingChanges(b *testing.B) {
 		require.NoError(b, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*testwait.Timeout, true,
 			func(context.Context) (bool, error) { return fx.calls.Load() >= want, nil }))
 	}
-	patches0, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	patches0, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(b, err)
 	var elapsed time.Duration
 	b.ResetTimer()
@@ -60,7 +61,7 @@ func BenchmarkWatchPassNothingChanges(b *testing.B) {
 		elapsed += time.Since(start)
 	}
 	b.StopTimer()
-	patches, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	patches, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(b, err)
 	b.ReportMetric(float64(patches-patches0)/float64(b.N), "writes/pass")
 	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s/pass")

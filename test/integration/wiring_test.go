@@ -86,7 +86,7 @@ func wiringScenario(t *testing.T, class string) []string {
 	tally := func(ns string, names ...string) string {
 		counts := map[string]int{}
 		for _, n := range names {
-			c := conditions.Get(get(t, ns, n), conditions.Resources)
+			c := conditions.Get(get(t, ns, n), authv1beta1.ResourceSliceConditionTypeResources)
 			counts[string(c.Status)+"/"+c.Reason]++
 		}
 		var out []string
@@ -135,7 +135,7 @@ func wiringScenario(t *testing.T, class string) []string {
 	}))
 	testkit.Eventually(t, class+": the relabelled namespace's slices refused", func() bool {
 		for _, n := range left {
-			if conditions.Get(get(t, okNS, n), conditions.Resources).Reason != "ConsumerMismatch" {
+			if conditions.Get(get(t, okNS, n), authv1beta1.ResourceSliceConditionTypeResources).Reason != "ConsumerMismatch" {
 				return false
 			}
 		}

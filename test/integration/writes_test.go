@@ -73,7 +73,7 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 					if err := cp.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rs); err != nil {
 						return err
 					}
-					sliceconds.Set(&rs, conditions.Authentication, conditions.Accepted, "ResourceSliceAuthenticationAccepted", w.msg)
+					sliceconds.Set(&rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, "ResourceSliceAuthenticationAccepted", w.msg)
 					rs.Status.AuthParams.SignedCRT = []byte(w.crt)
 					if err := cp.Client.Status().Update(ctx, &rs); err != nil {
 						return err
@@ -116,7 +116,7 @@ func TestConcurrentLiqoWriter(t *testing.T) {
 	for i := range list.Items {
 		rs := &list.Items[i]
 		w := last[rs.Name]
-		a := conditions.Get(rs, conditions.Authentication)
+		a := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication)
 		assert.True(t, conditions.IsAccepted(rs), "%s lost our decision: %+v", rs.Name, rs.Status.Conditions)
 		if a == nil || a.Message != w.msg || string(rs.Status.AuthParams.SignedCRT) != w.crt {
 			t.Errorf("%s lost Liqo's last write: want %q/%q (rv %s), got %+v / %q (rv %s, managed %+v)",
@@ -226,7 +226,7 @@ func TestShrinkingOfferOnTheServer(t *testing.T) {
 			require.NoError(t, cp.Client.Update(context.Background(), rs))
 		}
 		testkit.Eventually(t, "offer "+step, func() bool {
-			c := conditions.Get(get(t, ns, "s"), conditions.Resources)
+			c := conditions.Get(get(t, ns, "s"), authv1beta1.ResourceSliceConditionTypeResources)
 			return c != nil && c.Reason == "Offer"+step
 		})
 		got, want := get(t, ns, "s").Status, offers[step]
@@ -250,7 +250,7 @@ func TestForeignChangesDiscarded(t *testing.T) {
 		rs.Labels["meddled"] = "yes"
 		rs.Spec.Resources = nil
 		rs.Status.AuthParams.SignedCRT = []byte("forged")
-		sliceconds.Set(rs, conditions.Authentication, conditions.Denied, "Forged", "")
+		sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionDenied, "Forged", "")
 		conditions.Accept(rs, "Granted", "")
 		return ctrl.Result{}, nil
 	})

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sliceclass/sliceclass/budget"
-	"github.com/sliceclass/sliceclass/conditions"
 	"github.com/sliceclass/sliceclass/internal/sliceconds"
 )
 
@@ -26,11 +25,11 @@ func TestCheckSlice(t *testing.T) {
 	decided := func(r sliceRecord, status authv1beta1.ResourceSliceConditionStatus, reason string, grantedCPU int64) *authv1beta1.ResourceSlice {
 		rs := f.object(&r)
 		liqoAuth(rs, r.rev)
-		if status == conditions.Accepted {
+		if status == authv1beta1.ResourceSliceConditionAccepted {
 			rs.Status.Resources = rs.Spec.Resources.DeepCopy()
 			rs.Status.Resources[corev1.ResourceCPU] = *resource.NewQuantity(grantedCPU, resource.DecimalSI)
 		}
-		sliceconds.Set(rs, conditions.Resources, status, reason, "")
+		sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeResources, status, reason, "")
 		return rs
 	}
 	active, drained, cordoned := authv1beta1.TenantConditionActive, authv1beta1.TenantConditionDrained, authv1beta1.TenantConditionCordoned
@@ -43,18 +42,18 @@ func TestCheckSlice(t *testing.T) {
 		tenant       authv1beta1.TenantCondition
 		ok           bool
 	}{
-		{"gold granted", "an Active tenant's gold slice gets what it asked", decided(gold, conditions.Accepted, reasonGranted, 2), gold, active, true},
-		{"gold short", "an acceptance must carry what was asked", decided(gold, conditions.Accepted, reasonGranted, 1), gold, active, false},
-		{"silver too large accepted", "silver denies more than silverMaxCPU", decided(silver3, conditions.Accepted, reasonGranted, 3), silver3, active, false},
-		{"silver too large denied", "", decided(silver3, conditions.Denied, reasonTooLarge, 0), silver3, active, true},
-		{"bronze waiting", "a budget may make a bronze slice wait", decided(bronze, conditions.Denied, budget.ReasonExhausted, 0), bronze, active, true},
-		{"gold waiting", "gold has no budget", decided(gold, conditions.Denied, budget.ReasonExhausted, 0), gold, active, false},
-		{"drained accepted", "a Drained tenant's slices lose their grants", decided(gold, conditions.Accepted, reasonGranted, 2), gold, drained, false},
-		{"drained denied", "", decided(gold, conditions.Denied, "TenantDrained", 0), gold, drained, true},
-		{"cordoned keeps", "a Cordoned tenant's decided slices keep their decision", decided(gold, conditions.Accepted, reasonGranted, 2), gold, cordoned, true},
-		{"active still drained", "an Active tenant's slices are decided again", decided(gold, conditions.Denied, "TenantDrained", 0), gold, active, false},
+		{"gold granted", "an Active tenant's gold slice gets what it asked", decided(gold, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 2), gold, active, true},
+		{"gold short", "an acceptance must carry what was asked", decided(gold, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 1), gold, active, false},
+		{"silver too large accepted", "silver denies more than silverMaxCPU", decided(silver3, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 3), silver3, active, false},
+		{"silver too large denied", "", decided(silver3, authv1beta1.ResourceSliceConditionDenied, reasonTooLarge, 0), silver3, active, true},
+		{"bronze waiting", "a budget may make a bronze slice wait", decided(bronze, authv1beta1.ResourceSliceConditionDenied, budget.ReasonExhausted, 0), bronze, active, true},
+		{"gold waiting", "gold has no budget", decided(gold, authv1beta1.ResourceSliceConditionDenied, budget.ReasonExhausted, 0), gold, active, false},
+		{"drained accepted", "a Drained tenant's slices lose their grants", decided(gold, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 2), gold, drained, false},
+		{"drained denied", "", decided(gold, authv1beta1.ResourceSliceConditionDenied, "TenantDrained", 0), gold, drained, true},
+		{"cordoned keeps", "a Cordoned tenant's decided slices keep their decision", decided(gold, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 2), gold, cordoned, true},
+		{"active still drained", "an Active tenant's slices are decided again", decided(gold, authv1beta1.ResourceSliceConditionDenied, "TenantDrained", 0), gold, active, false},
 		{"undecided", "every slice ends decided", f.object(&gold), gold, cordoned, false},
-		{"stale rewrite", "the server must hold Liqo's last rewrite", decided(bronze, conditions.Denied, budget.ReasonExhausted, 0), sliceRecord{key: bronze.key, class: classBronze, cpu: 1, rev: 4}, active, false},
+		{"stale rewrite", "the server must hold Liqo's last rewrite", decided(bronze, authv1beta1.ResourceSliceConditionDenied, budget.ReasonExhausted, 0), sliceRecord{key: bronze.key, class: classBronze, cpu: 1, rev: 4}, active, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,10 +67,10 @@ func TestCheckSlice(t *testing.T) {
 	}
 
 	t.Run("Liqo fields clobbered", func(t *testing.T) {
-		rs := decided(gold, conditions.Accepted, reasonGranted, 2)
+		rs := decided(gold, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 2)
 		rs.Status.AuthParams = nil
 		assert.Contains(t, checkSlice(rs, gold, active), "authParams gone")
-		rs = decided(gold, conditions.Accepted, reasonGranted, 2)
+		rs = decided(gold, authv1beta1.ResourceSliceConditionAccepted, reasonGranted, 2)
 		rs.Status.Conditions = rs.Status.Conditions[1:] // the Authentication condition is first
 		assert.Contains(t, checkSlice(rs, gold, active), "Authentication condition gone")
 	})

@@ -58,14 +58,14 @@ func checkFinal(ctx context.Context, t *testing.T, f *fleet, bronze *budget.Budg
 				continue
 			}
 			seen++
-			if c := conditions.Get(rs, conditions.Resources); c != nil {
+			if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 				tally[fmt.Sprintf("%s %s %s/%s", byNamespace[rs.Namespace], r.class, c.Status, c.Reason)]++
 			}
 			if p := checkSlice(rs, r, byNamespace[rs.Namespace]); p != "" {
 				problems = append(problems, fmt.Sprintf("%s (%s, %d CPU, tenant %s): %s", key, r.class, r.cpu, byNamespace[rs.Namespace], p))
 			}
 			if r.class == classBronze {
-				c := conditions.Get(rs, conditions.Resources)
+				c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 				switch {
 				case conditions.IsAccepted(rs):
 					held.Add(rs.Status.Resources[corev1.ResourceCPU])
@@ -104,7 +104,7 @@ func checkSlice(rs *authv1beta1.ResourceSlice, r sliceRecord, tenant authv1beta1
 	if p := checkLiqoFields(rs, r.rev); p != "" {
 		return p
 	}
-	c := conditions.Get(rs, conditions.Resources)
+	c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 	if c == nil || !conditions.IsDecided(rs) {
 		return "undecided"
 	}

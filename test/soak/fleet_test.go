@@ -254,17 +254,17 @@ func liqoAuth(rs *authv1beta1.ResourceSlice, rev int) {
 		rs.Status.AuthParams = &authv1beta1.AuthParams{CA: []byte("ca"), APIServer: "https://" + slicetest.DefaultProvider + ":6443"}
 	}
 	rs.Status.AuthParams.SignedCRT = certificate(rev)
-	sliceconds.Set(rs, conditions.Authentication, conditions.Accepted, authReason, authMessage(rev))
+	sliceconds.Set(rs, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionAccepted, authReason, authMessage(rev))
 }
 
 // checkLiqoFields reports how the slice's Liqo-owned status differs from
 // Liqo's last rewrite rev; "" when intact.
 func checkLiqoFields(rs *authv1beta1.ResourceSlice, rev int) string {
-	a := conditions.Get(rs, conditions.Authentication)
+	a := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication)
 	switch {
 	case a == nil:
 		return "Authentication condition gone"
-	case a.Status != conditions.Accepted || a.Reason != authReason || a.Message != authMessage(rev):
+	case a.Status != authv1beta1.ResourceSliceConditionAccepted || a.Reason != authReason || a.Message != authMessage(rev):
 		return fmt.Sprintf("Authentication is %s/%s %q, Liqo wrote Accepted/%s %q", a.Status, a.Reason, a.Message, authReason, authMessage(rev))
 	case rs.Status.AuthParams == nil:
 		return "authParams gone"

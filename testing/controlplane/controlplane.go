@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/sliceclass/sliceclass/config/crd"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/sdkscheme"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 )
@@ -76,8 +77,9 @@ type ControlPlane struct {
 	Scheme *runtime.Scheme
 
 	env *envtest.Environment
-	// certDir keeps the API server's serving certificates across
-	// RestartAPIServer, so that clients built from Config stay valid.
+	// certDir keeps the API server's serving certificates across a
+	// restart of kube-apiserver (internal/apiserver.Restart), so that
+	// clients built from Config stay valid.
 	certDir string
 
 	// notStarted says why RunSuite started no control plane ("" when it
@@ -252,15 +254,20 @@ func (cp *ControlPlane) Stop() error {
 	return errors.Join(err, os.RemoveAll(cp.certDir))
 }
 
-// RestartAPIServer stops kube-apiserver and starts it again over the same
-// etcd, address and certificates: what a controller sees when its API server
-// is upgraded or crashes. Clients built from Config, and from AddUser, work
-// again once it is back; the objects are kept, the request counters of
-// RequestCount start from zero. It returns when the new server is healthy.
-// The stop waits at most 2 seconds for open watches; a kube-apiserver too old
-// to have --shutdown-watch-termination-grace-period waits until envtest's
-// stop timeout (a minute) and RestartAPIServer returns an error.
-func (cp *ControlPlane) RestartAPIServer() error {
+func init() {
+	apiserver.SetRestart(func(x any) error {
+		cp, ok := x.(*ControlPlane)
+		if !ok {
+			return fmt.Errorf("controlplane: restarting the API server of a %T, not a *ControlPlane", x)
+		}
+		return cp.restartAPIServer()
+	})
+}
+
+// restartAPIServer stops kube-apiserver and starts it again over the same
+// etcd, address and certificates (internal/apiserver.Restart, for the
+// SDK's own tests).
+func (cp *ControlPlane) restartAPIServer() error {
 	if cp.env == nil {
 		return errNotStarted
 	}

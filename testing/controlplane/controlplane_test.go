@@ -18,6 +18,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/api/v1alpha1"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 	slicetest "github.com/sliceclass/sliceclass/testing"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -32,7 +33,7 @@ func TestStartInstallsLiqoCRDsAndCountsRequests(t *testing.T) {
 	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace), "an existing namespace is fine")
 	rs := slicetest.NewSlice("s")
 	require.NoError(t, cp.Client.Create(ctx, rs), "creating a ResourceSlice")
-	before, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	before, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 
 	orig := rs.DeepCopy()
@@ -41,12 +42,12 @@ func TestStartInstallsLiqoCRDsAndCountsRequests(t *testing.T) {
 		require.NoError(t, cp.Client.Status().Patch(ctx, rs, client.MergeFrom(orig)))
 	}
 
-	after, err := cp.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	after, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
-	assert.Equal(t, 2, after-before, "RequestCount: status PATCHes on resourceslices")
-	n, err := cp.RequestCount(ctx, "PATCH", "tenants", "status")
+	assert.Equal(t, 2, after-before, "apiserver.RequestCount: status PATCHes on resourceslices")
+	n, err := apiserver.RequestCount(ctx, cp.Config, "PATCH", "tenants", "status")
 	require.NoError(t, err)
-	assert.Zero(t, n, "RequestCount must filter by resource")
+	assert.Zero(t, n, "apiserver.RequestCount must filter by resource")
 }
 
 // A fresh control plane serves the SliceBudget CRD of config/crd: its
@@ -89,7 +90,7 @@ func TestStartInstallsTheSliceBudgetCRD(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "the CRD's rules refuse a negative total: got %v", err)
 }
 
-func TestRestartAPIServerKeepsObjectsAndClients(t *testing.T) {
+func TestRestartKeepsObjectsAndClients(t *testing.T) {
 	cp := controlplane.Start(t)
 	ctx := context.Background()
 	require.NoError(t, cp.CreateNamespace(ctx, slicetest.DefaultNamespace))
@@ -103,7 +104,7 @@ func TestRestartAPIServerKeepsObjectsAndClients(t *testing.T) {
 	start := time.Now()
 	// envtest kills a server that outlasts its stop timeout, and the stop
 	// then fails: no error means the watch grace period stopped it.
-	require.NoError(t, cp.RestartAPIServer(), "an open watch (a running controller always holds some) must not hold the shutdown")
+	require.NoError(t, apiserver.Restart(cp), "an open watch (a running controller always holds some) must not hold the shutdown")
 	t.Logf("kube-apiserver restarted in %s", time.Since(start).Round(time.Millisecond))
 
 	var rs authv1beta1.ResourceSlice

@@ -100,13 +100,15 @@ func ExampleEventually() {
 	// Output: 3
 }
 
-// Every slows the checks down where each is expensive; Holds is a bounded
-// wait for "nothing happens" that returns instead of failing.
-func ExampleEvery() {
+// A wait for "nothing happens": Consistently checks the condition every
+// 50 ms for the duration, and fails the test, naming what stopped holding
+// and when, at the first check that does not hold.
+func ExampleConsistently() {
+	t := &testing.T{} // in a test, your *testing.T
 	writes := 0
-	quiet := envkit.Every(10*time.Millisecond).Holds(50*time.Millisecond, func() bool { return writes == 0 })
-	fmt.Println(quiet)
-	// Output: true
+	envkit.Consistently(t, 100*time.Millisecond, "no second write", func() bool { return writes == 0 })
+	fmt.Println(writes)
+	// Output: 0
 }
 
 // A drain, as an operator does it: Liqo then denies the tenant's slices,

@@ -93,7 +93,7 @@ func TestKitTogether(t *testing.T) {
 			continue
 		}
 		waiting = append(waiting, rs.Name)
-		assert.Equal(t, budget.ReasonExhausted, conditions.Get(rs, conditions.Resources).Reason)
+		assert.Equal(t, budget.ReasonExhausted, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Reason)
 	}
 	assert.Len(t, accepted, 1, "one 6-CPU slice fits 8 CPUs")
 	assert.Len(t, waiting, 1)

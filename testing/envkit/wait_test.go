@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
 
@@ -36,7 +37,7 @@ func TestEventually(t *testing.T) {
 			r := &recorder{TB: t}
 			calls := 0
 			r.run(func(tb testing.TB) {
-				envkit.EventuallyWithin(envkit.Every(10*time.Millisecond), tb, 200*time.Millisecond, "slice a Accepted", func() bool {
+				testwait.Every(10*time.Millisecond).EventuallyWithin(tb, 200*time.Millisecond, "slice a Accepted", func() bool {
 					calls++
 					return tc.trueAt > 0 && calls >= tc.trueAt
 				})
@@ -71,7 +72,7 @@ func TestConsistently(t *testing.T) {
 	calls := 0
 	start := time.Now()
 	r.run(func(tb testing.TB) {
-		envkit.Every(10*time.Millisecond).Consistently(tb, time.Minute, "no second write", func() bool {
+		testwait.Every(10*time.Millisecond).Consistently(tb, time.Minute, "no second write", func() bool {
 			calls++
 			return calls < 3
 		})
@@ -92,7 +93,7 @@ func TestConsistently(t *testing.T) {
 }
 
 func TestHolds(t *testing.T) {
-	p := envkit.Every(20 * time.Millisecond)
+	p := testwait.Every(20 * time.Millisecond)
 	calls := 0
 	start := time.Now()
 	assert.True(t, p.Holds(100*time.Millisecond, func() bool { calls++; return true }))

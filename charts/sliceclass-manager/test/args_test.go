@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -258,7 +257,7 @@ func TestRenderRefuses(t *testing.T) {
 // default, without helm's "skipped value ... Not a table" warning (which
 // the map form gave when the default was a list), and checks that the
 // classes file names the classes given, as a manager reads it
-// (flags.ReadClassesConfig, which ClassConfigs reads).
+// (flags.ParseClassesConfig, which ClassConfigs reads the file with).
 func TestClassesForms(t *testing.T) {
 	for _, tc := range []struct {
 		reason, values string
@@ -283,9 +282,7 @@ func TestClassesForms(t *testing.T) {
 		assert.NotContains(t, logged.String(), "Not a table", tc.reason)
 
 		d, c := managerContainer(t, objs)
-		path := filepath.Join(t.TempDir(), "classes.yaml")
-		require.NoError(t, os.WriteFile(path, []byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)), 0o600))
-		cfg, err := sdkflags.ReadClassesConfig(path)
+		cfg, err := sdkflags.ParseClassesConfig([]byte(classesMount(t, objs, d, c, parseArgs(t, c).ClassesFile)))
 		require.NoError(t, err, tc.reason)
 		names := []string{}
 		for _, c := range cfg.Classes {

@@ -124,7 +124,7 @@ func waiting(ctx context.Context, t *testing.T, rs *authv1beta1.ResourceSlice) {
 		if cp.Client.Get(ctx, client.ObjectKeyFromObject(rs), &got) != nil {
 			return false
 		}
-		c := conditions.Get(&got, conditions.Resources)
+		c := conditions.Get(&got, authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 }

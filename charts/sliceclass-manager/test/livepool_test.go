@@ -71,7 +71,7 @@ classes:
 	m.ready(ctx, t)
 	first := consumerSlice(ctx, t, ns, "live-1", "gold")
 	decided := decision(ctx, t, first)
-	require.True(t, conditions.IsAccepted(decided), "by the total: %+v", conditions.Get(decided, conditions.Resources))
+	require.True(t, conditions.IsAccepted(decided), "by the total: %+v", conditions.Get(decided, authv1beta1.ResourceSliceConditionTypeResources))
 
 	// The pool the edit names: one Ready node of 8 CPU.
 	_, err := envkit.CreateNode(ctx, cp.Client, "sc-live-node", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
@@ -112,7 +112,7 @@ classes:
 	created := time.Now()
 	decided = decision(ctx, t, second)
 	t.Logf("the new slice was told %s after it was created", time.Since(created).Round(10*time.Millisecond))
-	cond := conditions.Get(decided, conditions.Resources)
+	cond := conditions.Get(decided, authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, cond.Status, "%s: %s", cond.Reason, cond.Message)
 	assert.Contains(t, cond.Message, `SliceBudget "`+budget+`"`, "names the budget")
@@ -174,7 +174,7 @@ func TestSliceBudgetsNotListableUnderTheChartsRBAC(t *testing.T) {
 	created := time.Now()
 	decided := decision(ctx, t, rs)
 	t.Logf("the slice was told %s after it was created (the manager starting meanwhile)", time.Since(created).Round(10*time.Millisecond))
-	cond := conditions.Get(decided, conditions.Resources)
+	cond := conditions.Get(decided, authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionDenied, cond.Status, "%s: %s", cond.Reason, cond.Message)
 	assert.Contains(t, cond.Message, `SliceBudget "`+budget+`"`, "names the budget")

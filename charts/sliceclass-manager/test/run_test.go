@@ -62,7 +62,7 @@ func TestDefaultsServe(t *testing.T) {
 	// A consumer's slice of the default class, within its caps.
 	rs := consumerSlice(ctx, t, ns, "chart", "gold")
 	decided := decision(ctx, t, rs)
-	cond := conditions.Get(decided, conditions.Resources)
+	cond := conditions.Get(decided, authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, cond.Status, "%s: %s", cond.Reason, cond.Message)
 
@@ -127,7 +127,7 @@ rbac:
 
 	rs := consumerSlice(ctx, t, ns, "own", "gold")
 	decided := decision(ctx, t, rs)
-	cond := conditions.Get(decided, conditions.Resources)
+	cond := conditions.Get(decided, authv1beta1.ResourceSliceConditionTypeResources)
 	require.NotNil(t, cond)
 	assert.Equal(t, authv1beta1.ResourceSliceConditionAccepted, cond.Status, "%s: %s", cond.Reason, cond.Message)
 	assert.Equal(t, "Granted", cond.Reason, "the user's policy decided")

@@ -312,7 +312,7 @@ func timeline(events []event, upTo uint64, before int) string {
 		switch o := ev.obj.(type) {
 		case *authv1beta1.ResourceSlice:
 			reason, msg := "-", ""
-			if c := conditions.Get(o, conditions.Resources); c != nil {
+			if c := conditions.Get(o, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
 				reason, msg = string(c.Status)+"/"+c.Reason, c.Message
 			}
 			fmt.Fprintf(&b, "slice %s uid %.8s %s offer %s %.120q\n", o.Name, o.UID, reason, offerOf(o), msg)

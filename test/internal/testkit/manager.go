@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/testwait"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
 	"github.com/sliceclass/sliceclass/testing/envkit"
 )
@@ -18,8 +19,11 @@ import (
 // Manager is envkit.Manager.
 type Manager = envkit.Manager
 
-// Poller is envkit.Poller.
-type Poller = envkit.Poller
+// Poller checks a condition at an interval of its own (testwait.Poller):
+// the SDK's tests poll slower where each check is expensive and faster
+// where they catch a short-lived state; envkit offers its users only
+// Eventually and Consistently.
+type Poller = testwait.Poller
 
 // ManagerOptions is envkit.ManagerOptions.
 func ManagerOptions(t testing.TB, scheme *runtime.Scheme) manager.Options {
@@ -38,8 +42,8 @@ func StartManagerWith(t testing.TB, cfg *rest.Config, opts manager.Options, regi
 	return envkit.StartManagerWith(t, cfg, opts, register)
 }
 
-// Every is envkit.Every.
-func Every(interval time.Duration) Poller { return envkit.Every(interval) }
+// Every returns a Poller that checks every interval.
+func Every(interval time.Duration) Poller { return testwait.Every(interval) }
 
 // Eventually is envkit.Eventually: it waits up to envkit.WaitTimeout.
 func Eventually(t testing.TB, what string, cond func() bool) {
@@ -54,12 +58,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // Like Eventually, it returns at the first check at which cond holds.
 func EventuallyScaled(t testing.TB, p Poller, times int, what string, cond func() bool) {
 	t.Helper()
-	timeout := time.Duration(times) * envkit.WaitTimeout
-	// Holds ends at the first check that fails: the first at which cond
-	// holds. It holds throughout only if cond never did.
-	if p.Holds(timeout, func() bool { return !cond() }) {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
+	p.EventuallyWithin(t, time.Duration(times)*envkit.WaitTimeout, what, cond)
 }
 
 // Consistently is envkit.Consistently.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sliceclass/sliceclass/budget"
 	"github.com/sliceclass/sliceclass/conditions"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/classlease"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
@@ -71,7 +73,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	class := fmt.Sprintf("failover-%t", warm)
 	ns := testkit.Namespace(t, cp, class)
 	watcher := watchCommitted(t, ns)
-	serverBefore, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
+	serverBefore, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 
 	spec := func(name string) replicaSpec {
@@ -118,7 +120,7 @@ func leaderFailover(t *testing.T, warm bool) {
 	fromB := b.tap.patches.Load()
 	assert.Equal(t, int64(slices), fromA+fromB, "accepted status patches (a %d, b %d) against slices", fromA, fromB)
 	assert.Equal(t, fromA, a.tap.patches.Load(), "a crashed replica wrote after its crash")
-	serverAfter, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
+	serverAfter, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, int64(serverAfter-serverBefore), fromA+fromB, "the API server saw fewer status PATCHes than the replicas had answers for")
 
@@ -132,10 +134,10 @@ func leaderFailover(t *testing.T, warm bool) {
 		case conditions.IsAccepted(rs):
 			accepted++
 			held.Add(*rs.Status.Resources.Cpu())
-		case conditions.Get(rs, conditions.Resources).Reason == budget.ReasonExhausted:
+		case conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources).Reason == budget.ReasonExhausted:
 			exhausted++
 		default:
-			t.Errorf("slice %s: decided neither Accepted nor %s: %+v", rs.Name, budget.ReasonExhausted, conditions.Get(rs, conditions.Resources))
+			t.Errorf("slice %s: decided neither Accepted nor %s: %+v", rs.Name, budget.ReasonExhausted, conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources))
 		}
 	}
 	assert.Equal(t, total, accepted, "Accepted slices: the budget was rebuilt wrongly or over-committed")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 )
@@ -232,7 +233,7 @@ func faultCounts(in *injector) string {
 // requests on resourceslices/status.
 func serverStatusPatches(t *testing.T) int {
 	t.Helper()
-	n, err := cp.RequestCount(context.Background(), "PATCH", "resourceslices", "status")
+	n, err := apiserver.RequestCount(context.Background(), cp.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 	return n
 }

@@ -76,7 +76,7 @@ func (l *callLog) wrap(h handler.Func) handler.Func {
 
 func (l *callLog) record(rs *authv1beta1.ResourceSlice) {
 	var auth string
-	if c := conditions.Get(rs, conditions.Authentication); c != nil {
+	if c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication); c != nil {
 		auth = fmt.Sprintf("%s/%s/%s/%s", c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.RFC3339))
 	}
 	// fmt prints maps with sorted keys.
@@ -127,14 +127,14 @@ func (s sliceSpec) build() *authv1beta1.ResourceSlice {
 // wrongDecision says how rs's decision differs from what its class's
 // handler decides for it ("" when it is right, or rs is undecided).
 func (s sliceSpec) wrongDecision(rs *authv1beta1.ResourceSlice) string {
-	c := conditions.Get(rs, conditions.Resources)
+	c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 	if c == nil {
 		return "undecided"
 	}
 	reason, accepted := expectedDecision(rs.Spec.Resources, s.maxCPU)
-	wantStatus, wantResources := conditions.Denied, corev1.ResourceList(nil)
+	wantStatus, wantResources := authv1beta1.ResourceSliceConditionDenied, corev1.ResourceList(nil)
 	if accepted {
-		wantStatus, wantResources = conditions.Accepted, rs.Spec.Resources
+		wantStatus, wantResources = authv1beta1.ResourceSliceConditionAccepted, rs.Spec.Resources
 	}
 	switch {
 	case c.Status != wantStatus || c.Reason != reason:
@@ -327,7 +327,7 @@ func (w *liqoWriter) rewrite(key types.NamespacedName, round int) {
 		if err := w.c.Get(context.Background(), key, &rs); err != nil {
 			return err
 		}
-		c := conditions.Get(&rs, conditions.Authentication)
+		c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeAuthentication)
 		if c == nil || rs.Status.AuthParams == nil {
 			return fmt.Errorf("slice %s lost Liqo's fields: %+v", key, rs.Status)
 		}
@@ -358,7 +358,7 @@ func (w *liqoWriter) lost(got map[string]*authv1beta1.ResourceSlice, specs []sli
 	for _, s := range specs {
 		rs := got[s.key().String()]
 		initial := s.build()
-		c, want := conditions.Get(rs, conditions.Authentication), conditions.Get(initial, conditions.Authentication)
+		c, want := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeAuthentication), conditions.Get(initial, authv1beta1.ResourceSliceConditionTypeAuthentication)
 		wantCRT := initial.Status.AuthParams.SignedCRT
 		mark, rewritten := w.last[s.key()]
 		if rewritten {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/sliceclass/sliceclass/handler"
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/resourceslice"
 	"github.com/sliceclass/sliceclass/test/internal/testkit"
 	"github.com/sliceclass/sliceclass/testing/controlplane"
@@ -69,11 +70,11 @@ func TestAPIServerRestartMidBacklog(t *testing.T) {
 	appliedNow := func() int { n, _, _ := in.writes.totals(); return n }
 	poll.Eventually(t, "a fifth of the backlog decided", func() bool { return appliedNow() >= backlog/5 })
 
-	serverBefore, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	serverBefore, err := apiserver.RequestCount(ctx, plane.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 	atRestart := appliedNow()
 	restart := time.Now()
-	require.NoError(t, plane.RestartAPIServer(), "restarting kube-apiserver with the manager's watches open")
+	require.NoError(t, apiserver.Restart(plane), "restarting kube-apiserver with the manager's watches open")
 	restartTook := time.Since(restart)
 	atBack := appliedNow()
 	require.Less(t, atBack, backlog, "the backlog was decided before the API server was back: slow the handler")
@@ -85,7 +86,7 @@ func TestAPIServerRestartMidBacklog(t *testing.T) {
 	quiet := poll.Holds(3*time.Second, func() bool { return appliedNow() == settled })
 	alive := mgr.Running()
 	mgr.Stop()
-	serverAfter, err := plane.RequestCount(ctx, "PATCH", "resourceslices", "status")
+	serverAfter, err := apiserver.RequestCount(ctx, plane.Config, "PATCH", "resourceslices", "status")
 	require.NoError(t, err)
 
 	got, err := slicesOn(ctx, plane.Client, specs)

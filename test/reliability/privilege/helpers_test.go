@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/sliceclass/sliceclass/internal/apiserver"
 	"github.com/sliceclass/sliceclass/internal/testwait"
 )
 
@@ -46,7 +47,7 @@ func waitFor(ctx context.Context, what string, cond func(ctx context.Context) (b
 // not count either. Only the manager runs under an identity RBAC can
 // refuse, so the difference between two readings is what it was refused.
 func forbiddenCount(ctx context.Context) (int, error) {
-	return cp.MetricSum(ctx, "authorization_attempts_total", func(labels string) bool {
+	return apiserver.MetricSum(ctx, cp.Config, "authorization_attempts_total", func(labels string) bool {
 		return !strings.Contains(labels, `result="allowed"`)
 	})
 }
@@ -54,7 +55,7 @@ func forbiddenCount(ctx context.Context) (int, error) {
 // answered403 sums apiserver_request_total{code="403"}: what handlers
 // answered 403, which does not include the authorizers' refusals.
 func answered403(ctx context.Context) (int, error) {
-	return cp.MetricSum(ctx, "apiserver_request_total", func(labels string) bool {
+	return apiserver.MetricSum(ctx, cp.Config, "apiserver_request_total", func(labels string) bool {
 		return strings.Contains(labels, `code="403"`)
 	})
 }

@@ -170,20 +170,20 @@ func (r *run) leaderAcquired(ctx context.Context) error {
 }
 
 func (r *run) decidedOnMerits(ctx context.Context) error {
-	if err := r.waitDecision(ctx, r.w.ns, sliceWithin, conditions.Accepted, cappedresources.ReasonGranted); err != nil {
+	if err := r.waitDecision(ctx, r.w.ns, sliceWithin, authv1beta1.ResourceSliceConditionAccepted, cappedresources.ReasonGranted); err != nil {
 		return err
 	}
-	if err := r.waitDecision(ctx, r.w.ns, sliceCapped, conditions.Accepted, cappedresources.ReasonCapped); err != nil {
+	if err := r.waitDecision(ctx, r.w.ns, sliceCapped, authv1beta1.ResourceSliceConditionAccepted, cappedresources.ReasonCapped); err != nil {
 		return err
 	}
 	if got := r.slice(ctx, r.w.ns, sliceCapped); got == nil || !got.Status.Resources.Cpu().Equal(resource.MustParse("2")) {
 		return errors.New("slice capped was not capped at 2 CPU")
 	}
-	return r.waitDecision(ctx, r.w.ns, sliceEmpty, conditions.Denied, cappedresources.ReasonNoResources)
+	return r.waitDecision(ctx, r.w.ns, sliceEmpty, authv1beta1.ResourceSliceConditionDenied, cappedresources.ReasonNoResources)
 }
 
 func (r *run) consumerChecked(ctx context.Context) error {
-	if err := r.waitDecision(ctx, r.w.ns, sliceIntruder, conditions.Denied, "ConsumerMismatch"); err != nil {
+	if err := r.waitDecision(ctx, r.w.ns, sliceIntruder, authv1beta1.ResourceSliceConditionDenied, "ConsumerMismatch"); err != nil {
 		return err
 	}
 	return r.waitEvent(ctx, r.w.ns, sliceIntruder, "ConsumerMismatch")
@@ -195,14 +195,14 @@ func (r *run) budgetExhausted(ctx context.Context) error {
 	if err := slicetest.CreateAsLiqo(ctx, cp.Client, over); err != nil {
 		return fmt.Errorf("creating slice %s: %w", sliceOver, err)
 	}
-	if err := r.waitDecision(ctx, r.w.ns, sliceOver, conditions.Denied, budget.ReasonExhausted); err != nil {
+	if err := r.waitDecision(ctx, r.w.ns, sliceOver, authv1beta1.ResourceSliceConditionDenied, budget.ReasonExhausted); err != nil {
 		return err
 	}
 	return r.waitEvent(ctx, r.w.ns, sliceOver, budget.ReasonExhausted)
 }
 
 func (r *run) tenantFollowed(ctx context.Context) error {
-	if err := r.waitDecision(ctx, r.w.tenantNS, sliceTenant, conditions.Accepted, cappedresources.ReasonGranted); err != nil {
+	if err := r.waitDecision(ctx, r.w.tenantNS, sliceTenant, authv1beta1.ResourceSliceConditionAccepted, cappedresources.ReasonGranted); err != nil {
 		return err
 	}
 	for _, step := range []struct {
@@ -210,8 +210,8 @@ func (r *run) tenantFollowed(ctx context.Context) error {
 		status    authv1beta1.ResourceSliceConditionStatus
 		reason    string
 	}{
-		{authv1beta1.TenantConditionDrained, conditions.Denied, "TenantDrained"},
-		{authv1beta1.TenantConditionActive, conditions.Accepted, cappedresources.ReasonGranted},
+		{authv1beta1.TenantConditionDrained, authv1beta1.ResourceSliceConditionDenied, "TenantDrained"},
+		{authv1beta1.TenantConditionActive, authv1beta1.ResourceSliceConditionAccepted, cappedresources.ReasonGranted},
 	} {
 		if err := setTenant(ctx, r.w.tenantNS, tenantConsumer, step.condition); err != nil {
 			return err
@@ -295,7 +295,7 @@ func (r *run) waitDecision(ctx context.Context, ns, name string, status authv1be
 	what := fmt.Sprintf("slice %s/%s %s with reason %s", ns, name, status, reason)
 	return waitFor(ctx, what, func(ctx context.Context) (bool, error) {
 		rs := r.slice(ctx, ns, name)
-		c := conditions.Get(rs, conditions.Resources)
+		c := conditions.Get(rs, authv1beta1.ResourceSliceConditionTypeResources)
 		return c != nil && c.Status == status && c.Reason == reason, nil
 	})
 }

@@ -78,7 +78,7 @@ func (a *authenticator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := a.client.Get(ctx, req.NamespacedName, &rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if c := conditions.Get(&rs, conditions.Authentication); c != nil && c.Status != "" {
+	if c := conditions.Get(&rs, authv1beta1.ResourceSliceConditionTypeAuthentication); c != nil && c.Status != "" {
 		return ctrl.Result{}, nil // decided: Liqo decides again only on a renewal
 	}
 	if rs.Spec.ConsumerClusterID == nil || *rs.Spec.ConsumerClusterID == "" {
@@ -135,7 +135,7 @@ func (a *authenticator) deny(ctx context.Context, rs *authv1beta1.ResourceSlice,
 		if err := a.client.Get(ctx, client.ObjectKeyFromObject(rs), &cur); err != nil {
 			return err
 		}
-		sliceconds.Set(&cur, conditions.Authentication, conditions.Denied, reasonAuthDenied, "ResourceSlice authentication denied")
+		sliceconds.Set(&cur, authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionDenied, reasonAuthDenied, "ResourceSlice authentication denied")
 		return a.client.Status().Update(ctx, &cur)
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ func TestRunServesUntilInterrupted(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-kubeconfig", path}, outFile, testr.New(t)) }()
-	envkit.Every(100*time.Millisecond).Eventually(t, "the control plane's kubeconfig and instructions", func() bool {
+	envkit.Eventually(t, "the control plane's kubeconfig and instructions", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run ended before it printed its instructions: %v\n%s", err, output())
@@ -134,7 +134,7 @@ func checkPlaysLiqo(t *testing.T, cl client.Client) {
 			assert.Equal(t, authv1beta1.TenantConditionActive, tenants.Items[0].Spec.TenantCondition)
 		}
 	}
-	envkit.Every(100*time.Millisecond).Eventually(t, "Liqo's QuotaCreator's Quota for the Accepted slice", func() bool {
+	envkit.Eventually(t, "Liqo's QuotaCreator's Quota for the Accepted slice", func() bool {
 		var quotas offloadingv1beta1.QuotaList
 		require.NoError(t, cl.List(ctx, &quotas, client.InNamespace("liqo-tenant-acme")))
 		return len(quotas.Items) == 1
@@ -143,10 +143,10 @@ func checkPlaysLiqo(t *testing.T, cl client.Client) {
 	stray := slicetest.NewSlice("stray", slicetest.Unauthenticated(), slicetest.WithClass(exampleClass),
 		slicetest.WithNamespace("liqo-tenant-acme"), slicetest.WithConsumer("globex"))
 	require.NoError(t, cl.Create(ctx, stray))
-	envkit.Every(100*time.Millisecond).Eventually(t, "globex's slice in acme's tenant namespace denied authentication", func() bool {
+	envkit.Eventually(t, "globex's slice in acme's tenant namespace denied authentication", func() bool {
 		require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(stray), stray))
-		c := conditions.Get(stray, conditions.Authentication)
-		return c != nil && c.Status == conditions.Denied
+		c := conditions.Get(stray, authv1beta1.ResourceSliceConditionTypeAuthentication)
+		return c != nil && c.Status == authv1beta1.ResourceSliceConditionDenied
 	})
 }
 

@@ -218,7 +218,7 @@ func TestOnCallWalk(t *testing.T) {
 		}
 		_ = out.Close()
 	})
-	envkit.Every(100*time.Millisecond).Eventually(t, "the dev control plane's instructions", func() bool {
+	envkit.Eventually(t, "the dev control plane's instructions", func() bool {
 		select {
 		case <-done:
 			t.Fatalf("the dev control plane ended: %v\n%s", runErr, printed())

@@ -53,8 +53,15 @@ func run() error {
 			return err
 		}
 	}
-	mgr, err := v.NewManager(scheme)
+	cfg, err := v.RESTConfig()
 	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, v.ManagerOptions(scheme))
+	if err != nil {
+		return err
+	}
+	if err := flags.AddProbes(mgr); err != nil {
 		return err
 	}
 	classes, err := v.ClassConfigs(mgr)

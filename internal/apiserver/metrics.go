@@ -1,4 +1,11 @@
-package controlplane
+// Package apiserver reads and restarts the API server of a control plane
+// that the SDK's test kit (testing/controlplane) started, for the SDK's own
+// tests and benchmarks: the API server's own request counters (a
+// controller's writes as the server saw them) and a restart of
+// kube-apiserver over the same etcd. They are not the kit's public
+// surface: a user's test asserts what its controller decides, not how many
+// requests it took.
+package apiserver
 
 import (
 	"bufio"
@@ -9,24 +16,27 @@ import (
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
-// RequestCount returns the API server's own count of requests with the given
-// verb ("PATCH", "PUT", ...) on resource and subresource ("" for the object
-// itself), summed over every other label of apiserver_request_total. Compare
-// two readings to count a controller's writes as the server saw them.
-func (cp *ControlPlane) RequestCount(ctx context.Context, verb, resource, subresource string) (int, error) {
+// RequestCount returns the count, by the API server that cfg reaches, of
+// requests with the given verb ("PATCH", "PUT", ...) on resource and
+// subresource ("" for the object itself), summed over every other label of
+// apiserver_request_total. Compare two readings to count a controller's
+// writes as the server saw them.
+func RequestCount(ctx context.Context, cfg *rest.Config, verb, resource, subresource string) (int, error) {
 	want := []string{`verb="` + verb + `"`, `resource="` + resource + `"`, `subresource="` + subresource + `"`}
-	return cp.MetricSum(ctx, "apiserver_request_total", func(labels string) bool { return containsAll(labels, want) })
+	return MetricSum(ctx, cfg, "apiserver_request_total", func(labels string) bool { return containsAll(labels, want) })
 }
 
-// MetricSum sums the samples of the API server's own metric name (a counter
+// MetricSum sums the samples of the API server's (the one cfg reaches, as
+// an administrator) own metric name (a counter
 // or gauge of its /metrics) whose labels, as written there
 // (`{code="403",verb="GET"}`), pass keep; a nil keep sums them all. For
 // example, authorization_attempts_total with result!="allowed" counts the
 // requests RBAC refused.
-func (cp *ControlPlane) MetricSum(ctx context.Context, name string, keep func(labels string) bool) (int, error) {
-	cs, err := kubernetes.NewForConfig(cp.Config)
+func MetricSum(ctx context.Context, cfg *rest.Config, name string, keep func(labels string) bool) (int, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return 0, err
 	}
